@@ -1,0 +1,137 @@
+// Package clock is the server clock: every score a verb computes comes from
+// it (verbs.md section 6). The binary uses Wall; tests use Manual and advance it.
+package clock
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Timer is a pending callback created by AfterFunc.
+type Timer interface {
+	// Stop cancels the callback; it reports whether it was still pending.
+	Stop() bool
+}
+
+// Clock gives the time in Unix milliseconds and fires callbacks after a
+// duration measured on the same clock.
+type Clock interface {
+	// NowMs is the current Unix time in milliseconds.
+	NowMs() int64
+	// AfterFunc calls f in its own goroutine once the clock has moved d
+	// milliseconds forward (d <= 0: as soon as possible).
+	AfterFunc(dMs int64, f func()) Timer
+}
+
+// Wall is the system clock.
+type Wall struct{}
+
+// NowMs returns time.Now in Unix milliseconds.
+func (Wall) NowMs() int64 { return time.Now().UnixMilli() }
+
+// AfterFunc is time.AfterFunc.
+func (Wall) AfterFunc(dMs int64, f func()) Timer {
+	if dMs < 0 {
+		dMs = 0
+	}
+	return time.AfterFunc(time.Duration(dMs)*time.Millisecond, f)
+}
+
+// Manual is a clock that only moves when told to. Its zero value is not
+// usable; create it with NewManual. Safe for concurrent use.
+type Manual struct {
+	mu     sync.Mutex
+	now    int64
+	seq    int64
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	c   *Manual
+	at  int64
+	seq int64
+	f   func()
+	off bool
+}
+
+// NewManual returns a manual clock reading startMs (Unix ms).
+func NewManual(startMs int64) *Manual { return &Manual{now: startMs} }
+
+// NowMs returns the clock's reading.
+func (m *Manual) NowMs() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// AfterFunc registers f to run once Advance/Set moves the clock to at least
+// now+dMs. With dMs <= 0 it runs f at once in its own goroutine.
+func (m *Manual) AfterFunc(dMs int64, f func()) Timer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	t := &manualTimer{c: m, at: m.now + dMs, seq: m.seq, f: f}
+	if dMs <= 0 {
+		t.off = true
+		go f()
+		return t
+	}
+	m.timers = append(m.timers, t)
+	return t
+}
+
+func (t *manualTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if t.off {
+		return false
+	}
+	t.off = true
+	for i, x := range t.c.timers {
+		if x == t {
+			t.c.timers = append(t.c.timers[:i], t.c.timers[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// Advance moves the clock forward by dMs milliseconds (negative values are
+// allowed, to model a wall clock that steps back) and fires every timer now
+// due (see Set).
+func (m *Manual) Advance(dMs int64) { m.Set(m.NowMs() + dMs) }
+
+// Set sets the clock to ms and fires every timer now due, in deadline order,
+// from one new goroutine.
+func (m *Manual) Set(ms int64) {
+	m.mu.Lock()
+	m.now = ms
+	var due, keep []*manualTimer
+	for _, t := range m.timers {
+		if t.at <= ms {
+			t.off = true
+			due = append(due, t)
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	m.timers = keep
+	m.mu.Unlock()
+	sort.Slice(due, func(i, j int) bool {
+		if due[i].at != due[j].at {
+			return due[i].at < due[j].at
+		}
+		return due[i].seq < due[j].seq
+	})
+	if len(due) == 0 {
+		return
+	}
+	// Callbacks run outside the caller's goroutine (the caller may hold the
+	// store lock, e.g. EMQ.DEBUG CLOCK ADVANCE), one after another in order.
+	go func() {
+		for _, t := range due {
+			t.f()
+		}
+	}()
+}

@@ -1,0 +1,119 @@
+// Package plan is the write plan of a job verb: an ordered list of primitive
+// ops (HSET, HDEL, HINCRBY, ZADD, ZREM, DEL) that the store applies as one
+// atomic unit and that the append-only file records as one all-or-nothing
+// MULTI/EXEC group (architecture.md, "Data flow of one command", step 4).
+//
+// A plan is built by a verb's pure judgement from what its read pass saw, so
+// every op is known to succeed when applied: the store applies plans without
+// re-checking types.
+package plan
+
+import "strconv"
+
+// Kind is a primitive op.
+type Kind uint8
+
+// The primitive ops.
+const (
+	HSet    Kind = iota + 1 // HSET key field value [field value ...]
+	HDel                    // HDEL key field [field ...]
+	HIncrBy                 // HINCRBY key field incr
+	ZAdd                    // ZADD key score member
+	ZRem                    // ZREM key member
+	Del                     // DEL key
+)
+
+var names = [...]string{HSet: "HSET", HDel: "HDEL", HIncrBy: "HINCRBY", ZAdd: "ZADD", ZRem: "ZREM", Del: "DEL"}
+
+// String is the op's command name.
+func (k Kind) String() string { return names[k] }
+
+// Op is one primitive write.
+type Op struct {
+	Kind Kind
+	Key  string
+	// Fields: HSET field/value pairs; HDEL fields; HINCRBY the one field.
+	Fields [][]byte
+	// Member: ZADD / ZREM member.
+	Member string
+	// Num: ZADD score (ms or 0), HINCRBY increment.
+	Num int64
+}
+
+// Argv renders the op as the Valkey command that has the same effect.
+func (o Op) Argv() [][]byte {
+	switch o.Kind {
+	case HSet, HDel:
+		out := make([][]byte, 0, 2+len(o.Fields))
+		out = append(out, []byte(o.Kind.String()), []byte(o.Key))
+		return append(out, o.Fields...)
+	case HIncrBy:
+		return [][]byte{[]byte("HINCRBY"), []byte(o.Key), o.Fields[0], strconv.AppendInt(nil, o.Num, 10)}
+	case ZAdd:
+		return [][]byte{[]byte("ZADD"), []byte(o.Key), strconv.AppendInt(nil, o.Num, 10), []byte(o.Member)}
+	case ZRem:
+		return [][]byte{[]byte("ZREM"), []byte(o.Key), []byte(o.Member)}
+	case Del:
+		return [][]byte{[]byte("DEL"), []byte(o.Key)}
+	}
+	panic("plan: unknown op")
+}
+
+// Plan is an ordered list of ops, applied all or nothing.
+type Plan struct {
+	Ops []Op
+}
+
+// Len is the number of ops.
+func (p *Plan) Len() int { return len(p.Ops) }
+
+// HSet appends HSET key f1 v1 [f2 v2 ...]; fv alternates fields and values.
+func (p *Plan) HSet(key string, fv ...string) {
+	fs := make([][]byte, len(fv))
+	for i, s := range fv {
+		fs[i] = []byte(s)
+	}
+	p.Ops = append(p.Ops, Op{Kind: HSet, Key: key, Fields: fs})
+}
+
+// HSetBytes is HSet with byte values (binary payloads).
+func (p *Plan) HSetBytes(key string, fv ...[]byte) {
+	p.Ops = append(p.Ops, Op{Kind: HSet, Key: key, Fields: fv})
+}
+
+// HDel appends HDEL key field...
+func (p *Plan) HDel(key string, fields ...string) {
+	fs := make([][]byte, len(fields))
+	for i, s := range fields {
+		fs[i] = []byte(s)
+	}
+	p.Ops = append(p.Ops, Op{Kind: HDel, Key: key, Fields: fs})
+}
+
+// HIncrBy appends HINCRBY key field incr. The judgement has already checked
+// (with HINCRBY's rule) that the stored value accepts the increment.
+func (p *Plan) HIncrBy(key, field string, incr int64) {
+	p.Ops = append(p.Ops, Op{Kind: HIncrBy, Key: key, Fields: [][]byte{[]byte(field)}, Num: incr})
+}
+
+// ZAdd appends ZADD key score member (score in ms, or 0).
+func (p *Plan) ZAdd(key string, score int64, member string) {
+	p.Ops = append(p.Ops, Op{Kind: ZAdd, Key: key, Num: score, Member: member})
+}
+
+// ZRem appends ZREM key member.
+func (p *Plan) ZRem(key, member string) {
+	p.Ops = append(p.Ops, Op{Kind: ZRem, Key: key, Member: member})
+}
+
+// Del appends DEL key.
+func (p *Plan) Del(key string) { p.Ops = append(p.Ops, Op{Kind: Del, Key: key}) }
+
+// Argvs renders every op (see Op.Argv), the form the AOF records.
+func (p *Plan) Argvs() [][][]byte {
+	out := make([][][]byte, len(p.Ops))
+	for i, o := range p.Ops {
+		out[i] = o.Argv()
+	}
+	return out
+}

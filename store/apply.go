@@ -1,0 +1,128 @@
+package store
+
+import (
+	"strconv"
+
+	"github.com/emqd/emqd/plan"
+)
+
+// ApplyPlan applies every op of p to c's database in order, marks the keys
+// it writes as changed (WATCH, dirty count) and sends the whole plan to the
+// Feed as one all-or-nothing record. The plan comes from a judgement that
+// checked every key's type and every counter, so no op can fail here: an
+// op against a key of the wrong type panics (a bug in the judgement).
+func (c *Ctx) ApplyPlan(p *plan.Plan) {
+	if p == nil || len(p.Ops) == 0 {
+		return
+	}
+	for i := range p.Ops {
+		applyOp(c.DB, &p.Ops[i])
+		c.Dirty(p.Ops[i].Key)
+	}
+	c.Propagate(p.Argvs())
+}
+
+func applyOp(d *DB, o *plan.Op) {
+	switch o.Kind {
+	case plan.HSet:
+		h, e := d.HashForWrite(o.Key)
+		mustType(e, o)
+		for i := 0; i+1 < len(o.Fields); i += 2 {
+			h.Set(string(o.Fields[i]), o.Fields[i+1])
+		}
+	case plan.HDel:
+		h, e := d.LookupHash(o.Key)
+		mustType(e, o)
+		if h == nil {
+			return
+		}
+		for _, f := range o.Fields {
+			h.Del(string(f))
+		}
+		d.DropIfEmpty(o.Key)
+	case plan.HIncrBy:
+		h, e := d.HashForWrite(o.Key)
+		mustType(e, o)
+		f := string(o.Fields[0])
+		var cur int64
+		if v, ok := h.Get(f); ok {
+			n, ok := ParseInt(v)
+			if !ok {
+				panic("store: plan HINCRBY on a non-integer field " + o.Key + " " + f)
+			}
+			cur = n
+		}
+		h.Set(f, strconv.AppendInt(nil, cur+o.Num, 10))
+	case plan.ZAdd:
+		z, e := d.ZSetForWrite(o.Key)
+		mustType(e, o)
+		z.Add(o.Member, float64(o.Num))
+	case plan.ZRem:
+		z, e := d.LookupZSet(o.Key)
+		mustType(e, o)
+		if z == nil {
+			return
+		}
+		z.Rem(o.Member)
+		d.DropIfEmpty(o.Key)
+	case plan.Del:
+		d.Remove(o.Key)
+	}
+}
+
+func mustType(e string, o *plan.Op) {
+	if e != "" {
+		panic("store: plan " + o.Kind.String() + " on key of the wrong type: " + o.Key)
+	}
+}
+
+// ParseInt parses b with Valkey's string2ll rules (valkey-subset.md 2.1):
+// exactly "0" or -?[1-9][0-9]* within int64, at most 20 bytes. It rejects
+// "+1", "01", "-0", spaces, "" and out-of-range values.
+func ParseInt(b []byte) (int64, bool) {
+	n := len(b)
+	if n == 0 || n > 20 {
+		return 0, false
+	}
+	if n == 1 && b[0] == '0' {
+		return 0, true
+	}
+	i := 0
+	neg := false
+	if b[0] == '-' {
+		neg = true
+		i = 1
+		if n == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < n; i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (1<<64-1)/10 {
+			return 0, false
+		}
+		v *= 10
+		d := uint64(c - '0')
+		if v > 1<<64-1-d {
+			return 0, false
+		}
+		v += d
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}

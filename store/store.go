@@ -1,0 +1,404 @@
+// Package store is emqd's keyspace: numbered databases of keys holding
+// strings, hashes (insertion-ordered) and sorted sets (tidwall/btree ordered by
+// score then member bytes, plus a member index), and the Valkey commands over
+// them with Valkey 8.0's replies and error texts (spec: compat.md,
+// valkey-subset.md section 3).
+//
+// Concurrency: the Store has one writer. Callers take Lock/Unlock around a
+// batch of commands (a pipeline, an EXEC, a verb) and run every command of the
+// batch under that one acquisition; nothing in this package locks on its own.
+package store
+
+import (
+	"sync"
+
+	"github.com/emqd/emqd/server/resp"
+)
+
+// Error texts shared by many commands (Valkey's object.c and server.c).
+const (
+	ErrWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrNotInteger  = "ERR value is not an integer or out of range"
+	ErrNotFloat    = "ERR value is not a valid float"
+	ErrSyntax      = "ERR syntax error"
+	ErrNoSuchKey   = "ERR no such key"
+	ErrInvalidCur  = "ERR invalid cursor"
+	ErrHashNotInt  = "ERR hash value is not an integer"
+	ErrOverflow    = "ERR increment or decrement would overflow"
+	ErrPositive    = "ERR value is out of range, must be positive"
+	ErrMinMaxFloat = "ERR min or max is not a float"
+	ErrMinMaxLex   = "ERR min or max not valid string range item"
+)
+
+// Kind is the type of a stored value, as TYPE names it.
+type Kind uint8
+
+// The value kinds emqd stores.
+const (
+	KindString Kind = iota + 1
+	KindHash
+	KindZSet
+)
+
+// TypeName is the name TYPE replies for k ("string", "hash", "zset").
+func (k Kind) TypeName() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindHash:
+		return "hash"
+	case KindZSet:
+		return "zset"
+	}
+	return "none"
+}
+
+// Value is what one key holds. Exactly one of Str, Hash, ZSet is in use,
+// as Kind says. Empty hashes and sorted sets are never stored.
+type Value struct {
+	Kind Kind
+	Str  []byte
+	Hash *Hash
+	ZSet *ZSet
+}
+
+// DB is one numbered database (SELECT n).
+type DB struct {
+	Index int
+	keys  map[string]*Value
+	s     *Store
+}
+
+// Get returns the value at key, or nil.
+func (d *DB) Get(key string) *Value { return d.keys[key] }
+
+// Len is the number of keys (DBSIZE).
+func (d *DB) Len() int { return len(d.keys) }
+
+// Put stores v at key, replacing what was there. It does not touch watchers
+// nor count a change; callers use Ctx.Dirty for that.
+func (d *DB) Put(key string, v *Value) { d.keys[key] = v }
+
+// Remove deletes key and reports whether it existed.
+func (d *DB) Remove(key string) bool {
+	if _, ok := d.keys[key]; !ok {
+		return false
+	}
+	delete(d.keys, key)
+	return true
+}
+
+// Keys calls fn for every key until fn returns false. Order is unspecified.
+func (d *DB) Keys(fn func(key string, v *Value) bool) {
+	for k, v := range d.keys {
+		if !fn(k, v) {
+			return
+		}
+	}
+}
+
+// Clear removes every key.
+func (d *DB) Clear() { d.keys = make(map[string]*Value) }
+
+// LookupHash returns the hash at key: (nil, "") when the key is missing,
+// (nil, ErrWrongType) when it holds another type.
+func (d *DB) LookupHash(key string) (*Hash, string) {
+	v := d.keys[key]
+	if v == nil {
+		return nil, ""
+	}
+	if v.Kind != KindHash {
+		return nil, ErrWrongType
+	}
+	return v.Hash, ""
+}
+
+// LookupZSet returns the sorted set at key: (nil, "") when the key is
+// missing, (nil, ErrWrongType) when it holds another type.
+func (d *DB) LookupZSet(key string) (*ZSet, string) {
+	v := d.keys[key]
+	if v == nil {
+		return nil, ""
+	}
+	if v.Kind != KindZSet {
+		return nil, ErrWrongType
+	}
+	return v.ZSet, ""
+}
+
+// HashForWrite returns the hash at key, creating an empty one (stored) when
+// the key is missing; ErrWrongType when the key holds another type. A caller
+// that ends up writing nothing into a created hash must remove it again
+// (DropIfEmpty).
+func (d *DB) HashForWrite(key string) (*Hash, string) {
+	v := d.keys[key]
+	if v == nil {
+		h := NewHash()
+		d.keys[key] = &Value{Kind: KindHash, Hash: h}
+		return h, ""
+	}
+	if v.Kind != KindHash {
+		return nil, ErrWrongType
+	}
+	return v.Hash, ""
+}
+
+// ZSetForWrite is HashForWrite for sorted sets.
+func (d *DB) ZSetForWrite(key string) (*ZSet, string) {
+	v := d.keys[key]
+	if v == nil {
+		z := NewZSet()
+		d.keys[key] = &Value{Kind: KindZSet, ZSet: z}
+		return z, ""
+	}
+	if v.Kind != KindZSet {
+		return nil, ErrWrongType
+	}
+	return v.ZSet, ""
+}
+
+// DropIfEmpty removes key when it holds an empty hash or sorted set
+// (Valkey never stores empty collections) and reports whether it did.
+func (d *DB) DropIfEmpty(key string) bool {
+	v := d.keys[key]
+	if v == nil {
+		return false
+	}
+	if (v.Kind == KindHash && v.Hash.Len() == 0) || (v.Kind == KindZSet && v.ZSet.Len() == 0) {
+		delete(d.keys, key)
+		return true
+	}
+	return false
+}
+
+// Feed receives every change made to the store, in apply order, under the
+// store lock: the append-only file implements it. cmds is one command
+// (len 1) or a group that must be replayed all or nothing (len > 1, recorded
+// inside MULTI/EXEC).
+type Feed interface {
+	Append(db int, cmds [][][]byte)
+}
+
+// Store is the whole keyspace: Databases numbered 0..n-1.
+type Store struct {
+	mu  sync.Mutex
+	dbs []*DB
+
+	// Feed, when set, receives every write (see Feed).
+	Feed Feed
+	// OnReady, when set, is called under the lock when a job of queue in db
+	// may have become claimable (EMQ.* verbs call it); the server's blocked
+	// claim registry uses it to wake waiters.
+	OnReady func(db int, queue string)
+
+	watched map[watchKey]map[*Watcher]struct{}
+	// Dirty counts changes since start, as Valkey's server.dirty.
+	DirtyCount int64
+}
+
+type watchKey struct {
+	db  int
+	key string
+}
+
+// Watcher is one client's WATCH state: it becomes Touched when any watched
+// key is written (or flushed).
+type Watcher struct {
+	Touched bool
+	keys    []watchKey
+}
+
+// New returns a store with n databases (16 by default in the server).
+func New(n int) *Store {
+	s := &Store{watched: make(map[watchKey]map[*Watcher]struct{})}
+	s.dbs = make([]*DB, n)
+	for i := range s.dbs {
+		s.dbs[i] = &DB{Index: i, keys: make(map[string]*Value), s: s}
+	}
+	return s
+}
+
+// Lock takes the single writer lock.
+func (s *Store) Lock() { s.mu.Lock() }
+
+// Unlock releases it.
+func (s *Store) Unlock() { s.mu.Unlock() }
+
+// NumDBs is the number of databases.
+func (s *Store) NumDBs() int { return len(s.dbs) }
+
+// DB returns database i (0 <= i < NumDBs).
+func (s *Store) DB(i int) *DB { return s.dbs[i] }
+
+// Watch adds key of db to w's watched keys (WATCH). Call under the lock.
+func (s *Store) Watch(w *Watcher, db int, key string) {
+	k := watchKey{db, key}
+	m := s.watched[k]
+	if m == nil {
+		m = make(map[*Watcher]struct{})
+		s.watched[k] = m
+	}
+	if _, ok := m[w]; ok {
+		return
+	}
+	m[w] = struct{}{}
+	w.keys = append(w.keys, k)
+}
+
+// Unwatch forgets all of w's keys and clears Touched (UNWATCH, EXEC, DISCARD,
+// RESET, disconnect). Call under the lock.
+func (s *Store) Unwatch(w *Watcher) {
+	for _, k := range w.keys {
+		if m := s.watched[k]; m != nil {
+			delete(m, w)
+			if len(m) == 0 {
+				delete(s.watched, k)
+			}
+		}
+	}
+	w.keys = nil
+	w.Touched = false
+}
+
+// WatchCount is the number of keys w watches.
+func (w *Watcher) WatchCount() int { return len(w.keys) }
+
+// Touch marks every watcher of key in db as touched.
+func (s *Store) Touch(db int, key string) {
+	if len(s.watched) == 0 {
+		return
+	}
+	for w := range s.watched[watchKey{db, key}] {
+		w.Touched = true
+	}
+}
+
+// TouchDB marks every watcher of any key in db (db < 0: in every db) that
+// exists as touched (FLUSHDB, FLUSHALL).
+func (s *Store) TouchDB(db int) {
+	for k, m := range s.watched {
+		if db >= 0 && k.db != db {
+			continue
+		}
+		if s.dbs[k.db].keys[k.key] == nil {
+			continue
+		}
+		for w := range m {
+			w.Touched = true
+		}
+	}
+}
+
+// Ctx is what a command handler runs with: the store (locked), the selected
+// database, the arguments and the reply writer.
+type Ctx struct {
+	S    *Store
+	DB   *DB
+	Argv [][]byte
+	W    *resp.Writer
+	// NowMs is the server clock reading for this command (verbs.md rule 4);
+	// set by the server before the handler runs.
+	NowMs int64
+	// RunID is the server's boot run_id (40 hex characters).
+	RunID string
+	// InMulti is true while the command runs inside EXEC.
+	InMulti bool
+	// Block, set by a blocking handler (EMQ.CLAIM BLOCK) that found nothing to
+	// serve, asks the server to park the connection (see BlockSpec).
+	Block *BlockSpec
+	// Server gives verbs and admin commands access to server facilities.
+	Server any
+
+	dirty      int
+	propagated bool
+}
+
+// BlockSpec describes a parked connection: the server retries Retry (under
+// the store lock) in arrival order when OnReady names Queue of DB, or when
+// the earliest time Due reports passes; Retry writes the reply and reports
+// true when it served the client. After TimeoutMs (0: forever) the server
+// replies a nil array.
+type BlockSpec struct {
+	DB        int
+	Queue     string
+	TimeoutMs int64
+	Retry     func(c *Ctx) bool
+	// Due reports the earliest time (Unix ms) at which something may become
+	// claimable without any other event (a scheduled job coming due), if any.
+	Due func(c *Ctx) (int64, bool)
+}
+
+// Dirty records that the command changed key: it marks watchers of key and
+// counts a change, so the server propagates the command to the Feed.
+func (c *Ctx) Dirty(key string) {
+	c.dirty++
+	c.S.DirtyCount++
+	c.S.Touch(c.DB.Index, key)
+}
+
+// Changed reports whether the command recorded any change.
+func (c *Ctx) Changed() bool { return c.dirty > 0 }
+
+// Propagated reports whether the handler sent its own record to the Feed
+// (so the server must not also record its argv).
+func (c *Ctx) Propagated() bool { return c.propagated }
+
+// Propagate sends cmds to the Feed as one all-or-nothing record and stops
+// the server from recording the command's own argv.
+func (c *Ctx) Propagate(cmds [][][]byte) {
+	c.propagated = true
+	if c.S.Feed != nil && len(cmds) > 0 {
+		c.S.Feed.Append(c.DB.Index, cmds)
+	}
+}
+
+// ResetForCommand clears per-command state so one Ctx can serve a batch.
+func (c *Ctx) ResetForCommand(argv [][]byte) {
+	c.Argv = argv
+	c.dirty = 0
+	c.propagated = false
+	c.Block = nil
+}
+
+// Handler runs one command. It reads c.Argv (argv[0] is the command name),
+// writes exactly one reply to c.W (unless it sets c.Block), and calls
+// c.Dirty for every key it changed.
+type Handler func(c *Ctx)
+
+// CommandSpec is one entry of the command table (COMMAND INFO's shape).
+type CommandSpec struct {
+	Name     string // lower case; "client|setname" for a subcommand
+	Arity    int    // Valkey's arity: n exact, -n at least n (argv[0] counted)
+	Flags    []string
+	FirstKey int
+	LastKey  int
+	Step     int
+	Handler  Handler
+	// Subcommands of a container command (CLIENT, CONFIG, MEMORY, ...).
+	Subcommands []*CommandSpec
+}
+
+// HasFlag reports whether spec carries flag f.
+func (cs *CommandSpec) HasFlag(f string) bool {
+	for _, x := range cs.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+var tables []func() []*CommandSpec
+
+// register adds a source of command specs; each command file of this
+// package calls it from init.
+func register(f func() []*CommandSpec) { tables = append(tables, f) }
+
+// Commands returns every command the store implements.
+func Commands() []*CommandSpec {
+	var out []*CommandSpec
+	for _, f := range tables {
+		out = append(out, f()...)
+	}
+	return out
+}
