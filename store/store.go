@@ -12,6 +12,7 @@ package store
 import (
 	"sync"
 
+	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/server/resp"
 )
 
@@ -301,6 +302,10 @@ type Ctx struct {
 	NowMs int64
 	// RunID is the server's boot run_id (40 hex characters).
 	RunID string
+	// Clock is the server clock (EMQ.DEBUG CLOCK ADVANCE moves a Manual one).
+	Clock clock.Clock
+	// DebugEnabled mirrors enable-debug-command.
+	DebugEnabled bool
 	// InMulti is true while the command runs inside EXEC.
 	InMulti bool
 	// Block, set by a blocking handler (EMQ.CLAIM BLOCK) that found nothing to
