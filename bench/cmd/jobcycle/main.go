@@ -1,0 +1,565 @@
+// Command jobcycle measures the native EMQ.* verbs of emqd against the
+// scripted executor (the Lua scripts in bench/lua run through EVALSHA on a
+// real redis-server), over the same keyspace (verbs.md section 2), in one run.
+//
+// The job cycle, per job: ENQUEUE, CLAIM, COMPLETE; and a variant with one
+// failure: ENQUEUE, CLAIM, FAIL (retry, delay 0), CLAIM (promotes the due
+// retry), COMPLETE. It is run twice: one command per round trip (32 workers)
+// and pipelined in batches of 100 (8 workers). Each worker drives its own
+// queue, so every claim takes the job the worker just enqueued (or retried),
+// and each pipelined phase is one round trip of `batch` commands.
+//
+// Then it times the stall sweep: `sweep-leases` jobs are enqueued and claimed
+// with lease_ms 1, and once the leases have expired, EMQ.STALLED.CHECK
+// (native) and sweep_stalled.lua (scripted) are called, `sweep-limit` per
+// call, until the sweep comes back empty.
+//
+// By default it starts both servers itself (emqd from --emqd-bin and
+// redis-server, persistence off, free loopback ports); --emqd-addr and
+// --redis-addr use running servers instead (a fresh queue name per run keeps
+// runs apart; nothing is flushed).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/bench/internal/procs"
+	"github.com/emqd/emqd/bench/lua"
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	emqdAddr, redisAddr string
+	emqdBin, redisBin   string
+	jobs                int
+	workers1, workersP  int
+	batch               int
+	leaseMs             int
+	payloadBytes        int
+	sweepLeases         int
+	sweepLimit          int
+	maxStalled          int
+	only                string
+}
+
+func main() {
+	var c config
+	fs := flag.NewFlagSet("jobcycle", flag.ExitOnError)
+	fs.StringVar(&c.emqdAddr, "emqd-addr", "", "address of a running emqd (default: start --emqd-bin on a free port)")
+	fs.StringVar(&c.redisAddr, "redis-addr", "", "address of a running redis-server (default: start --redis-bin on a free port)")
+	fs.StringVar(&c.emqdBin, "emqd-bin", "bench/bin/emqd", "emqd binary to start when --emqd-addr is empty")
+	fs.StringVar(&c.redisBin, "redis-bin", "redis-server", "redis-server binary to start when --redis-addr is empty")
+	fs.IntVar(&c.jobs, "jobs", 200000, "jobs per cell of the job-cycle table")
+	fs.IntVar(&c.workers1, "workers", 32, "workers of the one-command-per-round-trip runs")
+	fs.IntVar(&c.workersP, "pipelined-workers", 8, "workers of the pipelined runs")
+	fs.IntVar(&c.batch, "batch", 100, "commands per pipelined round trip")
+	fs.IntVar(&c.leaseMs, "lease-ms", 30000, "lease_ms of the job-cycle claims")
+	fs.IntVar(&c.payloadBytes, "payload-bytes", 64, "payload size in bytes")
+	fs.IntVar(&c.sweepLeases, "sweep-leases", 100000, "expired leases the sweep timing recovers")
+	fs.IntVar(&c.sweepLimit, "sweep-limit", 100, "limit per sweep call")
+	fs.IntVar(&c.maxStalled, "max-stalled", 1, "max_stalled of the sweep (1: every expiry is dead-lettered; 2+: recovered)")
+	fs.StringVar(&c.only, "only", "all", "what to run: all, cycle or sweep")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: jobcycle [flags]
+
+Runs the job cycle (enqueue, claim, complete; and enqueue, claim, fail,
+claim, complete) with concurrent workers against emqd's native EMQ.* verbs
+and against Lua scripts (EVALSHA) on redis-server, unpipelined and pipelined,
+then times EMQ.STALLED.CHECK against the scripted sweep over expired leases.
+Prints jobs/s (and sweep time) for both and the ratio emqd/redis.
+
+Example (servers started by the driver):
+  go build -o bench/bin/emqd ./cmd/emqd && go run ./bench/cmd/jobcycle
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	_ = fs.Parse(os.Args[1:])
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "jobcycle:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	if c.only != "all" && c.only != "cycle" && c.only != "sweep" {
+		return fmt.Errorf("--only must be all, cycle or sweep")
+	}
+	if c.jobs <= 0 || c.workers1 <= 0 || c.workersP <= 0 || c.batch <= 0 || c.sweepLimit <= 0 || c.maxStalled <= 0 {
+		return fmt.Errorf("counts must be positive")
+	}
+	var stop []func()
+	defer func() {
+		for _, f := range stop {
+			f()
+		}
+	}()
+	if c.emqdAddr == "" {
+		p, err := procs.StartEmqd(c.emqdBin)
+		if err != nil {
+			return fmt.Errorf("%w (build it: go build -o bench/bin/emqd ./cmd/emqd)", err)
+		}
+		stop = append(stop, func() { p.Stop(5 * time.Second) })
+		c.emqdAddr = p.Addr
+	}
+	if c.redisAddr == "" {
+		p, err := procs.StartRedis(c.redisBin)
+		if err != nil {
+			return err
+		}
+		stop = append(stop, func() { p.Stop(5 * time.Second) })
+		c.redisAddr = p.Addr
+	}
+	ctx := context.Background()
+	pool := c.workers1 + 4
+	native := &nativeExec{rdb: newClient(c.emqdAddr, pool)}
+	defer native.rdb.Close()
+	scripted := &scriptExec{rdb: newClient(c.redisAddr, pool)}
+	defer scripted.rdb.Close()
+	for _, s := range lua.All() {
+		if err := scripted.rdb.ScriptLoad(ctx, s.Src).Err(); err != nil {
+			return fmt.Errorf("SCRIPT LOAD %s: %w", s.Name, err)
+		}
+	}
+	if err := native.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("emqd %s: %w", c.emqdAddr, err)
+	}
+	fmt.Printf("emqd %s   redis-server %s   payload %d B\n", c.emqdAddr, c.redisAddr, c.payloadBytes)
+	tag := randTag()
+	payload := strings.Repeat("x", c.payloadBytes)
+
+	if c.only != "sweep" {
+		fmt.Printf("\njob cycle, %d jobs per cell (lease_ms %d)\n", c.jobs, c.leaseMs)
+		fmt.Printf("%-26s %7s %5s %14s %16s %8s\n", "cycle", "workers", "batch", "emqd jobs/s", "redis+lua jobs/s", "ratio")
+		for _, m := range []struct {
+			name           string
+			workers, batch int
+		}{{"1 cmd/round trip", c.workers1, 1}, {"pipelined", c.workersP, c.batch}} {
+			for _, retry := range []bool{false, true} {
+				name := "enq,claim,complete"
+				if retry {
+					name = "enq,claim,fail,claim,compl"
+				}
+				cy := cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, leaseMs: c.leaseMs, payload: payload}
+				var rates [2]float64
+				for i, ex := range []executor{native, scripted} {
+					q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, ex.name(), m.batch, retry)
+					r, err := cy.run(ctx, ex, q)
+					if err != nil {
+						return fmt.Errorf("%s %s %s: %w", ex.name(), m.name, name, err)
+					}
+					rates[i] = r
+				}
+				fmt.Printf("%-26s %7d %5d %14.0f %16.0f %7.2fx   (%s)\n", name, m.workers, m.batch, rates[0], rates[1], rates[0]/rates[1], m.name)
+			}
+		}
+	}
+	if c.only != "cycle" {
+		fmt.Printf("\nstall sweep over %d expired leases, limit %d per call, max_stalled %d\n", c.sweepLeases, c.sweepLimit, c.maxStalled)
+		fmt.Printf("%-26s %10s %8s %12s %14s\n", "sweep", "time", "calls", "us/call", "leases/s")
+		var res [2]sweepResult
+		for i, ex := range []executor{native, scripted} {
+			q := fmt.Sprintf("sw.%s.%s", tag, ex.name())
+			r, err := sweep(ctx, ex, q, c, payload)
+			if err != nil {
+				return fmt.Errorf("%s sweep: %w", ex.name(), err)
+			}
+			res[i] = r
+			label := "EMQ.STALLED.CHECK (emqd)"
+			if i == 1 {
+				label = "sweep_stalled.lua (redis)"
+			}
+			fmt.Printf("%-26s %10s %8d %12.1f %14.0f\n", label, r.elapsed.Round(time.Millisecond), r.calls,
+				float64(r.elapsed.Microseconds())/float64(r.calls), float64(r.swept)/r.elapsed.Seconds())
+		}
+		fmt.Printf("ratio emqd/redis (leases/s): %.2fx\n", res[1].elapsed.Seconds()/res[0].elapsed.Seconds())
+	}
+	return nil
+}
+
+func newClient(addr string, pool int) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr: addr, PoolSize: pool, MinIdleConns: 0, MaxRetries: -1,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+	})
+}
+
+func randTag() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// jobID returns the n-th id of a run: "JOB" + 11 base-62 digits, fixed width,
+// so ids of one run sort by n (verbs.md: ids sort by bytes in mint order).
+func jobID(base uint64, n uint64) string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	v := base + n
+	var b [14]byte
+	copy(b[:], "JOB")
+	for i := 13; i >= 3; i-- {
+		b[i] = digits[v%62]
+		v /= 62
+	}
+	return string(b[:])
+}
+
+// executor builds the commands of one transition for one side.
+type executor interface {
+	name() string
+	client() *redis.Client
+	enqueue(ctx context.Context, q, id, payload string) *redis.Cmd
+	claim(ctx context.Context, q string, leaseMs int) *redis.Cmd
+	complete(ctx context.Context, q, id, token string) *redis.Cmd
+	fail(ctx context.Context, q, id, token string, maxAttempts, delayMs int, msg string) *redis.Cmd
+	sweep(ctx context.Context, q string, maxStalled, limit int) *redis.Cmd
+	// claimMany claims up to n jobs in one command when the side can (setup
+	// of the sweep timing only); nil means "send n claims".
+	claimMany(ctx context.Context, q string, leaseMs, n int) *redis.Cmd
+}
+
+type nativeExec struct{ rdb *redis.Client }
+
+func (e *nativeExec) name() string          { return "emqd" }
+func (e *nativeExec) client() *redis.Client { return e.rdb }
+func (e *nativeExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
+	return redis.NewCmd(ctx, "EMQ.ENQUEUE", q, id, payload)
+}
+func (e *nativeExec) claim(ctx context.Context, q string, leaseMs int) *redis.Cmd {
+	return redis.NewCmd(ctx, "EMQ.CLAIM", q, leaseMs)
+}
+func (e *nativeExec) complete(ctx context.Context, q, id, token string) *redis.Cmd {
+	return redis.NewCmd(ctx, "EMQ.COMPLETE", q, id, token)
+}
+func (e *nativeExec) fail(ctx context.Context, q, id, token string, maxAttempts, delayMs int, msg string) *redis.Cmd {
+	return redis.NewCmd(ctx, "EMQ.FAIL", q, id, token, maxAttempts, delayMs, msg)
+}
+func (e *nativeExec) sweep(ctx context.Context, q string, maxStalled, limit int) *redis.Cmd {
+	return redis.NewCmd(ctx, "EMQ.STALLED.CHECK", q, maxStalled, limit)
+}
+func (e *nativeExec) claimMany(ctx context.Context, q string, leaseMs, n int) *redis.Cmd {
+	return redis.NewCmd(ctx, "EMQ.CLAIM", q, leaseMs, "COUNT", n)
+}
+
+type scriptExec struct{ rdb *redis.Client }
+
+func evalsha(ctx context.Context, s lua.Script, keys []string, args ...any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, "EVALSHA", s.SHA, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	return redis.NewCmd(ctx, a...)
+}
+
+func (e *scriptExec) name() string          { return "redis" }
+func (e *scriptExec) client() *redis.Client { return e.rdb }
+func (e *scriptExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
+	k := lua.Keys{Q: q}
+	return evalsha(ctx, lua.Enqueue, []string{k.Row(id), k.Pending()}, id, payload)
+}
+func (e *scriptExec) claim(ctx context.Context, q string, leaseMs int) *redis.Cmd {
+	k := lua.Keys{Q: q}
+	return evalsha(ctx, lua.Claim, []string{k.Pending(), k.Active(), k.Schedule()}, k.Prefix(), leaseMs)
+}
+func (e *scriptExec) complete(ctx context.Context, q, id, token string) *redis.Cmd {
+	k := lua.Keys{Q: q}
+	return evalsha(ctx, lua.Complete, []string{k.Active(), k.Row(id), k.Completed()}, id, token)
+}
+func (e *scriptExec) fail(ctx context.Context, q, id, token string, maxAttempts, delayMs int, msg string) *redis.Cmd {
+	k := lua.Keys{Q: q}
+	return evalsha(ctx, lua.Retry, []string{k.Active(), k.Schedule(), k.Dead(), k.Row(id)}, id, token, delayMs, maxAttempts, msg, k.Prefix())
+}
+func (e *scriptExec) sweep(ctx context.Context, q string, maxStalled, limit int) *redis.Cmd {
+	k := lua.Keys{Q: q}
+	return evalsha(ctx, lua.SweepStalled, []string{k.Active(), k.Pending(), k.Dead()}, k.Prefix(), maxStalled, limit)
+}
+func (e *scriptExec) claimMany(ctx context.Context, q string, leaseMs, n int) *redis.Cmd { return nil }
+
+// send runs cmds in one round trip (one command: a plain call; more: a
+// pipeline) and returns the first transport error. Error replies stay on
+// their commands.
+func send(ctx context.Context, rdb *redis.Client, cmds []*redis.Cmd) error {
+	if len(cmds) == 1 {
+		err := rdb.Process(ctx, cmds[0])
+		if err != nil && !isReply(err) {
+			return err
+		}
+		return nil
+	}
+	p := rdb.Pipeline()
+	for _, c := range cmds {
+		_ = p.Process(ctx, c)
+	}
+	_, err := p.Exec(ctx)
+	if err != nil && !isReply(err) {
+		return err
+	}
+	return nil
+}
+
+// isReply reports whether err is a server reply (an error reply or nil)
+// rather than a transport failure.
+func isReply(err error) bool {
+	if errors.Is(err, redis.Nil) {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+type claimed struct{ id, token string }
+
+// parseClaim reads the first job of a claim reply ([[id, payload, token,
+// ...]] for both sides).
+func parseClaim(c *redis.Cmd) (claimed, error) {
+	v, err := c.Result()
+	if err != nil {
+		return claimed{}, err
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return claimed{}, fmt.Errorf("claim: nothing claimed (%v)", v)
+	}
+	job, ok := arr[0].([]any)
+	if !ok || len(job) < 3 {
+		return claimed{}, fmt.Errorf("claim: unexpected reply %v", v)
+	}
+	id, _ := job[0].(string)
+	tok, _ := job[2].(string)
+	return claimed{id, tok}, nil
+}
+
+type cycle struct {
+	jobs, workers, batch int
+	retry                bool
+	leaseMs              int
+	payload              string
+}
+
+// run drives the cycle with its workers, each on its own queue q.<w>, and
+// returns jobs/s. It checks every reply and, at the end, that the queues hold
+// exactly `jobs` completions and nothing pending, active or scheduled.
+func (cy cycle) run(ctx context.Context, ex executor, q string) (float64, error) {
+	var next atomic.Int64
+	base := uint64(time.Now().UnixMilli()) << 20
+	var wg sync.WaitGroup
+	errs := make(chan error, cy.workers)
+	start := time.Now()
+	for w := 0; w < cy.workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			if err := cy.worker(ctx, ex, fmt.Sprintf("%s.%d", q, w), base, &next); err != nil {
+				errs <- err
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	// Check the outcome.
+	rdb := ex.client()
+	var total int64
+	for w := 0; w < cy.workers; w++ {
+		k := lua.Keys{Q: fmt.Sprintf("%s.%d", q, w)}
+		p := rdb.Pipeline()
+		done := p.HGet(ctx, k.Completed(), "count")
+		sets := []*redis.IntCmd{p.ZCard(ctx, k.Pending()), p.ZCard(ctx, k.Active()), p.ZCard(ctx, k.Schedule()), p.ZCard(ctx, k.Dead())}
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		n, _ := done.Int64()
+		total += n
+		for _, s := range sets {
+			if s.Val() != 0 {
+				return 0, fmt.Errorf("queue %s: %s holds %d members after the run", k.Q, s.Args()[1], s.Val())
+			}
+		}
+	}
+	if total != int64(cy.jobs) {
+		return 0, fmt.Errorf("%d completions counted, want %d", total, cy.jobs)
+	}
+	return float64(cy.jobs) / elapsed.Seconds(), nil
+}
+
+func (cy cycle) worker(ctx context.Context, ex executor, q string, base uint64, next *atomic.Int64) error {
+	rdb := ex.client()
+	ids := make([]string, 0, cy.batch)
+	cmds := make([]*redis.Cmd, 0, cy.batch)
+	jobs := make([]claimed, 0, cy.batch)
+	for {
+		// Take up to batch job numbers.
+		first := next.Add(int64(cy.batch)) - int64(cy.batch)
+		if first >= int64(cy.jobs) {
+			return nil
+		}
+		n := min(int64(cy.batch), int64(cy.jobs)-first)
+		ids = ids[:0]
+		for i := int64(0); i < n; i++ {
+			ids = append(ids, jobID(base, uint64(first+i)))
+		}
+		// ENQUEUE.
+		cmds = cmds[:0]
+		for _, id := range ids {
+			cmds = append(cmds, ex.enqueue(ctx, q, id, cy.payload))
+		}
+		if err := send(ctx, rdb, cmds); err != nil {
+			return err
+		}
+		for i, c := range cmds {
+			if s, err := c.Text(); err != nil || s != ids[i] {
+				return fmt.Errorf("enqueue %s: %q %v", ids[i], s, err)
+			}
+		}
+		claim := func(wantTok string) error {
+			cmds = cmds[:0]
+			for range ids {
+				cmds = append(cmds, ex.claim(ctx, q, cy.leaseMs))
+			}
+			if err := send(ctx, rdb, cmds); err != nil {
+				return err
+			}
+			jobs = jobs[:0]
+			for _, c := range cmds {
+				j, err := parseClaim(c)
+				if err != nil {
+					return err
+				}
+				if j.token != wantTok {
+					return fmt.Errorf("claim %s: token %q, want %q", j.id, j.token, wantTok)
+				}
+				jobs = append(jobs, j)
+			}
+			return nil
+		}
+		if err := claim("1"); err != nil {
+			return err
+		}
+		if cy.retry {
+			cmds = cmds[:0]
+			for _, j := range jobs {
+				cmds = append(cmds, ex.fail(ctx, q, j.id, j.token, 3, 0, "boom"))
+			}
+			if err := send(ctx, rdb, cmds); err != nil {
+				return err
+			}
+			for i, c := range cmds {
+				v, err := c.Result()
+				if err != nil {
+					return fmt.Errorf("fail %s: %w", jobs[i].id, err)
+				}
+				verdict := v
+				if arr, ok := v.([]any); ok && len(arr) > 0 { // native: ["scheduled", f]
+					verdict = arr[0]
+				}
+				if verdict != "scheduled" {
+					return fmt.Errorf("fail %s: %v, want scheduled", jobs[i].id, v)
+				}
+			}
+			if err := claim("2"); err != nil {
+				return err
+			}
+		}
+		cmds = cmds[:0]
+		for _, j := range jobs {
+			cmds = append(cmds, ex.complete(ctx, q, j.id, j.token))
+		}
+		if err := send(ctx, rdb, cmds); err != nil {
+			return err
+		}
+		for i, c := range cmds {
+			if v, err := c.Int64(); err != nil || v != 1 {
+				return fmt.Errorf("complete %s: %d %v", jobs[i].id, v, err)
+			}
+		}
+	}
+}
+
+type sweepResult struct {
+	elapsed      time.Duration
+	calls, swept int
+}
+
+// sweep fills queue q with c.sweepLeases active jobs leased for 1 ms, waits
+// for the leases to expire, then times sweep calls until one comes back
+// empty, and checks that every lease was swept.
+func sweep(ctx context.Context, ex executor, q string, c config, payload string) (sweepResult, error) {
+	rdb := ex.client()
+	base := uint64(time.Now().UnixMilli()) << 20
+	const chunk = 1000
+	for first := 0; first < c.sweepLeases; first += chunk {
+		n := min(chunk, c.sweepLeases-first)
+		cmds := make([]*redis.Cmd, 0, n)
+		for i := 0; i < n; i++ {
+			cmds = append(cmds, ex.enqueue(ctx, q, jobID(base, uint64(first+i)), payload))
+		}
+		if err := send(ctx, rdb, cmds); err != nil {
+			return sweepResult{}, err
+		}
+		if many := ex.claimMany(ctx, q, 1, n); many != nil {
+			cmds = []*redis.Cmd{many}
+		} else {
+			cmds = cmds[:0]
+			for i := 0; i < n; i++ {
+				cmds = append(cmds, ex.claim(ctx, q, 1))
+			}
+		}
+		if err := send(ctx, rdb, cmds); err != nil {
+			return sweepResult{}, err
+		}
+		for _, cm := range cmds {
+			if err := cm.Err(); err != nil {
+				return sweepResult{}, fmt.Errorf("setup claim: %w", err)
+			}
+		}
+	}
+	k := lua.Keys{Q: q}
+	if n, err := rdb.ZCard(ctx, k.Active()).Result(); err != nil || n != int64(c.sweepLeases) {
+		return sweepResult{}, fmt.Errorf("setup: %d active, want %d (%v)", n, c.sweepLeases, err)
+	}
+	time.Sleep(20 * time.Millisecond) // every lease (1 ms) has expired
+	var r sweepResult
+	start := time.Now()
+	for {
+		cmd := ex.sweep(ctx, q, c.maxStalled, c.sweepLimit)
+		if err := rdb.Process(ctx, cmd); err != nil {
+			return r, err
+		}
+		r.calls++
+		v, _ := cmd.Result()
+		arr, ok := v.([]any)
+		if !ok || len(arr) != 2 {
+			return r, fmt.Errorf("sweep reply %v", v)
+		}
+		rec, _ := arr[0].([]any)
+		dead, _ := arr[1].([]any)
+		if len(rec)+len(dead) == 0 {
+			break
+		}
+		r.swept += len(rec) + len(dead)
+	}
+	r.elapsed = time.Since(start)
+	if r.swept != c.sweepLeases {
+		return r, fmt.Errorf("swept %d, want %d", r.swept, c.sweepLeases)
+	}
+	if n, err := rdb.ZCard(ctx, k.Active()).Result(); err != nil || n != 0 {
+		return r, fmt.Errorf("after the sweep: %d active (%v)", n, err)
+	}
+	return r, nil
+}

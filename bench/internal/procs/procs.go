@@ -1,0 +1,168 @@
+// Package procs starts and stops the server processes the benchmarks drive
+// (emqd and redis-server) on free loopback ports, and waits until they
+// answer PING.
+package procs
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// FreePort returns a loopback TCP port that was free a moment ago (the
+// kernel picks it; another process may still take it before it is used).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Proc is a started server process.
+type Proc struct {
+	Name string
+	Addr string // host:port
+	Cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	tmp  string // removed once the process has exited
+}
+
+// Start runs bin with args (its output goes to logPath, or is discarded when
+// logPath is ""), then waits up to 10 s for addr to answer PING.
+func Start(name, bin string, args []string, addr, logPath string) (*Proc, error) {
+	return start(name, bin, args, addr, logPath, "")
+}
+
+func startIn(name, bin string, args []string, addr, tmp string) (*Proc, error) {
+	return start(name, bin, args, addr, "", tmp)
+}
+
+func start(name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if logPath != "" {
+		f, err := os.Create(logPath)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Addr: addr, Cmd: cmd, done: make(chan struct{}), tmp: tmp}
+	go func() {
+		p.err = cmd.Wait()
+		if p.tmp != "" {
+			_ = os.RemoveAll(p.tmp)
+		}
+		close(p.done)
+	}()
+	if err := WaitPing(addr, 10*time.Second, p.done); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("%s (%s %s): %w", name, bin, strings.Join(args, " "), err)
+	}
+	return p, nil
+}
+
+// WaitPing polls addr with an inline PING until it answers +PONG, the
+// timeout passes, or exited is closed (the process died).
+func WaitPing(addr string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if Ping(addr) == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited before answering PING on %s", addr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no PONG from %s within %v", addr, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Ping sends one RESP PING to addr and checks for +PONG.
+func Ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Kill sends SIGKILL to the process group and waits for the exit.
+func (p *Proc) Kill() {
+	if p == nil || p.Cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM and waits up to grace for the exit, then SIGKILL.
+func (p *Proc) Stop(grace time.Duration) {
+	if p == nil || p.Cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		p.Kill()
+	}
+}
+
+// StartEmqd starts the emqd binary on a free port with persistence off and
+// the extra directives given (valkey style, e.g. "--enable-debug-command",
+// "yes").
+func StartEmqd(bin string, extra ...string) (*Proc, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--appendonly", "no"}, extra...)
+	return Start("emqd", bin, args, fmt.Sprintf("127.0.0.1:%d", port), "")
+}
+
+// StartRedis starts redis-server on a free port with persistence off (no
+// RDB, no AOF), working in a temporary directory removed at exit.
+func StartRedis(bin string) (*Proc, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "bench-redis-")
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
+	return startIn("redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), dir)
+}
