@@ -2,10 +2,47 @@
 // the seed, "Failures and recovery"): each verb parses its arguments, runs a
 // read pass over the store, a pure judgement, and applies the resulting
 // plan.Plan through store.Ctx.ApplyPlan.
+//
+// There is deliberately no EMQ.REAP (verbs.md section 4, the seed's "The
+// reaper has no native twin"): EMQ.STALLED.CHECK is the one recovery verb.
 package verbs
 
 import "github.com/emqd/emqd/store"
 
+// verb builds a spec whose first argument, the queue name, is the declared
+// key (verbs.md section 2: the {q} tag puts every key of q in q's slot).
+func verb(name string, arity int, h store.Handler, flags ...string) *store.CommandSpec {
+	return &store.CommandSpec{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Handler: h}
+}
+
 // Commands returns the command specs of every EMQ.* verb, for the server's
-// registry.
-func Commands() []*store.CommandSpec { return nil }
+// registry: names in lower case, Valkey-style arity (n exact, -n at least n,
+// argv[0] counted) and flags, key position 1.
+func Commands() []*store.CommandSpec {
+	return []*store.CommandSpec{
+		verb("emq.enqueue", -4, cmdEnqueue, "write", "denyoom", "fast"),
+		verb("emq.claim", -3, cmdClaim, "write", "blocking"),
+		verb("emq.complete", 4, cmdComplete, "write", "fast"),
+		verb("emq.fail", 7, cmdFail, "write", "fast"),
+		verb("emq.requeue", 4, cmdRequeue, "write", "fast"),
+		verb("emq.extend", 5, cmdExtend, "write", "fast"),
+		verb("emq.delay", 6, cmdDelay, "write", "fast"),
+		verb("emq.progress", 5, cmdProgress, "write", "denyoom", "fast"),
+		verb("emq.stalled.check", -2, cmdStalledCheck, "write"),
+		verb("emq.promote", -2, cmdPromote, "write"),
+		verb("emq.reprocess", -3, cmdReprocess, "write", "fast"),
+		verb("emq.pause", 2, cmdPause, "write", "fast"),
+		verb("emq.resume", 2, cmdResume, "write", "fast"),
+		verb("emq.remove", 3, cmdRemove, "write", "fast"),
+		verb("emq.counts", 2, cmdCounts, "readonly", "fast"),
+		verb("emq.job", 3, cmdJob, "readonly", "fast"),
+		{
+			Name: "emq.debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"},
+			Handler: cmdDebug,
+			Subcommands: []*store.CommandSpec{{
+				Name: "emq.debug|clock", Arity: 4, Flags: []string{"admin", "noscript", "loading", "stale"},
+				Handler: cmdDebugClock,
+			}},
+		},
+	}
+}

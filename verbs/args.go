@@ -1,0 +1,111 @@
+package verbs
+
+import (
+	"math"
+
+	"github.com/emqd/emqd/store"
+)
+
+// Error texts of the verbs (verbs.md rules 8 and 9, section 4). Job-level
+// refusals are typed: clients match the first word.
+const (
+	ErrInvalidQueue  = "ERR invalid queue name"
+	ErrKind          = "EMQKIND job id must be JOB-namespaced"
+	ErrGone          = "EMQSTALE job gone"
+	ErrLeaseLost     = "EMQSTALE lease lost"
+	ErrLane          = "EMQLANE lane rows are not served natively"
+	ErrDead          = "EMQSTATE job is dead"
+	ErrNotDead       = "EMQSTATE job is not dead"
+	ErrActive        = "EMQSTATE job is active"
+	ErrMintNotID     = "EMQKIND {emq}:mint last is not a minted job id"
+	ErrMintExhausted = "ERR job id space exhausted"
+	// ErrDebugDisabled is Valkey's refusal of DEBUG when enable-debug-command
+	// is off (server.c processCommand), naming EMQ.DEBUG.
+	ErrDebugDisabled = "ERR EMQ.DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	// ErrClockFixed answers EMQ.DEBUG CLOCK ADVANCE when the server clock
+	// cannot be moved (not a clock.Manual or clock.Shifted).
+	ErrClockFixed = "ERR the server clock cannot be advanced"
+)
+
+// errStale is `EMQSTALE <verb> token mismatch` (verbs.md section 4, guard 3).
+func errStale(verb string) string { return "EMQSTALE " + verb + " token mismatch" }
+
+// errArity is Valkey's wrong-number-of-arguments text for name (lower case).
+func errArity(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+func errPositive(name string) string    { return "ERR " + name + " must be a positive integer" }
+func errNonNegative(name string) string { return "ERR " + name + " must be a non-negative integer" }
+
+// Precomputed rule-8 texts.
+var (
+	errPosLease       = errPositive("lease_ms")
+	errPosCount       = errPositive("count")
+	errNonNegBlock    = errNonNegative("block_ms")
+	errPosMaxAttempts = errPositive("max_attempts")
+	errNonNegDelay    = errNonNegative("delay_ms")
+	errNonNegRunAt    = errNonNegative("run_at_ms")
+	errPosMaxStalled  = errPositive("max_stalled")
+	errPosLimit       = errPositive("limit")
+	errNonNegMs       = errNonNegative("ms")
+)
+
+// intArg parses a numeric argument with Valkey's string2ll rule. min is 0
+// (non-negative) or 1 (positive); rangeErr is the rule-8 text for a value
+// below min. It returns "" on success, else the error text.
+func intArg(b []byte, min int64, rangeErr string) (int64, string) {
+	n, ok := store.ParseInt(b)
+	if !ok {
+		return 0, store.ErrNotInteger
+	}
+	if n < min {
+		return 0, rangeErr
+	}
+	return n, ""
+}
+
+// eqFold reports whether b equals the upper-case ASCII word w, ignoring case.
+func eqFold(b []byte, w string) bool {
+	if len(b) != len(w) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != w[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// addMs is now+d saturated at the int64 maximum (a score that never comes
+// due rather than one that wraps into the past). d >= 0.
+func addMs(now, d int64) int64 {
+	if d > 0 && now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
+}
+
+// nextCount applies HINCRBY's rule (verbs.md rule 5; Valkey t_hash.c) to a
+// stored counter incremented by incr (> 0): a missing field counts as 0; a
+// value string2ll refuses gives "ERR hash value is not an integer"; a sum
+// beyond int64 gives "ERR increment or decrement would overflow".
+func nextCount(f Field, incr int64) (int64, string) {
+	var cur int64
+	if f.Present {
+		n, ok := store.ParseInt(f.Val)
+		if !ok {
+			return 0, store.ErrHashNotInt
+		}
+		cur = n
+	}
+	if cur > 0 && incr > math.MaxInt64-cur {
+		return 0, store.ErrOverflow
+	}
+	return cur + incr, ""
+}

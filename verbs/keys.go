@@ -1,0 +1,170 @@
+package verbs
+
+import (
+	"sync"
+)
+
+// Keys names the keys of one queue q (verbs.md section 2). Every key carries
+// the hash tag {q}, so all of them live in the slot of the bare name q.
+type Keys struct {
+	Queue     string // q itself
+	Pending   string // emq:{q}:pending   (zset, score 0)
+	Active    string // emq:{q}:active    (zset, score = lease deadline ms)
+	Schedule  string // emq:{q}:schedule  (zset, score = run-at ms)
+	Dead      string // emq:{q}:dead      (zset, score 0)
+	Completed string // emq:{q}:metrics:completed (hash, field count)
+	Failed    string // emq:{q}:metrics:failed    (hash, field count)
+	Meta      string // emq:{q}:meta      (hash, field paused)
+	JobPrefix string // emq:{q}:job:      (the row key is JobPrefix + id)
+}
+
+// MintKey is the hash whose field `last` holds the greatest id the server
+// has minted (verbs.md section 2, "Job ids").
+const MintKey = "{emq}:mint"
+
+// Row is the key of the job row of id.
+func (k *Keys) Row(id string) string { return k.JobPrefix + id }
+
+// NewKeys builds the key names of queue q (no validation; see validQueue).
+func NewKeys(q string) *Keys {
+	p := "emq:{" + q + "}:"
+	return &Keys{
+		Queue:     q,
+		Pending:   p + "pending",
+		Active:    p + "active",
+		Schedule:  p + "schedule",
+		Dead:      p + "dead",
+		Completed: p + "metrics:completed",
+		Failed:    p + "metrics:failed",
+		Meta:      p + "meta",
+		JobPrefix: p + "job:",
+	}
+}
+
+// keyCache keeps the Keys of recently used queues so a verb does not build
+// eight strings per call. Bounded: once full it is emptied and refilled.
+var keyCache = struct {
+	sync.RWMutex
+	m map[string]*Keys
+}{m: make(map[string]*Keys)}
+
+const keyCacheMax = 4096
+
+// keysFor returns the (shared, read-only) Keys of queue name b.
+func keysFor(b []byte) *Keys {
+	keyCache.RLock()
+	k := keyCache.m[string(b)]
+	keyCache.RUnlock()
+	if k != nil {
+		return k
+	}
+	k = NewKeys(string(b))
+	keyCache.Lock()
+	if len(keyCache.m) >= keyCacheMax {
+		keyCache.m = make(map[string]*Keys)
+	}
+	keyCache.m[k.Queue] = k
+	keyCache.Unlock()
+	return k
+}
+
+// validQueue reports whether b is a queue name: ^[A-Za-z0-9._-]{1,128}$ and
+// not "emq" (verbs.md rule 8; `emq` is the tag of {emq}:mint).
+func validQueue(b []byte) bool {
+	if len(b) == 0 || len(b) > 128 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return string(b) != "emq"
+}
+
+// Job ids (verbs.md section 2): "JOB" followed by 11 characters of 0-9A-Za-z.
+// Minted ids encode a number in base 62 with that alphabet, which is in
+// ASCII order, at fixed width: byte order equals numeric (mint) order.
+const (
+	idPrefix   = "JOB"
+	idDigits   = 11
+	idLen      = len(idPrefix) + idDigits
+	b62        = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	maxMintNum = 1<<63 - 1 // minted numbers stay within int64 (62^11 > 2^63)
+)
+
+// ValidID reports whether b is JOB-namespaced: "JOB" + 11 of [0-9A-Za-z].
+func ValidID(b []byte) bool {
+	if len(b) != idLen || string(b[:3]) != idPrefix {
+		return false
+	}
+	for _, c := range b[3:] {
+		if b62val(c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func b62val(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'A' && c <= 'Z':
+		return int(c-'A') + 10
+	case c >= 'a' && c <= 'z':
+		return int(c-'a') + 36
+	}
+	return -1
+}
+
+// EncodeID returns the minted id of n (0 <= n <= 2^63-1).
+func EncodeID(n int64) string {
+	var b [idLen]byte
+	copy(b[:], idPrefix)
+	u := uint64(n)
+	for i := idLen - 1; i >= len(idPrefix); i-- {
+		b[i] = b62[u%62]
+		u /= 62
+	}
+	return string(b[:])
+}
+
+// DecodeID returns the number a valid id encodes; ok is false when b is not
+// a valid id or encodes a number above 2^63-1.
+func DecodeID(b []byte) (int64, bool) {
+	if !ValidID(b) {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b[3:] {
+		d := uint64(b62val(c))
+		if u > (maxMintNum-d)/62 {
+			return 0, false
+		}
+		u = u*62 + d
+	}
+	return int64(u), true
+}
+
+// mintNumber is the number of the next minted id: the larger of now and
+// last+1 (hasLast false: no id minted yet), never below 0 (verbs.md
+// section 2: minted ids are strictly increasing for the life of the data).
+// ok is false when the id space is exhausted.
+func mintNumber(now int64, last int64, hasLast bool) (int64, bool) {
+	n := now
+	if n < 0 {
+		n = 0
+	}
+	if hasLast {
+		if last >= maxMintNum {
+			return 0, false
+		}
+		if last+1 > n {
+			n = last + 1
+		}
+	}
+	return n, true
+}
