@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/tidwall/btree"
 )
@@ -138,3 +139,128 @@ var (
 	NegInf = math.Inf(-1)
 	PosInf = math.Inf(1)
 )
+
+// ---- Helpers for the sorted set commands (zset_cmds.go). Member arguments
+// arrive as []byte; the *Bytes methods look them up without copying and
+// copy only a member that is stored for the first time.
+
+// zview is b seen as a string without a copy. It must not be stored.
+func zview(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// ScoreBytes is Score for a member given as bytes.
+func (z *ZSet) ScoreBytes(member []byte) (float64, bool) {
+	s, ok := z.dict[string(member)]
+	return s, ok
+}
+
+// AddBytes is Add for a member given as bytes: it sets member's score
+// (-0 stored as 0) and reports whether the member is new.
+func (z *ZSet) AddBytes(member []byte, score float64) bool {
+	if score == 0 {
+		score = 0
+	}
+	view := zview(member)
+	if old, ok := z.dict[view]; ok {
+		if old == score {
+			return false
+		}
+		prev, _ := z.tree.Delete(ZItem{old, view})
+		z.dict[prev.Member] = score
+		z.tree.Set(ZItem{score, prev.Member})
+		return false
+	}
+	m := string(member)
+	z.dict[m] = score
+	z.tree.Set(ZItem{score, m})
+	return true
+}
+
+// RemBytes is Rem for a member given as bytes.
+func (z *ZSet) RemBytes(member []byte) bool {
+	view := zview(member)
+	old, ok := z.dict[view]
+	if !ok {
+		return false
+	}
+	z.tree.Delete(ZItem{old, view})
+	delete(z.dict, view)
+	return true
+}
+
+// RankBytes is Rank for a member given as bytes, also returning its score;
+// rank is -1 when member is absent.
+func (z *ZSet) RankBytes(member []byte) (rank int, score float64) {
+	s, ok := z.dict[string(member)]
+	if !ok {
+		return -1, 0
+	}
+	return z.CountLess(ZItem{s, zview(member)}), s
+}
+
+// PopMin removes and returns the lowest member.
+func (z *ZSet) PopMin() (ZItem, bool) {
+	it, ok := z.tree.PopMin()
+	if ok {
+		delete(z.dict, it.Member)
+	}
+	return it, ok
+}
+
+// PopMax removes and returns the highest member.
+func (z *ZSet) PopMax() (ZItem, bool) {
+	it, ok := z.tree.PopMax()
+	if ok {
+		delete(z.dict, it.Member)
+	}
+	return it, ok
+}
+
+// DeleteRankRange removes the members of ascending ranks [lo, hi) and
+// returns how many it removed. O((hi-lo) log n).
+func (z *ZSet) DeleteRankRange(lo, hi int) int {
+	if lo < 0 {
+		lo = 0
+	}
+	if hi > z.tree.Len() {
+		hi = z.tree.Len()
+	}
+	n := 0
+	for i := lo; i < hi; i++ {
+		it, ok := z.tree.DeleteAt(lo)
+		if !ok {
+			break
+		}
+		delete(z.dict, it.Member)
+		n++
+	}
+	return n
+}
+
+// CountScoreBelow is the number of members whose score is < s, or <= s
+// when orEqual: the rank of the first member at or after a score bound.
+func (z *ZSet) CountScoreBelow(s float64, orEqual bool) int {
+	if orEqual {
+		if s == PosInf {
+			return z.tree.Len()
+		}
+		s = math.Nextafter(s, PosInf)
+	}
+	// "" is the least member, so no member of score s orders before it.
+	return z.CountLess(ZItem{s, ""})
+}
+
+// SameScore reports whether every member has the same score (the
+// precondition of the lex range commands).
+func (z *ZSet) SameScore() bool {
+	lo, ok := z.tree.Min()
+	if !ok {
+		return true
+	}
+	hi, _ := z.tree.Max()
+	return lo.Score == hi.Score
+}
