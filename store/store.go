@@ -68,6 +68,7 @@ type DB struct {
 	Index int
 	keys  map[string]*Value
 	s     *Store
+	scan  scanCache // SCAN/HSCAN/ZSCAN cursor snapshots (scan.go)
 }
 
 // Get returns the value at key, or nil.

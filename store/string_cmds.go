@@ -1,0 +1,331 @@
+package store
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// String commands (valkey-subset.md 3.5): GET SET INCR INCRBY DECR DECRBY
+// MGET MSET STRLEN APPEND, with Valkey 8.0's replies and check order
+// (t_string.c).
+
+func init() { register(stringCommands) }
+
+func stringCommands() []*CommandSpec {
+	return []*CommandSpec{
+		{Name: "get", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: getCommand},
+		{Name: "set", Arity: -3, Flags: []string{"write", "denyoom"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: setCommand},
+		{Name: "incr", Arity: 2, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: incrCommand},
+		{Name: "decr", Arity: 2, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: decrCommand},
+		{Name: "incrby", Arity: 3, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: incrbyCommand},
+		{Name: "decrby", Arity: 3, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: decrbyCommand},
+		{Name: "mget", Arity: -2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Handler: mgetCommand},
+		{Name: "mset", Arity: -3, Flags: []string{"write", "denyoom"}, FirstKey: 1, LastKey: -1, Step: 2, Handler: msetCommand},
+		{Name: "strlen", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: strlenCommand},
+		{Name: "append", Arity: 3, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: appendCommand},
+	}
+}
+
+// MaxStringLen is the largest string APPEND may build: Valkey's default
+// proto-max-bulk-len, 512 MiB.
+const MaxStringLen = 512 << 20
+
+// cloneBytes copies b so the store never keeps a slice of a request buffer.
+func cloneBytes(b []byte) []byte {
+	out := make([]byte, len(b))
+	copy(out, b)
+	return out
+}
+
+// cstr is b up to its first NUL byte: how Valkey's strcasecmp and
+// character tests see an option name.
+func cstr(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// lookupString returns the string at key: (nil, false, "") when missing,
+// ErrWrongType when the key holds another type.
+func lookupString(d *DB, key string) ([]byte, bool, string) {
+	v := d.Get(key)
+	if v == nil {
+		return nil, false, ""
+	}
+	if v.Kind != KindString {
+		return nil, false, ErrWrongType
+	}
+	return v.Str, true, ""
+}
+
+// GET key: bulk, nil when missing, WRONGTYPE.
+func getCommand(c *Ctx) {
+	s, ok, e := lookupString(c.DB, string(c.Argv[1]))
+	switch {
+	case e != "":
+		c.W.Error(e)
+	case !ok:
+		c.W.Nil()
+	default:
+		c.W.Bulk(s)
+	}
+}
+
+// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
+// (t_string.c parseExtendedStringArgumentsOrReply, setGenericCommand).
+//
+// Options are read left to right; a conflicting, unknown or incomplete one
+// is `ERR syntax error` (NX after XX, EX after PX, ...; repeating the same
+// one is allowed). Then the expire value: not an integer gives
+// `ERR value is not an integer or out of range`, <= 0 or an overflow
+// `ERR invalid expire time in 'set' command`. Then, with GET, the old value
+// is read (WRONGTYPE when it is not a string, and nothing is written). NX on
+// an existing key or XX on a missing one writes nothing and replies nil
+// (or, with GET, the old value). Otherwise the key is overwritten whatever
+// its type: `+OK`, or the old value with GET.
+//
+// emqd has no key expiry yet: an EX/PX/EXAT/PXAT that passes Valkey's checks
+// is refused with `ERR syntax error` rather than stored without its TTL.
+// KEEPTTL is accepted (no key has a TTL, so keeping it is exact).
+func setCommand(c *Ctx) {
+	const (
+		fNX = 1 << iota
+		fXX
+		fGet
+		fKeepTTL
+		fEX
+		fPX
+		fEXAT
+		fPXAT
+	)
+	argv := c.Argv
+	flags := 0
+	var expire []byte
+	for j := 3; j < len(argv); j++ {
+		opt := strings.ToLower(cstr(argv[j]))
+		hasNext := j+1 < len(argv)
+		switch {
+		case opt == "nx" && flags&fXX == 0:
+			flags |= fNX
+		case opt == "xx" && flags&fNX == 0:
+			flags |= fXX
+		case opt == "get":
+			flags |= fGet
+		case opt == "keepttl" && flags&(fEX|fEXAT|fPX|fPXAT) == 0:
+			flags |= fKeepTTL
+		case opt == "ex" && flags&(fKeepTTL|fEXAT|fPX|fPXAT) == 0 && hasNext:
+			flags |= fEX
+			expire = argv[j+1]
+			j++
+		case opt == "px" && flags&(fKeepTTL|fEX|fEXAT|fPXAT) == 0 && hasNext:
+			flags |= fPX
+			expire = argv[j+1]
+			j++
+		case opt == "exat" && flags&(fKeepTTL|fEX|fPX|fPXAT) == 0 && hasNext:
+			flags |= fEXAT
+			expire = argv[j+1]
+			j++
+		case opt == "pxat" && flags&(fKeepTTL|fEX|fEXAT|fPX) == 0 && hasNext:
+			flags |= fPXAT
+			expire = argv[j+1]
+			j++
+		default:
+			c.W.Error(ErrSyntax)
+			return
+		}
+	}
+	if expire != nil {
+		ms, ok := ParseInt(expire)
+		if !ok {
+			c.W.Error(ErrNotInteger)
+			return
+		}
+		seconds := flags&(fEX|fEXAT) != 0
+		if ms <= 0 || (seconds && ms > math.MaxInt64/1000) {
+			c.W.Error("ERR invalid expire time in 'set' command")
+			return
+		}
+		if seconds {
+			ms *= 1000
+		}
+		if flags&(fEX|fPX) != 0 {
+			if ms > math.MaxInt64-c.NowMs {
+				c.W.Error("ERR invalid expire time in 'set' command")
+				return
+			}
+		}
+		// Key expiry is not implemented yet (compat.md "Then"): refuse
+		// rather than store the key without its TTL.
+		c.W.Error(ErrSyntax)
+		return
+	}
+	key := string(argv[1])
+	if flags&fGet != 0 {
+		// getGenericCommand: the old value is the reply, whatever follows.
+		old, found, e := lookupString(c.DB, key)
+		switch {
+		case e != "":
+			c.W.Error(e)
+			return
+		case found:
+			c.W.Bulk(old)
+		default:
+			c.W.Nil()
+		}
+	}
+	exists := c.DB.Get(key) != nil
+	if (flags&fNX != 0 && exists) || (flags&fXX != 0 && !exists) {
+		if flags&fGet == 0 {
+			c.W.Nil()
+		}
+		return
+	}
+	c.DB.Put(key, &Value{Kind: KindString, Str: cloneBytes(argv[2])})
+	if flags&fGet == 0 {
+		c.W.OK()
+	}
+	c.Dirty(key)
+	if flags&fGet != 0 {
+		// Valkey propagates SET without its GET arguments.
+		out := make([][]byte, 0, len(argv))
+		for j, a := range argv {
+			if j >= 3 && strings.EqualFold(cstr(a), "get") {
+				continue
+			}
+			out = append(out, a)
+		}
+		c.Propagate([][][]byte{out})
+	}
+}
+
+// incrDecr adds incr to the integer at argv[1] (incrDecrCommand):
+// WRONGTYPE, then `ERR value is not an integer or out of range` when the
+// stored string fails string2ll, then `ERR increment or decrement would
+// overflow`. A missing key counts as 0.
+func incrDecr(c *Ctx, incr int64) {
+	key := string(c.Argv[1])
+	s, found, e := lookupString(c.DB, key)
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	var old int64
+	if found {
+		n, ok := ParseInt(s)
+		if !ok {
+			c.W.Error(ErrNotInteger)
+			return
+		}
+		old = n
+	}
+	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
+		c.W.Error(ErrOverflow)
+		return
+	}
+	n := old + incr
+	c.DB.Put(key, &Value{Kind: KindString, Str: strconv.AppendInt(nil, n, 10)})
+	c.W.Int(n)
+	c.Dirty(key)
+}
+
+// INCR key.
+func incrCommand(c *Ctx) { incrDecr(c, 1) }
+
+// DECR key.
+func decrCommand(c *Ctx) { incrDecr(c, -1) }
+
+// INCRBY key increment: the increment is parsed first
+// (`ERR value is not an integer or out of range`).
+func incrbyCommand(c *Ctx) {
+	n, ok := ParseInt(c.Argv[2])
+	if !ok {
+		c.W.Error(ErrNotInteger)
+		return
+	}
+	incrDecr(c, n)
+}
+
+// DECRBY key decrement: the decrement is parsed first; -9223372036854775808
+// cannot be negated: `ERR decrement would overflow`.
+func decrbyCommand(c *Ctx) {
+	n, ok := ParseInt(c.Argv[2])
+	if !ok {
+		c.W.Error(ErrNotInteger)
+		return
+	}
+	if n == math.MinInt64 {
+		c.W.Error("ERR decrement would overflow")
+		return
+	}
+	incrDecr(c, -n)
+}
+
+// MGET key [key ...]: one bulk per key, nil for a missing key or one that
+// is not a string (never WRONGTYPE).
+func mgetCommand(c *Ctx) {
+	c.W.Array(len(c.Argv) - 1)
+	for _, k := range c.Argv[1:] {
+		v := c.DB.Get(string(k))
+		if v == nil || v.Kind != KindString {
+			c.W.Nil()
+			continue
+		}
+		c.W.Bulk(v.Str)
+	}
+}
+
+// MSET key value [key value ...]: `+OK`; every key is overwritten whatever
+// its type (the last value wins for a repeated key). A key without a value
+// is the arity error `ERR wrong number of arguments for 'mset' command`
+// (t_string.c msetGenericCommand).
+func msetCommand(c *Ctx) {
+	if len(c.Argv)%2 == 0 {
+		c.W.Error("ERR wrong number of arguments for 'mset' command")
+		return
+	}
+	for i := 1; i+1 < len(c.Argv); i += 2 {
+		key := string(c.Argv[i])
+		c.DB.Put(key, &Value{Kind: KindString, Str: cloneBytes(c.Argv[i+1])})
+		c.Dirty(key)
+	}
+	c.W.OK()
+}
+
+// STRLEN key: `:len`, 0 when missing, WRONGTYPE.
+func strlenCommand(c *Ctx) {
+	s, _, e := lookupString(c.DB, string(c.Argv[1]))
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	c.W.Int(int64(len(s)))
+}
+
+// APPEND key value: `:newlen`. A missing key is created (even with an
+// empty value); WRONGTYPE; a result above 512 MiB is
+// `ERR string exceeds maximum allowed size (proto-max-bulk-len)`.
+func appendCommand(c *Ctx) {
+	key := string(c.Argv[1])
+	add := c.Argv[2]
+	v := c.DB.Get(key)
+	if v == nil {
+		v = &Value{Kind: KindString, Str: cloneBytes(add)}
+		c.DB.Put(key, v)
+	} else {
+		if v.Kind != KindString {
+			c.W.Error(ErrWrongType)
+			return
+		}
+		if int64(len(v.Str))+int64(len(add)) > MaxStringLen {
+			c.W.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+			return
+		}
+		v.Str = append(v.Str, add...)
+	}
+	c.W.Int(int64(len(v.Str)))
+	c.Dirty(key)
+}
