@@ -93,7 +93,8 @@ func WaitPing(addr string, timeout time.Duration, exited <-chan struct{}) error 
 	}
 }
 
-// Ping sends one RESP PING to addr and checks for +PONG.
+// Ping sends one RESP PING to addr and checks for +PONG (or NOAUTH: the
+// server is up and wants a password).
 func Ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -108,7 +109,7 @@ func Ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
