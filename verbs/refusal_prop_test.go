@@ -1,0 +1,257 @@
+package verbs
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// TestRefusalWritesNothing is the property of verbs.md rule 2 over random
+// states and random calls of every verb: a refused call leaves the whole
+// keyspace (digest of every db, key, field, member, score) as it was, sends
+// nothing to the Feed, counts no change, wakes nobody, and counts a bad-row
+// refusal (rule 11) exactly when stored data caused it. And every change a
+// successful call makes reaches the Feed.
+func TestRefusalWritesNothing(t *testing.T) {
+	rng := rand.New(rand.NewSource(20240601))
+	seen := map[string]int{}     // refusal class -> count
+	verbSeen := map[string]int{} // verb -> refusals
+	states, calls := 1000, 25
+	if testing.Short() {
+		states = 100
+	}
+	for s := 0; s < states; s++ {
+		h := newTH(t)
+		h.debug = rng.Intn(2) == 0
+		randomState(h, rng)
+		for i := 0; i < calls; i++ {
+			args := randomCall(rng)
+			before := digest(h.s)
+			feedN, dirty, ready, bad := h.feed.n, h.s.DirtyCount, len(h.ready), BadRowRefusals()
+			out := h.raw(args...)
+			after := digest(h.s)
+			if strings.HasPrefix(out, "-") {
+				text := strings.TrimSuffix(out[1:], "\r\n")
+				cls := refusalClass(text)
+				seen[cls]++
+				verbSeen[strings.ToUpper(args[0])]++
+				if after != before || h.feed.n != feedN || h.s.DirtyCount != dirty || len(h.ready) != ready {
+					t.Fatalf("state %d call %q refused with %q but wrote (digest changed %v, feed %d->%d, dirty %d->%d, wakes %d->%d)",
+						s, args, text, after != before, feedN, h.feed.n, dirty, h.s.DirtyCount, ready, len(h.ready))
+				}
+				wantBad := int64(0)
+				if isBadRowText(text) {
+					wantBad = 1
+				}
+				if got := BadRowRefusals() - bad; got != wantBad {
+					t.Fatalf("%q refused with %q: bad-row count +%d, want +%d", args, text, got, wantBad)
+				}
+				continue
+			}
+			if BadRowRefusals() != bad {
+				t.Fatalf("%q counted a bad row without refusing", args)
+			}
+			if after != before && h.feed.n == feedN {
+				t.Fatalf("%q changed the keyspace without a Feed record", args)
+			}
+			h.clk.Advance(int64(rng.Intn(3)) * 700)
+		}
+	}
+	for _, cls := range []string{
+		"invalid queue name", "EMQKIND job id", "EMQKIND {emq}:mint", "EMQSTALE job gone", "EMQSTALE lease lost", "token mismatch",
+		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
+		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
+		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
+	} {
+		if seen[cls] == 0 {
+			t.Errorf("no refusal of class %q was exercised", cls)
+		}
+	}
+	for _, spec := range Commands() {
+		if verbSeen[strings.ToUpper(spec.Name)] == 0 {
+			t.Errorf("%s was never refused", spec.Name)
+		}
+	}
+	t.Logf("refusals by class: %v", seen)
+}
+
+func isBadRowText(text string) bool {
+	return strings.HasPrefix(text, "WRONGTYPE") || strings.HasPrefix(text, "EMQLANE") ||
+		text == "ERR hash value is not an integer" || text == "ERR increment or decrement would overflow" ||
+		text == ErrMintNotID || text == ErrMintExhausted
+}
+
+func refusalClass(text string) string {
+	for _, c := range []string{
+		"invalid queue name", "EMQKIND job id", "EMQKIND {emq}:mint", "EMQSTALE job gone", "EMQSTALE lease lost", "token mismatch",
+		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
+		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
+		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
+	} {
+		if strings.Contains(text, c) {
+			return c
+		}
+	}
+	return text
+}
+
+var propIDs = []string{"JOB00000000001", "JOB00000000002", "JOB00000000003", "JOB00000000004", "JOB00000000005", "JOB00000000006"}
+
+func pick(rng *rand.Rand, xs ...string) string { return xs[rng.Intn(len(xs))] }
+
+// randomState fills queue q with jobs in every state, some of them broken
+// in the ways verbs.md names (ghosts, lane rows, wrong types, bad
+// counters), and sometimes breaks the queue's own keys.
+func randomState(h *th, rng *rand.Rand) {
+	k := NewKeys("q")
+	sets := []string{k.Pending, k.Active, k.Schedule, k.Dead}
+	now := float64(h.clk.NowMs())
+	score := func(set string) float64 {
+		switch set {
+		case k.Active, k.Schedule:
+			return now + float64(rng.Intn(3)-1)*1000
+		}
+		return 0
+	}
+	states := map[string]string{k.Pending: "pending", k.Active: "active", k.Schedule: "scheduled", k.Dead: "dead"}
+	for _, id := range propIDs {
+		set := sets[rng.Intn(len(sets))]
+		if rng.Intn(8) == 0 {
+			continue
+		}
+		rk := k.Row(id)
+		switch rng.Intn(12) {
+		case 0: // ghost
+		case 1: // wrong-type row
+			h.setString(rk, "x")
+		default:
+			h.hset(rk, "state", states[set], "attempts", pick(rng, "1", "1", "2", "0"), "payload", "p-"+id)
+			if rng.Intn(3) == 0 {
+				h.hset(rk, "lease_epoch", pick(rng, tRun, tRun, tOld))
+			}
+			switch rng.Intn(12) {
+			case 0:
+				h.hset(rk, "group", "g")
+			case 1:
+				h.hset(rk, "attempts", pick(rng, "x", "9223372036854775807"))
+			case 2:
+				h.hset(rk, "failures", pick(rng, "x", "9223372036854775807", "1"))
+			case 3:
+				h.hset(rk, "stalled", pick(rng, "x", "9223372036854775807", "1"))
+			case 4:
+				h.s.DB(h.db).Get(rk).Hash.Del("attempts")
+			}
+		}
+		h.zadd(set, score(set), id)
+	}
+	if rng.Intn(6) == 0 {
+		key := pick(rng, k.Pending, k.Active, k.Schedule, k.Dead, k.Completed, k.Failed, k.Meta, MintKey)
+		h.s.DB(h.db).Remove(key)
+		h.setString(key, "wrong")
+	}
+	if rng.Intn(5) == 0 {
+		if v := h.s.DB(h.db).Get(k.Failed); v == nil {
+			h.hset(k.Failed, "count", pick(rng, "x", "9223372036854775807", "3"))
+		}
+	}
+	if rng.Intn(5) == 0 {
+		if v := h.s.DB(h.db).Get(k.Completed); v == nil {
+			h.hset(k.Completed, "count", pick(rng, "x", "9223372036854775807", "3"))
+		}
+	}
+	if rng.Intn(6) == 0 {
+		if v := h.s.DB(h.db).Get(MintKey); v == nil {
+			h.hset(MintKey, "last", pick(rng, "junk", EncodeID(maxMintNum), EncodeID(tNow+5)))
+		}
+	}
+	if rng.Intn(8) == 0 {
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil {
+			h.hset(k.Meta, "paused", "1")
+		}
+	}
+}
+
+// randomCall is one call of a random verb with arguments drawn from valid
+// and invalid values.
+func randomCall(rng *rand.Rand) []string {
+	q := func() string { return pick(rng, "q", "q", "q", "q", "q", "q", "bad name", "emq", "", "other") }
+	id := func() string { return pick(rng, append(propIDs, "nope", "*", "JOBzzzzzzzzzzz")...) }
+	tok := func() string { return pick(rng, "1", "1", "2", "0", "01", "x") }
+	num := func() string {
+		return pick(rng, "1", "2", "3", "100", "1000", "0", "-1", "x", "01", "+1", "", "9223372036854775807", "9223372036854775808")
+	}
+	maybe := func(args []string, extra ...string) []string {
+		if rng.Intn(5) == 0 {
+			return append(args, extra...)
+		}
+		return args
+	}
+	switch rng.Intn(18) {
+	case 0:
+		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
+		switch rng.Intn(6) {
+		case 0:
+			a = append(a, "DELAY", num())
+		case 1:
+			a = append(a, "AT", num())
+		case 2:
+			a = append(a, pick(rng, "DELAY", "AT", "FOO"), num(), pick(rng, "DELAY", "AT"), num())
+		case 3:
+			a = append(a, "DELAY")
+		}
+		return a
+	case 1:
+		a := []string{"EMQ.CLAIM", q(), num()}
+		if rng.Intn(2) == 0 {
+			a = append(a, "COUNT", num())
+		}
+		if rng.Intn(4) == 0 {
+			a = append(a, pick(rng, "COUNT", "FOO", "BLOCK"))
+		}
+		return a
+	case 2:
+		return maybe([]string{"EMQ.COMPLETE", q(), id(), tok()}, "x")
+	case 3:
+		return []string{"EMQ.FAIL", q(), id(), tok(), num(), num(), "err"}
+	case 4:
+		return []string{"EMQ.REQUEUE", q(), id(), tok()}
+	case 5:
+		return []string{"EMQ.EXTEND", q(), id(), tok(), num()}
+	case 6:
+		return []string{"EMQ.DELAY", q(), id(), tok(), pick(rng, "IN", "AT", "in", "SOON"), num()}
+	case 7:
+		return []string{"EMQ.PROGRESS", q(), id(), tok(), "50%"}
+	case 8:
+		a := []string{"EMQ.STALLED.CHECK", q()}
+		for n := rng.Intn(4); n > 0; n-- {
+			a = append(a, num())
+		}
+		return a
+	case 9:
+		a := []string{"EMQ.PROMOTE", q()}
+		for n := rng.Intn(3); n > 0; n-- {
+			a = append(a, num())
+		}
+		return a
+	case 10:
+		a := []string{"EMQ.REPROCESS", q(), id()}
+		if rng.Intn(2) == 0 {
+			a = append(a, pick(rng, "RESET", "reset", "NOW"))
+		}
+		return maybe(a, "RESET")
+	case 11:
+		return maybe([]string{"EMQ.PAUSE", q()}, "x")
+	case 12:
+		return []string{"EMQ.RESUME", q()}
+	case 13:
+		return []string{"EMQ.REMOVE", q(), id()}
+	case 14:
+		return []string{"EMQ.COUNTS", q()}
+	case 15:
+		return []string{"EMQ.JOB", q(), id()}
+	case 16:
+		return maybe([]string{"EMQ.DEBUG", "CLOCK", pick(rng, "ADVANCE", "BACK"), num()}, "x")
+	default:
+		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
+	}
+}
