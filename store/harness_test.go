@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +51,14 @@ func run(t testing.TB, s *Store, proto int, args ...string) string {
 // runDB is run on database db.
 func runDB(t testing.TB, s *Store, db, proto int, args ...string) string {
 	t.Helper()
+	out, _ := runCtx(t, s, db, proto, args...)
+	return out
+}
+
+// runCtx is runDB that also returns the command's Ctx (nil when the
+// dispatch checks refused the command), to inspect Changed/Propagated.
+func runCtx(t testing.TB, s *Store, db, proto int, args ...string) (string, *Ctx) {
+	t.Helper()
 	argv := make([][]byte, len(args))
 	for i, a := range args {
 		argv[i] = []byte(a)
@@ -61,18 +71,18 @@ func runDB(t testing.TB, s *Store, db, proto int, args ...string) string {
 	w := &resp.Writer{Proto: proto}
 	if !arityOK(cs.Arity, len(argv)) {
 		w.Error("ERR wrong number of arguments for '" + cs.Name + "' command")
-		return string(w.Buf)
+		return string(w.Buf), nil
 	}
 	if len(cs.Subcommands) > 0 {
 		sub := harnessTable()[name+"|"+strings.ToLower(args[1])]
 		if sub == nil {
 			w.Error("ERR unknown subcommand '" + args[1] + "'. Try " + strings.ToUpper(name) + " HELP.")
-			return string(w.Buf)
+			return string(w.Buf), nil
 		}
 		cs = sub
 		if !arityOK(cs.Arity, len(argv)) {
 			w.Error("ERR wrong number of arguments for '" + cs.Name + "' command")
-			return string(w.Buf)
+			return string(w.Buf), nil
 		}
 	}
 	if cs.Handler == nil {
@@ -87,7 +97,7 @@ func runDB(t testing.TB, s *Store, db, proto int, args ...string) string {
 	if len(w.Buf) == 0 && c.Block == nil {
 		t.Fatalf("%q wrote no reply", args)
 	}
-	return string(w.Buf)
+	return string(w.Buf), c
 }
 
 func arityOK(arity, argc int) bool {
@@ -160,3 +170,168 @@ const (
 	emptyArray  = "*0\r\n"
 	wrongTypeRe = "-" + ErrWrongType + "\r\n"
 )
+
+// goldenLine is one line of a /work/shared/compat transcript.
+type goldenLine struct {
+	Send    []string `json:"send"`
+	Raw     string   `json:"raw"`
+	Reply   string   `json:"reply"`
+	Compare string   `json:"compare"`
+}
+
+// goldenDir is where the Valkey 8.0.1 transcripts live (compat.md).
+const goldenDir = "/work/shared/compat/"
+
+// loadGolden reads a transcript; JSON strings hold the reply bytes as
+// latin-1 code points.
+func loadGolden(t testing.TB, name string) []goldenLine {
+	t.Helper()
+	data, err := os.ReadFile(goldenDir + name)
+	if err != nil {
+		t.Skipf("golden transcript not available: %v", err)
+	}
+	var out []goldenLine
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var g goldenLine
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		g.Reply = goldenBytes(g.Reply)
+		for i, a := range g.Send {
+			g.Send[i] = goldenBytes(a)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func goldenBytes(s string) string {
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		b = append(b, byte(r))
+	}
+	return string(b)
+}
+
+// replayGolden replays the lines of a transcript in RESP2 on DB 0 of a fresh
+// store until stop reports true (commands the store does not own, such as
+// SELECT), comparing each reply as the line's compare mode says. It returns
+// the number of lines checked.
+func replayGolden(t *testing.T, name string, stop func(args []string) bool) int {
+	t.Helper()
+	s := New(16)
+	n := 0
+	for i, g := range loadGolden(t, name) {
+		if g.Send == nil || stop(g.Send) {
+			break
+		}
+		got := run(t, s, 2, g.Send...)
+		switch g.Compare {
+		case "exact":
+			if got != g.Reply {
+				t.Errorf("%s:%d %q\n got %q\nwant %q", name, i+1, g.Send, got, g.Reply)
+			}
+		case "unordered":
+			if canonRESP(t, got) != canonRESP(t, g.Reply) {
+				t.Errorf("%s:%d %q (unordered)\n got %q\nwant %q", name, i+1, g.Send, got, g.Reply)
+			}
+		case "shape":
+			if shapeRESP(t, got) != shapeRESP(t, g.Reply) {
+				t.Errorf("%s:%d %q (shape)\n got %q\nwant %q", name, i+1, g.Send, got, g.Reply)
+			}
+		default:
+			t.Fatalf("%s:%d unknown compare mode %q", name, i+1, g.Compare)
+		}
+		n++
+	}
+	return n
+}
+
+// respNode is a parsed reply: its type byte, scalar text, children.
+type respNode struct {
+	typ  byte
+	text string
+	kids []respNode
+}
+
+// parseRESP parses one RESP2/RESP3 frame from the front of b.
+func parseRESP(t testing.TB, b string) (respNode, string) {
+	t.Helper()
+	i := strings.Index(b, "\r\n")
+	if i < 1 {
+		t.Fatalf("bad RESP frame %q", b)
+	}
+	typ, line, rest := b[0], b[1:i], b[i+2:]
+	switch typ {
+	case '+', '-', ':', ',', '_', '#', '(':
+		return respNode{typ: typ, text: line}, rest
+	case '$', '=', '!':
+		n, _ := strconv.Atoi(line)
+		if n < 0 {
+			return respNode{typ: typ, text: "<nil>"}, rest
+		}
+		return respNode{typ: typ, text: rest[:n]}, rest[n+2:]
+	case '*', '~', '>', '%':
+		n, _ := strconv.Atoi(line)
+		if typ == '%' {
+			n *= 2
+		}
+		node := respNode{typ: typ}
+		if n < 0 {
+			node.text = "<nil>"
+			return node, rest
+		}
+		for k := 0; k < n; k++ {
+			var kid respNode
+			kid, rest = parseRESP(t, rest)
+			node.kids = append(node.kids, kid)
+		}
+		return node, rest
+	}
+	t.Fatalf("unknown RESP type %q in %q", typ, b)
+	return respNode{}, ""
+}
+
+// canonRESP renders a reply with the elements of every aggregate sorted, to
+// compare replies whose order is unspecified (KEYS, SCAN).
+func canonRESP(t testing.TB, b string) string {
+	n, rest := parseRESP(t, b)
+	if rest != "" {
+		t.Fatalf("trailing bytes after reply %q", b)
+	}
+	return canonNode(n)
+}
+
+func canonNode(n respNode) string {
+	if n.kids == nil {
+		return string(n.typ) + strconv.Quote(n.text)
+	}
+	parts := make([]string, len(n.kids))
+	for i, k := range n.kids {
+		parts[i] = canonNode(k)
+	}
+	sort.Strings(parts)
+	return string(n.typ) + "[" + strings.Join(parts, ",") + "]"
+}
+
+// shapeRESP renders only the reply's types and structure.
+func shapeRESP(t testing.TB, b string) string {
+	n, _ := parseRESP(t, b)
+	return shapeNode(n)
+}
+
+func shapeNode(n respNode) string {
+	var sb strings.Builder
+	sb.WriteByte(n.typ)
+	if n.text == "<nil>" {
+		sb.WriteString("nil")
+	}
+	if n.kids != nil {
+		sb.WriteString("[")
+		for _, k := range n.kids {
+			sb.WriteString(shapeNode(k))
+		}
+		sb.WriteString("]")
+	}
+	return sb.String()
+}
