@@ -1,0 +1,633 @@
+// Package aof is emqd's append-only file (issue 4, architecture.md
+// "Persistence"): every write the store makes is recorded as RESP commands
+// in Valkey's AOF format, made durable per appendfsync (always, everysec,
+// no), replayed at boot, and compacted by a rewrite that runs while the
+// server keeps serving.
+//
+// Life cycle: New, Load (replay through the server's command table), then
+// Start (open for appending; set store.Feed to the AOF), then Append from the
+// store (under its lock) and Commit from the server after each batch that
+// wrote and before its replies go out; Close on shutdown.
+//
+// Durability promises, with the file system honest about fsync:
+//   - always: Commit returns nil only once every record appended before the
+//     call is fsynced. Concurrent Commits share one write+fsync (group
+//     commit): one caller leads, the others wait for its fsync.
+//   - everysec: Commit returns once the records are written (in the page
+//     cache: a crash of the process loses nothing); a background fsync runs
+//     every second, so a power loss loses at most about the last second.
+//   - no: as everysec but never fsynced by emqd: the kernel decides when
+//     the data reaches the disk (typically within 30 s on Linux), so a power
+//     loss can lose that much; a crash of the process still loses nothing.
+//
+// Errors: a failed write or fsync makes WriteError non-empty (Valkey's
+// "MISCONF Errors writing to the AOF file: <strerror>"); the server then
+// refuses write commands. The records stay buffered and are retried in the
+// background; once a write (and, when due, an fsync) succeeds again the
+// error clears. A failed fsync is treated as Linux reports it (the dirty
+// pages may have been dropped), so the retry truncates the file back to the
+// last good fsync and writes the unsynced records again before fsyncing.
+package aof
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/store"
+)
+
+// Fsync is the appendfsync policy.
+type Fsync int
+
+// The appendfsync policies.
+const (
+	FsyncEverySec Fsync = iota // fsync once per second in the background (default)
+	FsyncAlways                // fsync before Commit returns
+	FsyncNo                    // never fsync; the kernel decides
+)
+
+// String is the policy's configuration name.
+func (p Fsync) String() string {
+	switch p {
+	case FsyncAlways:
+		return "always"
+	case FsyncNo:
+		return "no"
+	}
+	return "everysec"
+}
+
+// ParseFsync parses an appendfsync value (case-insensitive, as Valkey's
+// enum configs are).
+func ParseFsync(s string) (Fsync, bool) {
+	switch strings.ToLower(s) {
+	case "always":
+		return FsyncAlways, true
+	case "everysec":
+		return FsyncEverySec, true
+	case "no":
+		return FsyncNo, true
+	}
+	return 0, false
+}
+
+// Config configures an AOF.
+type Config struct {
+	// Dir is the directory of the file (Valkey's dir).
+	Dir string
+	// Filename is the file's name in Dir (appendfilename; default
+	// "appendonly.aof").
+	Filename string
+	// Fsync is appendfsync.
+	Fsync Fsync
+	// AutoRewritePercentage (auto-aof-rewrite-percentage, 0: off) and
+	// AutoRewriteMinSize (auto-aof-rewrite-min-size, bytes): a rewrite starts
+	// by itself when the file is larger than the min size and has grown by
+	// the percentage since the last rewrite (or since boot).
+	AutoRewritePercentage int
+	AutoRewriteMinSize    int64
+	// Store is the keyspace the rewrite snapshots; its NumDBs bounds SELECT
+	// at load.
+	Store *store.Store
+	// FS is the file system (default OSFS).
+	FS FS
+	// Logger receives warnings (default slog.Default()).
+	Logger *slog.Logger
+
+	// FsyncInterval is the everysec period (default 1 s); CronInterval is
+	// the period of the background flush, retry and auto-rewrite check
+	// (default 100 ms). Tests shorten them.
+	FsyncInterval time.Duration
+	CronInterval  time.Duration
+	// Hook, for tests, is called at each step of a rewrite (see
+	// RewriteSteps); a non-nil return aborts the rewrite there as if the
+	// process had died (the test then simulates the power loss).
+	Hook func(step string) error
+}
+
+// RewriteSteps are the points of a rewrite where Config.Hook is called, in
+// order: after the snapshot; after the snapshot is written to the temporary
+// file; after that file is fsynced; after the records appended meanwhile
+// are caught up; with the final records written and fsynced, before the
+// rename; after the rename, before the directory fsync; when done.
+var RewriteSteps = []string{"snapshot", "written", "synced", "caught-up", "before-rename", "renamed", "done"}
+
+// ErrRewriteInProgress is BGREWRITEAOF's refusal while a rewrite runs
+// (Valkey's text).
+var ErrRewriteInProgress = errors.New("ERR Background append only file rewriting already in progress")
+
+var errClosed = errors.New("AOF is closed")
+
+// AOF is an open append-only file. It implements store.Feed.
+type AOF struct {
+	cfg  Config
+	path string
+	fs   FS
+	log  *slog.Logger
+
+	// mu guards the records buffer, the progress counters and the status.
+	// Lock order: store lock, then wmu, then mu.
+	mu        sync.Mutex
+	policy    Fsync
+	perc      int
+	minSize   int64
+	buf       []byte // records appended and not yet written
+	selDB     int    // database of the last SELECT in the file stream (-1: none)
+	appended  int64  // bytes ever appended (a logical position)
+	written   int64  // logical position written to the file
+	synced    int64  // logical position fsynced
+	writeErr  error  // last write failed
+	syncErr   error  // last fsync failed
+	lastErr   error  // the most recent of the two (MISCONF text)
+	errGen    uint64 // bumped on every failure
+	lastErrAt time.Time
+	fsyncing  bool
+	delayed   int64
+	curSize   int64
+	baseSize  int64
+	closed    bool
+
+	rw            *rewriteBuf // collects appends while a rewrite runs
+	rewriting     bool
+	rwStart       time.Time
+	rwDone        chan struct{}
+	rwCancel      atomic.Bool
+	lastRwSec     int64
+	lastRwOK      bool
+	rewrites      int64
+	rwFailures    int64
+	lastRwFailure time.Time
+
+	// wmu is the writer role: whoever holds it writes and fsyncs the file.
+	wmu         sync.Mutex
+	f           File
+	fileSize    int64
+	syncedSize  int64
+	unsynced    [][]byte // chunks written since the last good fsync
+	complete    bool     // unsynced holds every byte after syncedSize
+	needRepair  bool     // an fsync failed: rewrite the unsynced bytes
+	needDirSync bool
+	lastSyncAt  time.Time
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type rewriteBuf struct {
+	buf   []byte
+	selDB int
+}
+
+// New returns an AOF for cfg; nothing is opened yet (see Load and Start).
+func New(cfg Config) *AOF {
+	if cfg.Filename == "" {
+		cfg.Filename = "appendonly.aof"
+	}
+	if cfg.FS == nil {
+		cfg.FS = OSFS{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.FsyncInterval <= 0 {
+		cfg.FsyncInterval = time.Second
+	}
+	if cfg.CronInterval <= 0 {
+		cfg.CronInterval = 100 * time.Millisecond
+	}
+	return &AOF{
+		cfg:       cfg,
+		path:      filepath.Join(cfg.Dir, cfg.Filename),
+		fs:        cfg.FS,
+		log:       cfg.Logger,
+		policy:    cfg.Fsync,
+		perc:      cfg.AutoRewritePercentage,
+		minSize:   cfg.AutoRewriteMinSize,
+		selDB:     -1,
+		lastRwSec: -1,
+		lastRwOK:  true,
+		complete:  true,
+	}
+}
+
+// Path is the file's path.
+func (a *AOF) Path() string { return a.path }
+
+// Load replays the file through exec (see LoadFile), before Start. The
+// databases passed to exec are below cfg.Store.NumDBs().
+func (a *AOF) Load(exec ExecFunc) (LoadResult, error) {
+	n := 0
+	if a.cfg.Store != nil {
+		n = a.cfg.Store.NumDBs()
+	}
+	if err := a.fs.MkdirAll(a.cfg.Dir); err != nil {
+		return LoadResult{}, err
+	}
+	return LoadFile(a.fs, a.path, n, a.log, exec)
+}
+
+// Start opens the file for appending (creating it, durably, on a first
+// boot), removes temporary files a crashed rewrite left, and starts the
+// background goroutine (everysec fsync, flush retries, auto-rewrite).
+func (a *AOF) Start() error {
+	if err := a.fs.MkdirAll(a.cfg.Dir); err != nil {
+		return err
+	}
+	if names, err := a.fs.ReadDir(a.cfg.Dir); err == nil {
+		for _, n := range names {
+			if strings.HasPrefix(n, "temp-rewriteaof-") && strings.HasSuffix(n, ".aof") {
+				_ = a.fs.Remove(filepath.Join(a.cfg.Dir, n))
+			}
+		}
+	}
+	f, err := a.fs.OpenAppend(a.path)
+	if err != nil {
+		return err
+	}
+	size, err := f.Size()
+	if err == nil {
+		// The file may be new: make its directory entry durable.
+		err = a.fs.SyncDir(a.cfg.Dir)
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	a.wmu.Lock()
+	a.f = f
+	a.fileSize, a.syncedSize = size, size
+	a.lastSyncAt = time.Now()
+	a.wmu.Unlock()
+	a.mu.Lock()
+	a.curSize, a.baseSize = size, size
+	a.mu.Unlock()
+	a.stop = make(chan struct{})
+	a.done = make(chan struct{})
+	go a.cron()
+	return nil
+}
+
+// Append records cmds, applied to database db, as one record: a single
+// command as it is, several inside MULTI/EXEC (store.Feed). It is called
+// under the store lock and only buffers; Commit (or the background flush)
+// writes.
+func (a *AOF) Append(db int, cmds [][][]byte) {
+	if len(cmds) == 0 {
+		return
+	}
+	a.mu.Lock()
+	before := len(a.buf)
+	if db != a.selDB {
+		a.buf = appendSelect(a.buf, db)
+		a.selDB = db
+	}
+	start := len(a.buf)
+	a.buf = appendGroup(a.buf, cmds)
+	if rw := a.rw; rw != nil {
+		if db != rw.selDB {
+			rw.buf = appendSelect(rw.buf, db)
+			rw.selDB = db
+		}
+		rw.buf = append(rw.buf, a.buf[start:]...)
+	}
+	a.appended += int64(len(a.buf) - before)
+	a.mu.Unlock()
+}
+
+// Commit makes every record appended before the call as durable as the
+// policy promises: written to the file (everysec, no) or written and fsynced
+// (always). Call it after the store lock is released, after each batch that
+// wrote and before sending that batch's replies; concurrent callers share
+// one write and fsync. A non-nil error (the file failed; see WriteError)
+// means the batch must not be acknowledged: its records stay buffered and
+// are written when the file works again.
+func (a *AOF) Commit() error {
+	a.mu.Lock()
+	target := a.appended
+	if a.coveredLocked(target) {
+		a.mu.Unlock()
+		return nil
+	}
+	gen := a.errGen
+	if a.fsyncing && a.policy != FsyncAlways {
+		a.delayed++
+	}
+	a.mu.Unlock()
+
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	a.mu.Lock()
+	if a.coveredLocked(target) {
+		a.mu.Unlock()
+		return nil
+	}
+	if a.errGen != gen && a.lastErr != nil {
+		// The leader we waited for failed: report it rather than retry.
+		err := a.lastErr
+		a.mu.Unlock()
+		return err
+	}
+	always := a.policy == FsyncAlways
+	a.mu.Unlock()
+	return a.flush(always)
+}
+
+func (a *AOF) coveredLocked(target int64) bool {
+	if a.policy == FsyncAlways {
+		return a.synced >= target
+	}
+	return a.written >= target
+}
+
+// flush writes the buffered records and, if doSync (or a failed fsync must
+// be retried), fsyncs. Call with wmu held.
+func (a *AOF) flush(doSync bool) error {
+	if a.f == nil {
+		return errClosed
+	}
+	if a.needRepair {
+		if err := a.repair(); err != nil {
+			return err
+		}
+	}
+	a.mu.Lock()
+	buf, upto := a.buf, a.appended
+	a.buf = nil
+	retrySync := a.syncErr != nil
+	a.mu.Unlock()
+	if len(buf) > 0 {
+		n, err := a.f.Write(buf)
+		if err != nil {
+			a.writeFailed(buf, n, upto, err)
+			return err
+		}
+		a.fileSize += int64(n)
+		a.keepUnsynced(buf)
+	}
+	a.mu.Lock()
+	a.written = upto
+	a.curSize = a.fileSize
+	if a.writeErr != nil {
+		a.writeErr = nil
+		if a.syncErr == nil {
+			a.lastErr = nil
+		}
+		a.log.Warn("AOF write error looks solved, the server can write again.")
+	}
+	a.mu.Unlock()
+	if (doSync || retrySync) && (a.syncedSize < a.fileSize || a.needDirSync || retrySync) {
+		return a.sync()
+	}
+	return nil
+}
+
+// keepUnsynced remembers a written chunk until the next good fsync, so a
+// failed fsync can be repaired; with appendfsync no nothing is kept.
+func (a *AOF) keepUnsynced(chunk []byte) {
+	a.mu.Lock()
+	keep := a.policy != FsyncNo
+	a.mu.Unlock()
+	if keep && a.complete {
+		a.unsynced = append(a.unsynced, chunk)
+	} else {
+		a.unsynced = nil
+		a.complete = false
+	}
+}
+
+// writeFailed handles a failed write of buf (n bytes of it written), as
+// Valkey's flushAppendOnlyFile does: the partial record is cut off again if
+// the file can be truncated, otherwise those n bytes count as written; the
+// rest goes back to the front of the buffer.
+func (a *AOF) writeFailed(buf []byte, n int, upto int64, err error) {
+	rest := buf
+	if n > 0 {
+		if terr := a.f.Truncate(a.fileSize); terr != nil {
+			a.fileSize += int64(n)
+			a.keepUnsynced(buf[:n])
+			rest = buf[n:]
+		}
+	}
+	a.mu.Lock()
+	nb := make([]byte, 0, len(rest)+len(a.buf))
+	nb = append(nb, rest...)
+	a.buf = append(nb, a.buf...)
+	a.written = upto - int64(len(rest))
+	a.curSize = a.fileSize
+	a.writeErr = err
+	a.failLocked(err, "Error writing to the AOF file: "+Strerror(err))
+	a.mu.Unlock()
+}
+
+// failLocked records a failure and logs it at most every 30 s (Valkey's
+// AOF_WRITE_LOG_ERROR_RATE).
+func (a *AOF) failLocked(err error, msg string) {
+	a.lastErr = err
+	a.errGen++
+	if time.Since(a.lastErrAt) >= 30*time.Second {
+		a.lastErrAt = time.Now()
+		a.log.Warn(msg)
+	}
+}
+
+// sync fsyncs the file (and the directory after a rewrite's rename whose
+// directory fsync failed). Call with wmu held.
+func (a *AOF) sync() error {
+	a.mu.Lock()
+	a.fsyncing = true
+	a.mu.Unlock()
+	var err error
+	if a.needDirSync {
+		err = a.fs.SyncDir(a.cfg.Dir)
+		if err == nil {
+			a.needDirSync = false
+		}
+	}
+	if err == nil {
+		err = a.f.Sync()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fsyncing = false
+	a.lastSyncAt = time.Now()
+	if err != nil {
+		a.needRepair = true
+		a.syncErr = err
+		a.failLocked(err, "Fail to fsync the AOF file: "+Strerror(err))
+		return err
+	}
+	a.syncedSize = a.fileSize
+	a.unsynced = nil
+	a.complete = true
+	a.synced = a.written
+	if a.syncErr != nil {
+		a.syncErr = nil
+		if a.writeErr == nil {
+			a.lastErr = nil
+		}
+		a.log.Warn("AOF fsync error looks solved, the server can write again.")
+	}
+	return nil
+}
+
+// repair recovers from a failed fsync: the kernel may have dropped the
+// pages written since the last good fsync, so they are written again
+// (truncate to the last good size, rewrite the kept chunks) and fsynced.
+// With appendfsync no the chunks are not kept and the fsync is only
+// retried. Call with wmu held.
+func (a *AOF) repair() error {
+	if a.complete {
+		if err := a.f.Truncate(a.syncedSize); err != nil {
+			a.mu.Lock()
+			a.syncErr = err
+			a.failLocked(err, "Fail to fsync the AOF file: "+Strerror(err))
+			a.mu.Unlock()
+			return err
+		}
+		a.fileSize = a.syncedSize
+		for _, c := range a.unsynced {
+			n, err := a.f.Write(c)
+			a.fileSize += int64(n)
+			if err != nil {
+				a.mu.Lock()
+				a.syncErr = err
+				a.failLocked(err, "Error writing to the AOF file: "+Strerror(err))
+				a.mu.Unlock()
+				return err
+			}
+		}
+	}
+	if err := a.sync(); err != nil {
+		return err
+	}
+	a.needRepair = false
+	return nil
+}
+
+// WriteError is "" while the file works, otherwise the error the server
+// answers write commands with: Valkey's "MISCONF Errors writing to the AOF
+// file: <strerror>" (server.c writeCommandsGetDiskErrorMessage).
+func (a *AOF) WriteError() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastErr == nil {
+		return ""
+	}
+	return "MISCONF Errors writing to the AOF file: " + Strerror(a.lastErr)
+}
+
+// SetFsync changes appendfsync (CONFIG SET). Switching to always fsyncs
+// what was written before the next Commit returns.
+func (a *AOF) SetFsync(p Fsync) {
+	a.mu.Lock()
+	a.policy = p
+	a.mu.Unlock()
+}
+
+// FsyncPolicy is the current appendfsync.
+func (a *AOF) FsyncPolicy() Fsync {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.policy
+}
+
+// SetAutoRewrite changes auto-aof-rewrite-percentage and -min-size.
+func (a *AOF) SetAutoRewrite(percentage int, minSize int64) {
+	a.mu.Lock()
+	a.perc, a.minSize = percentage, minSize
+	a.mu.Unlock()
+}
+
+// cron is the background goroutine: it writes records nobody committed,
+// fsyncs once per FsyncInterval under everysec, retries a failed write or
+// fsync, and starts automatic rewrites.
+func (a *AOF) cron() {
+	defer close(a.done)
+	t := time.NewTicker(a.cfg.CronInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-t.C:
+		}
+		a.wmu.Lock()
+		a.mu.Lock()
+		pending := len(a.buf) > 0
+		failing := a.lastErr != nil
+		policy := a.policy
+		a.mu.Unlock()
+		doSync := policy == FsyncAlways ||
+			(policy == FsyncEverySec && time.Since(a.lastSyncAt) >= a.cfg.FsyncInterval)
+		if pending || doSync || failing || a.needRepair {
+			_ = a.flush(doSync)
+		}
+		a.wmu.Unlock()
+		a.maybeAutoRewrite()
+	}
+}
+
+func (a *AOF) maybeAutoRewrite() {
+	a.mu.Lock()
+	start := false
+	if !a.rewriting && !a.closed && a.perc > 0 && a.curSize > a.minSize && a.cfg.Store != nil &&
+		(a.rwFailures == 0 || time.Since(a.lastRwFailure) >= time.Minute) {
+		base := max(a.baseSize, 1)
+		growth := a.curSize*100/base - 100
+		if growth >= int64(a.perc) {
+			start = true
+			a.log.Info(fmt.Sprintf("Starting automatic rewriting of AOF on %d%% growth", growth))
+		}
+	}
+	a.mu.Unlock()
+	if start {
+		_ = a.StartRewrite()
+	}
+}
+
+// Close stops the background work (a running rewrite is abandoned and its
+// temporary file removed), writes and fsyncs everything buffered, whatever
+// the policy (SHUTDOWN, SIGTERM), and closes the file. The error is the
+// final write's or fsync's.
+func (a *AOF) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.rwCancel.Store(true)
+	rwDone := a.rwDone
+	a.mu.Unlock()
+	if a.stop != nil {
+		close(a.stop)
+		<-a.done
+	}
+	if rwDone != nil {
+		<-rwDone
+	}
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	if a.f == nil {
+		return nil
+	}
+	err := a.flush(true)
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	a.f = nil
+	return err
+}
+
+// Sync writes and fsyncs everything appended so far, whatever the policy.
+func (a *AOF) Sync() error {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	return a.flush(true)
+}

@@ -1,0 +1,75 @@
+package aof
+
+import (
+	"math"
+	"strconv"
+)
+
+// The AOF is a sequence of RESP multibulk commands, exactly as Valkey writes
+// its append-only file (and as redis-check-aof reads it):
+//
+//	*<argc>\r\n  then, per argument, $<len>\r\n<bytes>\r\n
+//
+// A SELECT <db> precedes the first command and every command whose
+// database differs from the previous one; a group of commands that must be
+// replayed all or nothing is wrapped in MULTI ... EXEC.
+
+var (
+	multiRecord = []byte("*1\r\n$5\r\nMULTI\r\n")
+	execRecord  = []byte("*1\r\n$4\r\nEXEC\r\n")
+)
+
+// AppendCommand appends argv to b as one RESP multibulk record.
+func AppendCommand(b []byte, argv [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(argv)), 10)
+	b = append(b, '\r', '\n')
+	for _, a := range argv {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// appendSelect appends SELECT db.
+func appendSelect(b []byte, db int) []byte {
+	var num [20]byte
+	n := strconv.AppendInt(num[:0], int64(db), 10)
+	b = append(b, "*2\r\n$6\r\nSELECT\r\n$"...)
+	b = strconv.AppendInt(b, int64(len(n)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, n...)
+	return append(b, '\r', '\n')
+}
+
+// appendGroup appends cmds: one command as it is, several inside MULTI/EXEC.
+func appendGroup(b []byte, cmds [][][]byte) []byte {
+	if len(cmds) > 1 {
+		b = append(b, multiRecord...)
+	}
+	for _, c := range cmds {
+		b = AppendCommand(b, c)
+	}
+	if len(cmds) > 1 {
+		b = append(b, execRecord...)
+	}
+	return b
+}
+
+// FormatScore renders a sorted-set score so that parsing it back (ZADD's
+// strtod) gives the same float64: integers below 2^53 as integers, infinities
+// as "inf"/"-inf", everything else as the shortest round-trip form.
+func FormatScore(b []byte, s float64) []byte {
+	switch {
+	case math.IsInf(s, 1):
+		return append(b, "inf"...)
+	case math.IsInf(s, -1):
+		return append(b, "-inf"...)
+	case s == math.Trunc(s) && math.Abs(s) < 1<<53:
+		return strconv.AppendInt(b, int64(s), 10)
+	}
+	return strconv.AppendFloat(b, s, 'g', -1, 64)
+}

@@ -1,0 +1,137 @@
+package aof
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// File is an open append-only file as the AOF uses it. Writes always go to
+// the end of the file (O_APPEND), also after Truncate.
+type File interface {
+	// Write appends p. A short write returns n < len(p) and the error
+	// (ENOSPC, EIO, ...).
+	Write(p []byte) (n int, err error)
+	// Sync makes everything written so far durable (fsync).
+	Sync() error
+	// Truncate cuts the file to size bytes.
+	Truncate(size int64) error
+	// Size is the file's current size in bytes.
+	Size() (int64, error)
+	Close() error
+}
+
+// FS is the file system the AOF works in: the OS one (OSFS) for the server,
+// a fault-injecting one (FaultFS) for tests.
+type FS interface {
+	// Open opens path for reading; a missing file gives an error for which
+	// errors.Is(err, fs.ErrNotExist) holds.
+	Open(path string) (io.ReadCloser, error)
+	// OpenAppend opens path for appending, creating it (mode 0644) if missing.
+	OpenAppend(path string) (File, error)
+	// Create creates or truncates path and opens it for appending.
+	Create(path string) (File, error)
+	// Rename atomically replaces newPath with oldPath (rename(2)).
+	Rename(oldPath, newPath string) error
+	// Remove deletes path.
+	Remove(path string) error
+	// SyncDir fsyncs directory dir, making creates, renames and removes in
+	// it durable.
+	SyncDir(dir string) error
+	// ReadDir lists the names (not paths) of the entries of dir.
+	ReadDir(dir string) ([]string, error)
+	// MkdirAll creates dir and its parents (mode 0755).
+	MkdirAll(dir string) error
+}
+
+// OSFS is the operating system's file system.
+type OSFS struct{}
+
+type osFile struct{ *os.File }
+
+func (f osFile) Size() (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// Open is os.Open.
+func (OSFS) Open(path string) (io.ReadCloser, error) { return os.Open(path) }
+
+// OpenAppend opens path with O_WRONLY|O_CREATE|O_APPEND.
+func (OSFS) OpenAppend(path string) (File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// Create opens path with O_WRONLY|O_CREATE|O_TRUNC|O_APPEND.
+func (OSFS) Create(path string) (File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// Rename is os.Rename.
+func (OSFS) Rename(oldPath, newPath string) error { return os.Rename(oldPath, newPath) }
+
+// Remove is os.Remove.
+func (OSFS) Remove(path string) error { return os.Remove(path) }
+
+// SyncDir opens dir and fsyncs it.
+func (OSFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReadDir lists dir's entry names.
+func (OSFS) ReadDir(dir string) ([]string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Name()
+	}
+	return out, nil
+}
+
+// MkdirAll is os.MkdirAll with mode 0755.
+func (OSFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// Strerror renders err as C's strerror(3) does for an errno ("No space left
+// on device", "Input/output error"), which is what Valkey prints in its
+// MISCONF error and logs; other errors print as they are.
+func Strerror(err error) string {
+	var no syscall.Errno
+	if errors.As(err, &no) {
+		s := no.Error()
+		if s != "" {
+			return strings.ToUpper(s[:1]) + s[1:]
+		}
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// cleanPath is filepath.Clean, used as the FaultFS key.
+func cleanPath(p string) string { return filepath.Clean(p) }

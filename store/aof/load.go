@@ -1,0 +1,344 @@
+package aof
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// LoadResult describes one replay.
+type LoadResult struct {
+	// Size is the size of the file after the replay (after any truncation).
+	Size int64
+	// Commands is the number of commands passed to exec.
+	Commands int
+	// Dropped is the number of bytes of a torn tail cut from the file (0
+	// when the file ended cleanly).
+	Dropped int64
+	// Missing is true when there was no file (a first boot).
+	Missing bool
+}
+
+// ExecFunc runs one replayed command against database db. argv[0] is the
+// command name as recorded; every argument is a freshly allocated slice the
+// callee may keep. A non-nil error stops the replay (the boot fails).
+type ExecFunc func(db int, argv [][]byte) error
+
+// maxBulk is the longest argument accepted (Valkey's proto-max-bulk-len).
+const maxBulk = 512 << 20
+
+// LoadFile replays the append-only file at path through exec, as Valkey's
+// loadSingleAppendOnlyFile does with aof-load-truncated yes:
+//
+//   - SELECT switches the database passed to exec (0..numDBs-1); MULTI ...
+//     EXEC groups are passed to exec only once their EXEC has been read, so a
+//     group is replayed all or nothing.
+//   - A torn final record (the file ends inside a command, or inside a
+//     MULTI without its EXEC, or the rest of the file after the last good
+//     record is only NUL bytes) is dropped: the file is truncated to the end
+//     of the last complete record and a warning naming the offset and the
+//     bytes dropped is logged.
+//   - Any other damage (a record that does not parse, followed by more data)
+//     fails with an error naming the byte offset of the bad record; the file
+//     is left as it is.
+//
+// A missing file is an empty keyspace (Missing true, no error).
+func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc) (LoadResult, error) {
+	var res LoadResult
+	if log == nil {
+		log = slog.Default()
+	}
+	rc, err := fsys.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			res.Missing = true
+			return res, nil
+		}
+		return res, err
+	}
+	p := &parser{r: bufio.NewReaderSize(rc, 1<<20)}
+	name := filepath.Base(path)
+	db := 0
+	var (
+		inMulti    bool
+		multiStart int64
+		queued     []queuedCmd
+		validUpTo  int64
+		torn       bool
+	)
+	for {
+		start := p.off
+		argv, perr := p.command()
+		if perr == io.EOF {
+			break // clean end of file
+		}
+		if perr != nil {
+			var t tornError
+			if errors.As(perr, &t) {
+				torn = true
+				break
+			}
+			rc.Close()
+			return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: %v (make a backup of the file; valkey-check-aof --fix truncates it there, losing what follows)", name, start, perr)
+		}
+		cmd := strings.ToLower(string(argv[0]))
+		switch {
+		case cmd == "select":
+			n, ok := parseDB(argv, numDBs)
+			if !ok {
+				rc.Close()
+				return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: invalid SELECT", name, start)
+			}
+			db = n
+		case cmd == "multi" && len(argv) == 1:
+			if inMulti {
+				rc.Close()
+				return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: MULTI inside MULTI", name, start)
+			}
+			inMulti, multiStart, queued = true, start, queued[:0]
+		case cmd == "exec" && len(argv) == 1:
+			if !inMulti {
+				rc.Close()
+				return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: EXEC without MULTI", name, start)
+			}
+			for _, q := range queued {
+				if err := exec(q.db, q.argv); err != nil {
+					rc.Close()
+					return res, fmt.Errorf("Error replaying the append only file %s at offset %d: %v", name, q.off, err)
+				}
+				res.Commands++
+			}
+			inMulti, queued = false, queued[:0]
+		case inMulti:
+			queued = append(queued, queuedCmd{db: db, argv: argv, off: start})
+		default:
+			if err := exec(db, argv); err != nil {
+				rc.Close()
+				return res, fmt.Errorf("Error replaying the append only file %s at offset %d: %v", name, start, err)
+			}
+			res.Commands++
+		}
+		if !inMulti {
+			validUpTo = p.off
+		}
+	}
+	rc.Close()
+	if inMulti {
+		torn = true
+		validUpTo = multiStart
+	}
+	res.Size = p.off
+	if !torn {
+		return res, nil
+	}
+	res.Dropped = p.off - validUpTo
+	res.Size = validUpTo
+	f, err := fsys.OpenAppend(path)
+	if err != nil {
+		return res, fmt.Errorf("truncating the torn tail of %s: %w", name, err)
+	}
+	err = f.Truncate(validUpTo)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, fmt.Errorf("truncating the torn tail of %s at offset %d: %w", name, validUpTo, err)
+	}
+	log.Warn(TruncatedMessage(name, validUpTo, res.Dropped),
+		"file", name, "offset", validUpTo, "dropped_bytes", res.Dropped)
+	return res, nil
+}
+
+// TruncatedMessage is the warning logged when a torn tail is cut.
+func TruncatedMessage(name string, offset, dropped int64) string {
+	return fmt.Sprintf("!!! AOF %s ends with an incomplete record: truncated at offset %d, %d bytes dropped (aof-load-truncated yes) !!!", name, offset, dropped)
+}
+
+type queuedCmd struct {
+	db   int
+	argv [][]byte
+	off  int64
+}
+
+func parseDB(argv [][]byte, numDBs int) (int, bool) {
+	if len(argv) != 2 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(argv[1]))
+	if err != nil || n < 0 || (numDBs > 0 && n >= numDBs) {
+		return 0, false
+	}
+	return n, true
+}
+
+// tornError: the file ended inside a record (or the rest is NUL bytes).
+type tornError struct{}
+
+func (tornError) Error() string { return "torn record" }
+
+type parser struct {
+	r   *bufio.Reader
+	off int64
+}
+
+// command reads one record. io.EOF: clean end before a record; tornError:
+// the record is incomplete at the end of the file; other errors: damage.
+func (p *parser) command() ([][]byte, error) {
+	line, err := p.line()
+	if err != nil {
+		if err == io.EOF && len(line) == 0 {
+			return nil, io.EOF
+		}
+		return nil, p.badOrTorn(line, err, "incomplete header")
+	}
+	if line[0] != '*' {
+		return nil, p.badOrTorn(line, nil, fmt.Sprintf("expected '*', got %q", abbrev(line)))
+	}
+	argc, ok := parseLen(line[1:])
+	if !ok || argc < 1 {
+		return nil, p.badOrTorn(line, nil, fmt.Sprintf("invalid multibulk length %q", abbrev(line)))
+	}
+	argv := make([][]byte, 0, min(argc, 1024))
+	for range argc {
+		line, err := p.line()
+		if err != nil {
+			return nil, p.badOrTorn(line, err, "incomplete bulk header")
+		}
+		if line[0] != '$' {
+			return nil, p.badOrTorn(line, nil, fmt.Sprintf("expected '$', got %q", abbrev(line)))
+		}
+		n, ok := parseLen(line[1:])
+		if !ok || n > maxBulk {
+			return nil, p.badOrTorn(line, nil, fmt.Sprintf("invalid bulk length %q", abbrev(line)))
+		}
+		arg, err := p.bulk(n)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, arg)
+	}
+	return argv, nil
+}
+
+// line reads up to and including "\n" and returns it without "\r\n". A line
+// that does not end in "\r\n" is reported as damage by the caller.
+func (p *parser) line() ([]byte, error) {
+	b, err := p.r.ReadSlice('\n')
+	p.off += int64(len(b))
+	if err != nil {
+		if err == bufio.ErrBufferFull {
+			return b, errLineTooLong
+		}
+		return b, err
+	}
+	if len(b) < 3 || b[len(b)-2] != '\r' {
+		return b, errBadLine
+	}
+	return b[:len(b)-2], nil
+}
+
+var (
+	errLineTooLong = errors.New("header line too long")
+	errBadLine     = errors.New("malformed header line")
+)
+
+// bulk reads n bytes and the "\r\n" after them, growing the buffer as the
+// data arrives so that a damaged length does not allocate up front.
+func (p *parser) bulk(n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, 1<<20))
+	for len(buf) < n {
+		chunk := min(n-len(buf), 1<<20)
+		if cap(buf)-len(buf) < chunk {
+			buf = append(buf, make([]byte, chunk)...)[:len(buf)]
+		}
+		k, err := io.ReadFull(p.r, buf[len(buf):len(buf)+chunk])
+		p.off += int64(k)
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return nil, tornError{}
+		}
+	}
+	var crlf [2]byte
+	k, err := io.ReadFull(p.r, crlf[:])
+	p.off += int64(k)
+	if err != nil {
+		return nil, tornError{}
+	}
+	if crlf != [2]byte{'\r', '\n'} {
+		return nil, p.badOrTorn(crlf[:], nil, "bulk not terminated by CRLF")
+	}
+	return buf, nil
+}
+
+// badOrTorn classifies a parse failure: the end of the file inside the
+// record is a torn tail, and so is a failure where the offending bytes and
+// everything after them are NUL (a tail whose size reached the disk before
+// its data); anything else is damage described by msg.
+func (p *parser) badOrTorn(tok []byte, err error, msg string) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return tornError{}
+	}
+	if allZero(tok) && p.restIsZero() {
+		return tornError{}
+	}
+	if err != nil && err != errBadLine && err != errLineTooLong {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v", msg, err)
+	}
+	return errors.New(msg)
+}
+
+func (p *parser) restIsZero() bool {
+	for {
+		b, err := p.r.ReadByte()
+		if err != nil {
+			return err == io.EOF
+		}
+		p.off++
+		if b != 0 {
+			return false
+		}
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func abbrev(b []byte) string {
+	if len(b) > 32 {
+		return string(b[:32]) + "..."
+	}
+	return string(b)
+}
+
+// parseLen parses a non-negative decimal length.
+func parseLen(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 10 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
