@@ -60,7 +60,6 @@ const (
 	errZScoresBylex  = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
 	errOutOfRange    = "ERR value is out of range"
 	errCountRange    = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
-	errNoValuesHScan = "ERR NOVALUES option can only be used in HSCAN"
 )
 
 // writeScore writes score v as Valkey's addReplyDouble: a RESP3 double
@@ -1120,114 +1119,76 @@ func zremrangeGeneric(c *Ctx, rt zrangeType) {
 
 // ---- ZSCAN
 
-// parseScanCursor is Valkey's parseScanCursorOrReply (string2ull): a
-// string2ll value >= 0, or else what C strtoull reads in full (leading
-// space, "+", "01" and even "-01", which wraps); ok is false for anything
-// else, "-1" included.
-func parseScanCursor(b []byte) (uint64, bool) {
-	if n, ok := ParseInt(b); ok {
-		return uint64(n), n >= 0
-	}
-	i := 0
-	for i < len(b) && cIsSpace(b[i]) {
-		i++
-	}
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
-	if i >= len(b) || len(b) == 0 {
-		return 0, false
-	}
-	var v uint64
-	for ; i < len(b); i++ {
-		ch := b[i]
-		if !cIsDigit(ch) {
-			return 0, false
-		}
-		d := uint64(ch - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false // ERANGE
-		}
-		v = v*10 + d
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}
+// ZSetScanAllMax is the largest sorted set that ZSCAN returns whole, in
+// rank order, with cursor 0 (Valkey's zset-max-listpack-entries default:
+// such sets are listpacks there and are also returned whole).
+const ZSetScanAllMax = 128
 
-// cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count] [NOSCORES].
-// Every sorted set is returned whole with cursor 0, as Valkey does for
-// small (listpack) sets: COUNT is a hint and the SCAN guarantees hold.
-// Scores are FormatScore text as bulk strings in both protocols
-// (valkey-subset.md 2.6: a large Valkey set prints %.17Lg instead).
+// cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count] [NOSCORES]:
+// `*2` [cursor, flat member, score... array] in both protocols, scores as
+// FormatScore text in bulk strings (valkey-subset.md 2.6: a big Valkey set
+// prints %.17Lg instead; emqd always prints d2string). The cursor is parsed
+// first, then the key (a missing key answers `*2 "0" *0` without reading
+// the options), then the options (scan.go). A set of at most
+// ZSetScanAllMax members is returned whole; a bigger one is paged with the
+// guarantees of scan.go.
 func cmdZScan(c *Ctx) {
-	argv := c.Argv
-	if _, ok := parseScanCursor(argv[2]); !ok {
+	cursor, ok := ParseScanCursor(c.Argv[2])
+	if !ok {
 		c.W.Error(ErrInvalidCur)
 		return
 	}
-	z, wrong := lookupZSetOrReply(c, argv[1])
+	z, wrong := lookupZSetOrReply(c, c.Argv[1])
 	if wrong {
 		return
 	}
 	if z == nil {
-		c.W.Array(2)
-		c.W.BulkString("0")
-		c.W.Array(0)
+		c.W.Raw([]byte(emptyScanReply))
 		return
 	}
-	var pattern []byte
-	usePattern, noScores := false, false
-	for i := 3; i < len(argv); {
-		left := len(argv) - i
-		a := argv[i]
-		switch {
-		case argIs(a, "count") && left >= 2:
-			n, ok := ParseInt(argv[i+1])
-			if !ok {
-				c.W.Error(ErrNotInteger)
-				return
-			}
-			if n < 1 {
-				c.W.Error(ErrSyntax)
-				return
-			}
-			i += 2
-		case argIs(a, "match") && left >= 2:
-			pattern = argv[i+1]
-			usePattern = !(len(pattern) == 1 && pattern[0] == '*')
-			i += 2
-		case argIs(a, "novalues"):
-			c.W.Error(errNoValuesHScan)
-			return
-		case argIs(a, "noscores"):
-			noScores = true
-			i++
-		default:
-			c.W.Error(ErrSyntax)
-			return
+	o, ok := parseScanOptions(c, 3, KindZSet)
+	if !ok {
+		return
+	}
+	per := 2
+	if o.onlyKeys {
+		per = 1
+	}
+	emit := func(it ZItem) {
+		c.W.BulkString(it.Member)
+		if !o.onlyKeys {
+			writeScoreBulk(c.W, it.Score)
 		}
 	}
-	c.W.Array(2)
-	c.W.BulkString("0")
-	at := len(c.W.Buf)
-	n := 0
-	pat := zview(pattern)
-	z.AscendAll(func(it ZItem) bool {
-		if usePattern && !GlobMatch(pat, it.Member, false) {
+	if z.Len() <= ZSetScanAllMax {
+		c.W.Array(2)
+		c.W.BulkString("0")
+		at, n := len(c.W.Buf), 0
+		z.AscendAll(func(it ZItem) bool {
+			if o.match(it.Member) {
+				emit(it)
+				n += per
+			}
 			return true
+		})
+		deferredArray(c.W, at, n)
+		return
+	}
+	names, next := c.DB.scanCollPage(z, z.Len(), cursor, o.count, func(yield func(string)) {
+		for m := range z.dict {
+			yield(m)
 		}
-		c.W.BulkString(it.Member)
-		n++
-		if !noScores {
-			writeScoreBulk(c.W, it.Score)
-			n++
-		}
-		return true
 	})
+	var tmp [24]byte
+	c.W.Array(2)
+	c.W.Bulk(strconv.AppendUint(tmp[:0], next, 10))
+	at, n := len(c.W.Buf), 0
+	for _, nm := range names {
+		if sc, ok := z.dict[nm.name]; ok && o.match(nm.name) {
+			emit(ZItem{sc, nm.name})
+			n += per
+		}
+	}
 	deferredArray(c.W, at, n)
 }
 
@@ -1236,7 +1197,10 @@ func cmdZScan(c *Ctx) {
 // cmdZRandMember is ZRANDMEMBER key [count [WITHSCORES]]: one member (bulk
 // or nil), or an array: distinct members for count >= 0 (the whole set,
 // highest first, when count >= ZCARD), count members with repeats for a
-// negative count. RESP3 WITHSCORES gives [member, double] pairs.
+// negative count. RESP3 WITHSCORES gives [member, double] pairs. Errors as
+// HRANDFIELD's, in its order; a negative count whose reply would pass
+// hrandMaxReply (256 MiB) is `ERR value is out of range` (Valkey would
+// build it until memory runs out).
 func cmdZRandMember(c *Ctx) {
 	argv := c.Argv
 	if len(argv) >= 3 {
@@ -1287,8 +1251,19 @@ func zrandWithCount(c *Ctx, l int64, withScores bool) {
 	e := newRangeEmitter(c.W, withScores)
 	size := z.Len()
 	if l < 0 {
-		// Repeats allowed: count independent picks.
+		// Repeats allowed: count independent picks. As HRANDFIELD, a reply
+		// that would pass hrandMaxReply is refused rather than built.
 		count := -l
+		if count > 1024 {
+			maxEntry := 0
+			for m := range z.dict {
+				maxEntry = max(maxEntry, len(m)+48)
+			}
+			if count > hrandMaxReply/int64(maxEntry) {
+				c.W.Error(errOutOfRange)
+				return
+			}
+		}
 		c.W.Array(e.header(int(count)))
 		for i := int64(0); i < count; i++ {
 			it, _ := z.At(rand.IntN(size))

@@ -432,11 +432,59 @@ func TestZScan(t *testing.T) {
 		{a("ZSCAN", "z", "0", "COUNT", "x"), errReply(ErrNotInteger), 0},
 		{a("ZSCAN", "z", "0", "COUNT"), errReply(ErrSyntax), 0},
 		{a("ZSCAN", "z", "0", "MATCH"), errReply(ErrSyntax), 0},
-		{a("ZSCAN", "z", "0", "NOVALUES"), errReply(errNoValuesHScan), 0},
+		{a("ZSCAN", "z", "0", "NOVALUES"), errReply("ERR NOVALUES option can only be used in HSCAN"), 0},
 		{a("ZSCAN", "z", "0", "TYPE", "zset"), errReply(ErrSyntax), 0},
 		{a("ZSCAN", "nokey", "0", "COUNT", "0"), arr(bulk("0"), emptyArray), 0},
 		{a("ZSCAN", "nokey", "x"), errReply(ErrInvalidCur), 0},
 	})
+}
+
+// A set bigger than ZSetScanAllMax is paged: following the cursor returns
+// every member exactly once with its score, members present throughout a
+// scan are returned even while others are added and removed.
+func TestZScanBig(t *testing.T) {
+	s := New(1)
+	const n = 1000
+	for i := 0; i < n; i++ {
+		run(t, s, 2, "ZADD", "z", strconv.Itoa(i)+".5", "m"+strconv.Itoa(i))
+	}
+	seen := map[string]int{}
+	cursor, pages := "0", 0
+	for {
+		reply := parseReply(t, run(t, s, 3, "ZSCAN", "z", cursor, "COUNT", "50")).([]any)
+		cursor = reply[0].(string)
+		items := reply[1].([]any)
+		for i := 0; i < len(items); i += 2 {
+			m, sc := items[i].(string), items[i+1].(string)
+			if want := m[1:] + ".5"; sc != want {
+				t.Fatalf("ZSCAN score of %s = %q want %q", m, sc, want)
+			}
+			seen[m]++
+		}
+		pages++
+		// Churn between pages: new members come and go, m0..m99 go away.
+		run(t, s, 2, "ZADD", "z", "1", "new"+strconv.Itoa(pages))
+		run(t, s, 2, "ZREM", "z", "m"+strconv.Itoa(pages%100))
+		if cursor == "0" {
+			break
+		}
+		if pages > 1000 {
+			t.Fatal("ZSCAN does not terminate")
+		}
+	}
+	if pages < 10 {
+		t.Errorf("ZSCAN of %d members took %d pages with COUNT 50", n, pages)
+	}
+	for i := 100; i < n; i++ {
+		if seen["m"+strconv.Itoa(i)] == 0 {
+			t.Fatalf("m%d (present throughout) not returned", i)
+		}
+	}
+	reply := parseReply(t, run(t, s, 2, "ZSCAN", "z", "0", "COUNT", "5000", "MATCH", "m99*", "NOSCORES")).([]any)
+	got := reply[1].([]any)
+	if reply[0].(string) != "0" || len(got) != 11 {
+		t.Fatalf("ZSCAN MATCH m99* NOSCORES = %v", reply)
+	}
 }
 
 func TestZRandMember(t *testing.T) {
@@ -493,6 +541,9 @@ func TestZRandMember(t *testing.T) {
 		if scoreOf[m.(string)] == "" {
 			t.Fatalf("ZRANDMEMBER -30 returned %q", m)
 		}
+	}
+	if got := run(t, s, 2, "ZRANDMEMBER", "z", "-9223372036854775807"); got != errReply(errOutOfRange) {
+		t.Fatalf("ZRANDMEMBER huge negative count = %q", got)
 	}
 	if m := run(t, s, 2, "ZRANDMEMBER", "z"); len(m) != len(bulk("a")) || scoreOf[m[4:5]] == "" {
 		t.Fatalf("ZRANDMEMBER z = %q", m)
