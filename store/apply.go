@@ -19,7 +19,11 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 		applyOp(c.DB, &p.Ops[i])
 		c.Dirty(p.Ops[i].Key)
 	}
-	c.Propagate(p.Argvs())
+	if c.S.Feed != nil {
+		c.Propagate(p.Argvs())
+	} else {
+		c.Propagate(nil) // nothing records the ops: do not render them
+	}
 }
 
 func applyOp(d *DB, o *plan.Op) {

@@ -85,14 +85,13 @@ func cmdEnqueue(c *store.Ctx) {
 	} else if !ValidID(argv[2]) {
 		c.W.Error(ErrKind)
 		return
-	} else {
-		a.ID = string(argv[2])
 	}
 	a.Payload = argv[3] // cloned below once admission is certain
 
 	// Read pass.
 	d := c.DB
 	var r EnqueueRead
+	var rowKey string
 	if a.Mint {
 		var m MintRead
 		var h *store.Hash
@@ -106,9 +105,11 @@ func cmdEnqueue(c *store.Ctx) {
 			return
 		}
 		// Skip numbers a client already used as its own id.
+		var idb [idLen]byte
 		for {
-			r.ID = EncodeID(n)
-			if d.Get(k.Row(r.ID)) == nil {
+			encodeID(n, &idb)
+			rowKey, r.ID = k.rowOf(idb[:])
+			if d.Get(rowKey) == nil {
 				break
 			}
 			if n == maxMintNum {
@@ -119,8 +120,9 @@ func cmdEnqueue(c *store.Ctx) {
 		}
 		r.Row = Absent
 	} else {
+		rowKey, a.ID = k.rowOf(argv[2])
 		r.ID = a.ID
-		_, r.Row = hashKind(d, k.Row(r.ID))
+		_, r.Row = hashKind(d, rowKey)
 	}
 	if a.Sched == SchedNone {
 		_, r.Dest = zsetKind(d, k.Pending)
@@ -130,6 +132,7 @@ func cmdEnqueue(c *store.Ctx) {
 	if r.Row == Absent {
 		a.Payload = clone(a.Payload)
 	}
+	r.RowKey = rowKey
 	v, p, ref := JudgeEnqueue(&r, c.NowMs, &a)
 	if ref.Refused() {
 		refuseReply(c, ref)
@@ -155,8 +158,8 @@ func tokenArgs(c *store.Ctx) (TokenArgs, bool) {
 	if k == nil {
 		return TokenArgs{}, false
 	}
-	id := string(c.Argv[2])
-	return TokenArgs{K: k, ID: id, RowKey: k.Row(id), Token: c.Argv[3]}, true
+	rowKey, id := k.rowOf(c.Argv[2])
+	return TokenArgs{K: k, ID: id, RowKey: rowKey, Token: c.Argv[3]}, true
 }
 
 // readToken is the common guard's read pass.
@@ -250,7 +253,7 @@ func cmdExtend(c *store.Ctx) {
 		return
 	}
 	r := readToken(c.DB, &a)
-	p, ref := JudgeExtend(&r, c.NowMs, []byte(c.RunID), &a, lease)
+	p, ref := JudgeExtend(&r, c.NowMs, runIDBytes(c.RunID), &a, lease)
 	if ref.Refused() {
 		refuseReply(c, ref)
 		return
@@ -312,23 +315,23 @@ func cmdProgress(c *store.Ctx) {
 // ---------------------------------------------------------------------------
 // EMQ.CLAIM q lease_ms [COUNT count] [BLOCK block_ms]
 
-func parseClaim(c *store.Ctx) (*ClaimArgs, bool) {
+func parseClaim(c *store.Ctx, a *ClaimArgs) bool {
 	k := queueArg(c)
 	if k == nil {
-		return nil, false
+		return false
 	}
 	argv := c.Argv
-	a := &ClaimArgs{K: k, Count: 1}
+	*a = ClaimArgs{K: k, Count: 1}
 	var e string
 	if a.LeaseMs, e = intArg(argv[2], 1, errPosLease); e != "" {
 		c.W.Error(e)
-		return nil, false
+		return false
 	}
 	var haveCount bool
 	for i := 3; i < len(argv); i += 2 {
 		if i+1 >= len(argv) {
 			c.W.Error(store.ErrSyntax)
-			return nil, false
+			return false
 		}
 		switch {
 		case eqFold(argv[i], "COUNT") && !haveCount:
@@ -342,10 +345,10 @@ func parseClaim(c *store.Ctx) (*ClaimArgs, bool) {
 		}
 		if e != "" {
 			c.W.Error(e)
-			return nil, false
+			return false
 		}
 	}
-	return a, true
+	return true
 }
 
 // readClaim is EMQ.CLAIM's read pass at now: meta, the due scheduled
@@ -379,18 +382,21 @@ func readClaim(d *store.DB, a *ClaimArgs, now int64) ClaimRead {
 		need = math.MaxInt64 - claimPromoteMax
 	}
 	need += int64(len(r.Due))
-	if need <= 4 && r.Cands == nil {
+	if need <= 8 {
 		r.Cands = make([]Due, 0, need)
 	}
-	pend.AscendAll(func(it store.ZItem) bool {
+	for i := 0; need > 0; i++ {
+		it, ok := pend.At(i)
+		if !ok {
+			break
+		}
 		key := k.Row(it.Member)
 		row := readRow(d, key)
 		r.Cands = append(r.Cands, Due{ID: it.Member, Score: it.Score, Row: row, Key: key})
 		if row.Kind != Absent {
 			need--
 		}
-		return need > 0
-	})
+	}
 	return r
 }
 
@@ -398,7 +404,7 @@ func readClaim(d *store.DB, a *ClaimArgs, now int64) ClaimRead {
 // the reply only for a refusal (refused true).
 func claimOnce(c *store.Ctx, a *ClaimArgs) (v ClaimVerdict, refused bool) {
 	r := readClaim(c.DB, a, c.NowMs)
-	v, p, ref := JudgeClaim(&r, c.NowMs, []byte(c.RunID), a)
+	v, p, ref := JudgeClaim(&r, c.NowMs, runIDBytes(c.RunID), a)
 	if ref.Refused() {
 		refuseReply(c, ref)
 		return v, true
@@ -423,18 +429,20 @@ func writeClaimReply(c *store.Ctx, v *ClaimVerdict) {
 }
 
 func cmdClaim(c *store.Ctx) {
-	a, ok := parseClaim(c)
-	if !ok {
+	var args ClaimArgs
+	if !parseClaim(c, &args) {
 		return
 	}
-	v, refused := claimOnce(c, a)
+	v, refused := claimOnce(c, &args)
 	if refused {
 		return
 	}
-	if len(v.Jobs) > 0 || !a.Block || c.InMulti {
+	if len(v.Jobs) > 0 || !args.Block || c.InMulti {
 		writeClaimReply(c, &v)
 		return
 	}
+	a := new(ClaimArgs)
+	*a = args
 	db := c.DB.Index
 	c.Block = &store.BlockSpec{
 		DB:        db,
@@ -523,7 +531,7 @@ func cmdStalledCheck(c *store.Ctx) {
 		_, r.Dead = zsetKind(d, k.Dead)
 		r.Failed = readCounter(d, k.Failed)
 	}
-	v, p, ref := JudgeStalled(&r, []byte(c.RunID), k, maxStalled)
+	v, p, ref := JudgeStalled(&r, runIDBytes(c.RunID), k, maxStalled)
 	if ref.Refused() {
 		refuseReply(c, ref)
 		return
@@ -596,8 +604,7 @@ func cmdReprocess(c *store.Ctx) {
 		return
 	}
 	reset = len(argv) == 4
-	id := string(argv[2])
-	rowKey := k.Row(id)
+	rowKey, id := k.rowOf(argv[2])
 	d := c.DB
 	var r ReprocessRead
 	r.Dead, r.InDead, _ = member(d, k.Dead, id)
@@ -621,8 +628,7 @@ func cmdRemove(c *store.Ctx) {
 	if k == nil {
 		return
 	}
-	id := string(c.Argv[2])
-	rowKey := k.Row(id)
+	rowKey, id := k.rowOf(c.Argv[2])
 	d := c.DB
 	var r RemoveRead
 	r.Active, r.InActive, _ = member(d, k.Active, id)
@@ -729,8 +735,7 @@ func cmdJob(c *store.Ctx) {
 	if k == nil {
 		return
 	}
-	id := string(c.Argv[2])
-	rowKey := k.Row(id)
+	rowKey, id := k.rowOf(c.Argv[2])
 	d := c.DB
 	h, kind := hashKind(d, rowKey)
 	if kind == Wrong {

@@ -89,9 +89,10 @@ func judgeMint(m MintRead, now int64) (int64, Refusal) {
 // EnqueueRead is what EMQ.ENQUEUE's read pass saw: the row of the id to
 // admit (ID: the client's or the minted one) and the destination set.
 type EnqueueRead struct {
-	ID   string
-	Row  KeyKind // OK: a row exists (a duplicate)
-	Dest KeyKind // pending, or schedule with DELAY/AT
+	ID     string
+	RowKey string  // ID's row key ("" in tables: built from ID)
+	Row    KeyKind // OK: a row exists (a duplicate)
+	Dest   KeyKind // pending, or schedule with DELAY/AT
 }
 
 // EnqueueVerdict: Dup is a duplicate (reply nil, nothing written); else ID
@@ -105,7 +106,10 @@ type EnqueueVerdict struct {
 // JudgeEnqueue is EMQ.ENQUEUE's judgement (verbs.md section 4).
 func JudgeEnqueue(r *EnqueueRead, now int64, a *EnqueueArgs) (EnqueueVerdict, *plan.Plan, Refusal) {
 	k := a.K
-	rowKey := k.Row(r.ID)
+	rowKey := r.RowKey
+	if rowKey == "" {
+		rowKey = k.Row(r.ID)
+	}
 	if r.Row == Wrong {
 		return EnqueueVerdict{}, nil, wrongType(rowKey)
 	}
@@ -122,7 +126,7 @@ func JudgeEnqueue(r *EnqueueRead, now int64, a *EnqueueArgs) (EnqueueVerdict, *p
 	if r.Dest == Wrong {
 		return EnqueueVerdict{}, nil, wrongType(dest)
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 3)}
+	p := newPlan(3)
 	p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, a.Payload)
 	p.ZAdd(dest, score, r.ID)
 	if a.Mint {
@@ -200,10 +204,10 @@ func JudgeComplete(r *CompleteRead, a *TokenArgs) (*plan.Plan, Refusal) {
 	if ref := counterCheck(r.Completed, a.K.Completed, 1); ref.Refused() {
 		return nil, ref
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 3)}
+	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
 	p.Del(a.RowKey)
-	p.HIncrBy(a.K.Completed, "count", 1)
+	hincr1(p, a.K.Completed, fvCount)
 	return p, noRefusal
 }
 
@@ -248,17 +252,17 @@ func JudgeFail(r *FailRead, now int64, a *TokenArgs, fa *FailArgs) (FailVerdict,
 		if ref := counterCheck(r.Failed, a.K.Failed, 1); ref.Refused() {
 			return FailVerdict{}, nil, ref
 		}
-		p := &plan.Plan{Ops: make([]plan.Op, 0, 4)}
+		p := newPlan(4)
 		p.ZRem(a.K.Active, a.ID)
 		p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vDead)
 		p.ZAdd(a.K.Dead, 0, a.ID)
-		p.HIncrBy(a.K.Failed, "count", 1)
+		hincr1(p, a.K.Failed, fvCount)
 		return FailVerdict{Dead: true, F: f}, p, noRefusal
 	}
 	if r.Schedule == Wrong {
 		return FailVerdict{}, nil, wrongType(a.K.Schedule)
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 3)}
+	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
 	p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vScheduled)
 	p.ZAdd(a.K.Schedule, addMs(now, fa.DelayMs), a.ID)
@@ -280,9 +284,9 @@ func JudgeRequeue(r *RequeueRead, a *TokenArgs) (*plan.Plan, Refusal) {
 	if r.Pending == Wrong {
 		return nil, wrongType(a.K.Pending)
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 3)}
+	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
-	p.HSetBytes(a.RowKey, fState, vPending)
+	hset(p, a.RowKey, fvStatePending)
 	p.ZAdd(a.K.Pending, 0, a.ID)
 	return p, noRefusal
 }
@@ -294,7 +298,7 @@ func JudgeExtend(r *TokenRead, now int64, runID []byte, a *TokenArgs, leaseMs in
 	if ref := tokenGuard("extend", a, r); ref.Refused() {
 		return nil, ref
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 2)}
+	p := newPlan(2)
 	p.ZAdd(a.K.Active, addMs(now, leaseMs), a.ID)
 	p.HSetBytes(a.RowKey, fLeaseEpoch, runID)
 	return p, noRefusal
@@ -319,9 +323,9 @@ func JudgeDelay(r *DelayRead, now int64, a *TokenArgs, sched uint8, ms int64) (*
 	if sched == SchedDelay {
 		score = addMs(now, ms)
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 3)}
+	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
-	p.HSetBytes(a.RowKey, fState, vScheduled)
+	hset(p, a.RowKey, fvStateScheduled)
 	p.ZAdd(a.K.Schedule, score, a.ID)
 	return p, noRefusal
 }
@@ -331,7 +335,7 @@ func JudgeProgress(r *TokenRead, a *TokenArgs, value []byte) (*plan.Plan, Refusa
 	if ref := tokenGuard("progress", a, r); ref.Refused() {
 		return nil, ref
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 1)}
+	p := newPlan(1)
 	p.HSetBytes(a.RowKey, fProgress, value)
 	return p, noRefusal
 }
@@ -368,7 +372,7 @@ func judgePromotions(k *Keys, due []Due, p *plan.Plan) ([]string, Refusal) {
 		if d.Row.Kind == Absent {
 			continue
 		}
-		p.HSetBytes(d.rowKey(k), fState, vPending)
+		hset(p, d.rowKey(k), fvStatePending)
 		p.ZAdd(k.Pending, 0, d.ID)
 		out = append(out, d.ID)
 	}
@@ -465,7 +469,7 @@ func JudgeClaim(r *ClaimRead, now int64, runID []byte, a *ClaimArgs) (ClaimVerdi
 	if ref := kindCheck(r.Active, k.Active); ref.Refused() {
 		return v, nil, ref
 	}
-	p := &plan.Plan{}
+	p := newPlan(4 * (len(r.Due) + int(min(a.Count, 64))))
 	var promoted []string
 	if len(r.Due) > 0 {
 		var ref Refusal
@@ -555,7 +559,7 @@ func JudgeClaim(r *ClaimRead, now int64, runID []byte, a *ClaimArgs) (ClaimVerdi
 	deadline := addMs(now, a.LeaseMs)
 	for _, jb := range v.Jobs {
 		p.ZRem(k.Pending, jb.ID)
-		p.HIncrBy(jb.Key, "attempts", 1)
+		hincr1(p, jb.Key, fvAttempts)
 		p.HSetBytes(jb.Key, fState, vActive, fLeaseEpoch, runID)
 		p.ZAdd(k.Active, deadline, jb.ID)
 	}
@@ -659,7 +663,7 @@ func JudgeStalled(r *StalledRead, runID []byte, k *Keys, maxStalled int64) (Stal
 		switch vs[i].kind {
 		case ghost:
 		case exempt:
-			p.HSetBytes(rk, fState, vPending)
+			hset(p, rk, fvStatePending)
 			p.ZAdd(k.Pending, 0, id)
 			v.Recovered = append(v.Recovered, id)
 		case recovered:
@@ -669,7 +673,7 @@ func JudgeStalled(r *StalledRead, runID []byte, k *Keys, maxStalled int64) (Stal
 		case dead:
 			p.HSetBytes(rk, fStalled, strconv.AppendInt(nil, vs[i].s, 10), fState, vDead, fLastError, vStalled)
 			p.ZAdd(k.Dead, 0, id)
-			p.HIncrBy(k.Failed, "count", 1)
+			hincr1(p, k.Failed, fvCount)
 			v.Dead = append(v.Dead, id)
 		}
 	}
@@ -705,14 +709,14 @@ func JudgeReprocess(r *ReprocessRead, k *Keys, id, rowKey string, reset bool) (*
 	case r.Pending == Wrong:
 		return nil, wrongType(k.Pending)
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 4)}
+	p := newPlan(4)
 	p.ZRem(k.Dead, id)
 	if reset {
-		p.HDel(rowKey, "last_error", "failures", "stalled")
+		hdel(p, rowKey, fvReset)
 	} else {
-		p.HDel(rowKey, "last_error")
+		hdel(p, rowKey, fvLastError)
 	}
-	p.HSetBytes(rowKey, fState, vPending)
+	hset(p, rowKey, fvStatePending)
 	p.ZAdd(k.Pending, 0, id)
 	return p, noRefusal
 }
@@ -745,7 +749,7 @@ func JudgeRemove(r *RemoveRead, k *Keys, id, rowKey string) (*plan.Plan, Refusal
 	case r.Dead == Wrong:
 		return nil, wrongType(k.Dead)
 	}
-	p := &plan.Plan{}
+	p := newPlan(4)
 	if r.InPending {
 		p.ZRem(k.Pending, id)
 	}
@@ -769,8 +773,8 @@ func JudgePause(meta KeyKind, k *Keys) (*plan.Plan, Refusal) {
 	if meta == Wrong {
 		return nil, wrongType(k.Meta)
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 1)}
-	p.HSetBytes(k.Meta, fPaused, vOne)
+	p := newPlan(1)
+	hset(p, k.Meta, fvPausedOne)
 	return p, noRefusal
 }
 
@@ -783,8 +787,8 @@ func JudgeResume(meta KeyKind, paused bool, k *Keys) (*plan.Plan, Refusal) {
 	if !paused {
 		return nil, noRefusal
 	}
-	p := &plan.Plan{Ops: make([]plan.Op, 0, 1)}
-	p.HDel(k.Meta, "paused")
+	p := newPlan(1)
+	hdel(p, k.Meta, fvPaused)
 	return p, noRefusal
 }
 

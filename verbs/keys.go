@@ -123,13 +123,17 @@ func b62val(c byte) int {
 // EncodeID returns the minted id of n (0 <= n <= 2^63-1).
 func EncodeID(n int64) string {
 	var b [idLen]byte
+	encodeID(n, &b)
+	return string(b[:])
+}
+
+func encodeID(n int64, b *[idLen]byte) {
 	copy(b[:], idPrefix)
 	u := uint64(n)
 	for i := idLen - 1; i >= len(idPrefix); i-- {
 		b[i] = b62[u%62]
 		u /= 62
 	}
-	return string(b[:])
 }
 
 // DecodeID returns the number a valid id encodes; ok is false when b is not

@@ -1,0 +1,86 @@
+package verbs
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/emqd/emqd/plan"
+)
+
+// Allocation-light plan building: a plan of up to planInline ops is one
+// allocation, and the field lists that never change are shared read-only
+// slices (the store keeps value slices and never modifies them; the Feed
+// copies what it records).
+
+const planInline = 4
+
+type planBuf struct {
+	p   plan.Plan
+	ops [planInline]plan.Op
+}
+
+// newPlan returns an empty plan with room for n ops.
+func newPlan(n int) *plan.Plan {
+	if n <= planInline {
+		b := &planBuf{}
+		b.p.Ops = b.ops[:0]
+		return &b.p
+	}
+	return &plan.Plan{Ops: make([]plan.Op, 0, n)}
+}
+
+var (
+	fvStatePending   = [][]byte{fState, vPending}
+	fvStateScheduled = [][]byte{fState, vScheduled}
+	fvCount          = [][]byte{fCount}
+	fvAttempts       = [][]byte{fAttempts}
+	fvLastError      = [][]byte{fLastError}
+	fvReset          = [][]byte{fLastError, fFailures, fStalled}
+	fvPaused         = [][]byte{fPaused}
+	fvPausedOne      = [][]byte{fPaused, vOne}
+)
+
+// hset appends HSET key with fv (field, value, ...), kept as given.
+func hset(p *plan.Plan, key string, fv [][]byte) {
+	p.Ops = append(p.Ops, plan.Op{Kind: plan.HSet, Key: key, Fields: fv})
+}
+
+// hdel appends HDEL key fields...
+func hdel(p *plan.Plan, key string, fields [][]byte) {
+	p.Ops = append(p.Ops, plan.Op{Kind: plan.HDel, Key: key, Fields: fields})
+}
+
+// hincr1 appends HINCRBY key field 1 (field: a one-element static list).
+func hincr1(p *plan.Plan, key string, field [][]byte) {
+	p.Ops = append(p.Ops, plan.Op{Kind: plan.HIncrBy, Key: key, Fields: field, Num: 1})
+}
+
+// rowOf builds the row key of id and returns it with id as a substring of
+// it (one allocation for both).
+func (k *Keys) rowOf(id []byte) (rowKey, idStr string) {
+	var sb strings.Builder
+	sb.Grow(len(k.JobPrefix) + len(id))
+	sb.WriteString(k.JobPrefix)
+	sb.Write(id)
+	rk := sb.String()
+	return rk, rk[len(k.JobPrefix):]
+}
+
+// runIDBytes returns s as bytes, shared between calls while the run_id does
+// not change (it is fixed for the life of a server).
+var runIDCache atomic.Pointer[struct {
+	s string
+	b []byte
+}]
+
+func runIDBytes(s string) []byte {
+	if c := runIDCache.Load(); c != nil && c.s == s {
+		return c.b
+	}
+	c := &struct {
+		s string
+		b []byte
+	}{s, []byte(s)}
+	runIDCache.Store(c)
+	return c.b
+}
