@@ -483,3 +483,17 @@ func parseLL(b []byte) (int64, bool) {
 	}
 	return int64(v), true
 }
+
+// SplitArgs splits line with Valkey's sdssplitargs rules (the inline
+// command and valkey.conf syntax). It reports false for unbalanced quotes.
+func SplitArgs(line string) ([]string, bool) {
+	var r Reader
+	if !r.splitArgs([]byte(line)) {
+		return nil, false
+	}
+	out := make([]string, len(r.spans))
+	for i, s := range r.spans {
+		out[i] = string(r.scratch[s.lo:s.hi])
+	}
+	return out, true
+}

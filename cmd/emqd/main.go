@@ -1,0 +1,217 @@
+// Command emqd is the emqd server: a Valkey-compatible RESP server with
+// native job-queue verbs (EMQ.*).
+//
+// Usage, as valkey-server:
+//
+//	emqd [/path/to/emqd.conf] [--<directive> <value> ...]
+//	emqd --version
+//
+// A directive is a valkey.conf name (port, bind, requirepass, databases,
+// maxclients, loglevel, logfile, dir, appendonly, appendfsync, ...); the
+// command line overrides the file. The binary is durable by default
+// (appendonly yes in dir); --appendonly no gives a pure in-memory server.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/emqd/emqd/server"
+	"github.com/emqd/emqd/server/resp"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// directive is one "name value..." line of the configuration.
+type directive struct {
+	name string
+	args []string
+	line int    // line in the config file (0: command line)
+	text string // the line as written, for error messages
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 1 {
+		switch args[0] {
+		case "-v", "--version":
+			fmt.Fprintf(stdout, "emqd server v=%s (Valkey 8.0.1 compatible)\n", server.Version)
+			return 0
+		case "-h", "--help":
+			usage(stdout)
+			return 0
+		}
+	}
+	var dirs []directive
+	configFile := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
+		configFile = args[0]
+		args = args[1:]
+		var r io.Reader
+		if configFile == "-" {
+			r = stdin
+		} else {
+			f, err := os.Open(configFile)
+			if err != nil {
+				fmt.Fprintf(stderr, "Fatal error, can't open config file '%s': %v\n", configFile, err)
+				return 1
+			}
+			defer f.Close()
+			r = f
+		}
+		d, err := parseConfigFile(r)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		dirs = append(dirs, d...)
+	}
+	d, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		usage(stderr)
+		return 1
+	}
+	dirs = append(dirs, d...)
+
+	// Defaults of the binary that differ from the embedded server's.
+	cfg := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes"}
+	for _, d := range dirs {
+		cfg[strings.ToLower(d.name)] = strings.Join(d.args, " ")
+	}
+
+	level := new(slog.LevelVar)
+	level.Set(server.LogLevel(cfg["loglevel"]))
+	var logOut io.Writer = stderr
+	if lf := cfg["logfile"]; lf != "" {
+		f, err := os.OpenFile(lf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "Can't open the log file: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		logOut = f
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+
+	s, err := server.Start(server.Options{Config: cfg, Logger: log})
+	if err != nil {
+		var bad *badDirective
+		if errors.As(err, &bad) {
+			fmt.Fprintln(stderr, err)
+		} else {
+			fmt.Fprintf(stderr, "*** FATAL CONFIG FILE ERROR (emqd %s) ***\n%v\n", server.Version, err)
+		}
+		log.Error("emqd failed to start", "err", err)
+		return 1
+	}
+	if configFile != "" {
+		s.SetConfigFile(configFile)
+	}
+	s.OnConfigSet("loglevel", func(v string) error { level.Set(server.LogLevel(v)); return nil })
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case got := <-sig:
+		log.Warn("Received signal, scheduling shutdown...", "signal", got.String())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.Close(ctx)
+		cancel()
+		if err != nil {
+			log.Error("shutdown", "err", err)
+			return 1
+		}
+	case <-s.Done():
+		// SHUTDOWN from a client.
+	}
+	return 0
+}
+
+type badDirective struct{ msg string }
+
+func (b *badDirective) Error() string { return b.msg }
+
+// parseArgs reads "--name value..." groups, as valkey-server: every
+// argument up to the next "--name" is a value of the previous name;
+// "--name" with no value means the empty string.
+func parseArgs(args []string) ([]directive, error) {
+	var out []directive
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") && len(a) > 2 {
+			out = append(out, directive{name: a[2:]})
+			continue
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("Invalid argument '%s': directives are given as --name value", a)
+		}
+		out[len(out)-1].args = append(out[len(out)-1].args, a)
+	}
+	for i := range out {
+		if len(out[i].args) == 0 {
+			out[i].args = []string{""}
+		}
+	}
+	return out, nil
+}
+
+// parseConfigFile reads valkey.conf syntax: one directive per line, "#"
+// comments, arguments split with Valkey's quoting rules.
+func parseConfigFile(r io.Reader) ([]directive, error) {
+	var out []directive
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		argv, ok := resp.SplitArgs(line)
+		if !ok {
+			return nil, configError(n, line, "Unbalanced quotes in configuration line")
+		}
+		if len(argv) == 0 {
+			continue
+		}
+		if len(argv) < 2 {
+			return nil, configError(n, line, "wrong number of arguments")
+		}
+		out = append(out, directive{name: argv[0], args: argv[1:], line: n, text: line})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func configError(line int, text, msg string) error {
+	return &badDirective{fmt.Sprintf("\n*** FATAL CONFIG FILE ERROR (emqd %s) ***\nReading the configuration file, at line %d\n>>> '%s'\n%s",
+		server.Version, line, text, msg)}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: emqd [/path/to/emqd.conf] [options]
+       emqd - (read config from stdin)
+       emqd -v or --version
+       emqd -h or --help
+
+Examples:
+       emqd (run the server with default config: port 6379, appendonly yes in .)
+       emqd /etc/emqd/emqd.conf
+       emqd --port 7777
+       emqd --port 7777 --appendonly no
+       emqd /etc/myemqd.conf --loglevel verbose --requirepass secret
+`)
+}

@@ -1,0 +1,235 @@
+package server
+
+import (
+	"container/list"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/store"
+)
+
+// Blocked clients, generic over store.BlockSpec (verbs.md EMQ.CLAIM BLOCK):
+// a handler that found nothing sets Ctx.Block; the connection is parked (no
+// reply yet; its later pipelined commands wait behind it). Parked clients
+// wait in a FIFO per (db, queue). Store.OnReady marks a queue ready; after
+// the batch that did so, the server retries the queue's clients in arrival
+// order, each with a fresh NowMs, until one Retry returns false. A timer at
+// the earliest BlockSpec.Due time retries the queue too; at TimeoutMs
+// (0 = forever) the client gets a nil array. Everything here runs under the
+// store lock.
+
+type queueKey struct {
+	db    int
+	queue string
+}
+
+// parked is one parked command.
+type parked struct {
+	c     *client
+	cmd   *command
+	argv  [][]byte
+	spec  *store.BlockSpec
+	key   queueKey
+	ctx   *store.Ctx
+	elem  *list.Element
+	timer clock.Timer
+}
+
+type dueTimer struct {
+	at int64
+	t  clock.Timer
+}
+
+type blocking struct {
+	queues   map[queueKey]*list.List
+	ready    []queueKey
+	readySet map[queueKey]bool
+	due      map[queueKey]*dueTimer
+	count    int
+}
+
+func newBlocking() *blocking {
+	return &blocking{
+		queues:   make(map[queueKey]*list.List),
+		readySet: make(map[queueKey]bool),
+		due:      make(map[queueKey]*dueTimer),
+	}
+}
+
+// onReady is Store.OnReady: a job of queue in db may have become claimable.
+// Called under the store lock; the retry happens after the current batch.
+func (s *Server) onReady(db int, queue string) {
+	b := s.blk
+	k := queueKey{db, queue}
+	if b.queues[k] == nil || b.readySet[k] {
+		return
+	}
+	b.readySet[k] = true
+	b.ready = append(b.ready, k)
+}
+
+// park parks c's command described by spec.
+func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.BlockSpec) {
+	s := c.s
+	c.aw.Proto = c.w.Proto
+	p := &parked{
+		c:    c,
+		cmd:  cmd,
+		argv: argv,
+		spec: spec,
+		key:  queueKey{spec.DB, spec.Queue},
+	}
+	p.ctx = &store.Ctx{S: s.store, W: &c.aw, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	q := b.queues[p.key]
+	if q == nil {
+		q = list.New()
+		b.queues[p.key] = q
+	}
+	p.elem = q.PushBack(p)
+	b.count++
+	c.park = p
+	c.setParked()
+	if spec.TimeoutMs > 0 {
+		p.timer = s.clock.AfterFunc(spec.TimeoutMs, func() { s.blockTimeout(p) })
+	}
+	b.armDue(s, p.key)
+}
+
+// remove takes p out of its queue (served, timed out, or disconnected).
+func (b *blocking) remove(p *parked) {
+	if p.elem == nil {
+		return
+	}
+	q := b.queues[p.key]
+	q.Remove(p.elem)
+	p.elem = nil
+	b.count--
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	if q.Len() == 0 {
+		delete(b.queues, p.key)
+		if d := b.due[p.key]; d != nil {
+			d.t.Stop()
+			delete(b.due, p.key)
+		}
+	}
+}
+
+// serveReady retries the parked clients of every ready queue, in arrival
+// order, until one Retry returns false. Called under the store lock at the
+// end of a batch and from timers.
+func (b *blocking) serveReady(s *Server) {
+	for len(b.ready) > 0 {
+		k := b.ready[0]
+		b.ready = b.ready[1:]
+		delete(b.readySet, k)
+		for {
+			q := b.queues[k]
+			if q == nil || q.Len() == 0 {
+				break
+			}
+			p := q.Front().Value.(*parked)
+			if !b.retry(s, p) {
+				break
+			}
+		}
+		b.armDue(s, k)
+	}
+	b.ready = b.ready[:0]
+}
+
+// retry runs p's Retry; when it served the client, the client is removed,
+// its reply queued and its connection resumed.
+func (b *blocking) retry(s *Server, p *parked) bool {
+	x := p.ctx
+	x.ResetForCommand(p.argv)
+	x.DB = s.store.DB(p.c.db)
+	x.NowMs = s.clock.NowMs()
+	x.InMulti = false
+	if !p.spec.Retry(x) {
+		return false
+	}
+	b.remove(p)
+	if x.Changed() {
+		p.c.commitPending.Store(true)
+		if !x.Propagated() && s.store.Feed != nil {
+			s.store.Feed.Append(x.DB.Index, [][][]byte{p.argv})
+		}
+	}
+	p.c.unpark()
+	return true
+}
+
+// blockTimeout answers p with a nil array once its timeout passed.
+func (s *Server) blockTimeout(p *parked) {
+	s.store.Lock()
+	defer s.store.Unlock()
+	if p.elem == nil || p.c.park != p {
+		return
+	}
+	s.blk.remove(p)
+	p.c.aw.NilArray()
+	p.c.unpark()
+}
+
+// armDue (re)arms the queue's timer at the earliest Due time of its head.
+func (b *blocking) armDue(s *Server, k queueKey) {
+	q := b.queues[k]
+	old := b.due[k]
+	if q == nil || q.Len() == 0 {
+		if old != nil {
+			old.t.Stop()
+			delete(b.due, k)
+		}
+		return
+	}
+	p := q.Front().Value.(*parked)
+	if p.spec.Due == nil {
+		return
+	}
+	p.ctx.DB = s.store.DB(p.c.db)
+	p.ctx.NowMs = s.clock.NowMs()
+	at, ok := p.spec.Due(p.ctx)
+	now := p.ctx.NowMs
+	if !ok || at <= now {
+		// Nothing comes due by time alone (a past due time was just tried).
+		if old != nil {
+			old.t.Stop()
+			delete(b.due, k)
+		}
+		return
+	}
+	if old != nil {
+		if old.at == at {
+			return
+		}
+		old.t.Stop()
+	}
+	d := &dueTimer{at: at}
+	d.t = s.clock.AfterFunc(at-now, func() {
+		s.store.Lock()
+		defer s.store.Unlock()
+		if b.due[k] != d {
+			return
+		}
+		delete(b.due, k)
+		s.onReady(k.db, k.queue)
+		b.serveReady(s)
+	})
+	b.due[k] = d
+}
+
+// stopAll stops every timer (server close).
+func (b *blocking) stopAll() {
+	for _, q := range b.queues {
+		for e := q.Front(); e != nil; e = e.Next() {
+			if p := e.Value.(*parked); p.timer != nil {
+				p.timer.Stop()
+			}
+		}
+	}
+	for k, d := range b.due {
+		d.t.Stop()
+		delete(b.due, k)
+	}
+}

@@ -1,0 +1,314 @@
+package server
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emqd/emqd/store"
+)
+
+// CLIENT subcommands (valkey-subset.md 3.7). TRACKING, CACHING, NO-EVICT,
+// NO-TOUCH, CAPA and MAINT_NOTIFICATIONS are deliberately absent: they get
+// "unknown subcommand" (a client must not believe tracking works).
+func clientSubcommands() []serverCmd {
+	return []serverCmd{
+		{spec: spec("client|id", 2, "noscript", "loading", "stale"), run: clientIDCommand},
+		{spec: spec("client|getname", 2, "noscript", "loading", "stale"), run: clientGetnameCommand},
+		{spec: spec("client|setname", 3, "noscript", "loading", "stale"), run: clientSetnameCommand},
+		{spec: spec("client|info", 2, "noscript", "loading", "stale"), run: clientInfoCommand},
+		{spec: spec("client|list", -2, "admin", "noscript", "loading", "stale"), run: clientListCommand},
+		{spec: spec("client|setinfo", 4, "noscript", "loading", "stale"), run: clientSetinfoCommand},
+		{spec: spec("client|reply", 3, "noscript", "loading", "stale"), run: clientReplyCommand},
+		{spec: spec("client|kill", -3, "admin", "noscript", "loading", "stale"), run: clientKillCommand},
+		{spec: spec("client|help", 2, "loading", "stale"), run: helpReply("CLIENT",
+			"GETNAME", "    Return the name of the current connection.",
+			"ID", "    Return the ID of the current connection.",
+			"INFO", "    Return information about the current client connection.",
+			"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+			"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
+			"LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <client-id> [<client-id> ...]]", "    Return information about client connections.",
+			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.")},
+	}
+}
+
+func clientIDCommand(c *client, x *store.Ctx) { x.W.Int(c.id) }
+
+func clientGetnameCommand(c *client, x *store.Ctx) {
+	if c.name == "" {
+		x.W.Nil()
+		return
+	}
+	x.W.BulkString(c.name)
+}
+
+func clientSetnameCommand(c *client, x *store.Ctx) {
+	name := x.Argv[2]
+	if !validName(name) {
+		x.W.Error(errBadName)
+		return
+	}
+	c.name = string(name)
+	x.W.OK()
+}
+
+func clientSetinfoCommand(c *client, x *store.Ctx) {
+	attr, val := x.Argv[2], x.Argv[3]
+	var dest *string
+	switch strings.ToLower(string(attr)) {
+	case "lib-name":
+		dest = &c.libName
+	case "lib-ver":
+		dest = &c.libVer
+	default:
+		x.W.Error("ERR Unrecognized option '" + string(cPrefix(attr, -1)) + "'")
+		return
+	}
+	if !validName(val) {
+		x.W.Error("ERR " + string(cPrefix(attr, -1)) + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	*dest = string(val)
+	x.W.OK()
+}
+
+func clientReplyCommand(c *client, x *store.Ctx) {
+	switch strings.ToLower(string(x.Argv[2])) {
+	case "on":
+		c.replyMode = replyOn
+		x.W.OK()
+	case "off":
+		c.replyMode = replyOff
+	case "skip":
+		if c.replyMode != replyOff {
+			c.replyMode = replySkipNext
+		}
+	default:
+		x.W.Error(store.ErrSyntax)
+	}
+}
+
+func clientInfoCommand(c *client, x *store.Ctx) {
+	x.W.Verbatim(c.infoLine() + "\n")
+}
+
+// clientListCommand is CLIENT LIST [TYPE type] [ID id ...].
+func clientListCommand(c *client, x *store.Ctx) {
+	argv := x.Argv
+	var out strings.Builder
+	switch {
+	case len(argv) == 2:
+		for _, cl := range c.s.sortedClients() {
+			out.WriteString(cl.infoLine())
+			out.WriteByte('\n')
+		}
+	case len(argv) > 3 && strings.EqualFold(string(argv[2]), "type"):
+		switch strings.ToLower(string(argv[3])) {
+		case "normal":
+			for _, cl := range c.s.sortedClients() {
+				out.WriteString(cl.infoLine())
+				out.WriteByte('\n')
+			}
+		case "master", "replica", "slave", "pubsub":
+		default:
+			x.W.Error("ERR Unknown client type '" + string(cPrefix(argv[3], -1)) + "'")
+			return
+		}
+	case len(argv) > 3 && strings.EqualFold(string(argv[2]), "id"):
+		var ids []int64
+		for _, a := range argv[3:] {
+			id, ok := store.ParseInt(a)
+			if !ok {
+				x.W.Error("ERR Invalid client ID")
+				return
+			}
+			ids = append(ids, id)
+		}
+		c.s.clientsMu.Lock()
+		var sel []*client
+		for _, id := range ids {
+			if cl := c.s.clients[id]; cl != nil {
+				sel = append(sel, cl)
+			}
+		}
+		c.s.clientsMu.Unlock()
+		for _, cl := range sel {
+			out.WriteString(cl.infoLine())
+			out.WriteByte('\n')
+		}
+	default:
+		x.W.Error(store.ErrSyntax)
+		return
+	}
+	x.W.Verbatim(out.String())
+}
+
+// clientKillCommand is CLIENT KILL addr | CLIENT KILL [ID id] [ADDR addr]
+// [LADDR addr] [SKIPME yes|no]...
+func clientKillCommand(c *client, x *store.Ctx) {
+	argv := x.Argv
+	if len(argv) == 3 {
+		addr := string(argv[2])
+		for _, cl := range c.s.sortedClients() {
+			if cl.addr == addr {
+				cl.kill()
+				x.W.OK()
+				return
+			}
+		}
+		x.W.Error("ERR No such client")
+		return
+	}
+	if len(argv)%2 != 0 {
+		x.W.Error(store.ErrSyntax)
+		return
+	}
+	var id int64
+	var addr, laddr string
+	skipme := true
+	for i := 2; i < len(argv); i += 2 {
+		v := argv[i+1]
+		switch strings.ToLower(string(argv[i])) {
+		case "id":
+			n, ok := store.ParseInt(v)
+			if !ok || n <= 0 {
+				x.W.Error("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case "addr":
+			addr = string(v)
+		case "laddr":
+			laddr = string(v)
+		case "skipme":
+			switch strings.ToLower(string(v)) {
+			case "yes":
+				skipme = true
+			case "no":
+				skipme = false
+			default:
+				x.W.Error(store.ErrSyntax)
+				return
+			}
+		case "type":
+			t := strings.ToLower(string(v))
+			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
+				x.W.Error("ERR Unknown client type '" + string(v) + "'")
+				return
+			}
+			if t != "normal" {
+				x.W.Int(0)
+				return
+			}
+		default:
+			x.W.Error(store.ErrSyntax)
+			return
+		}
+	}
+	killed := int64(0)
+	for _, cl := range c.s.sortedClients() {
+		if (id != 0 && cl.id != id) || (addr != "" && cl.addr != addr) || (laddr != "" && cl.laddr != laddr) {
+			continue
+		}
+		if cl == c && skipme {
+			continue
+		}
+		if cl == c {
+			c.closeAfter = true
+		} else {
+			cl.kill()
+		}
+		killed++
+	}
+	x.W.Int(killed)
+}
+
+// kill closes another client's connection (its goroutine cleans up).
+func (c *client) kill() {
+	c.killed.Store(true)
+	c.nc.Close()
+}
+
+// sortedClients lists the connected clients by id.
+func (s *Server) sortedClients() []*client {
+	s.clientsMu.Lock()
+	out := make([]*client, 0, len(s.clients))
+	for _, c := range s.clients {
+		out = append(out, c)
+	}
+	s.clientsMu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// infoLine is one CLIENT LIST line in Valkey 8's field order (networking.c
+// catClientInfoString). Called under the store lock.
+func (c *client) infoLine() string {
+	now := time.Now()
+	flags := ""
+	if c.inMulti {
+		flags += "x"
+	}
+	if c.park != nil {
+		flags += "b"
+	}
+	if flags == "" {
+		flags = "N"
+	}
+	multi := -1
+	if c.inMulti {
+		multi = len(c.queue)
+	}
+	cmd := c.cmdName
+	if cmd == "" {
+		cmd = "NULL"
+	}
+	var b strings.Builder
+	f := func(k, v string) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(v)
+	}
+	i := func(k string, v int64) { f(k, strconv.FormatInt(v, 10)) }
+	i("id", c.id)
+	f("addr", c.addr)
+	f("laddr", c.laddr)
+	i("fd", int64(c.fd))
+	f("name", c.name)
+	i("age", int64(now.Sub(c.created)/time.Second))
+	i("idle", int64(now.Sub(c.lastCmd)/time.Second))
+	f("flags", flags)
+	i("db", int64(c.db))
+	i("sub", 0)
+	i("psub", 0)
+	i("ssub", 0)
+	i("multi", int64(multi))
+	i("watch", int64(c.watcher.WatchCount()))
+	i("qbuf", c.qbuf.Load())
+	i("qbuf-free", 0)
+	i("argv-mem", 0)
+	i("multi-mem", int64(c.queueBytes))
+	i("rbs", 16384)
+	i("rbp", 0)
+	i("obl", 0)
+	i("oll", 0)
+	i("omem", 0)
+	i("tot-mem", 0)
+	f("events", "r")
+	f("cmd", cmd)
+	f("user", "default")
+	i("redir", -1)
+	i("resp", int64(c.w.Proto))
+	f("lib-name", c.libName)
+	f("lib-ver", c.libVer)
+	i("tot-net-in", c.netIn.Load())
+	i("tot-net-out", c.netOut.Load())
+	i("tot-cmds", c.totCmds)
+	return b.String()
+}

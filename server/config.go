@@ -1,0 +1,375 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/emqd/emqd/store"
+)
+
+// The config table: valkey.conf directives, shared by the command line, the
+// config file, Options.Config and CONFIG GET/SET (architecture.md, "The
+// command line"; valkey-subset.md 3.7 CONFIG rows).
+
+type paramKind uint8
+
+const (
+	kindString  paramKind = iota
+	kindInt               // a decimal integer (string2ll) within [min, max]
+	kindMem               // a memory value: an integer with an optional unit (k kb m mb g gb)
+	kindBool              // yes | no
+	kindEnum              // one of enums
+	kindSpecial           // parsed by check
+)
+
+// param is one directive.
+type param struct {
+	name      string
+	aliases   []string // older names (hash-max-ziplist-*); matched by exact name only
+	kind      paramKind
+	def       string
+	min, max  int64
+	enums     []string
+	immutable bool // refused by CONFIG SET (still settable at boot)
+	// check validates a value and returns its canonical form (kindSpecial;
+	// for other kinds it runs after the generic parse).
+	check func(v string) (string, error)
+	// apply makes a new value take effect (runs at boot and on CONFIG SET).
+	apply func(s *Server, v string)
+	value string
+}
+
+const maxInt = 1<<31 - 1
+
+// paramTable returns a fresh table with Valkey 8's defaults (emqd's where
+// they differ: bind 127.0.0.1, save "", client-output-buffer-limit normal
+// 256mb hard).
+func paramTable() []*param {
+	cwd, _ := os.Getwd()
+	ints := func(name, def string, min, max int64) *param {
+		return &param{name: name, kind: kindInt, def: def, min: min, max: max}
+	}
+	mem := func(name, def string, min, max int64) *param {
+		return &param{name: name, kind: kindMem, def: def, min: min, max: max}
+	}
+	boolean := func(name, def string) *param { return &param{name: name, kind: kindBool, def: def} }
+	enum := func(name, def string, vals ...string) *param {
+		return &param{name: name, kind: kindEnum, def: def, enums: vals}
+	}
+	str := func(name, def string) *param { return &param{name: name, kind: kindString, def: def} }
+	immutable := func(p *param) *param { p.immutable = true; return p }
+	alias := func(p *param, names ...string) *param { p.aliases = names; return p }
+	apply := func(p *param, f func(s *Server, v string)) *param { p.apply = f; return p }
+
+	return []*param{
+		immutable(ints("port", "6379", 0, 65535)),
+		immutable(str("bind", "127.0.0.1")),
+		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
+		immutable(ints("databases", "16", 1, maxInt)),
+		apply(ints("maxclients", "10000", 1, maxInt), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
+		apply(enum("loglevel", "notice", "debug", "verbose", "notice", "warning", "nothing"),
+			func(s *Server, v string) { s.logLevel.Set(LogLevel(v)) }),
+		immutable(str("logfile", "")),
+		immutable(str("dir", cwd)),
+		immutable(boolean("appendonly", "no")),
+		enum("appendfsync", "everysec", "always", "everysec", "no"),
+		immutable(str("appendfilename", "appendonly.aof")),
+		immutable(str("appenddirname", "appendonlydir")),
+		immutable(enum("enable-debug-command", "no", "no", "yes", "local")),
+		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<62), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
+		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<62), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
+		apply(&param{name: "client-output-buffer-limit", kind: kindSpecial,
+			def:   "normal 268435456 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
+			check: checkOutputLimit}, func(s *Server, v string) { s.outLimit.Store(normalHardLimit(v)) }),
+		{name: "save", kind: kindSpecial, def: "", check: checkSave},
+		mem("maxmemory", "0", 0, 1<<62),
+		enum("maxmemory-policy", "noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
+			"allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"),
+		// Encoding parameters: stored, no effect (emqd has one encoding per type).
+		alias(mem("hash-max-listpack-entries", "128", 0, 1<<62), "hash-max-ziplist-entries"),
+		alias(mem("hash-max-listpack-value", "64", 0, 1<<62), "hash-max-ziplist-value"),
+		alias(mem("zset-max-listpack-entries", "128", 0, 1<<62), "zset-max-ziplist-entries"),
+		alias(mem("zset-max-listpack-value", "64", 0, 1<<62), "zset-max-ziplist-value"),
+		mem("set-max-intset-entries", "512", 0, 1<<62),
+		mem("set-max-listpack-entries", "128", 0, 1<<62),
+		mem("set-max-listpack-value", "64", 0, 1<<62),
+		alias(ints("list-max-listpack-size", "-2", -5, maxInt), "list-max-ziplist-size"),
+		ints("list-compress-depth", "0", 0, maxInt),
+		ints("auto-aof-rewrite-percentage", "100", 0, maxInt),
+		mem("auto-aof-rewrite-min-size", "67108864", 0, 1<<62),
+		// emqd's own: the opt-in stalled-job sweep (verbs.md EMQ.STALLED.CHECK).
+		ints("emq-sweep-interval-ms", "0", 0, 1<<62),
+		ints("emq-max-stalled", "1", 1, maxInt),
+		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
+		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
+		// Accepted so valkey.conf files and valkey-server scripts work; no effect.
+		ints("timeout", "0", 0, maxInt),
+		ints("tcp-keepalive", "300", 0, maxInt),
+		ints("hz", "10", 1, 500),
+		immutable(ints("tcp-backlog", "511", 0, maxInt)),
+		immutable(boolean("daemonize", "no")),
+		enum("protected-mode", "yes", "yes", "no"),
+		immutable(str("pidfile", "")),
+		immutable(enum("supervised", "no", "upstart", "systemd", "auto", "no")),
+		immutable(boolean("always-show-logo", "no")),
+		immutable(boolean("set-proc-title", "yes")),
+		str("dbfilename", "dump.rdb"),
+		immutable(ints("io-threads", "1", 1, 128)),
+		ints("lua-time-limit", "5000", 0, 1<<62),
+		str("notify-keyspace-events", ""),
+		boolean("lazyfree-lazy-user-del", "no"),
+		boolean("lazyfree-lazy-user-flush", "no"),
+		boolean("aof-load-truncated", "yes"),
+		boolean("aof-use-rdb-preamble", "no"),
+		boolean("aof-timestamp-enabled", "no"),
+		boolean("no-appendfsync-on-rewrite", "no"),
+		ints("latency-monitor-threshold", "0", 0, 1<<62),
+	}
+}
+
+// config is the live table. Values are read and written under mu.
+type config struct {
+	mu     sync.Mutex
+	params []*param
+	byName map[string]*param // lower-case name and aliases
+	hooks  map[string][]func(v string) error
+}
+
+func newConfig() *config {
+	c := &config{params: paramTable(), byName: make(map[string]*param), hooks: make(map[string][]func(string) error)}
+	for _, p := range c.params {
+		p.value = p.def
+		c.byName[p.name] = p
+		for _, a := range p.aliases {
+			c.byName[a] = p
+		}
+	}
+	return c
+}
+
+// get returns the current value of a directive.
+func (c *config) get(name string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.byName[strings.ToLower(name)]
+	if p == nil {
+		return "", false
+	}
+	return p.value, true
+}
+
+// errImmutable is CONFIG SET's refusal of a boot-only directive.
+var errImmutable = errors.New("can't set immutable config")
+
+// normalize parses v for p and returns the canonical stored form, or the
+// reason Valkey's CONFIG SET gives.
+func (p *param) normalize(v string) (string, error) {
+	switch p.kind {
+	case kindInt:
+		n, ok := parseLL(v)
+		if !ok {
+			return "", errors.New("argument couldn't be parsed into an integer")
+		}
+		if n < p.min || n > p.max {
+			return "", fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
+		}
+		v = strconv.FormatInt(n, 10)
+	case kindMem:
+		n, ok := parseMemory(v)
+		if !ok {
+			return "", errors.New("argument must be a memory value")
+		}
+		if n < p.min || n > p.max {
+			return "", fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
+		}
+		v = strconv.FormatInt(n, 10)
+	case kindBool:
+		switch strings.ToLower(v) {
+		case "yes":
+			v = "yes"
+		case "no":
+			v = "no"
+		default:
+			return "", errors.New("argument must be 'yes' or 'no'")
+		}
+	case kindEnum:
+		lv := strings.ToLower(v)
+		found := false
+		for _, e := range p.enums {
+			if e == lv {
+				found = true
+			}
+		}
+		if !found {
+			return "", errors.New("argument(s) must be one of the following: " + strings.Join(p.enums, ", "))
+		}
+		v = lv
+	}
+	if p.check != nil {
+		return p.check(v)
+	}
+	return v, nil
+}
+
+// parseMemory is Valkey's memtoull: digits with an optional unit b, k, kb,
+// m, mb, g, gb (case-insensitive; k = 1000, kb = 1024).
+func parseMemory(s string) (int64, bool) {
+	ls := strings.ToLower(s)
+	mul := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(ls, u.suf) {
+			ls, mul = ls[:len(ls)-len(u.suf)], u.m
+			break
+		}
+	}
+	if ls == "" {
+		return 0, false
+	}
+	n, ok := parseLL(ls)
+	if !ok {
+		// memtoull accepts a leading '+'? No: it uses strtoull on digits only.
+		return 0, false
+	}
+	if n < 0 || (mul > 1 && n > (1<<63-1)/mul) {
+		return 0, false
+	}
+	return n * mul, true
+}
+
+// checkSave accepts Valkey's save syntax ("" or pairs of seconds and
+// changes) and stores "": emqd writes no RDB.
+func checkSave(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return "", errors.New("Invalid save parameters")
+	}
+	for _, x := range f {
+		if n, ok := parseLL(x); !ok || n < 0 {
+			return "", errors.New("Invalid save parameters")
+		}
+	}
+	return "", nil
+}
+
+// outClasses are client-output-buffer-limit's classes, in output order.
+var outClasses = []string{"normal", "replica", "pubsub"}
+
+// checkOutputLimit parses client-output-buffer-limit ("class hard soft
+// seconds" groups) and returns the full setting with the changed classes.
+func checkOutputLimit(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f) == 0 || len(f)%4 != 0 {
+		return "", errors.New("Wrong number of arguments in buffer limit configuration.")
+	}
+	for i := 0; i < len(f); i += 4 {
+		class := strings.ToLower(f[i])
+		if class == "slave" {
+			class = "replica"
+		}
+		if class != "normal" && class != "replica" && class != "pubsub" {
+			return "", errors.New("Invalid client class specified in buffer limit configuration.")
+		}
+		hard, ok1 := parseMemory(f[i+1])
+		soft, ok2 := parseMemory(f[i+2])
+		secs, ok3 := parseLL(f[i+3])
+		if !ok1 || !ok2 || !ok3 || secs < 0 {
+			return "", errors.New("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+		}
+		f[i] = class
+		f[i+1], f[i+2], f[i+3] = strconv.FormatInt(hard, 10), strconv.FormatInt(soft, 10), strconv.FormatInt(secs, 10)
+	}
+	return strings.Join(f, " "), nil
+}
+
+// mergeOutputLimit overlays the groups of set on the groups of cur.
+func mergeOutputLimit(cur, set string) string {
+	groups := map[string][]string{}
+	for _, s := range []string{cur, set} {
+		f := strings.Fields(s)
+		for i := 0; i+3 < len(f); i += 4 {
+			groups[f[i]] = f[i+1 : i+4]
+		}
+	}
+	var out []string
+	for _, c := range outClasses {
+		if g, ok := groups[c]; ok {
+			out = append(out, c, g[0], g[1], g[2])
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// normalHardLimit is the hard limit of the normal class (0: none).
+func normalHardLimit(v string) int64 {
+	f := strings.Fields(v)
+	for i := 0; i+3 < len(f); i += 4 {
+		if f[i] == "normal" {
+			return atoi(f[i+1])
+		}
+	}
+	return 0
+}
+
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+// parseLL is Valkey's string2ll (store.ParseInt).
+func parseLL(s string) (int64, bool) { return store.ParseInt([]byte(s)) }
+
+// set validates and stores one value. boot allows immutable directives.
+func (c *config) set(s *Server, name, value string, boot bool) error {
+	c.mu.Lock()
+	p := c.byName[strings.ToLower(name)]
+	if p == nil {
+		c.mu.Unlock()
+		return errUnknownParam
+	}
+	if p.immutable && !boot && len(c.hooks[p.name]) == 0 {
+		c.mu.Unlock()
+		return errImmutable
+	}
+	v, err := p.normalize(value)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if p.name == "client-output-buffer-limit" {
+		v = mergeOutputLimit(p.value, v)
+	}
+	old := p.value
+	p.value = v
+	hooks := c.hooks[p.name]
+	c.mu.Unlock()
+	if !boot {
+		for _, h := range hooks {
+			if err := h(v); err != nil {
+				c.mu.Lock()
+				p.value = old
+				c.mu.Unlock()
+				return err
+			}
+		}
+	}
+	if p.apply != nil && s != nil {
+		p.apply(s, v)
+	}
+	return nil
+}
+
+var errUnknownParam = errors.New("unknown parameter")
+
+// lookup returns the param for a name (or alias).
+func (c *config) lookup(name string) *param {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byName[strings.ToLower(name)]
+}

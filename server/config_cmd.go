@@ -1,0 +1,121 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/emqd/emqd/store"
+)
+
+// CONFIG GET/SET/RESETSTAT/REWRITE (valkey-subset.md 3.7; Valkey 8 config.c).
+
+func configSubcommands() []serverCmd {
+	return []serverCmd{
+		{spec: spec("config|get", -3, "admin", "noscript", "loading", "stale"), run: configGetCommand},
+		{spec: spec("config|set", -4, "admin", "noscript", "loading", "stale"), run: configSetCommand},
+		{spec: spec("config|resetstat", 2, "admin", "noscript", "loading", "stale"), run: configResetstatCommand},
+		{spec: spec("config|help", 2, "loading", "stale"), run: helpReply("CONFIG",
+			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+			"RESETSTAT", "    Reset statistics reported by the INFO command.")},
+	}
+}
+
+// configGetCommand replies name/value pairs (a RESP3 map): an exact name
+// (or alias) is echoed in the case it was asked in; a glob pattern
+// (containing * ? or [) matches the canonical names, case-insensitively.
+// Duplicates (case-insensitive) are listed once.
+func configGetCommand(c *client, x *store.Ctx) {
+	cfg := c.s.cfg
+	type kv struct{ k, v string }
+	var out []kv
+	seen := map[string]bool{}
+	cfg.mu.Lock()
+	for _, a := range x.Argv[2:] {
+		name := string(a)
+		if !strings.ContainsAny(name, "[*?") {
+			p := cfg.byName[strings.ToLower(name)]
+			if p == nil || seen[strings.ToLower(name)] {
+				continue
+			}
+			seen[strings.ToLower(name)] = true
+			out = append(out, kv{name, p.value})
+			continue
+		}
+		for _, p := range cfg.params {
+			if seen[p.name] || !store.GlobMatch(name, p.name, true) {
+				continue
+			}
+			seen[p.name] = true
+			out = append(out, kv{p.name, p.value})
+		}
+	}
+	cfg.mu.Unlock()
+	x.W.Map(len(out))
+	for _, e := range out {
+		x.W.BulkString(e.k)
+		x.W.BulkString(e.v)
+	}
+}
+
+// configSetCommand is CONFIG SET name value [name value ...]: every pair is
+// checked before any is applied.
+func configSetCommand(c *client, x *store.Ctx) {
+	argv := x.Argv
+	if len(argv)%2 != 0 {
+		x.W.Error(arityError("config|set"))
+		return
+	}
+	cfg := c.s.cfg
+	seen := map[*param]bool{}
+	for i := 2; i < len(argv); i += 2 {
+		name := string(argv[i])
+		p := cfg.lookup(name)
+		if p == nil {
+			x.W.Error("ERR Unknown option or number of arguments for CONFIG SET - '" + string(cPrefix(argv[i], -1)) + "'")
+			return
+		}
+		fail := func(why string) {
+			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why)
+		}
+		if seen[p] {
+			fail("duplicate parameter")
+			return
+		}
+		seen[p] = true
+		cfg.mu.Lock()
+		hooked := len(cfg.hooks[p.name]) > 0
+		cfg.mu.Unlock()
+		if p.immutable && !hooked {
+			fail(errImmutable.Error())
+			return
+		}
+		if _, err := p.normalize(string(argv[i+1])); err != nil {
+			fail(err.Error())
+			return
+		}
+	}
+	for i := 2; i < len(argv); i += 2 {
+		if err := cfg.set(c.s, string(argv[i]), string(argv[i+1]), false); err != nil {
+			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + string(argv[i]) + "') - " + err.Error())
+			return
+		}
+	}
+	x.W.OK()
+}
+
+func configResetstatCommand(c *client, x *store.Ctx) {
+	s := c.s
+	s.statCmds = 0
+	s.statErrs = 0
+	s.statConns.Store(0)
+	s.statRejected.Store(0)
+	s.statNetIn.Store(0)
+	s.statNetOut.Store(0)
+	for k := range s.errStats {
+		delete(s.errStats, k)
+	}
+	for _, e := range s.reg.allCommands() {
+		e.calls, e.usec, e.rejected, e.failed = 0, 0, 0, 0
+	}
+	x.W.OK()
+}

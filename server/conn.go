@@ -1,0 +1,369 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/store"
+)
+
+// Reply modes (CLIENT REPLY).
+const (
+	replyOn = iota
+	replyOff
+	replySkip     // suppress the reply of the current command
+	replySkipNext // CLIENT REPLY SKIP was just run: suppress the next one
+)
+
+// queued is a command queued inside MULTI.
+type queued struct {
+	cmd  *command
+	argv [][]byte
+}
+
+// client is one connection. Fields without a note belong to the connection's
+// goroutine and to commands it runs under the store lock; other
+// connections' commands (CLIENT LIST, INFO) read them under the store lock.
+type client struct {
+	s     *Server
+	id    int64
+	nc    net.Conn
+	addr  string
+	laddr string
+	fd    int
+
+	created time.Time
+	lastCmd time.Time
+
+	rd  resp.Reader
+	w   resp.Writer // replies of the running batch
+	ctx store.Ctx   // reused for every command
+	xc  store.Ctx   // commands run by EXEC
+
+	db        int
+	name      string
+	libName   string
+	libVer    string
+	authed    bool
+	replyMode int
+	cmdName   string // full name of the last command (CLIENT LIST cmd=)
+	totCmds   int64
+
+	inMulti    bool
+	multiDirty bool
+	execing    bool
+	queue      []queued
+	queueBytes int
+	watcher    store.Watcher
+
+	closeAfter bool // QUIT, SHUTDOWN, a protocol error: close once replies are written
+
+	// Blocking (store lock): park is the parked command, if any.
+	park *parked
+	aw   resp.Writer // replies written by wake-ups and timeouts
+	// pending are the commands that arrived behind a parked one; perr a
+	// protocol error found after them (connection goroutine only).
+	pending [][][]byte
+	perr    error
+
+	wakeMu sync.Mutex
+	parked bool // the goroutine must not run commands (guarded by wakeMu)
+
+	// Output (outMu): bytes waiting to be written, and whether a write is
+	// in progress.
+	outMu   sync.Mutex
+	out     []byte
+	spare   []byte
+	writing bool
+	killed  atomic.Bool
+	// commitPending: a wake-up served this client with a command that wrote.
+	commitPending atomic.Bool
+
+	qbuf          atomic.Int64 // bytes buffered unparsed (CLIENT LIST qbuf=)
+	netIn, netOut atomic.Int64
+}
+
+func newClient(s *Server, nc net.Conn) *client {
+	now := time.Now()
+	c := &client{
+		s:       s,
+		id:      s.nextID.Add(1),
+		nc:      nc,
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+		fd:      -1,
+		created: now,
+		lastCmd: now,
+		authed:  !s.passwordSet(),
+	}
+	c.w.Proto = 2
+	c.aw.Proto = 2
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { c.fd = int(fd) })
+		}
+	}
+	c.ctx = store.Ctx{S: s.store, W: &c.w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	c.xc = c.ctx
+	return c
+}
+
+// authRequired is Valkey's authRequired: a password is set and the client
+// has not authenticated.
+func (c *client) authRequired() bool { return !c.authed && c.s.passwordSet() }
+
+// serve is the connection's goroutine: read, parse every complete command,
+// run them as one batch under one store lock acquisition, write the
+// replies.
+func (c *client) serve() {
+	defer c.cleanup()
+	for {
+		c.wakeMu.Lock()
+		parked := c.parked
+		c.wakeMu.Unlock()
+		if !parked {
+			if c.commitPending.Load() && !c.commit() {
+				return
+			}
+			c.flushOut()
+			if c.killed.Load() {
+				return
+			}
+			if len(c.pending) > 0 {
+				cmds := c.pending
+				c.pending = nil
+				if !c.runBatch(cmds) {
+					return
+				}
+				continue
+			}
+			if c.perr != nil {
+				c.protocolError(c.perr)
+				return
+			}
+			max := 0
+			if c.authRequired() {
+				max = 1 // AUTH must run before the next command is parsed
+			}
+			c.rd.MaxBulkLen = c.s.maxBulk.Load()
+			cmds, perr := c.rd.Parse(max, c.authRequired())
+			c.qbuf.Store(int64(c.rd.Buffered()))
+			if len(cmds) > 0 || perr != nil {
+				c.perr = perr
+				if len(cmds) > 0 && !c.runBatch(cmds) {
+					return
+				}
+				continue
+			}
+		}
+		n, err := c.nc.Read(c.rd.Space())
+		if n > 0 {
+			c.rd.Commit(n)
+			c.netIn.Add(int64(n))
+			c.s.statNetIn.Add(int64(n))
+			if lim := c.s.maxQuery.Load(); lim > 0 && int64(c.rd.Buffered()+c.queueBytes) > lim {
+				c.s.log.Warn("Closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
+					"qbuf", c.rd.Buffered())
+				return
+			}
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// A wake-up (see unpark): clear the deadline and look again.
+				c.wakeMu.Lock()
+				c.nc.SetReadDeadline(time.Time{})
+				c.wakeMu.Unlock()
+				continue
+			}
+			return
+		}
+	}
+}
+
+// runBatch runs cmds under one store lock acquisition and writes their
+// replies. It reports whether the connection stays open.
+func (c *client) runBatch(cmds [][][]byte) bool {
+	s := c.s
+	st := s.store
+	st.Lock()
+	c.lastCmd = time.Now()
+	dirty := st.DirtyCount
+	lim := s.outLimit.Load()
+	for i, argv := range cmds {
+		c.exec(argv)
+		if c.park != nil {
+			c.pending = append([][][]byte(nil), cmds[i+1:]...)
+			break
+		}
+		if c.closeAfter {
+			break
+		}
+		if lim > 0 && int64(c.w.Len()) > lim {
+			c.outputOverLimit()
+			break
+		}
+	}
+	s.blk.serveReady(s)
+	c.enqueueLocked(&c.w)
+	wrote := st.DirtyCount != dirty
+	st.Unlock()
+	if wrote && !c.commit() {
+		return false
+	}
+	c.flushOut()
+	if c.closeAfter || c.killed.Load() {
+		return false
+	}
+	return true
+}
+
+// commit runs the commit hook (see SetCommitHook) and reports whether the
+// replies may go out.
+func (c *client) commit() bool {
+	c.commitPending.Store(false)
+	s := c.s
+	s.mu.Lock()
+	f := s.commit
+	s.mu.Unlock()
+	if f == nil {
+		return true
+	}
+	if err := f(); err != nil {
+		s.log.Warn("Closing client: its writes could not be made durable", "id", c.id, "addr", c.addr, "err", err)
+		c.kill()
+		return false
+	}
+	return true
+}
+
+// outputOverLimit disconnects a client whose output passed the normal
+// class hard limit (client-output-buffer-limit).
+func (c *client) outputOverLimit() {
+	if c.killed.Swap(true) {
+		return
+	}
+	c.s.log.Warn("Client scheduled to be closed ASAP for overcoming of output buffer limits.",
+		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.s.outLimit.Load())
+	c.nc.Close()
+}
+
+// enqueueLocked moves the bytes of w to the output queue. Any goroutine may
+// call it (wake-ups do, under the store lock); no I/O happens here.
+func (c *client) enqueueLocked(w *resp.Writer) {
+	if len(w.Buf) == 0 {
+		return
+	}
+	c.outMu.Lock()
+	if len(c.out) == 0 {
+		c.out, w.Buf = w.Buf, c.out[:0]
+	} else {
+		c.out = append(c.out, w.Buf...)
+		w.Buf = w.Buf[:0]
+	}
+	over := false
+	if lim := c.s.outLimit.Load(); lim > 0 && int64(len(c.out)) > lim {
+		over = true
+	}
+	c.outMu.Unlock()
+	if over {
+		c.outputOverLimit()
+	}
+}
+
+// flushOut writes the output queue unless another goroutine is writing.
+// Only the connection's goroutine calls it, so writes never happen under
+// the store lock.
+func (c *client) flushOut() {
+	c.outMu.Lock()
+	if c.writing {
+		c.outMu.Unlock()
+		return
+	}
+	for len(c.out) > 0 {
+		data := c.out
+		c.out = c.spare[:0]
+		c.writing = true
+		c.outMu.Unlock()
+		n, err := c.nc.Write(data)
+		c.netOut.Add(int64(n))
+		c.s.statNetOut.Add(int64(n))
+		c.outMu.Lock()
+		c.writing = false
+		if cap(data) > 1<<20 {
+			data = nil // do not keep a huge buffer
+		}
+		c.spare = data[:0]
+		if err != nil {
+			c.out = c.out[:0]
+			c.killed.Store(true)
+			break
+		}
+	}
+	c.outMu.Unlock()
+}
+
+// protocolError replies the error text and closes (networking.c
+// setProtocolError).
+func (c *client) protocolError(err error) {
+	c.s.log.Debug("Protocol error from client", "id", c.id, "addr", c.addr, "err", err.Error())
+	var pe *resp.ProtocolError
+	if errors.As(err, &pe) && c.replyMode == replyOn {
+		c.w.Error(pe.Msg)
+	}
+	c.outMu.Lock()
+	c.out = append(c.out, c.w.Buf...)
+	c.outMu.Unlock()
+	c.w.Reset()
+	c.flushOut()
+}
+
+// cleanup runs when the connection ends: the parked command takes nothing,
+// watches and the MULTI state go.
+func (c *client) cleanup() {
+	c.nc.Close()
+	st := c.s.store
+	st.Lock()
+	if c.park != nil {
+		c.s.blk.remove(c.park)
+		c.park = nil
+	}
+	st.Unwatch(&c.watcher)
+	c.queue = nil
+	st.Unlock()
+	c.s.removeClient(c)
+	c.s.conns.Done()
+}
+
+// unpark lets the connection's goroutine run again after its parked command
+// was answered (the reply is already in the output queue). Called under the
+// store lock.
+func (c *client) unpark() {
+	c.park = nil
+	c.enqueueLocked(&c.aw)
+	c.wakeMu.Lock()
+	c.parked = false
+	c.nc.SetReadDeadline(time.Unix(1, 0)) // interrupt the blocked Read
+	c.wakeMu.Unlock()
+}
+
+// setParked marks the goroutine as parked (under the store lock).
+func (c *client) setParked() {
+	c.wakeMu.Lock()
+	c.parked = true
+	c.wakeMu.Unlock()
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// itoa formats n in decimal.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

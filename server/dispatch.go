@@ -1,0 +1,169 @@
+package server
+
+import (
+	"time"
+
+	"github.com/emqd/emqd/store"
+)
+
+// exec runs one command the way Valkey's processCommand does: unknown
+// command, arity, NOAUTH, not allowed in a transaction, then queueing
+// inside MULTI or the call. It runs under the store lock.
+func (c *client) exec(argv [][]byte) {
+	mark := c.w.Len()
+	c.dispatch(argv)
+	// CLIENT REPLY OFF / SKIP (networking.c prepareClientToWrite, resetClient).
+	switch c.replyMode {
+	case replyOff:
+		c.w.Buf = c.w.Buf[:mark]
+	case replySkip:
+		c.w.Buf = c.w.Buf[:mark]
+		c.replyMode = replyOn
+	case replySkipNext:
+		c.replyMode = replySkip
+	}
+}
+
+func (c *client) dispatch(argv [][]byte) {
+	s := c.s
+	cmd, badSub := s.reg.lookup(argv)
+	if cmd == nil {
+		if badSub {
+			c.reject(unknownSubcommandError(argv))
+		} else {
+			c.reject(unknownCommandError(argv))
+		}
+		return
+	}
+	if !cmd.arityOK(len(argv)) {
+		c.rejectCmd(cmd, arityError(cmd.name))
+		return
+	}
+	if !c.authed && cmd.flags&flagNoAuth == 0 && s.passwordSet() {
+		c.rejectCmd(cmd, "NOAUTH Authentication required.")
+		return
+	}
+	if cmd.flags&flagWrite != 0 {
+		s.mu.Lock()
+		gate := s.writeGate
+		s.mu.Unlock()
+		if gate != nil {
+			if msg := gate(); msg != "" {
+				c.rejectCmd(cmd, msg)
+				return
+			}
+		}
+	}
+	if c.inMulti {
+		if cmd.flags&flagNoMulti != 0 {
+			c.rejectCmd(cmd, "ERR Command not allowed inside a transaction")
+			return
+		}
+		switch cmd.name {
+		case "exec", "discard", "multi", "watch", "quit", "reset":
+		default:
+			c.queue = append(c.queue, queued{cmd: cmd, argv: argv})
+			for _, a := range argv {
+				c.queueBytes += len(a)
+			}
+			c.w.Simple("QUEUED")
+			return
+		}
+	}
+	c.call(cmd, argv, &c.ctx)
+}
+
+// reject answers a dispatch-level error and, inside MULTI, marks the
+// transaction so EXEC aborts (Valkey's rejectCommand / flagTransaction).
+func (c *client) reject(msg string) {
+	c.w.Error(msg)
+	c.countError(msg)
+	if c.inMulti {
+		c.multiDirty = true
+	}
+}
+
+func (c *client) rejectCmd(cmd *command, msg string) {
+	cmd.rejected++
+	c.reject(msg)
+}
+
+// countError counts an error reply by its code (INFO errorstats).
+func (c *client) countError(msg string) {
+	s := c.s
+	s.statErrs++
+	code := msg
+	for i := 0; i < len(msg); i++ {
+		if msg[i] == ' ' {
+			code = msg[:i]
+			break
+		}
+	}
+	if len(code) > 0 && code[0] == '-' {
+		code = code[1:]
+	}
+	if _, ok := s.errStats[code]; !ok && len(s.errStats) >= 128 {
+		return
+	}
+	s.errStats[code]++
+}
+
+// call runs cmd with the context x: sets the per-command fields, runs the
+// handler, parks the client when the handler asked to block, propagates
+// the command to the Feed when it changed something, and records stats
+// and the slowlog.
+func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
+	s := c.s
+	x.ResetForCommand(argv)
+	x.DB = s.store.DB(c.db)
+	x.NowMs = s.clock.NowMs()
+	x.InMulti = c.execing
+	mark := c.w.Len()
+	c.cmdName = cmd.name
+	start := time.Now()
+	if cmd.run != nil {
+		cmd.run(c, x)
+	} else if cmd.handler != nil {
+		cmd.handler(x)
+	} else {
+		// A container called without a subcommand it knows; arity already
+		// passed, so this is "CONTAINER" alone with arity -1: nothing to do.
+		x.W.Error(unknownSubcommandError(append(argv[:1:1], []byte(""))))
+	}
+	dur := time.Since(start)
+	c.totCmds++
+	cmd.calls++
+	cmd.usec += dur.Microseconds()
+	s.statCmds++
+	if x.Block != nil && !c.execing {
+		s.blk.park(c, cmd, argv, x.Block)
+	}
+	if x.Changed() && !x.Propagated() && s.store.Feed != nil {
+		s.store.Feed.Append(x.DB.Index, [][][]byte{argv})
+	}
+	if c.w.Len() > mark && c.w.Buf[mark] == '-' {
+		cmd.failed++
+		c.countReplyError(c.w.Buf[mark:])
+	}
+	if cmd.flags&flagSkipSlowlog == 0 {
+		s.slowlogRecord(c, argv, dur)
+	}
+}
+
+// countReplyError counts an error a handler wrote (INFO errorstats).
+func (c *client) countReplyError(reply []byte) {
+	end := len(reply)
+	for i := 1; i < len(reply); i++ {
+		if reply[i] == ' ' || reply[i] == '\r' {
+			end = i
+			break
+		}
+	}
+	s := c.s
+	s.statErrs++
+	code := string(reply[1:end])
+	if _, ok := s.errStats[code]; !ok && len(s.errStats) >= 128 {
+		return
+	}
+	s.errStats[code]++
+}

@@ -1,0 +1,314 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/verbs"
+)
+
+// Version is emqd's own version (INFO emqd_version, emqd --version).
+const Version = "0.1.0"
+
+// Options configure an embedded server (and the binary, which uses the same
+// path).
+type Options struct {
+	// Addr is the listen address. Empty: "127.0.0.1:0" (a free loopback
+	// port), unless Config names port or bind, then bind:port.
+	Addr string
+	// Clock is the server clock; nil means the wall clock. With
+	// Config["enable-debug-command"] == "yes" it is wrapped in
+	// clock.NewShifted so EMQ.DEBUG CLOCK ADVANCE can move it.
+	Clock clock.Clock
+	// Config holds valkey.conf directives (names as in valkey.conf, values
+	// as on the command line), e.g. {"requirepass": "pw", "databases": "4"}.
+	Config map[string]string
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// startHooks run in Start after the store exists and before the listener
+// opens (persistence loads here); an error fails Start. Files of this
+// package register them from init.
+var startHooks []func(s *Server) error
+
+// registerStartHook adds a start hook (see startHooks).
+func registerStartHook(f func(s *Server) error) { startHooks = append(startHooks, f) }
+
+// Start configures, loads and starts a server listening on opts.Addr. The
+// returned server is serving; stop it with Close.
+func Start(opts Options) (*Server, error) {
+	s := newServer(opts)
+	names := make([]string, 0, len(opts.Config))
+	for k := range opts.Config {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if err := s.cfg.set(s, k, opts.Config[k], true); err != nil {
+			if err == errUnknownParam {
+				return nil, fmt.Errorf("bad directive %q", k)
+			}
+			return nil, fmt.Errorf("directive %s %q: %v", k, opts.Config[k], err)
+		}
+	}
+	for _, p := range s.cfg.params {
+		if p.apply != nil {
+			p.apply(s, p.value)
+		}
+	}
+	s.clock = opts.Clock
+	if s.clock == nil {
+		s.clock = clock.Wall{}
+	}
+	if s.Config("enable-debug-command") == "yes" {
+		s.debug = true
+		if _, ok := s.clock.(*clock.Shifted); !ok {
+			s.clock = clock.NewShifted(s.clock)
+		}
+	}
+	s.store = store.New(int(atoi(s.Config("databases"))))
+	s.store.OnReady = s.onReady
+	s.reg = newRegistry(store.Commands(), verbs.Commands(), serverCommands())
+	for _, h := range startHooks {
+		if err := h(s); err != nil {
+			s.runCloseHooks()
+			return nil, err
+		}
+	}
+	addr := opts.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+		_, hasPort := opts.Config["port"]
+		_, hasBind := opts.Config["bind"]
+		if hasPort || hasBind {
+			bind := strings.Fields(s.Config("bind"))
+			host := "127.0.0.1"
+			if len(bind) > 0 {
+				host = strings.TrimPrefix(bind[0], "-")
+			}
+			if host == "*" {
+				host = ""
+			}
+			addr = net.JoinHostPort(host, s.Config("port"))
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.runCloseHooks()
+		return nil, err
+	}
+	s.ln = ln
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.port = ta.Port
+		s.cfg.set(nil, "port", fmt.Sprint(ta.Port), true)
+	}
+	s.startSweeper()
+	s.log.Info("Ready to accept connections tcp", "addr", ln.Addr().String(), "run_id", s.runID, "version", Version)
+	go s.acceptLoop()
+	return s, nil
+}
+
+func newServer(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		log:      log,
+		cfg:      newConfig(),
+		runID:    newRunID(),
+		replID:   newRunID(),
+		started:  time.Now(),
+		clients:  make(map[int64]*client),
+		done:     make(chan struct{}),
+		stopping: make(chan struct{}),
+		blk:      newBlocking(),
+		info:     make(map[string]func(add func(field, value string))),
+		errStats: make(map[string]int64),
+	}
+	return s
+}
+
+// newRunID draws 40 random hex characters (Valkey's run_id; never persisted,
+// verbs.md: the lease epoch).
+func newRunID() string {
+	var b [20]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Addr is the address the server listens on ("127.0.0.1:port").
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Clock is the server clock (a *clock.Shifted when enable-debug-command is
+// yes).
+func (s *Server) Clock() clock.Clock { return s.clock }
+
+// Store is the keyspace. Take Store().Lock() around any direct access.
+func (s *Server) Store() *store.Store { return s.store }
+
+// RunID is this boot's run_id (40 hex characters).
+func (s *Server) RunID() string { return s.runID }
+
+// Logger is the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Config returns the current value of a directive ("" when unknown).
+func (s *Server) Config(name string) string {
+	v, _ := s.cfg.get(name)
+	return v
+}
+
+// OnConfigSet registers f to run when CONFIG SET changes name; an error
+// from f refuses the change (CONFIG SET replies "ERR CONFIG SET failed
+// (possibly related to argument 'name') - <err>"). Registering a hook
+// makes an otherwise boot-only directive (appendonly, dir, ...) settable.
+func (s *Server) OnConfigSet(name string, f func(value string) error) {
+	s.cfg.mu.Lock()
+	defer s.cfg.mu.Unlock()
+	p := s.cfg.byName[strings.ToLower(name)]
+	if p == nil {
+		return
+	}
+	s.cfg.hooks[p.name] = append(s.cfg.hooks[p.name], f)
+}
+
+// OnClose registers f to run when the server stops, after every connection
+// is closed (persistence flushes and closes its file here).
+func (s *Server) OnClose(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeHooks = append(s.closeHooks, f)
+}
+
+// SetRewriteHook sets what BGREWRITEAOF runs. f is called under the store
+// lock and must start the rewrite and return (nil: "+Background append
+// only file rewriting started"; an error: its text as the error reply).
+func (s *Server) SetRewriteHook(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rewrite = f
+}
+
+// SetInfoSection replaces the generator of an INFO section ("persistence",
+// ...): gen calls add for every field, in order. It runs under the store
+// lock.
+func (s *Server) SetInfoSection(name string, gen func(add func(field, value string))) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.info[strings.ToLower(name)] = gen
+}
+
+// Close stops accepting, closes every connection (parked clients included),
+// waits for their goroutines until ctx is done, then runs the close hooks.
+// It is safe to call more than once; later calls wait for the first.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		close(s.stopping)
+		s.ln.Close()
+		s.stopSweeper()
+		s.clientsMu.Lock()
+		for _, c := range s.clients {
+			c.nc.Close()
+		}
+		s.clientsMu.Unlock()
+		waited := make(chan struct{})
+		go func() { s.conns.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-ctx.Done():
+			s.closeErr = ctx.Err()
+		}
+		s.store.Lock()
+		s.blk.stopAll()
+		s.store.Unlock()
+		if err := s.runCloseHooks(); err != nil && s.closeErr == nil {
+			s.closeErr = err
+		}
+		s.log.Info("emqd is now ready to exit, bye bye...")
+		close(s.done)
+	})
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.closeErr
+}
+
+func (s *Server) runCloseHooks() error {
+	s.mu.Lock()
+	hooks := s.closeHooks
+	s.closeHooks = nil
+	s.mu.Unlock()
+	var first error
+	for _, h := range hooks {
+		if err := h(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Wait blocks until the server has stopped (Close, or SHUTDOWN).
+func (s *Server) Wait() { <-s.done }
+
+// Done is closed when the server has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// LogLevel maps a loglevel directive (debug verbose notice warning nothing)
+// to a slog level.
+func LogLevel(name string) slog.Level {
+	switch strings.ToLower(name) {
+	case "debug":
+		return slog.LevelDebug
+	case "verbose":
+		return slog.LevelDebug + 2
+	case "warning":
+		return slog.LevelWarn
+	case "nothing":
+		return slog.LevelError + 100
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// LogLevelVar is the level CONFIG SET loglevel changes; a logger built on
+// it (as the binary's is) follows the setting.
+func (s *Server) LogLevelVar() *slog.LevelVar { return &s.logLevel }
+
+// SetConfigFile records the config file path the server was started with
+// (INFO config_file).
+func (s *Server) SetConfigFile(path string) { s.configFile = path }
+
+// SetCommitHook sets what runs after a batch that wrote, once the store
+// lock is released and before the batch's replies are sent (the
+// append-only file's Commit). An error means the writes are not durable:
+// the connection is closed without its replies.
+func (s *Server) SetCommitHook(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commit = f
+}
+
+// SetWriteGate sets a check run before every write command (under the
+// store lock): a non-empty result is the error reply, e.g. "MISCONF Errors
+// writing to the AOF file: ..." (Valkey's writeCommandsDeniedByDiskError).
+func (s *Server) SetWriteGate(f func() string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeGate = f
+}

@@ -1,0 +1,158 @@
+// Package server is emqd's RESP server: the listener and connections, the
+// command registry and dispatch (Valkey's checks and texts), MULTI/EXEC,
+// blocked clients, HELLO/RESP3, AUTH, INFO, CONFIG, COMMAND, SLOWLOG, and
+// the embedding API used by every test (Start, Close).
+//
+// Specs: architecture.md ("Data flow of one command"), valkey-subset.md
+// sections 1 and 3.7, compat.md ("Choices").
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/store"
+)
+
+// Server is one running emqd.
+type Server struct {
+	log    *slog.Logger
+	cfg    *config
+	clock  clock.Clock
+	store  *store.Store
+	reg    *registry
+	runID  string
+	replID string
+	debug  bool
+	ln     net.Listener
+	port   int
+
+	started    time.Time
+	configFile string
+
+	// Hot configuration, read outside the store lock.
+	requirepass   atomic.Pointer[string]
+	maxClients    atomic.Int64
+	maxBulk       atomic.Int64
+	maxQuery      atomic.Int64
+	outLimit      atomic.Int64
+	slowlogSlower atomic.Int64
+	slowlogMax    atomic.Int64
+	logLevel      slog.LevelVar
+
+	clientsMu sync.Mutex
+	clients   map[int64]*client
+	nextID    atomic.Int64
+	conns     sync.WaitGroup
+
+	// Counters (atomic: updated outside the store lock).
+	statConns    atomic.Int64 // total_connections_received
+	statRejected atomic.Int64 // rejected_connections
+	statNetIn    atomic.Int64
+	statNetOut   atomic.Int64
+
+	// Guarded by the store lock.
+	statCmds  int64            // total_commands_processed
+	statErrs  int64            // total_error_replies
+	errStats  map[string]int64 // errorstats by code
+	blk       *blocking
+	slowlog   slowlog
+	sweepT    clock.Timer
+	sweepStop bool
+
+	mu         sync.Mutex // hooks
+	closeHooks []func() error
+	rewrite    func() error
+	commit     func() error
+	writeGate  func() string
+	info       map[string]func(add func(field, value string))
+
+	closeOnce sync.Once
+	closeErr  error
+	stopping  chan struct{}
+	done      chan struct{}
+}
+
+// passwordSet reports whether requirepass is set (authentication required).
+func (s *Server) passwordSet() bool {
+	p := s.requirepass.Load()
+	return p != nil && *p != ""
+}
+
+func (s *Server) acceptLoop() {
+	var delay time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.stopping:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// Temporary failures (EMFILE...): back off as net/http does.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay *= 2; delay > time.Second {
+				delay = time.Second
+			}
+			s.log.Warn("Accepting client connection", "err", err)
+			select {
+			case <-time.After(delay):
+			case <-s.stopping:
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.statConns.Add(1)
+		s.clientsMu.Lock()
+		n := int64(len(s.clients))
+		if n >= s.maxClients.Load() {
+			s.clientsMu.Unlock()
+			s.statRejected.Add(1)
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("-ERR max number of clients reached\r\n"))
+			nc.Close()
+			continue
+		}
+		select {
+		case <-s.stopping:
+			s.clientsMu.Unlock()
+			nc.Close()
+			return
+		default:
+		}
+		c := newClient(s, nc)
+		s.clients[c.id] = c
+		s.conns.Add(1)
+		s.clientsMu.Unlock()
+		go c.serve()
+	}
+}
+
+// removeClient forgets c (its connection is closed).
+func (s *Server) removeClient(c *client) {
+	s.clientsMu.Lock()
+	delete(s.clients, c.id)
+	s.clientsMu.Unlock()
+}
+
+// shutdown stops the server from a command (SHUTDOWN): in its own
+// goroutine, since Close waits for the calling connection.
+func (s *Server) shutdown(reason string) {
+	s.log.Warn("User requested shutdown...", "reason", reason)
+	go func() {
+		ctx, cancel := contextWithTimeout(10 * time.Second)
+		defer cancel()
+		s.Close(ctx)
+	}()
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/store"
+)
+
+// The opt-in stalled-job sweep (verbs.md, EMQ.STALLED.CHECK: "emqd's own
+// opt-in sweeper, which sends exactly this verb"): every
+// emq-sweep-interval-ms (0: off) of the server clock, for every queue that
+// has an active set in any database, the server runs
+// EMQ.STALLED.CHECK q <emq-max-stalled> under the store lock, exactly as a
+// client's command (propagated to the append-only file, waking blocked
+// claimers).
+
+const (
+	activePrefix = "emq:{"
+	activeSuffix = "}:active"
+)
+
+func (s *Server) startSweeper() {
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.armSweepLocked()
+}
+
+func (s *Server) stopSweeper() {
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.sweepStop = true
+	if s.sweepT != nil {
+		s.sweepT.Stop()
+		s.sweepT = nil
+	}
+}
+
+func (s *Server) armSweepLocked() {
+	if s.sweepStop {
+		return
+	}
+	iv := atoi(s.Config("emq-sweep-interval-ms"))
+	if iv <= 0 {
+		// Look again later in case CONFIG SET turns it on.
+		s.sweepT = s.clock.AfterFunc(1000, s.sweepTick)
+		return
+	}
+	s.sweepT = s.clock.AfterFunc(iv, s.sweepTick)
+}
+
+func (s *Server) sweepTick() {
+	s.store.Lock()
+	defer s.store.Unlock()
+	if s.sweepStop {
+		return
+	}
+	if atoi(s.Config("emq-sweep-interval-ms")) > 0 {
+		s.sweepOnce()
+	}
+	s.armSweepLocked()
+}
+
+// sweepOnce runs EMQ.STALLED.CHECK for every queue with an active set
+// (store lock held).
+func (s *Server) sweepOnce() {
+	e := s.reg.lookupFullName("emq.stalled.check")
+	if e == nil || e.handler == nil {
+		return
+	}
+	max := []byte(s.Config("emq-max-stalled"))
+	var w resp.Writer
+	w.Proto = 2
+	x := &store.Ctx{S: s.store, W: &w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	for d := 0; d < s.store.NumDBs(); d++ {
+		db := s.store.DB(d)
+		var queues []string
+		db.Keys(func(key string, v *store.Value) bool {
+			if v.Kind == store.KindZSet && strings.HasPrefix(key, activePrefix) && strings.HasSuffix(key, activeSuffix) {
+				queues = append(queues, key[len(activePrefix):len(key)-len(activeSuffix)])
+			}
+			return true
+		})
+		for _, q := range queues {
+			argv := [][]byte{[]byte("EMQ.STALLED.CHECK"), []byte(q), max}
+			x.ResetForCommand(argv)
+			x.DB = db
+			x.NowMs = s.clock.NowMs()
+			w.Reset()
+			e.handler(x)
+			e.calls++
+			s.statCmds++
+			if x.Changed() && !x.Propagated() && s.store.Feed != nil {
+				s.store.Feed.Append(d, [][][]byte{argv})
+			}
+			if len(w.Buf) > 0 && w.Buf[0] == '-' {
+				s.log.Warn("stalled-job sweep refused", "db", d, "queue", q, "reply", strconv.Quote(string(w.Buf)))
+			}
+		}
+	}
+	s.blk.serveReady(s)
+}
