@@ -42,6 +42,10 @@ type Options struct {
 // package register them from init.
 var startHooks []func(s *Server) error
 
+// testCommands are extra commands the package's tests register (a fake
+// blocking command) before Start.
+var testCommands []*store.CommandSpec
+
 // registerStartHook adds a start hook (see startHooks).
 func registerStartHook(f func(s *Server) error) { startHooks = append(startHooks, f) }
 
@@ -79,7 +83,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.store = store.New(int(atoi(s.Config("databases"))))
 	s.store.OnReady = s.onReady
-	s.reg = newRegistry(store.Commands(), verbs.Commands(), serverCommands())
+	s.reg = newRegistry(append(store.Commands(), testCommands...), verbs.Commands(), serverCommands())
 	for _, h := range startHooks {
 		if err := h(s); err != nil {
 			s.runCloseHooks()
