@@ -1,0 +1,261 @@
+package server
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSameReplyModes(t *testing.T) {
+	cases := []struct {
+		mode, got, want string
+		ok              bool
+	}{
+		{"exact", ":1\r\n", ":1\r\n", true},
+		{"exact", ":1\r\n", ":2\r\n", false},
+		{"unordered", "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*2\r\n$1\r\nb\r\n$1\r\na\r\n", true},
+		{"unordered", "*2\r\n$1\r\na\r\n$1\r\nc\r\n", "*2\r\n$1\r\nb\r\n$1\r\na\r\n", false},
+		{"shape", ":5\r\n", ":241\r\n", true},
+		{"shape", "$1\r\n5\r\n", ":241\r\n", false},
+		{"shape", "*1\r\n:1\r\n", "*2\r\n:1\r\n:2\r\n", false},
+	}
+	for _, c := range cases {
+		if got := sameReply(t, c.mode, c.got, c.want); got != c.ok {
+			t.Errorf("%s %q vs %q: %v", c.mode, c.got, c.want, got)
+		}
+	}
+}
+
+// pipelineInput mixes multibulk, inline (with quotes and escapes), ignored
+// frames and binary values.
+var pipelineInput = string(encode("HSET", "h", "f", "x\r\ny*$z")) +
+	"HSET h g \"a\\x41 b\" i 'it\\'s'\r\n" +
+	"*0\r\n\r\n*-1\r\n" +
+	string(encode("HGET", "h", "f")) +
+	"HGET h g\n" +
+	string(encode("ECHO", "")) +
+	"PING\r\n" +
+	string(encode("HGETALL", "h"))
+
+const pipelineWant = ":1\r\n:2\r\n$7\r\nx\r\ny*$z\r\n$4\r\naA b\r\n$0\r\n\r\n+PONG\r\n" +
+	"*6\r\n$1\r\nf\r\n$7\r\nx\r\ny*$z\r\n$1\r\ng\r\n$4\r\naA b\r\n$1\r\ni\r\n$4\r\nit's\r\n"
+
+// TestPipelineSplitEverywhere sends the same pipeline cut in two at every
+// byte boundary (with a pause between the parts so the server reads them
+// separately): the replies are always identical.
+func TestPipelineSplitEverywhere(t *testing.T) {
+	s := startServer(t, nil, nil)
+	in := pipelineInput
+	// The last reply is HGETALL: the field set created by the pipeline.
+	whole := dial(t, s)
+	whole.write([]byte(in))
+	var ref strings.Builder
+	for i := 0; i < 7; i++ {
+		ref.WriteString(whole.read())
+	}
+	if ref.String() != pipelineWant {
+		t.Fatalf("reference replies %q", ref.String())
+	}
+	admin := dial(t, s)
+	for cut := 1; cut < len(in); cut++ {
+		admin.do("DEL", "h")
+		c := dial(t, s)
+		c.write([]byte(in[:cut]))
+		time.Sleep(200 * time.Microsecond)
+		c.write([]byte(in[cut:]))
+		var got strings.Builder
+		for i := 0; i < 7; i++ {
+			got.WriteString(c.read())
+		}
+		// HSET h f counts 1 on a fresh key; the second HSET 2.
+		if got.String() != ref.String() {
+			t.Fatalf("cut %d: got %q want %q", cut, got.String(), ref.String())
+		}
+		c.nc.Close()
+	}
+}
+
+// TestPipelineByteAtATime writes a pipeline one byte per write.
+func TestPipelineByteAtATime(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	for i := 0; i < len(pipelineInput); i++ {
+		c.write([]byte{pipelineInput[i]})
+	}
+	var got strings.Builder
+	for i := 0; i < 7; i++ {
+		got.WriteString(c.read())
+	}
+	if got.String() != pipelineWant {
+		t.Fatalf("got %q\nwant %q", got.String(), pipelineWant)
+	}
+}
+
+func TestBinaryRoundTrip(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	val := "\r\n*3\r\n$1\r\n\x00\xff-ERR x\r\n"
+	if r := c.do("SET", "k\r\n", val); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	if r := c.do("GET", "k\r\n"); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
+		t.Fatalf("GET: %q", r)
+	}
+	if r := c.do("HSET", "h", val, val); r != ":1\r\n" {
+		t.Fatalf("HSET: %q", r)
+	}
+	if r := c.do("HGET", "h", val); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
+		t.Fatalf("HGET: %q", r)
+	}
+	if r := c.do("ECHO", val); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
+		t.Fatalf("ECHO: %q", r)
+	}
+}
+
+// TestProtocolErrorClosesOnlyThatConnection: a malformed frame gets
+// Valkey's text, then the connection closes; the commands before it ran;
+// another connection is unaffected.
+func TestProtocolErrorClosesOnlyThatConnection(t *testing.T) {
+	s := startServer(t, nil, nil)
+	other := dial(t, s)
+	other.do("PING")
+	cases := []struct{ in, want string }{
+		{"*1\r\n$4\r\nPING\r\n*1\r\nfoo\r\n", "+PONG\r\n-ERR Protocol error: expected '$', got 'f'\r\n"},
+		{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"*1\r\n$536870913\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"SET k \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
+		{strings.Repeat("x", 70000), "-ERR Protocol error: too big inline request\r\n"},
+	}
+	for _, cs := range cases {
+		c := dial(t, s)
+		c.write([]byte(cs.in))
+		var got strings.Builder
+		for {
+			fr, err := c.readErr(5 * time.Second)
+			if err != nil {
+				if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
+					t.Errorf("%.20q: connection not closed", cs.in)
+				}
+				break
+			}
+			got.WriteString(fr)
+		}
+		if got.String() != cs.want {
+			t.Errorf("%.20q: got %q want %q", cs.in, got.String(), cs.want)
+		}
+		if r := other.do("PING"); r != "+PONG\r\n" {
+			t.Fatalf("other connection: %q", r)
+		}
+	}
+}
+
+func TestProtoMaxBulkLenConfig(t *testing.T) {
+	s := startServer(t, map[string]string{"proto-max-bulk-len": "1mb"}, nil)
+	c := dial(t, s)
+	if r := c.do("CONFIG", "GET", "proto-max-bulk-len"); r != "*2\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n1048576\r\n" {
+		t.Fatalf("config get: %q", r)
+	}
+	c.write([]byte("*2\r\n$4\r\nECHO\r\n$1048577\r\n"))
+	if r := c.read(); r != "-ERR Protocol error: invalid bulk length\r\n" {
+		t.Fatalf("got %q", r)
+	}
+	c.expectClosed()
+	c = dial(t, s)
+	big := strings.Repeat("z", 1<<20)
+	if r := c.do("ECHO", big); r != "$1048576\r\n"+big+"\r\n" {
+		t.Fatalf("1 MiB echo: %d bytes", len(r))
+	}
+}
+
+func TestQueryBufferLimitCloses(t *testing.T) {
+	s := startServer(t, map[string]string{"client-query-buffer-limit": "1mb"}, nil)
+	c := dial(t, s)
+	// A 2 MiB bulk announced and sent: the unparsed buffer passes 1 MiB.
+	c.write([]byte("*2\r\n$4\r\nECHO\r\n$2097152\r\n"))
+	go c.nc.Write(bytes.Repeat([]byte("a"), 2<<20))
+	c.expectClosed()
+	if r := dial(t, s).do("PING"); r != "+PONG\r\n" {
+		t.Fatal(r)
+	}
+}
+
+func TestUnauthenticatedLimits(t *testing.T) {
+	s := startServer(t, map[string]string{"requirepass": "pw"}, nil)
+	c := dial(t, s)
+	c.write(encode("ECHO", strings.Repeat("a", 16385)))
+	if r := c.read(); r != "-ERR Protocol error: unauthenticated bulk length\r\n" {
+		t.Fatalf("got %q", r)
+	}
+	c.expectClosed()
+	c = dial(t, s)
+	args := make([]string, 11)
+	for i := range args {
+		args[i] = "x"
+	}
+	c.write(encode(args...))
+	if r := c.read(); r != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
+		t.Fatalf("got %q", r)
+	}
+	c.expectClosed()
+	// AUTH first, in the same pipeline: the big command is parsed after it.
+	c = dial(t, s)
+	big := strings.Repeat("b", 20000)
+	c.write(append(encode("AUTH", "pw"), encode("ECHO", big)...))
+	if r := c.read(); r != "+OK\r\n" {
+		t.Fatalf("AUTH: %q", r)
+	}
+	if r := c.read(); r != "$20000\r\n"+big+"\r\n" {
+		t.Fatalf("ECHO after AUTH: %.40q", r)
+	}
+}
+
+func TestMaxClients(t *testing.T) {
+	s := startServer(t, map[string]string{"maxclients": "2"}, nil)
+	a, b := dial(t, s), dial(t, s)
+	a.do("PING")
+	b.do("PING")
+	c := dial(t, s)
+	if r := c.read(); r != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("got %q", r)
+	}
+	c.expectClosed()
+	if r := a.do("INFO", "stats"); !strings.Contains(r, "rejected_connections:1\r\n") {
+		t.Fatalf("INFO stats: %q", r)
+	}
+}
+
+// TestOutputBufferLimit: a client whose pending replies pass the normal
+// class hard limit is disconnected with a log line; others are fine.
+func TestOutputBufferLimit(t *testing.T) {
+	s := startServer(t, map[string]string{"client-output-buffer-limit": "normal 1mb 0 0"}, nil)
+	c := dial(t, s)
+	val := strings.Repeat("v", 100000)
+	if r := c.do("SET", "big", val); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	// 20 GETs of 100 kB in one pipeline: 2 MB of replies in one batch.
+	var p []byte
+	for i := 0; i < 20; i++ {
+		p = append(p, encode("GET", "big")...)
+	}
+	c.write(p)
+	c.expectClosed()
+	if r := dial(t, s).do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(r, "normal 1048576 0 0 replica") {
+		t.Fatalf("config: %q", r)
+	}
+}
+
+func TestQuitClosesAfterReply(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	c.write([]byte("PING\r\nQUIT\r\nPING\r\n"))
+	if r := c.read(); r != "+PONG\r\n" {
+		t.Fatal(r)
+	}
+	if r := c.read(); r != "+OK\r\n" {
+		t.Fatal(r)
+	}
+	c.expectClosed()
+}
