@@ -168,7 +168,7 @@ func TestE2EStalledCheck(t *testing.T) {
 		{"stalled would overflow", func() { e.expired("q", idB, run, "stalled", "9223372036854775807") }, "ERR increment or decrement would overflow"},
 	} {
 		e.ok("FLUSHALL")
-		e.expired("q", idA, run)                   // a counted expiry before the bad one
+		e.expired("q", idA, run)                  // a counted expiry before the bad one
 		e.ok("ZADD", "emq:{q}:active", t0-9, idC) // and a ghost
 		c.setup()
 		before, n := e.digest(), feed.n()
