@@ -25,7 +25,9 @@ import (
 // snapshot a scan uses was built after the scan began, so it holds every
 // name present throughout, and positions are a pure function of the name, so
 // a cursor means the same thing in any snapshot. Two names with the same
-// position are always served in the same page.
+// position are always served in the same page. Unlike Valkey (whose
+// rehashing can repeat elements), a name is never returned twice in one
+// scan: cursors only move forward through fixed positions.
 
 // scanCollMax is how many collection (HSCAN/ZSCAN) snapshots a database
 // keeps at once, so that a few clients scanning different big collections at

@@ -227,7 +227,12 @@ func incrDecr(c *Ctx, incr int64) {
 		return
 	}
 	n := old + incr
-	c.DB.Put(key, &Value{Kind: KindString, Str: strconv.AppendInt(nil, n, 10)})
+	text := strconv.AppendInt(nil, n, 10)
+	if v := c.DB.Get(key); v != nil {
+		v.Str = text // in place: whatever else the key carries stays
+	} else {
+		c.DB.Put(key, &Value{Kind: KindString, Str: text})
+	}
 	c.W.Int(n)
 	c.Dirty(key)
 }
