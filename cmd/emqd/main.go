@@ -9,7 +9,7 @@
 // A directive is a valkey.conf name (port, bind, requirepass, databases,
 // maxclients, loglevel, logfile, dir, appendonly, appendfsync, ...); the
 // command line overrides the file. The binary is durable by default
-// (appendonly yes in dir); --appendonly no gives a pure in-memory server.
+// (appendonly yes in dir, default ./data); --appendonly no gives a pure in-memory server.
 package main
 
 import (
@@ -85,7 +85,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dirs = append(dirs, d...)
 
 	// Defaults of the binary that differ from the embedded server's.
-	cfg := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes"}
+	cfg := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes", "dir": "./data"}
 	for _, d := range dirs {
 		cfg[strings.ToLower(d.name)] = strings.Join(d.args, " ")
 	}
@@ -208,7 +208,7 @@ func usage(w io.Writer) {
        emqd -h or --help
 
 Examples:
-       emqd (run the server with default config: port 6379, appendonly yes in .)
+       emqd (run the server with default config: port 6379, appendonly yes in ./data)
        emqd /etc/emqd/emqd.conf
        emqd --port 7777
        emqd --port 7777 --appendonly no
