@@ -143,9 +143,10 @@ func cmdEnqueue(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
-	if v.Pending {
-		wake(c, k)
-	}
+	// A pending job wakes a claimer; a scheduled one too, so the server
+	// re-reads the earliest due time (and a run_at_ms in the past is
+	// claimable at once: EMQ.CLAIM promotes it).
+	wake(c, k)
 	c.W.BulkString(v.ID)
 }
 
@@ -214,6 +215,9 @@ func cmdFail(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	if !v.Dead {
+		wake(c, a.K) // the retry's due time (see cmdEnqueue)
+	}
 	c.W.Array(2)
 	if v.Dead {
 		c.W.BulkString("dead")
@@ -293,6 +297,7 @@ func cmdDelay(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	wake(c, a.K) // the new due time (see cmdEnqueue)
 	c.W.Int(1)
 }
 

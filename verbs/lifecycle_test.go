@@ -123,6 +123,7 @@ func TestClaimBlockSpec(t *testing.T) {
 	if _, ok := b.Due(h.ctx(nil)); ok {
 		t.Fatal("due while paused")
 	}
+	h.ready = nil
 	h.ok("EMQ.ENQUEUE", "q", tID, "now")
 	if len(h.ready) != 1 || h.ready[0] != "0:q" {
 		t.Fatalf("enqueue woke %v", h.ready)
@@ -173,6 +174,10 @@ func TestClaimWakesForUntakenPromotions(t *testing.T) {
 	for _, id := range []string{tID3, tID, tID2} {
 		h.ok("EMQ.ENQUEUE", "q", id, "p-"+id, "DELAY", "10")
 	}
+	if len(h.ready) != 3 {
+		t.Fatalf("a scheduled enqueue wakes (the due time changed): %v", h.ready)
+	}
+	h.ready = nil
 	h.clk.Advance(10)
 	id, _, _ := claimOne(t, h, "1000")
 	if id != tID {
