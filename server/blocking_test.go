@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/store"
+)
+
+// A fake blocking command pair, registered only in this package's tests:
+//
+//	TEST.PUT q n                  adds n items to q and wakes q's waiters
+//	TEST.TAKE q timeout_ms [due]  takes an item ("$4 item"), or parks; with
+//	                              due, the wait ends with "$3 due" once the
+//	                              clock reaches park time + due ms
+//	TEST.ITEMS q                  the number of items left
+//
+// The items live in a map per store, touched only under the store lock.
+var fakeItems = map[*store.Store]map[string]int{}
+
+func init() {
+	testCommands = append(testCommands,
+		&store.CommandSpec{Name: "test.put", Arity: 3, Flags: []string{"write"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: fakePut},
+		&store.CommandSpec{Name: "test.take", Arity: -3, Flags: []string{"write", "blocking"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: fakeTake},
+		&store.CommandSpec{Name: "test.items", Arity: 2, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: fakeCount},
+	)
+}
+
+func items(c *store.Ctx) map[string]int {
+	m := fakeItems[c.S]
+	if m == nil {
+		m = map[string]int{}
+		fakeItems[c.S] = m
+	}
+	return m
+}
+
+func fakePut(c *store.Ctx) {
+	n, _ := store.ParseInt(c.Argv[2])
+	q := string(c.Argv[1])
+	items(c)[q] += int(n)
+	c.S.OnReady(c.DB.Index, q)
+	c.W.Int(int64(items(c)[q]))
+}
+
+func fakeCount(c *store.Ctx) { c.W.Int(int64(items(c)[string(c.Argv[1])])) }
+
+func fakeTake(c *store.Ctx) {
+	q := string(c.Argv[1])
+	timeout, _ := store.ParseInt(c.Argv[2])
+	var dueAt int64
+	if len(c.Argv) > 3 {
+		d, _ := store.ParseInt(c.Argv[3])
+		dueAt = c.NowMs + d
+	}
+	take := func(x *store.Ctx) bool {
+		if items(x)[q] > 0 {
+			items(x)[q]--
+			x.W.BulkString("item")
+			return true
+		}
+		if dueAt != 0 && x.NowMs >= dueAt {
+			x.W.BulkString("due")
+			return true
+		}
+		return false
+	}
+	if take(c) {
+		return
+	}
+	if c.InMulti {
+		c.W.NilArray()
+		return
+	}
+	spec := &store.BlockSpec{DB: c.DB.Index, Queue: q, TimeoutMs: timeout, Retry: take}
+	if dueAt != 0 {
+		spec.Due = func(*store.Ctx) (int64, bool) { return dueAt, true }
+	}
+	c.Block = spec
+}
+
+// waitBlocked waits until INFO reports n blocked clients.
+func waitBlocked(t *testing.T, c *rawConn, n int) {
+	t.Helper()
+	want := "blocked_clients:" + itoa(int64(n)) + "\r\n"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := c.do("INFO", "clients")
+		if strings.Contains(r, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want %q in %q", want, r)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestBlockedClientPipelineWaits(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	admin := dial(t, s)
+	c.write(append(append(encode("TEST.TAKE", "q", "0"), encode("PING", "after")...), encode("TEST.ITEMS", "q")...))
+	waitBlocked(t, admin, 1)
+	c.expectNothing(50 * time.Millisecond)
+	if r := admin.do("CLIENT", "LIST"); !strings.Contains(r, "flags=b ") || !strings.Contains(r, "cmd=test.take") {
+		t.Fatalf("CLIENT LIST %q", r)
+	}
+	if r := admin.do("TEST.PUT", "q", "1"); r != ":1\r\n" {
+		t.Fatal(r)
+	}
+	for _, want := range []string{"$4\r\nitem\r\n", "$5\r\nafter\r\n", ":0\r\n"} {
+		if r := c.read(); r != want {
+			t.Fatalf("got %q want %q", r, want)
+		}
+	}
+	waitBlocked(t, admin, 0)
+	// Another database's queue of the same name is another queue.
+	c.do("SELECT", "1")
+	c.write(encode("TEST.TAKE", "q", "0"))
+	waitBlocked(t, admin, 1)
+	admin.do("TEST.PUT", "q", "1") // db 0
+	c.expectNothing(30 * time.Millisecond)
+	admin.do("SELECT", "1")
+	admin.do("TEST.PUT", "q", "1")
+	if r := c.read(); r != "$4\r\nitem\r\n" {
+		t.Fatal(r)
+	}
+}
+
+// TestBlockedFIFO: waiters are served in arrival order, and a wake-up
+// stops at the first waiter its Retry cannot serve.
+func TestBlockedFIFO(t *testing.T) {
+	s := startServer(t, nil, nil)
+	admin := dial(t, s)
+	var cs []*rawConn
+	for i := 0; i < 3; i++ {
+		c := dial(t, s)
+		c.do("CLIENT", "SETNAME", "w"+itoa(int64(i)))
+		c.write(encode("TEST.TAKE", "q", "0"))
+		waitBlocked(t, admin, i+1)
+		cs = append(cs, c)
+	}
+	admin.do("TEST.PUT", "q", "1")
+	if r := cs[0].read(); r != "$4\r\nitem\r\n" {
+		t.Fatal(r)
+	}
+	cs[1].expectNothing(30 * time.Millisecond)
+	cs[2].expectNothing(10 * time.Millisecond)
+	waitBlocked(t, admin, 2)
+	// Two items in one pipeline batch: both remaining waiters, in order.
+	admin.write(append(encode("TEST.PUT", "q", "1"), encode("TEST.PUT", "q", "1")...))
+	admin.read()
+	admin.read()
+	for _, c := range cs[1:] {
+		if r := c.read(); r != "$4\r\nitem\r\n" {
+			t.Fatal(r)
+		}
+	}
+	if r := admin.do("TEST.ITEMS", "q"); r != ":0\r\n" {
+		t.Fatalf("items left %q", r)
+	}
+}
+
+func TestBlockedTimeout(t *testing.T) {
+	clk := clock.NewManual(1_000_000)
+	s := startServer(t, nil, clk)
+	admin := dial(t, s)
+	c := dial(t, s)
+	c.write(encode("TEST.TAKE", "q", "1000"))
+	waitBlocked(t, admin, 1)
+	clk.Advance(999)
+	c.expectNothing(30 * time.Millisecond)
+	clk.Advance(1)
+	if r := c.read(); r != "*-1\r\n" {
+		t.Fatalf("timeout reply %q", r)
+	}
+	waitBlocked(t, admin, 0)
+	// RESP3: the nil array is _.
+	c.do("HELLO", "3")
+	c.write(encode("TEST.TAKE", "q", "10"))
+	waitBlocked(t, admin, 1)
+	clk.Advance(10)
+	if r := c.read(); r != "_\r\n" {
+		t.Fatalf("RESP3 timeout reply %q", r)
+	}
+	// Served before the timeout: the timer is stopped, no second reply.
+	c.write(encode("TEST.TAKE", "q", "100"))
+	waitBlocked(t, admin, 1)
+	admin.do("TEST.PUT", "q", "1")
+	if r := c.read(); r != "$4\r\nitem\r\n" {
+		t.Fatal(r)
+	}
+	clk.Advance(200)
+	c.expectNothing(30 * time.Millisecond)
+}
+
+// TestBlockedDue: the server retries at the earliest Due time.
+func TestBlockedDue(t *testing.T) {
+	clk := clock.NewManual(5_000)
+	s := startServer(t, nil, clk)
+	admin := dial(t, s)
+	c := dial(t, s)
+	c.write(encode("TEST.TAKE", "q", "0", "500"))
+	waitBlocked(t, admin, 1)
+	clk.Advance(499)
+	c.expectNothing(30 * time.Millisecond)
+	clk.Advance(1)
+	if r := c.read(); r != "$3\r\ndue\r\n" {
+		t.Fatalf("due reply %q", r)
+	}
+}
+
+// TestBlockedDisconnectTakesNothing: a waiter that disconnects is removed
+// and an item put later stays.
+func TestBlockedDisconnectTakesNothing(t *testing.T) {
+	s := startServer(t, nil, nil)
+	admin := dial(t, s)
+	c := dial(t, s)
+	c.write(encode("TEST.TAKE", "q", "0"))
+	waitBlocked(t, admin, 1)
+	c.nc.Close()
+	waitBlocked(t, admin, 0)
+	admin.do("TEST.PUT", "q", "1")
+	if r := admin.do("TEST.ITEMS", "q"); r != ":1\r\n" {
+		t.Fatalf("items %q", r)
+	}
+}
+
+func TestBlockingInsideMultiDoesNotBlock(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	expectReplies(t, c, [][2]any{
+		{a("MULTI"), "+OK\r\n"},
+		{a("TEST.TAKE", "q", "0"), "+QUEUED\r\n"},
+		{a("PING"), "+QUEUED\r\n"},
+		{a("EXEC"), "*2\r\n*-1\r\n+PONG\r\n"},
+	})
+}
+
+// TestCloseWithParkedClient: Close ends parked connections promptly.
+func TestCloseWithParkedClient(t *testing.T) {
+	s, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := dial(t, s)
+	c := dial(t, s)
+	c.write(encode("TEST.TAKE", "q", "0"))
+	waitBlocked(t, admin, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatal("Close was slow")
+	}
+	c.expectClosed()
+}
