@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/emqd/emqd/server/resp"
@@ -21,6 +22,21 @@ import (
 // SIGTERM) fsyncs it.
 
 func init() { registerStartHook(startPersistence) }
+
+// aofFS, when set (by tests), is the file system of the next servers'
+// append-only files instead of the OS one.
+var aofFS aof.FS
+
+// aofs maps a running *Server to its *aof.AOF (for tests and tools).
+var aofs sync.Map
+
+// AOF returns the server's append-only file, nil with appendonly no.
+func (s *Server) AOF() *aof.AOF {
+	if a, ok := aofs.Load(s); ok {
+		return a.(*aof.AOF)
+	}
+	return nil
+}
 
 // startPersistence is the start hook.
 func startPersistence(s *Server) error {
@@ -46,6 +62,7 @@ func startPersistence(s *Server) error {
 		AutoRewriteMinSize:    atoi(s.Config("auto-aof-rewrite-min-size")),
 		Store:                 s.store,
 		Logger:                s.log,
+		FS:                    aofFS,
 	})
 	start := time.Now()
 	res, err := s.replayAOF(a)
@@ -65,6 +82,7 @@ func startPersistence(s *Server) error {
 	s.store.Lock()
 	s.store.Feed = a
 	s.store.Unlock()
+	aofs.Store(s, a)
 	s.SetCommitHook(a.Commit)
 	s.SetWriteGate(a.WriteError)
 	s.SetRewriteHook(a.StartRewrite)
@@ -89,6 +107,7 @@ func startPersistence(s *Server) error {
 	s.OnConfigSet("auto-aof-rewrite-min-size", autoRewrite)
 	s.OnClose(func() error {
 		s.log.Info("Calling fsync() on the AOF file.")
+		aofs.Delete(s)
 		return a.Close()
 	})
 	return nil

@@ -27,6 +27,7 @@ import (
 
 	"github.com/emqd/emqd/server"
 	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/store/aof"
 )
 
 func main() {
@@ -107,8 +108,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
 		var bad *badDirective
+		var damaged *aof.LoadError
 		if errors.As(err, &bad) {
 			fmt.Fprintln(stderr, err)
+		} else if errors.As(err, &damaged) {
+			fmt.Fprintf(stderr, "Fatal error loading the append only file: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "*** FATAL CONFIG FILE ERROR (emqd %s) ***\n%v\n", server.Version, err)
 		}

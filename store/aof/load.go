@@ -85,7 +85,7 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 				break
 			}
 			rc.Close()
-			return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: %v (make a backup of the file; valkey-check-aof --fix truncates it there, losing what follows)", name, start, perr)
+			return res, loadErr(start, "Bad file format reading the append only file %s at offset %d: %v (make a backup of the file; valkey-check-aof --fix truncates it there, losing what follows)", name, start, perr)
 		}
 		cmd := strings.ToLower(string(argv[0]))
 		switch {
@@ -93,24 +93,24 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 			n, ok := parseDB(argv, numDBs)
 			if !ok {
 				rc.Close()
-				return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: invalid SELECT", name, start)
+				return res, loadErr(start, "Bad file format reading the append only file %s at offset %d: invalid SELECT", name, start)
 			}
 			db = n
 		case cmd == "multi" && len(argv) == 1:
 			if inMulti {
 				rc.Close()
-				return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: MULTI inside MULTI", name, start)
+				return res, loadErr(start, "Bad file format reading the append only file %s at offset %d: MULTI inside MULTI", name, start)
 			}
 			inMulti, multiStart, queued = true, start, queued[:0]
 		case cmd == "exec" && len(argv) == 1:
 			if !inMulti {
 				rc.Close()
-				return res, fmt.Errorf("Bad file format reading the append only file %s at offset %d: EXEC without MULTI", name, start)
+				return res, loadErr(start, "Bad file format reading the append only file %s at offset %d: EXEC without MULTI", name, start)
 			}
 			for _, q := range queued {
 				if err := exec(q.db, q.argv); err != nil {
 					rc.Close()
-					return res, fmt.Errorf("Error replaying the append only file %s at offset %d: %v", name, q.off, err)
+					return res, loadErr(q.off, "Error replaying the append only file %s at offset %d: %v", name, q.off, err)
 				}
 				res.Commands++
 			}
@@ -120,7 +120,7 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 		default:
 			if err := exec(db, argv); err != nil {
 				rc.Close()
-				return res, fmt.Errorf("Error replaying the append only file %s at offset %d: %v", name, start, err)
+				return res, loadErr(start, "Error replaying the append only file %s at offset %d: %v", name, start, err)
 			}
 			res.Commands++
 		}
@@ -178,6 +178,20 @@ func parseDB(argv [][]byte, numDBs int) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// LoadError is a replay that failed: the file is damaged before its tail
+// (Bad file format ...) or a command in it could not run. Offset is the byte
+// offset of the record at fault.
+type LoadError struct {
+	Offset int64
+	Msg    string
+}
+
+func (e *LoadError) Error() string { return e.Msg }
+
+func loadErr(off int64, format string, args ...any) error {
+	return &LoadError{Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
 // tornError: the file ended inside a record (or the rest is NUL bytes).
