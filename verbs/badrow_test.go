@@ -1,0 +1,72 @@
+package verbs
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+)
+
+// TestMain keeps the rule-11 warnings of the refusal tests off the test
+// output (TestBadRowLoggedOncePerKey checks them).
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	os.Exit(m.Run())
+}
+
+type countHandler struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (h *countHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "key" {
+			h.keys = append(h.keys, a.Value.String())
+		}
+		return true
+	})
+	return nil
+}
+func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestBadRowLoggedOncePerKey is verbs.md rule 11: every refusal caused by
+// stored data is counted; each key is logged once (rate-limited), and a
+// refusal not caused by stored data is neither.
+func TestBadRowLoggedOncePerKey(t *testing.T) {
+	ch := &countHandler{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(ch))
+	defer slog.SetDefault(prev)
+
+	h := newTH(t)
+	k := NewKeys("badrows")
+	h.setString(k.Row(tID), "x")
+	h.zadd(k.Pending, 0, tID)
+	h.hset(k.Row(tID2), "state", "active", "attempts", "1", "group", "g")
+	h.zadd(k.Active, 0, tID2)
+	n := BadRowRefusals()
+	for i := 0; i < 3; i++ {
+		if got := h.do("EMQ.CLAIM", "badrows", "1000"); got != replyErr("WRONGTYPE Operation against a key holding the wrong kind of value") {
+			t.Fatal(got)
+		}
+		if got := h.do("EMQ.COMPLETE", "badrows", tID2, "1"); got != replyErr(ErrLane) {
+			t.Fatal(got)
+		}
+		if got := h.do("EMQ.COMPLETE", "badrows", tID3, "1"); got != replyErr(ErrGone) {
+			t.Fatal(got)
+		}
+	}
+	if got := BadRowRefusals() - n; got != 6 {
+		t.Fatalf("counted %d bad-row refusals, want 6", got)
+	}
+	if len(ch.keys) != 2 || ch.keys[0] != k.Row(tID) || ch.keys[1] != k.Row(tID2) {
+		t.Fatalf("logged %v, want each bad key once", ch.keys)
+	}
+}
