@@ -41,6 +41,7 @@ type client struct {
 
 	created time.Time
 	lastCmd time.Time
+	tick    time.Time // when the running command started (store lock)
 
 	rd  resp.Reader
 	w   resp.Writer // replies of the running batch
@@ -195,6 +196,7 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	st := s.store
 	st.Lock()
 	c.lastCmd = time.Now()
+	c.tick = c.lastCmd
 	dirty := st.DirtyCount
 	lim := s.outLimit.Load()
 	for i, argv := range cmds {
@@ -230,13 +232,11 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 func (c *client) commit() bool {
 	c.commitPending.Store(false)
 	s := c.s
-	s.mu.Lock()
-	f := s.commit
-	s.mu.Unlock()
+	f := s.commit.Load()
 	if f == nil {
 		return true
 	}
-	if err := f(); err != nil {
+	if err := (*f)(); err != nil {
 		s.log.Warn("Closing client: its writes could not be made durable", "id", c.id, "addr", c.addr, "err", err)
 		c.kill()
 		return false

@@ -44,11 +44,8 @@ func (c *client) dispatch(argv [][]byte) {
 		return
 	}
 	if cmd.flags&flagWrite != 0 {
-		s.mu.Lock()
-		gate := s.writeGate
-		s.mu.Unlock()
-		if gate != nil {
-			if msg := gate(); msg != "" {
+		if gate := s.writeGate.Load(); gate != nil {
+			if msg := (*gate)(); msg != "" {
 				c.rejectCmd(cmd, msg)
 				return
 			}
@@ -116,11 +113,17 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	s := c.s
 	x.ResetForCommand(argv)
 	x.DB = s.store.DB(c.db)
-	x.NowMs = s.clock.NowMs()
 	x.InMulti = c.execing
 	mark := c.w.Len()
 	c.cmdName = cmd.name
-	start := time.Now()
+	// One clock read per command: a command starts when the previous one
+	// of the batch ended (runBatch reads the clock at the batch start).
+	start := c.tick
+	if s.wall {
+		x.NowMs = start.UnixMilli()
+	} else {
+		x.NowMs = s.clock.NowMs()
+	}
 	if cmd.run != nil {
 		cmd.run(c, x)
 	} else if cmd.handler != nil {
@@ -130,7 +133,9 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 		// passed, so this is "CONTAINER" alone with arity -1: nothing to do.
 		x.W.Error(unknownSubcommandError(append(argv[:1:1], []byte(""))))
 	}
-	dur := time.Since(start)
+	end := time.Now()
+	c.tick = end
+	dur := end.Sub(start)
 	c.totCmds++
 	cmd.calls++
 	cmd.usec += dur.Microseconds()

@@ -75,6 +75,7 @@ func Start(opts Options) (*Server, error) {
 	if s.clock == nil {
 		s.clock = clock.Wall{}
 	}
+	_, s.wall = s.clock.(clock.Wall)
 	if s.Config("enable-debug-command") == "yes" {
 		s.debug = true
 		if _, ok := s.clock.(*clock.Shifted); !ok {
@@ -303,16 +304,20 @@ func (s *Server) SetConfigFile(path string) { s.configFile = path }
 // append-only file's Commit). An error means the writes are not durable:
 // the connection is closed without its replies.
 func (s *Server) SetCommitHook(f func() error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.commit = f
+	if f == nil {
+		s.commit.Store(nil)
+		return
+	}
+	s.commit.Store(&f)
 }
 
 // SetWriteGate sets a check run before every write command (under the
 // store lock): a non-empty result is the error reply, e.g. "MISCONF Errors
 // writing to the AOF file: ..." (Valkey's writeCommandsDeniedByDiskError).
 func (s *Server) SetWriteGate(f func() string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writeGate = f
+	if f == nil {
+		s.writeGate.Store(nil)
+		return
+	}
+	s.writeGate.Store(&f)
 }

@@ -68,8 +68,9 @@ type Server struct {
 	mu         sync.Mutex // hooks
 	closeHooks []func() error
 	rewrite    func() error
-	commit     func() error
-	writeGate  func() string
+	commit     atomic.Pointer[func() error]
+	writeGate  atomic.Pointer[func() string]
+	wall       bool // the clock is clock.Wall: NowMs comes from the command's start time
 	info       map[string]func(add func(field, value string))
 
 	closeOnce sync.Once
