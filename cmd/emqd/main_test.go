@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseArgs(t *testing.T) {
+	d, err := parseArgs([]string{"--port", "7000", "--save", "--save2", "900", "1", "--requirepass", "a b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%s %q %s %q %s %q %s %q", d[0].name, d[0].args, d[1].name, d[1].args, d[2].name, d[2].args, d[3].name, d[3].args)
+	if got != `port ["7000"] save [""] save2 ["900" "1"] requirepass ["a b"]` {
+		t.Fatalf("got %s", got)
+	}
+	if _, err := parseArgs([]string{"7000"}); err == nil {
+		t.Fatal("a bare value was accepted")
+	}
+}
+
+func TestParseConfigFile(t *testing.T) {
+	d, err := parseConfigFile(strings.NewReader("# comment\n\nport 7001\nsave \"\"\nrequirepass \"p w\"\nclient-output-buffer-limit normal 0 0 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d) != 4 || d[0].args[0] != "7001" || d[1].args[0] != "" || d[2].args[0] != "p w" || len(d[3].args) != 4 {
+		t.Fatalf("got %+v", d)
+	}
+	if _, err := parseConfigFile(strings.NewReader("port\n")); err == nil || !strings.Contains(err.Error(), "at line 1") {
+		t.Fatalf("missing value: %v", err)
+	}
+	if _, err := parseConfigFile(strings.NewReader("requirepass \"open\n")); err == nil {
+		t.Fatal("unbalanced quotes accepted")
+	}
+}
+
+func TestVersionAndBadDirective(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--version"}, nil, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "emqd server v=") {
+		t.Fatalf("--version: %d %q", code, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"--nosuch", "1", "--appendonly", "no"}, nil, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "nosuch") {
+		t.Fatalf("bad directive: %d %q", code, errOut.String())
+	}
+}
+
+// TestRunServesAndShutsDown runs the binary's main path with a config
+// file plus an overriding flag, talks to it, and stops it with SHUTDOWN.
+func TestRunServesAndShutsDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "emqd.conf")
+	os.WriteFile(conf, []byte("port 1\nappendonly no\nrequirepass secret\ndatabases 4\n"), 0o644)
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{conf, "--port", fmt.Sprint(port), "--dir", dir}, nil, &out, &errOut) }()
+	var nc net.Conn
+	for i := 0; ; i++ {
+		nc, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("emqd did not start: %v %s", err, errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.Write([]byte("PING\r\nAUTH secret\r\nCONFIG GET databases\r\nSHUTDOWN NOSAVE\r\n"))
+	var buf bytes.Buffer
+	tmp := make([]byte, 4096)
+	for {
+		n, err := nc.Read(tmp)
+		buf.Write(tmp[:n])
+		if err != nil {
+			break
+		}
+	}
+	want := "-NOAUTH Authentication required.\r\n+OK\r\n*2\r\n$9\r\ndatabases\r\n$1\r\n4\r\n"
+	if buf.String() != want {
+		t.Fatalf("got %q want %q", buf.String(), want)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("emqd did not exit after SHUTDOWN")
+	}
+}
