@@ -2,7 +2,10 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -229,7 +232,13 @@ func TestMaxClients(t *testing.T) {
 // TestOutputBufferLimit: a client whose pending replies pass the normal
 // class hard limit is disconnected with a log line; others are fine.
 func TestOutputBufferLimit(t *testing.T) {
-	s := startServer(t, map[string]string{"client-output-buffer-limit": "normal 1mb 0 0"}, nil)
+	logs := &syncBuffer{}
+	s, err := Start(Options{Config: map[string]string{"client-output-buffer-limit": "normal 1mb 0 0"},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
 	c := dial(t, s)
 	val := strings.Repeat("v", 100000)
 	if r := c.do("SET", "big", val); r != "+OK\r\n" {
@@ -245,6 +254,27 @@ func TestOutputBufferLimit(t *testing.T) {
 	if r := dial(t, s).do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(r, "normal 1048576 0 0 replica") {
 		t.Fatalf("config: %q", r)
 	}
+	if !strings.Contains(logs.String(), "closed ASAP for overcoming of output buffer limits") {
+		t.Fatalf("no log line: %q", logs.String())
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestQuitClosesAfterReply(t *testing.T) {
@@ -258,4 +288,34 @@ func TestQuitClosesAfterReply(t *testing.T) {
 		t.Fatal(r)
 	}
 	c.expectClosed()
+}
+
+// TestSlowReaderDoesNotStallOthers: a client that does not read its (large)
+// replies blocks only itself: the server writes outside the store lock.
+func TestSlowReaderDoesNotStallOthers(t *testing.T) {
+	s := startServer(t, nil, nil)
+	slow := dial(t, s)
+	val := strings.Repeat("v", 100000)
+	slow.do("SET", "big", val)
+	var p []byte
+	for i := 0; i < 300; i++ { // 30 MB of replies, far more than socket buffers
+		p = append(p, encode("GET", "big")...)
+	}
+	go slow.nc.Write(p)
+	time.Sleep(100 * time.Millisecond)
+	fast := dial(t, s)
+	start := time.Now()
+	for i := 0; i < 200; i++ {
+		if r := fast.do("HSET", "h", "f", itoa(int64(i))); r != ":1\r\n" && r != ":0\r\n" {
+			t.Fatal(r)
+		}
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("other client slowed down: %v", d)
+	}
+	for i := 0; i < 300; i++ {
+		if r := slow.read(); len(r) != len(val)+len("$100000\r\n\r\n") {
+			t.Fatalf("reply %d: %d bytes", i, len(r))
+		}
+	}
 }
