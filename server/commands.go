@@ -295,7 +295,7 @@ func shutdownCommand(c *client, x *store.Ctx) {
 		return
 	}
 	c.closeAfter = true
-	c.s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
+	c.shutdownAfter = true // once the batch's earlier replies are written
 }
 
 // clusterCommand answers every CLUSTER subcommand with Valkey's text for a

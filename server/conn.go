@@ -64,7 +64,8 @@ type client struct {
 	queueBytes int
 	watcher    store.Watcher
 
-	closeAfter bool // QUIT, SHUTDOWN, a protocol error: close once replies are written
+	closeAfter    bool // QUIT, SHUTDOWN, a protocol error: close once replies are written
+	shutdownAfter bool // SHUTDOWN: stop the server once replies are written
 
 	// Blocking (store lock): park is the parked command, if any.
 	park *parked
@@ -221,6 +222,9 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 		return false
 	}
 	c.flushOut()
+	if c.shutdownAfter {
+		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
+	}
 	if c.closeAfter || c.killed.Load() {
 		return false
 	}
