@@ -146,7 +146,9 @@ func (b *blocking) retry(s *Server, p *parked) bool {
 	x.DB = s.store.DB(p.c.db)
 	x.NowMs = s.clock.NowMs()
 	x.InMulti = false
+	mark := len(p.c.aw.Buf)
 	if !p.spec.Retry(x) {
+		p.c.aw.Buf = p.c.aw.Buf[:mark] // a Retry that serves nothing answers nothing
 		return false
 	}
 	b.remove(p)
