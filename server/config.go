@@ -71,8 +71,8 @@ func paramTable() []*param {
 		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
 		immutable(ints("databases", "16", 1, maxInt)),
 		apply(ints("maxclients", "10000", 1, maxInt), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
-		apply(enum("loglevel", "notice", "debug", "verbose", "notice", "warning", "nothing"),
-			func(s *Server, v string) { s.logLevel.Set(LogLevel(v)) }),
+		// The binary's logger follows it through OnConfigSet (cmd/emqd).
+		enum("loglevel", "notice", "debug", "verbose", "notice", "warning", "nothing"),
 		immutable(str("logfile", "")),
 		immutable(str("dir", cwd)),
 		immutable(boolean("appendonly", "no")),

@@ -291,10 +291,6 @@ func LogLevel(name string) slog.Level {
 	}
 }
 
-// LogLevelVar is the level CONFIG SET loglevel changes; a logger built on
-// it (as the binary's is) follows the setting.
-func (s *Server) LogLevelVar() *slog.LevelVar { return &s.logLevel }
-
 // SetConfigFile records the config file path the server was started with
 // (INFO config_file).
 func (s *Server) SetConfigFile(path string) { s.configFile = path }

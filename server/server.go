@@ -43,7 +43,6 @@ type Server struct {
 	outLimit      atomic.Int64
 	slowlogSlower atomic.Int64
 	slowlogMax    atomic.Int64
-	logLevel      slog.LevelVar
 
 	clientsMu sync.Mutex
 	clients   map[int64]*client
