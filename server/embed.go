@@ -181,6 +181,8 @@ func (s *Server) Config(name string) string {
 // from f refuses the change (CONFIG SET replies "ERR CONFIG SET failed
 // (possibly related to argument 'name') - <err>"). Registering a hook
 // makes an otherwise boot-only directive (appendonly, dir, ...) settable.
+// f runs under the store lock (CONFIG SET is a command), with the new
+// value already parsed to its canonical form (memory values in bytes).
 func (s *Server) OnConfigSet(name string, f func(value string) error) {
 	s.cfg.mu.Lock()
 	defer s.cfg.mu.Unlock()
