@@ -130,6 +130,9 @@ func TestProtocolErrorClosesOnlyThatConnection(t *testing.T) {
 		{"*1\r\n$536870913\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
 		{"SET k \"abc\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
 		{strings.Repeat("x", 70000), "-ERR Protocol error: too big inline request\r\n"},
+		// protocol.tcl "Protocol desync regression test": a NUL, then lines.
+		{"\x00" + strings.Repeat(strings.Repeat("A", 1024)+"\n", 70), "-ERR Protocol error: too big inline request\r\n"},
+		{"*\x00" + strings.Repeat(strings.Repeat("A", 1024)+"\n", 70), "-ERR Protocol error: too big mbulk count string\r\n"},
 	}
 	for _, cs := range cases {
 		c := dial(t, s)

@@ -229,7 +229,7 @@ func (r *Reader) build() [][][]byte {
 // multibulkHeader reads "*count\r\n" at r.pos.
 func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 	b := r.buf[r.pos:]
-	nl := bytes.IndexByte(b, '\r')
+	nl := cIndex(b, '\r')
 	if nl < 0 {
 		if len(b) > MaxInline {
 			return false, protoErr("too big mbulk count string")
@@ -268,7 +268,7 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 	for r.mbRemain > 0 {
 		if r.bulkLen < 0 {
 			b := r.buf[r.scan:]
-			nl := bytes.IndexByte(b, '\r')
+			nl := cIndex(b, '\r')
 			if nl < 0 {
 				if len(b) > MaxInline {
 					return false, protoErr("too big bulk count string")
@@ -279,9 +279,6 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 				return false, nil
 			}
 			if b[0] != '$' {
-				if b[0] == 0 { // %c of NUL ends Valkey's C string
-					return false, protoErr("expected '$', got '")
-				}
 				return false, protoErr("expected '$', got '" + string(b[0:1]) + "'")
 			}
 			ll, ok := parseLL(b[1:nl])
@@ -309,7 +306,7 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 // inline reads one inline command line at r.pos.
 func (r *Reader) inline() (bool, error) {
 	b := r.buf[r.pos:]
-	nl := bytes.IndexByte(b, '\n')
+	nl := cIndex(b, '\n')
 	if nl < 0 {
 		if len(b) > MaxInline {
 			return false, protoErr("too big inline request")
@@ -319,9 +316,6 @@ func (r *Reader) inline() (bool, error) {
 	line := b[:nl]
 	if nl > 0 && line[nl-1] == '\r' {
 		line = line[:nl-1]
-	}
-	if i := bytes.IndexByte(line, 0); i >= 0 { // sdssplitargs stops at NUL
-		line = line[:i]
 	}
 	mark := len(r.spans)
 	if !r.splitArgs(line) {
@@ -419,6 +413,18 @@ func (r *Reader) splitArgs(p []byte) bool {
 		}
 		r.spans = append(r.spans, span{lo: start, hi: len(r.scratch), inScratch: true})
 	}
+}
+
+// cIndex is C's strchr on the query buffer: the index of c in b, or -1 when
+// c is absent or a NUL byte comes first (Valkey then waits for more input,
+// up to its 64 KiB line limit: the protocol desync regression tests rely
+// on that).
+func cIndex(b []byte, c byte) int {
+	i := bytes.IndexByte(b, c)
+	if i < 0 || bytes.IndexByte(b[:i], 0) >= 0 {
+		return -1
+	}
+	return i
 }
 
 // isSpace is C's isspace in the C locale.
