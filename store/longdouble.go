@@ -51,16 +51,17 @@ func ldHexVal(c byte) int {
 // leading white space, at most 5119 bytes. It refuses NaN, a value that
 // overflows the long double range (about ±1.19e4932, so "1e4933") and a
 // non-zero value that underflows to zero ("1e-5000"); subnormals such as
-// "1e-4950" are kept. As in C the text ends at the first NUL byte (so
-// "1\x00x" is 1). The result has 64 mantissa bits and may be ±Inf.
+// "1e-4950" are kept. A NUL byte anywhere is refused: strtold stops at it,
+// and string2ld requires the end pointer at slen ("1\x00x" and "\x00" are
+// not floats, as in Redis 7.0). The result has 64 mantissa bits and may be
+// ±Inf.
 func ParseLongDouble(b []byte) (*big.Float, bool) {
 	if len(b) == 0 || len(b) > ldMaxLen || ldSpace(b[0]) {
 		return nil, false
 	}
-	for i, c := range b {
+	for _, c := range b {
 		if c == 0 {
-			b = b[:i]
-			break
+			return nil, false
 		}
 	}
 	s := string(b)
@@ -69,11 +70,6 @@ func ParseLongDouble(b []byte) (*big.Float, bool) {
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
 		i++
-	}
-	if len(s) == 0 {
-		// strtold("") converts nothing and leaves the end pointer on the NUL,
-		// which string2ld takes for success: 0.
-		return newLD(), true
 	}
 	rest := strings.ToLower(s[i:])
 	if rest == "inf" || rest == "infinity" {

@@ -60,7 +60,13 @@ func TestLongDoubleArithmetic(t *testing.T) {
 		{"", "1.18973149535723176502e+4932", maxLD},
 		{"", "1e-4950", "0"}, // a subnormal long double: accepted
 		{"", "0e-99999999999999999999", "0"},
-		{"", "1\x00junk", "1"}, // C stops at the NUL
+		// A NUL ends strtold's text, and string2ld wants the end pointer at
+		// slen: refused (differential test against Redis 7.0).
+		{"", "1\x00junk", "ERRV"},
+		{"", "\x00", "ERRV"},
+		{"", "\x00\xff", "ERRV"},
+		{"\x00\xff", "1", "ERRH"},
+		{"1\x00", "1", "ERRH"},
 		// refusals of the increment
 		{"", "abc", "ERRV"},
 		{"", "nan", "ERRV"},
