@@ -193,6 +193,12 @@ type Store struct {
 	// claim registry uses it to wake waiters.
 	OnReady func(db int, queue string)
 
+	// OnTouch, when set, is called under the lock with every key a command
+	// changes (Ctx.Dirty, via Touch), and with key "" when FLUSHDB or
+	// FLUSHALL empties database db (-1: every database). The AOF rewrite
+	// uses it to learn which keys changed while it copied the keyspace.
+	OnTouch func(db int, key string)
+
 	watched map[watchKey]map[*Watcher]struct{}
 	// Dirty counts changes since start, as Valkey's server.dirty.
 	DirtyCount int64
@@ -267,6 +273,9 @@ func (w *Watcher) WatchCount() int { return len(w.keys) }
 
 // Touch marks every watcher of key in db as touched.
 func (s *Store) Touch(db int, key string) {
+	if s.OnTouch != nil {
+		s.OnTouch(db, key)
+	}
 	if len(s.watched) == 0 {
 		return
 	}
@@ -278,6 +287,9 @@ func (s *Store) Touch(db int, key string) {
 // TouchDB marks every watcher of any key in db (db < 0: in every db) that
 // exists as touched (FLUSHDB, FLUSHALL).
 func (s *Store) TouchDB(db int) {
+	if s.OnTouch != nil {
+		s.OnTouch(db, "")
+	}
 	for k, m := range s.watched {
 		if db >= 0 && k.db != db {
 			continue

@@ -112,11 +112,13 @@ type Config struct {
 }
 
 // RewriteSteps are the points of a rewrite where Config.Hook is called, in
-// order: after the snapshot; after the snapshot is written to the temporary
-// file; after that file is fsynced; after the records appended meanwhile
-// are caught up; with the final records written and fsynced, before the
-// rename; after the rename, before the directory fsync; when done.
-var RewriteSteps = []string{"snapshot", "written", "synced", "caught-up", "before-rename", "renamed", "done"}
+// order: once it tracks changed keys, before copying; after the first copy
+// of every key; after the cut's keys are written to the temporary file;
+// after that file is fsynced; after the records appended since the cut are
+// caught up; with the final records written and fsynced, before the rename
+// (Append paused); after the rename, before the directory fsync (Append
+// paused); when done (Append paused).
+var RewriteSteps = []string{"snapshot", "copied", "written", "synced", "caught-up", "before-rename", "renamed", "done"}
 
 // ErrRewriteInProgress is BGREWRITEAOF's refusal while a rewrite runs
 // (Valkey's text).
@@ -153,7 +155,13 @@ type AOF struct {
 	baseSize  int64
 	closed    bool
 
-	rw            *rewriteBuf // collects appends while a rewrite runs
+	// Guarded by the store lock: the keys changed while a rewrite copies
+	// the keyspace (see touch).
+	tracking bool
+	dirty    map[dkey]struct{}
+	flushed  []bool
+
+	rw            *rewriteBuf // collects appends after a rewrite's cut
 	rewriting     bool
 	rwStart       time.Time
 	rwDone        chan struct{}
@@ -267,6 +275,11 @@ func (a *AOF) Start() error {
 	a.mu.Lock()
 	a.curSize, a.baseSize = size, size
 	a.mu.Unlock()
+	if st := a.cfg.Store; st != nil {
+		st.Lock()
+		st.OnTouch = a.touch
+		st.Unlock()
+	}
 	a.stop = make(chan struct{})
 	a.done = make(chan struct{})
 	go a.cron()
@@ -611,6 +624,11 @@ func (a *AOF) Close() error {
 	}
 	if rwDone != nil {
 		<-rwDone
+	}
+	if st := a.cfg.Store; st != nil {
+		st.Lock()
+		st.OnTouch = nil
+		st.Unlock()
 	}
 	a.wmu.Lock()
 	defer a.wmu.Unlock()

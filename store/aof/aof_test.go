@@ -508,8 +508,7 @@ func TestRewriteCrashAtEachStep(t *testing.T) {
 			if !underLock[step] {
 				<-paused
 				// Writes acknowledged while the rewrite is stopped here.
-				noErr(t, h.do(0, cmd("SET", "during", step)))
-				noErr(t, h.do(2, cmd("HSET", "job:1", "state", "during"), cmd("ZREM", "pending", "job:1")))
+				duringRewrite(t, h, step)
 				fsys.PowerLoss()
 				close(resume)
 			}
@@ -530,6 +529,15 @@ func TestRewriteCrashAtEachStep(t *testing.T) {
 func TestRewriteUnderLoad(t *testing.T) {
 	h := newHarness(t, nil, FsyncEverySec, nil)
 	fill(t, h, 100)
+	// Sorted sets larger than bigZSet are written from copy-on-write
+	// snapshots while the writers change them.
+	for _, db := range []int{0, 1} {
+		big := cmd("ZADD", "big")
+		for i := range 3000 {
+			big = append(big, []byte(fmt.Sprint(i)), []byte(fmt.Sprint("m", i)))
+		}
+		noErr(t, h.do(db, big))
+	}
 	stop := atomic.Bool{}
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -538,7 +546,13 @@ func TestRewriteUnderLoad(t *testing.T) {
 			for n := 0; !stop.Load(); n++ {
 				k := fmt.Sprint("job:", rng.IntN(200))
 				var err error
-				switch rng.IntN(4) {
+				switch rng.IntN(5) {
+				case 4:
+					if rng.IntN(50) == 0 {
+						err = h.do(2, cmd("FLUSHDB"))
+					} else {
+						err = h.do(w%2, cmd("ZADD", "big", fmt.Sprint(rng.IntN(5000)), fmt.Sprint("m", rng.IntN(4000))), cmd("ZREM", "big", fmt.Sprint("m", rng.IntN(4000))))
+					}
 				case 0:
 					err = h.do(w%3, cmd("HSET", k, "w", fmt.Sprint(w), "n", fmt.Sprint(n)))
 				case 1:
@@ -628,4 +642,48 @@ func TestFsyncParse(t *testing.T) {
 	}
 	_, ok := ParseFsync("sometimes")
 	isTrue(t, !ok, "sometimes")
+}
+
+// duringRewrite changes keys the rewrite has copied already (including a
+// non-idempotent HINCRBY, a DEL and a FLUSHDB) and creates new ones.
+func duringRewrite(t *testing.T, h *harness, step string) {
+	t.Helper()
+	noErr(t, h.do(0, cmd("SET", "during", step)))
+	noErr(t, h.do(2, cmd("HSET", "job:1", "state", "during"), cmd("ZREM", "pending", "job:1")))
+	noErr(t, h.do(1, cmd("HINCRBY", "job:4", "n", "5"), cmd("HINCRBY", "job:4", "n", "-2")))
+	noErr(t, h.do(0, cmd("DEL", "job:3")))
+	noErr(t, h.do(1, cmd("FLUSHDB")))
+	noErr(t, h.do(1, cmd("HSET", "after-flush", "f", "v")))
+}
+
+// TestRewriteWithWritesAtEachStep: writes land at every step of a rewrite
+// that then completes; the new file replays to the live keyspace.
+func TestRewriteWithWritesAtEachStep(t *testing.T) {
+	for _, step := range []string{"snapshot", "copied", "written", "synced", "caught-up"} {
+		t.Run(step, func(t *testing.T) {
+			paused := make(chan struct{})
+			resume := make(chan struct{})
+			h := newHarness(t, nil, FsyncAlways, func(c *Config) {
+				c.Hook = func(s string) error {
+					if s == step {
+						close(paused)
+						<-resume
+					}
+					return nil
+				}
+			})
+			fill(t, h, 200)
+			noErr(t, h.a.StartRewrite())
+			<-paused
+			duringRewrite(t, h, step)
+			close(resume)
+			h.a.WaitRewrite()
+			eq(t, "ok", infoField(h.a, "aof_last_bgrewrite_status"), "status")
+			noErr(t, h.do(1, cmd("HINCRBY", "job:4", "n", "1")))
+			h.fs.PowerLoss()
+			keys, _, _, err := reload(t, h.fs, aofPath)
+			noErr(t, err)
+			eq(t, h.dump(), keys, "keyspace")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package aof
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,22 +16,36 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// applyArgv applies one replayed command to s's database db: the primitive
-// ops the AOF carries (SET HSET HDEL HINCRBY ZADD ZREM DEL), enough for
+// applyArgv applies one command to s's database db, as the store's
+// handlers would (touching the keys it writes): the primitive ops the AOF
+// carries (SET HSET HDEL HINCRBY ZADD ZREM DEL, and FLUSHDB), enough for
 // these tests to replay without the command table.
 func applyArgv(s *store.Store, db int, argv [][]byte) error {
 	d := s.DB(db)
+	if strings.EqualFold(string(argv[0]), "FLUSHDB") {
+		s.TouchDB(db)
+		d.Clear()
+		return nil
+	}
 	key := string(argv[1])
+	// As Ctx.Dirty: every key the command writes is touched.
+	if strings.EqualFold(string(argv[0]), "DEL") {
+		for _, k := range argv[1:] {
+			s.Touch(db, string(k))
+		}
+	} else {
+		s.Touch(db, key)
+	}
 	switch strings.ToUpper(string(argv[0])) {
 	case "SET":
-		d.Put(key, &store.Value{Kind: store.KindString, Str: argv[2]})
+		d.Put(key, &store.Value{Kind: store.KindString, Str: bytes.Clone(argv[2])})
 	case "HSET":
 		h, e := d.HashForWrite(key)
 		if e != "" {
 			return fmt.Errorf("%s", e)
 		}
 		for i := 2; i+1 < len(argv); i += 2 {
-			h.Set(string(argv[i]), argv[i+1])
+			h.Set(string(argv[i]), bytes.Clone(argv[i+1]))
 		}
 	case "HDEL":
 		h, _ := d.LookupHash(key)

@@ -26,8 +26,9 @@ type LoadResult struct {
 }
 
 // ExecFunc runs one replayed command against database db. argv[0] is the
-// command name as recorded; every argument is a freshly allocated slice the
-// callee may keep. A non-nil error stops the replay (the boot fails).
+// command name as recorded. argv and its arguments are valid only during
+// the call (as a connection's request buffer is): the callee copies what it
+// keeps. A non-nil error stops the replay (the boot fails).
 type ExecFunc func(db int, argv [][]byte) error
 
 // maxBulk is the longest argument accepted (Valkey's proto-max-bulk-len).
@@ -126,6 +127,7 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 		}
 		if !inMulti {
 			validUpTo = p.off
+			p.reset() // the executed commands' memory is reused
 		}
 	}
 	rc.Close()
@@ -199,9 +201,49 @@ type tornError struct{}
 
 func (tornError) Error() string { return "torn record" }
 
+// parser reads records. Arguments are read into an arena of large chunks
+// and argv arrays are carved from a pool, both reused once the commands
+// read so far have been executed (reset), so a replay allocates little.
 type parser struct {
-	r   *bufio.Reader
-	off int64
+	r     *bufio.Reader
+	off   int64
+	arena []byte
+	args  [][]byte
+}
+
+const arenaChunk = 1 << 20
+
+// reset makes the arena and the argv pool reusable.
+func (p *parser) reset() {
+	p.arena = p.arena[:0]
+	p.args = p.args[:0]
+}
+
+// argvs returns an empty argv with room for n arguments from the pool.
+func (p *parser) argvs(n int) [][]byte {
+	if n > 1024 {
+		return make([][]byte, 0, 1024)
+	}
+	if cap(p.args)-len(p.args) < n {
+		p.args = make([][]byte, 0, max(4096, n))
+	}
+	st := len(p.args)
+	p.args = p.args[:st+n]
+	return p.args[st : st : st+n]
+}
+
+// space returns n writable bytes from the arena; earlier slices stay
+// valid (a full chunk is replaced, never grown).
+func (p *parser) space(n int) []byte {
+	if n > arenaChunk/4 {
+		return make([]byte, n)
+	}
+	if cap(p.arena)-len(p.arena) < n {
+		p.arena = make([]byte, 0, arenaChunk)
+	}
+	st := len(p.arena)
+	p.arena = p.arena[:st+n]
+	return p.arena[st : st+n : st+n]
 }
 
 // command reads one record. io.EOF: clean end before a record; tornError:
@@ -221,7 +263,7 @@ func (p *parser) command() ([][]byte, error) {
 	if !ok || argc < 1 {
 		return nil, p.badOrTorn(line, nil, fmt.Sprintf("invalid multibulk length %q", abbrev(line)))
 	}
-	argv := make([][]byte, 0, min(argc, 1024))
+	argv := p.argvs(argc)
 	for range argc {
 		line, err := p.line()
 		if err != nil {
@@ -268,6 +310,15 @@ var (
 // bulk reads n bytes and the "\r\n" after them, growing the buffer as the
 // data arrives so that a damaged length does not allocate up front.
 func (p *parser) bulk(n int) ([]byte, error) {
+	if n <= arenaChunk/4 {
+		buf := p.space(n)
+		k, err := io.ReadFull(p.r, buf)
+		p.off += int64(k)
+		if err != nil {
+			return nil, tornError{}
+		}
+		return buf, p.crlf()
+	}
 	buf := make([]byte, 0, min(n, 1<<20))
 	for len(buf) < n {
 		chunk := min(n-len(buf), 1<<20)
@@ -281,16 +332,21 @@ func (p *parser) bulk(n int) ([]byte, error) {
 			return nil, tornError{}
 		}
 	}
+	return buf, p.crlf()
+}
+
+// crlf reads the "\r\n" after a bulk.
+func (p *parser) crlf() error {
 	var crlf [2]byte
 	k, err := io.ReadFull(p.r, crlf[:])
 	p.off += int64(k)
 	if err != nil {
-		return nil, tornError{}
+		return tornError{}
 	}
 	if crlf != [2]byte{'\r', '\n'} {
-		return nil, p.badOrTorn(crlf[:], nil, "bulk not terminated by CRLF")
+		return p.badOrTorn(crlf[:], nil, "bulk not terminated by CRLF")
 	}
-	return buf, nil
+	return nil
 }
 
 // badOrTorn classifies a parse failure: the end of the file inside the

@@ -2,10 +2,13 @@ package aof
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/emqd/emqd/store"
@@ -20,15 +23,42 @@ const rewriteItemsPerCmd = 64
 // paused (Append blocks) for one small write, two fsyncs and a rename.
 const catchUpSmall = 256 << 10
 
+// Chunking of the copy: the store lock is held for at most chunkKeys keys
+// or chunkBytes bytes of output at a time; a sorted set with more than
+// bigZSet members is copied copy-on-write under the lock (O(1)) and written
+// out without it.
+const (
+	chunkKeys  = 512
+	chunkBytes = 256 << 10
+	bigZSet    = 1024
+	// smallDirty: when a pass over the changed keys found fewer, the next
+	// one is the cut.
+	smallDirty = 256
+)
+
 var errRewriteCanceled = errors.New("rewrite canceled by shutdown")
 
 // StartRewrite starts a background rewrite (BGREWRITEAOF): it returns
-// ErrRewriteInProgress when one is running, nil when it started. The
-// rewrite snapshots the keyspace under the store lock (store.Snapshot),
-// writes it as HSET/ZADD/SET commands to a temporary file in Dir without the
-// lock, copies the records appended meanwhile, fsyncs, renames the file over
-// the AOF and fsyncs the directory. Until the rename the old file is the
-// AOF, complete; after it the new one is. Outcome: RewriteStatus, the log.
+// ErrRewriteInProgress when one is running, nil when it started. It writes
+// the live keyspace as SET/HSET/ZADD commands to a temporary file in Dir
+// while the server keeps serving, then renames it over the AOF:
+//
+//  1. Copy: every key is written as it is when visited, a few hundred keys
+//     per store-lock acquisition; the store reports every key written
+//     meanwhile (store.OnTouch).
+//  2. Passes over the keys changed since they were copied: each is written
+//     again as DEL plus its current value (FLUSHDB/FLUSHALL as themselves),
+//     until few remain.
+//  3. The cut, under the store lock: the last changed keys are captured
+//     (large sorted sets copy-on-write) and from then on appended records
+//     are also collected for the new file. The file, replayed, now gives
+//     the keyspace as of the cut; the collected records bring it forward.
+//  4. The collected records are copied until few remain, then, with Append
+//     paused: the rest is written, the file fsynced and renamed over the
+//     AOF, and the directory fsynced.
+//
+// Until the rename the old file is the AOF, complete; after it the new one
+// is. The outcome is in Info and the log.
 func (a *AOF) StartRewrite() error {
 	a.mu.Lock()
 	if a.closed || a.cfg.Store == nil {
@@ -92,10 +122,9 @@ func (a *AOF) rewrite() (err error) {
 	tmp := filepath.Join(a.cfg.Dir, fmt.Sprintf("temp-rewriteaof-bg-%d.aof", os.Getpid()))
 	st := a.cfg.Store
 	st.Lock()
-	snap := st.Snapshot()
-	a.mu.Lock()
-	a.rw = &rewriteBuf{selDB: -1}
-	a.mu.Unlock()
+	a.tracking = true
+	a.dirty = make(map[dkey]struct{})
+	a.flushed = make([]bool, st.NumDBs())
 	st.Unlock()
 
 	var f File
@@ -104,6 +133,9 @@ func (a *AOF) rewrite() (err error) {
 		if switched {
 			return
 		}
+		st.Lock()
+		a.tracking, a.dirty, a.flushed = false, nil, nil
+		st.Unlock()
 		a.mu.Lock()
 		a.rw = nil
 		a.mu.Unlock()
@@ -119,11 +151,40 @@ func (a *AOF) rewrite() (err error) {
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(fileWriter{f}, 1<<20)
-	if err := a.writeSnapshot(w, snap); err != nil {
+	w := &rwWriter{w: bufio.NewWriterSize(fileWriter{f}, 1<<20), db: -1}
+	if err := a.copyKeyspace(w); err != nil {
 		return err
 	}
-	if err := w.Flush(); err != nil {
+	if err := a.hook("copied"); err != nil {
+		return err
+	}
+	for pass := 0; ; pass++ {
+		st.Lock()
+		d, fl := a.dirty, a.flushed
+		cut := pass >= 8 || len(d) < smallDirty
+		if cut {
+			// The cut: the last changed keys are captured and from here on
+			// appended records are collected.
+			a.tracking, a.dirty, a.flushed = false, nil, nil
+			caps := captureKeys(st, d)
+			a.mu.Lock()
+			a.rw = &rewriteBuf{selDB: -1}
+			a.mu.Unlock()
+			st.Unlock()
+			err = w.writeCaptured(fl, caps)
+		} else {
+			a.dirty, a.flushed = make(map[dkey]struct{}), make([]bool, st.NumDBs())
+			st.Unlock()
+			err = a.writeChanged(w, d, fl)
+		}
+		if err != nil {
+			return err
+		}
+		if cut {
+			break
+		}
+	}
+	if err := w.w.Flush(); err != nil {
 		return err
 	}
 	if err := a.hook("written"); err != nil {
@@ -135,7 +196,7 @@ func (a *AOF) rewrite() (err error) {
 	if err := a.hook("synced"); err != nil {
 		return err
 	}
-	// Copy the records appended meanwhile until what is left is small.
+	// Copy the records appended since the cut until what is left is small.
 	for range 16 {
 		if a.rwCancel.Load() {
 			return errRewriteCanceled
@@ -208,66 +269,328 @@ func (a *AOF) rewrite() (err error) {
 	return a.hook("done")
 }
 
-// writeSnapshot writes snap as commands: per non-empty database a SELECT,
-// then per key SET, or HSET / ZADD with up to rewriteItemsPerCmd items each
-// (Valkey's rewriteAppendOnlyFileRio, with HSET for HMSET).
-func (a *AOF) writeSnapshot(w *bufio.Writer, snap *store.Snapshot) error {
-	var b []byte
-	argv := make([][]byte, 0, 2+2*rewriteItemsPerCmd)
-	var scores []byte
-	n := 0
-	for _, d := range snap.DBs {
-		b = appendSelect(b[:0], d.Index)
-		if _, err := w.Write(b); err != nil {
-			return err
+// dkey is a key of one database.
+type dkey struct {
+	db  int
+	key string
+}
+
+// touch is the store's OnTouch while a rewrite copies the keyspace (called
+// under the store lock, which also guards tracking, dirty and flushed).
+func (a *AOF) touch(db int, key string) {
+	if !a.tracking {
+		return
+	}
+	if key == "" {
+		for i := range a.flushed {
+			if db < 0 || db == i {
+				a.flushed[i] = true
+			}
 		}
-		for i := range d.Keys {
-			k := &d.Keys[i]
-			if n++; n%1024 == 0 && a.rwCancel.Load() {
+		return
+	}
+	a.dirty[dkey{db, key}] = struct{}{}
+}
+
+// rwWriter writes the rewritten file.
+type rwWriter struct {
+	w      *bufio.Writer
+	db     int // the database of the last SELECT written (-1: none)
+	out    []byte
+	argv   [][]byte
+	scores []byte
+}
+
+// copyKeyspace writes every key of every database as it is when visited,
+// holding the store lock for one chunk of keys at a time. A database
+// flushed meanwhile is left (its FLUSHDB comes with the changed keys).
+func (a *AOF) copyKeyspace(w *rwWriter) error {
+	st := a.cfg.Store
+	for i := 0; i < st.NumDBs(); i++ {
+		st.Lock()
+		next, stop := iter.Pull2(iter.Seq2[string, *store.Value](st.DB(i).Keys))
+		st.Unlock()
+		for done := false; !done; {
+			if a.rwCancel.Load() {
+				st.Lock()
+				stop()
+				st.Unlock()
 				return errRewriteCanceled
 			}
-			key := []byte(k.Key)
-			b = b[:0]
-			switch k.Kind {
-			case store.KindString:
-				b = AppendCommand(b, [][]byte{[]byte("SET"), key, k.Str})
-			case store.KindHash:
-				argv = append(argv[:0], []byte("HSET"), key)
-				k.RangeHash(func(field string, value []byte) bool {
-					argv = append(argv, []byte(field), value)
-					if len(argv) == 2+2*rewriteItemsPerCmd {
-						b = AppendCommand(b, argv)
-						argv = argv[:2]
-					}
-					return true
-				})
-				if len(argv) > 2 {
-					b = AppendCommand(b, argv)
+			st.Lock()
+			if a.flushed[i] {
+				stop()
+				st.Unlock()
+				break
+			}
+			w.out = w.out[:0]
+			var big *store.ZSetSnapshot
+			var bigKey string
+			for n := 0; n < chunkKeys && len(w.out) < chunkBytes; n++ {
+				k, v, ok := next()
+				if !ok {
+					done = true
+					break
 				}
-			case store.KindZSet:
-				argv = append(argv[:0], []byte("ZADD"), key)
-				scores = scores[:0]
-				k.RangeZSet(func(it store.ZItem) bool {
-					st := len(scores)
-					scores = FormatScore(scores, it.Score)
-					argv = append(argv, scores[st:len(scores):len(scores)], []byte(it.Member))
-					if len(argv) == 2+2*rewriteItemsPerCmd {
-						b = AppendCommand(b, argv)
-						argv = argv[:2]
-						scores = scores[:0]
-					}
-					return true
-				})
-				if len(argv) > 2 {
-					b = AppendCommand(b, argv)
+				if big = w.encode(i, k, v, false); big != nil {
+					bigKey = k
+					break
 				}
 			}
-			if _, err := w.Write(b); err != nil {
+			if done {
+				stop()
+			}
+			st.Unlock()
+			if err := w.flushOut(); err != nil {
 				return err
+			}
+			if big != nil {
+				if err := w.writeZSet(bigKey, big); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// writeChanged writes the keys of d again, each as DEL plus its current
+// value, after a FLUSHDB for every database flushed meanwhile, taking the
+// store lock per chunk of keys.
+func (a *AOF) writeChanged(w *rwWriter, d map[dkey]struct{}, flushed []bool) error {
+	st := a.cfg.Store
+	keys := sortedKeys(d)
+	w.writeFlushes(flushed)
+	for len(keys) > 0 {
+		if err := w.flushOut(); err != nil {
+			return err
+		}
+		if a.rwCancel.Load() {
+			return errRewriteCanceled
+		}
+		st.Lock()
+		var big *store.ZSetSnapshot
+		var bigKey string
+		n := 0
+		for n < len(keys) && n < chunkKeys && len(w.out) < chunkBytes {
+			k := keys[n]
+			n++
+			if big = w.encode(k.db, k.key, st.DB(k.db).Get(k.key), true); big != nil {
+				bigKey = k.key
+				break
+			}
+		}
+		st.Unlock()
+		keys = keys[n:]
+		if big != nil {
+			if err := w.flushOut(); err != nil {
+				return err
+			}
+			if err := w.writeZSet(bigKey, big); err != nil {
+				return err
+			}
+		}
+	}
+	return w.flushOut()
+}
+
+func sortedKeys(d map[dkey]struct{}) []dkey {
+	keys := make([]dkey, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].db < keys[j].db })
+	return keys
+}
+
+// keyCopy is one key captured at the cut: its value (kind 0: missing) as it
+// is then, readable after the store lock is released.
+type keyCopy struct {
+	db    int
+	key   string
+	kind  store.Kind
+	str   []byte
+	pairs [][]byte
+	z     *store.ZSetSnapshot
+}
+
+// captureKeys copies the keys of d (under the store lock): strings are
+// copied, hash field lists are copied (values are never modified in place),
+// sorted sets are copy-on-write snapshots.
+func captureKeys(st *store.Store, d map[dkey]struct{}) []keyCopy {
+	keys := sortedKeys(d)
+	out := make([]keyCopy, len(keys))
+	for i, k := range keys {
+		c := keyCopy{db: k.db, key: k.key}
+		if v := st.DB(k.db).Get(k.key); v != nil {
+			c.kind = v.Kind
+			switch v.Kind {
+			case store.KindString:
+				c.str = bytes.Clone(v.Str)
+			case store.KindHash:
+				c.pairs = make([][]byte, 0, 2*v.Hash.Len())
+				v.Hash.Range(func(f string, val []byte) bool {
+					c.pairs = append(c.pairs, []byte(f), val)
+					return true
+				})
+			case store.KindZSet:
+				c.z = v.ZSet.Snapshot()
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// writeCaptured writes the cut's keys (DEL plus value) after the FLUSHDBs.
+func (w *rwWriter) writeCaptured(flushed []bool, caps []keyCopy) error {
+	w.out = w.out[:0]
+	w.writeFlushes(flushed)
+	for _, c := range caps {
+		w.selectDB(c.db)
+		key := []byte(c.key)
+		w.out = AppendCommand(w.out, [][]byte{[]byte("DEL"), key})
+		switch c.kind {
+		case store.KindString:
+			w.out = AppendCommand(w.out, [][]byte{[]byte("SET"), key, c.str})
+		case store.KindHash:
+			for i := 0; i < len(c.pairs); i += 2 * rewriteItemsPerCmd {
+				end := min(len(c.pairs), i+2*rewriteItemsPerCmd)
+				w.argv = append(append(w.argv[:0], []byte("HSET"), key), c.pairs[i:end]...)
+				w.out = AppendCommand(w.out, w.argv)
+			}
+		case store.KindZSet:
+			if err := w.flushOut(); err != nil {
+				return err
+			}
+			if err := w.writeZSet(c.key, c.z); err != nil {
+				return err
+			}
+		}
+		if len(w.out) >= chunkBytes {
+			if err := w.flushOut(); err != nil {
+				return err
+			}
+		}
+	}
+	return w.flushOut()
+}
+
+func (w *rwWriter) writeFlushes(flushed []bool) {
+	for i, fl := range flushed {
+		if fl {
+			w.selectDB(i)
+			w.out = AppendCommand(w.out, [][]byte{[]byte("FLUSHDB")})
+		}
+	}
+}
+
+func (w *rwWriter) selectDB(db int) {
+	if db != w.db {
+		w.out = appendSelect(w.out, db)
+		w.db = db
+	}
+}
+
+// flushOut hands the encoded bytes to the buffered file writer.
+func (w *rwWriter) flushOut() error {
+	if len(w.out) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.out)
+	w.out = w.out[:0]
+	return err
+}
+
+// encode appends key's value v (under the store lock) to w.out, preceded
+// by DEL when del: SET, or HSET / ZADD with up to rewriteItemsPerCmd items
+// each (Valkey's rewriteAppendOnlyFileRio, with HSET for HMSET). A sorted
+// set larger than bigZSet is not encoded: its snapshot is returned for
+// writeZSet, which the caller runs once the lock is released.
+func (w *rwWriter) encode(db int, k string, v *store.Value, del bool) *store.ZSetSnapshot {
+	w.selectDB(db)
+	key := []byte(k)
+	if del {
+		w.out = AppendCommand(w.out, [][]byte{[]byte("DEL"), key})
+	}
+	if v == nil {
+		return nil
+	}
+	switch v.Kind {
+	case store.KindString:
+		w.out = AppendCommand(w.out, [][]byte{[]byte("SET"), key, v.Str})
+	case store.KindHash:
+		w.argv = append(w.argv[:0], []byte("HSET"), key)
+		v.Hash.Range(func(field string, value []byte) bool {
+			w.argv = append(w.argv, []byte(field), value)
+			if len(w.argv) == 2+2*rewriteItemsPerCmd {
+				w.out = AppendCommand(w.out, w.argv)
+				w.argv = w.argv[:2]
+			}
+			return true
+		})
+		if len(w.argv) > 2 {
+			w.out = AppendCommand(w.out, w.argv)
+		}
+	case store.KindZSet:
+		if v.ZSet.Len() > bigZSet {
+			return v.ZSet.Snapshot()
+		}
+		w.appendZAdds(key, v.ZSet.AscendAll)
+	}
+	return nil
+}
+
+// appendZAdds appends ZADD commands for the members scan yields.
+func (w *rwWriter) appendZAdds(key []byte, scan func(func(store.ZItem) bool)) {
+	w.argv = append(w.argv[:0], []byte("ZADD"), key)
+	w.scores = w.scores[:0]
+	scan(func(it store.ZItem) bool {
+		st := len(w.scores)
+		w.scores = FormatScore(w.scores, it.Score)
+		w.argv = append(w.argv, w.scores[st:len(w.scores):len(w.scores)], []byte(it.Member))
+		if len(w.argv) == 2+2*rewriteItemsPerCmd {
+			w.out = AppendCommand(w.out, w.argv)
+			w.argv = w.argv[:2]
+			w.scores = w.scores[:0]
+		}
+		return true
+	})
+	if len(w.argv) > 2 {
+		w.out = AppendCommand(w.out, w.argv)
+	}
+}
+
+// writeZSet writes a sorted-set snapshot (without the store lock), in
+// chunks; the SELECT of its database is already written.
+func (w *rwWriter) writeZSet(key string, z *store.ZSetSnapshot) error {
+	var err error
+	k := []byte(key)
+	w.argv = append(w.argv[:0], []byte("ZADD"), k)
+	w.scores = w.scores[:0]
+	z.AscendAll(func(it store.ZItem) bool {
+		st := len(w.scores)
+		w.scores = FormatScore(w.scores, it.Score)
+		w.argv = append(w.argv, w.scores[st:len(w.scores):len(w.scores)], []byte(it.Member))
+		if len(w.argv) == 2+2*rewriteItemsPerCmd {
+			w.out = AppendCommand(w.out, w.argv)
+			w.argv = w.argv[:2]
+			w.scores = w.scores[:0]
+			if len(w.out) >= chunkBytes {
+				if err = w.flushOut(); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if len(w.argv) > 2 {
+		w.out = AppendCommand(w.out, w.argv)
+	}
+	return w.flushOut()
 }
 
 // fileWriter adapts File to io.Writer for bufio.
