@@ -143,6 +143,7 @@ func cmdEnqueue(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, k, Enqueued, 1)
 	// A pending job wakes a claimer; a scheduled one too, so the server
 	// re-reads the earliest due time (and a run_at_ms in the past is
 	// claimable at once: EMQ.CLAIM promotes it).
@@ -184,6 +185,7 @@ func cmdComplete(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, a.K, Completed, 1)
 	c.W.Int(1)
 }
 
@@ -215,7 +217,10 @@ func cmdFail(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
-	if !v.Dead {
+	count(c, a.K, Failed, 1)
+	if v.Dead {
+		count(c, a.K, FailedDead, 1)
+	} else {
 		wake(c, a.K) // the retry's due time (see cmdEnqueue)
 	}
 	c.W.Array(2)
@@ -241,6 +246,7 @@ func cmdRequeue(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, a.K, Requeued, 1)
 	wake(c, a.K)
 	c.W.Int(1)
 }
@@ -297,6 +303,7 @@ func cmdDelay(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, a.K, Delayed, 1)
 	wake(c, a.K) // the new due time (see cmdEnqueue)
 	c.W.Int(1)
 }
@@ -415,6 +422,8 @@ func claimOnce(c *store.Ctx, a *ClaimArgs) (v ClaimVerdict, refused bool) {
 		return v, true
 	}
 	apply(c, p)
+	count(c, a.K, Promoted, v.Promoted)
+	count(c, a.K, Claimed, len(v.Jobs))
 	for range v.Woken {
 		wake(c, a.K)
 	}
@@ -542,6 +551,8 @@ func cmdStalledCheck(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, k, StallRecovered, len(v.Recovered))
+	count(c, k, StallDead, len(v.Dead))
 	for range v.Recovered {
 		wake(c, k)
 	}
@@ -588,6 +599,7 @@ func cmdPromote(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, k, Promoted, len(ids))
 	for range ids {
 		wake(c, k)
 	}
@@ -621,6 +633,7 @@ func cmdReprocess(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, k, Reprocessed, 1)
 	wake(c, k)
 	c.W.Int(1)
 }
@@ -651,6 +664,7 @@ func cmdRemove(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	count(c, k, Removed, 1)
 	c.W.Int(1)
 }
 

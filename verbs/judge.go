@@ -435,10 +435,12 @@ type ClaimedJob struct {
 }
 
 // ClaimVerdict lists the jobs handed out, and the ids the claim promoted to
-// pending but did not take (they wake other claimers).
+// pending but did not take (they wake other claimers). Promoted is the
+// number of ids the claim promoted (taken or not).
 type ClaimVerdict struct {
-	Jobs  []ClaimedJob
-	Woken []string
+	Jobs     []ClaimedJob
+	Woken    []string
+	Promoted int
 }
 
 // claimPromoteMax bounds the promotion EMQ.CLAIM runs first (verbs.md).
@@ -548,6 +550,7 @@ func JudgeClaim(r *ClaimRead, now int64, runID []byte, a *ClaimArgs) (ClaimVerdi
 			taken[c.ID] = true
 		}
 	}
+	v.Promoted = len(promoted)
 	for _, id := range promoted {
 		if !taken[id] {
 			v.Woken = append(v.Woken, id)

@@ -1,0 +1,164 @@
+package verbs
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/emqd/emqd/store"
+)
+
+// Transition accounting (issue 5, "Observability"): every verb that applies
+// its plan counts the job state changes the plan made, per queue of a
+// database. A refusal applies nothing and counts nothing. The counts live
+// in a Stats the server hands to the verbs through store.Ctx.Server (see
+// StatsHolder); a Ctx without one (the verbs' own tests, the append-only
+// file's replay) counts nothing.
+
+// Transition is one kind of counted job state change.
+type Transition uint8
+
+// The counted transitions. Names (Transition.String) are the INFO field
+// suffixes (emq_<name>) and the Prometheus transition label.
+const (
+	Enqueued       Transition = iota // EMQ.ENQUEUE created a row (a duplicate id counts nothing)
+	Claimed                          // EMQ.CLAIM handed a job out (one per job, BLOCK wake-ups included)
+	Completed                        // EMQ.COMPLETE
+	Failed                           // EMQ.FAIL, either verdict (retried or dead)
+	FailedDead                       // the EMQ.FAIL verdicts that dead-lettered (a subset of Failed)
+	StallRecovered                   // EMQ.STALLED.CHECK sent back to pending (exempt leases included)
+	StallDead                        // EMQ.STALLED.CHECK dead-lettered
+	Promoted                         // scheduled -> pending, by EMQ.PROMOTE or by EMQ.CLAIM's own promotion
+	Requeued                         // EMQ.REQUEUE
+	Delayed                          // EMQ.DELAY
+	Reprocessed                      // EMQ.REPROCESS (dead -> pending)
+	Removed                          // EMQ.REMOVE removed a job
+	NumTransitions
+)
+
+var transitionNames = [NumTransitions]string{
+	"enqueued", "claimed", "completed", "failed", "failed_dead", "stall_recovered", "stall_dead",
+	"promoted", "requeued", "delayed", "reprocessed", "removed",
+}
+
+// String is the transition's name ("enqueued", "stall_dead", ...).
+func (t Transition) String() string {
+	if t < NumTransitions {
+		return transitionNames[t]
+	}
+	return "unknown"
+}
+
+// MaxTrackedQueues bounds the queues a Stats counts one by one (queue
+// names come from clients); transitions of further queues still count in
+// the totals.
+const MaxTrackedQueues = 10000
+
+// QueueStats are the counters of one queue of one database.
+type QueueStats struct {
+	DB    int
+	Queue string
+	n     [NumTransitions]atomic.Int64
+}
+
+// Count is the number of t transitions of the queue since the server
+// started.
+func (q *QueueStats) Count(t Transition) int64 { return q.n[t].Load() }
+
+type queueID struct {
+	db int
+	q  string
+}
+
+// Stats is one server's transition accounting. The verbs add to it under
+// the store lock; Total, Queues and QueueStats.Count may be read from any
+// goroutine.
+type Stats struct {
+	mu     sync.Mutex
+	queues map[queueID]*QueueStats
+	total  [NumTransitions]atomic.Int64
+
+	// A one-entry cache of the last queue counted (store lock): a verb
+	// stream on one queue finds its counters without a map lookup.
+	lastK  *Keys
+	lastDB int
+	lastQ  *QueueStats
+}
+
+// NewStats returns empty accounting.
+func NewStats() *Stats { return &Stats{queues: make(map[queueID]*QueueStats)} }
+
+// StatsHolder is what store.Ctx.Server implements to collect the verbs'
+// counts (the server does). EMQStats may return nil: nothing is counted.
+type StatsHolder interface{ EMQStats() *Stats }
+
+// Total is the number of t transitions over every queue and database.
+func (s *Stats) Total(t Transition) int64 { return s.total[t].Load() }
+
+// Known registers queue q of db without counting anything (the server
+// does it at boot for the queues already in the keyspace) and returns its
+// counters (nil once MaxTrackedQueues are known).
+func (s *Stats) Known(db int, q string) *QueueStats {
+	id := queueID{db, q}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	qs := s.queues[id]
+	if qs == nil && len(s.queues) < MaxTrackedQueues {
+		qs = &QueueStats{DB: db, Queue: q}
+		s.queues[id] = qs
+	}
+	return qs
+}
+
+// NumQueues is the number of queues known.
+func (s *Stats) NumQueues() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queues)
+}
+
+// Queues lists the known queues ordered by database, then name.
+func (s *Stats) Queues() []*QueueStats {
+	s.mu.Lock()
+	out := make([]*QueueStats, 0, len(s.queues))
+	for _, q := range s.queues {
+		out = append(out, q)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].DB != out[j].DB {
+			return out[i].DB < out[j].DB
+		}
+		return out[i].Queue < out[j].Queue
+	})
+	return out
+}
+
+// add counts n transitions t of k's queue in db (store lock held).
+func (s *Stats) add(db int, k *Keys, t Transition, n int64) {
+	s.total[t].Add(n)
+	qs := s.lastQ
+	if k != s.lastK || db != s.lastDB || qs == nil {
+		qs = s.Known(db, k.Queue)
+		if qs == nil {
+			return
+		}
+		s.lastK, s.lastDB, s.lastQ = k, db, qs
+	}
+	qs.n[t].Add(n)
+}
+
+// count adds n transitions t of k's queue to the server's accounting, if
+// the command runs with one. Call it after the plan was applied.
+func count(c *store.Ctx, k *Keys, t Transition, n int) {
+	if n <= 0 {
+		return
+	}
+	h, ok := c.Server.(StatsHolder)
+	if !ok {
+		return
+	}
+	if s := h.EMQStats(); s != nil {
+		s.add(c.DB.Index, k, t, int64(n))
+	}
+}
