@@ -177,9 +177,10 @@ type AOF struct {
 	f           File
 	fileSize    int64
 	syncedSize  int64
-	unsynced    [][]byte // chunks written since the last good fsync
-	complete    bool     // unsynced holds every byte after syncedSize
-	needRepair  bool     // an fsync failed: rewrite the unsynced bytes
+	unsynced    []byte // the bytes written since the last good fsync
+	complete    bool   // unsynced holds every byte after syncedSize
+	spare       []byte // a free records buffer (the one written last)
+	needRepair  bool   // an fsync failed: rewrite the unsynced bytes
 	needDirSync bool
 	lastSyncAt  time.Time
 
@@ -371,7 +372,7 @@ func (a *AOF) flush(doSync bool) error {
 	}
 	a.mu.Lock()
 	buf, upto := a.buf, a.appended
-	a.buf = nil
+	a.buf, a.spare = a.spare[:0], nil
 	retrySync := a.syncErr != nil
 	a.mu.Unlock()
 	if len(buf) > 0 {
@@ -382,6 +383,9 @@ func (a *AOF) flush(doSync bool) error {
 		}
 		a.fileSize += int64(n)
 		a.keepUnsynced(buf)
+	}
+	if cap(buf) <= 1<<20 {
+		a.spare = buf // reused by the next flush
 	}
 	a.mu.Lock()
 	a.written = upto
@@ -400,16 +404,16 @@ func (a *AOF) flush(doSync bool) error {
 	return nil
 }
 
-// keepUnsynced remembers a written chunk until the next good fsync, so a
-// failed fsync can be repaired; with appendfsync no nothing is kept.
+// keepUnsynced keeps a copy of written bytes until the next good fsync, so
+// a failed fsync can be repaired; with appendfsync no nothing is kept.
 func (a *AOF) keepUnsynced(chunk []byte) {
 	a.mu.Lock()
 	keep := a.policy != FsyncNo
 	a.mu.Unlock()
 	if keep && a.complete {
-		a.unsynced = append(a.unsynced, chunk)
+		a.unsynced = append(a.unsynced, chunk...)
 	} else {
-		a.unsynced = nil
+		a.unsynced = a.unsynced[:0]
 		a.complete = false
 	}
 }
@@ -476,7 +480,10 @@ func (a *AOF) sync() error {
 		return err
 	}
 	a.syncedSize = a.fileSize
-	a.unsynced = nil
+	if cap(a.unsynced) > 16<<20 {
+		a.unsynced = nil
+	}
+	a.unsynced = a.unsynced[:0]
 	a.complete = true
 	a.synced = a.written
 	if a.syncErr != nil {
@@ -504,16 +511,14 @@ func (a *AOF) repair() error {
 			return err
 		}
 		a.fileSize = a.syncedSize
-		for _, c := range a.unsynced {
-			n, err := a.f.Write(c)
-			a.fileSize += int64(n)
-			if err != nil {
-				a.mu.Lock()
-				a.syncErr = err
-				a.failLocked(err, "Error writing to the AOF file: "+Strerror(err))
-				a.mu.Unlock()
-				return err
-			}
+		n, err := a.f.Write(a.unsynced)
+		a.fileSize += int64(n)
+		if err != nil {
+			a.mu.Lock()
+			a.syncErr = err
+			a.failLocked(err, "Error writing to the AOF file: "+Strerror(err))
+			a.mu.Unlock()
+			return err
 		}
 	}
 	if err := a.sync(); err != nil {

@@ -246,7 +246,7 @@ func (a *AOF) rewrite() (err error) {
 	old := a.f
 	a.f = f
 	a.fileSize, a.syncedSize = size, size
-	a.unsynced, a.complete, a.needRepair = nil, true, false
+	a.unsynced, a.complete, a.needRepair = a.unsynced[:0], true, false
 	a.buf = nil // every buffered record is in the new file
 	a.written, a.synced = a.appended, a.appended
 	a.selDB = a.rw.selDB
