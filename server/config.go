@@ -104,6 +104,10 @@ func paramTable() []*param {
 		// emqd's own: the opt-in stalled-job sweep (verbs.md EMQ.STALLED.CHECK).
 		ints("emq-sweep-interval-ms", "0", 0, 1<<62),
 		ints("emq-max-stalled", "1", 1, maxInt),
+		// emqd's own: the Prometheus endpoint ("" off; metrics.go) and the
+		// binary's log format (logging.go).
+		immutable(str("metrics-addr", "")),
+		immutable(enum("log-format", "text", "text", "json")),
 		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
 		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
 		// Accepted so valkey.conf files and valkey-server scripts work; no effect.

@@ -317,7 +317,7 @@ func (c *client) flushOut() {
 // protocolError replies the error text and closes (networking.c
 // setProtocolError).
 func (c *client) protocolError(err error) {
-	c.s.log.Debug("Protocol error from client", "id", c.id, "addr", c.addr, "err", err.Error())
+	c.s.logProtocolError(c.id, c.addr, err)
 	var pe *resp.ProtocolError
 	if errors.As(err, &pe) && c.replyMode == replyOn {
 		c.w.Error(pe.Msg)

@@ -140,6 +140,9 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	cmd.calls++
 	cmd.usec += dur.Microseconds()
 	s.statCmds++
+	if cmd.hist != nil {
+		cmd.hist.observe(dur)
+	}
 	if x.Block != nil && !c.execing {
 		s.blk.park(c, cmd, argv, x.Block)
 	}

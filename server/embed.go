@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -91,6 +92,10 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if err := s.startObservability(); err != nil {
+		s.runCloseHooks()
+		return nil, err
+	}
 	addr := opts.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -119,7 +124,8 @@ func Start(opts Options) (*Server, error) {
 		s.cfg.set(nil, "port", fmt.Sprint(ta.Port), true)
 	}
 	s.startSweeper()
-	s.log.Info("Ready to accept connections tcp", "addr", ln.Addr().String(), "run_id", s.runID, "version", Version)
+	s.log.Info("Ready to accept connections tcp", "addr", ln.Addr().String(), "run_id", s.runID, "version", Version,
+		"port", s.port, "dir", s.Config("dir"), "appendonly", s.Config("appendonly"), "pid", os.Getpid())
 	go s.acceptLoop()
 	return s, nil
 }

@@ -36,6 +36,7 @@ var infoSections = []struct {
 	{"latencystats", "Latencystats", false},
 	{"cluster", "Cluster", true},
 	{"keyspace", "Keyspace", true},
+	{"emq", "EMQ", true}, // emqd's own (emqstats.go), after keyspace as Valkey's module sections
 }
 
 func infoCommand(c *client, x *store.Ctx) {

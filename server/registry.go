@@ -35,6 +35,8 @@ type command struct {
 
 	// Statistics (store lock): INFO commandstats.
 	calls, usec, rejected, failed int64
+	// hist is the latency histogram (metrics.go); nil without metrics-addr.
+	hist *cmdHist
 }
 
 // registry is the one command table: dispatch, arity, COMMAND.

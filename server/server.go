@@ -64,6 +64,10 @@ type Server struct {
 	sweepT    clock.Timer
 	sweepStop bool
 
+	// obs is the transition accounting, the metrics endpoint and the
+	// rate-limited logs (emqstats.go); set once in Start.
+	obs *observability
+
 	mu         sync.Mutex // hooks
 	closeHooks []func() error
 	rewrite    func() error
@@ -119,6 +123,7 @@ func (s *Server) acceptLoop() {
 		if n >= s.maxClients.Load() {
 			s.clientsMu.Unlock()
 			s.statRejected.Add(1)
+			s.logRefused(nc.RemoteAddr().String())
 			nc.SetWriteDeadline(time.Now().Add(time.Second))
 			nc.Write([]byte("-ERR max number of clients reached\r\n"))
 			nc.Close()

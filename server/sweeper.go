@@ -88,7 +88,9 @@ func (s *Server) sweepOnce() {
 			x.DB = db
 			x.NowMs = s.clock.NowMs()
 			w.Reset()
+			r0, d0 := s.sweepMark()
 			e.handler(x)
+			s.sweepNote(d, q, r0, d0)
 			e.calls++
 			s.statCmds++
 			if x.Changed() && !x.Propagated() && s.store.Feed != nil {

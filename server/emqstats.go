@@ -1,0 +1,133 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/verbs"
+)
+
+// Observability (issue 5): the EMQ.* transition accounting (verbs.Stats),
+// the "# EMQ" INFO section, the opt-in sweeper's own counts, the
+// Prometheus endpoint (metrics.go) and the rate-limited log lines
+// (logging.go). It starts after the start hooks, so the append-only
+// file's replay counts nothing.
+
+// observability is the server's part of it; s.obs is set under the store
+// lock once, before the listener opens.
+type observability struct {
+	stats *verbs.Stats
+	// The opt-in sweeper's jobs (verbs.md EMQ.STALLED.CHECK; a part of the
+	// stall counts, which also count the sweeps clients send).
+	sweepRecovered, sweepDead atomic.Int64
+	metrics                   *metricsServer // nil: metrics-addr is empty
+	refusedLog, protoLog      rateLog
+}
+
+// EMQStats is the server's transition accounting (verbs.StatsHolder: the
+// verbs count through it). Nil before Start has finished loading.
+func (s *Server) EMQStats() *verbs.Stats {
+	if s.obs == nil {
+		return nil
+	}
+	return s.obs.stats
+}
+
+// startObservability installs the accounting, learns the queues already
+// in the keyspace, adds the EMQ INFO section and opens the metrics
+// endpoint (metrics-addr).
+func (s *Server) startObservability() error {
+	o := &observability{stats: verbs.NewStats()}
+	s.store.Lock()
+	discoverQueues(s, o.stats)
+	s.obs = o
+	s.store.Unlock()
+	s.SetInfoSection("emq", s.emqInfo)
+	if addr := s.Config("metrics-addr"); addr != "" {
+		m, err := startMetrics(s, addr)
+		if err != nil {
+			return err
+		}
+		o.metrics = m
+		s.OnClose(m.close)
+	}
+	return nil
+}
+
+// queueKeySuffixes are the per-queue keys (verbs.md section 2) that make a
+// queue known at boot; job rows are not looked at.
+var queueKeySuffixes = map[string]bool{
+	"pending": true, "active": true, "schedule": true, "dead": true,
+	"meta": true, "metrics:completed": true, "metrics:failed": true,
+}
+
+// discoverQueues registers every queue that has one of its set, counter
+// or meta keys in the keyspace (store lock held; once, at boot).
+func discoverQueues(s *Server, st *verbs.Stats) {
+	for d := 0; d < s.store.NumDBs(); d++ {
+		db := s.store.DB(d)
+		if db.Len() == 0 {
+			continue
+		}
+		db.Keys(func(key string, _ *store.Value) bool {
+			if !strings.HasPrefix(key, "emq:{") {
+				return true
+			}
+			rest := key[len("emq:{"):]
+			i := strings.Index(rest, "}:")
+			if i <= 0 || !queueKeySuffixes[rest[i+2:]] {
+				return true
+			}
+			st.Known(d, rest[:i])
+			return true
+		})
+	}
+}
+
+// emqInfo generates INFO's "# EMQ" section: the queues known (seen by a
+// verb since start, or present at boot), the transition totals since
+// start (names as verbs.Transition), the refusals caused by stored data
+// (verbs.md rule 11) and the opt-in sweeper's share of the stall counts.
+func (s *Server) emqInfo(add func(field, value string)) {
+	i := func(k string, v int64) { add(k, strconv.FormatInt(v, 10)) }
+	st := s.EMQStats()
+	if st == nil {
+		return
+	}
+	i("emq_queues", int64(st.NumQueues()))
+	for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
+		i("emq_"+t.String(), st.Total(t))
+	}
+	i("emq_bad_row_refusals", verbs.BadRowRefusals())
+	i("emq_sweep_interval_ms", atoi(s.Config("emq-sweep-interval-ms")))
+	i("emq_sweep_recovered", s.obs.sweepRecovered.Load())
+	i("emq_sweep_dead", s.obs.sweepDead.Load())
+}
+
+// sweepMark reads the stall totals before one sweep call (store lock).
+func (s *Server) sweepMark() (recovered, dead int64) {
+	st := s.EMQStats()
+	if st == nil {
+		return 0, 0
+	}
+	return st.Total(verbs.StallRecovered), st.Total(verbs.StallDead)
+}
+
+// sweepNote counts and logs what one sweep call of queue q in db did,
+// given sweepMark's reading before it (store lock).
+func (s *Server) sweepNote(db int, q string, recovered0, dead0 int64) {
+	st := s.EMQStats()
+	if st == nil {
+		return
+	}
+	rec := st.Total(verbs.StallRecovered) - recovered0
+	dead := st.Total(verbs.StallDead) - dead0
+	if rec == 0 && dead == 0 {
+		return
+	}
+	s.obs.sweepRecovered.Add(rec)
+	s.obs.sweepDead.Add(dead)
+	s.log.Info("Stalled-job sweep", "db", db, "queue", q, "recovered", rec, "dead", dead)
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/emqd/emqd/verbs"
+)
+
+// The Prometheus endpoint (issue 5, "Observability"): with metrics-addr
+// set (off by default), emqd serves GET /metrics on that address in the
+// Prometheus text format, from its own registry (never the global one, so
+// several embedded servers can run in one process):
+//
+//	emqd_queue_jobs{db,queue,state}            gauge: ZCARD of the queue's pending, active,
+//	                                           schedule ("scheduled") and dead sets, read at scrape
+//	emqd_jobs_total{db,queue,transition}       counter: verbs.Transition names, since start
+//	emqd_command_duration_seconds{command}     histogram: handler time per command (commandstats names)
+//	emqd_connected_clients, emqd_blocked_clients               gauges
+//	emqd_connections_received_total, emqd_rejected_connections_total
+//	emqd_bad_row_refusals_total                counter: verbs.md rule 11
+//	emqd_sweep_jobs_total{result}              counter: the opt-in sweeper's recovered / dead
+//	emqd_build_info{version}                   gauge 1
+//	go_*, process_*                            the client library's runtime collectors
+//
+// The queues are the known ones (see verbs.Stats: seen by a verb since
+// start, or present at boot).
+
+// commandBuckets are the latency histogram's upper bounds in seconds:
+// 10 µs to 1 s (most commands take microseconds; a slow one shows in the
+// top buckets and in SLOWLOG).
+var commandBuckets = []float64{
+	.00001, .000025, .00005, .0001, .00025, .0005,
+	.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1,
+}
+
+// metricsServer is the endpoint of one server.
+type metricsServer struct {
+	reg  *prometheus.Registry
+	hist *prometheus.HistogramVec
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// cmdHist is a command's latency histogram child, created on the
+// command's first call so commands never called export nothing. It is
+// used under the store lock only (command.call).
+type cmdHist struct {
+	vec  *prometheus.HistogramVec
+	name string
+	o    prometheus.Observer
+}
+
+func (h *cmdHist) observe(d time.Duration) {
+	if h.o == nil {
+		h.o = h.vec.WithLabelValues(h.name)
+	}
+	h.o.Observe(d.Seconds())
+}
+
+// startMetrics builds the registry, attaches a histogram to every command
+// of the table and starts serving addr.
+func startMetrics(s *Server, addr string) (*metricsServer, error) {
+	m := &metricsServer{reg: prometheus.NewRegistry()}
+	m.hist = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "emqd_command_duration_seconds",
+		Help:    "Time spent running each command (its handler, under the store lock), by command name as in INFO commandstats.",
+		Buckets: commandBuckets,
+	}, []string{"command"})
+	counterFunc := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
+	}
+	gaugeFunc := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "emqd_build_info", Help: "emqd's version (the value is 1).",
+		ConstLabels: prometheus.Labels{"version": Version},
+	})
+	build.Set(1)
+	sweep := func(result string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "emqd_sweep_jobs_total",
+			Help:        "Jobs the opt-in stalled-job sweeper (emq-sweep-interval-ms) recovered or dead-lettered.",
+			ConstLabels: prometheus.Labels{"result": result},
+		}, f)
+	}
+	cs := []prometheus.Collector{
+		m.hist,
+		build,
+		&queueCollector{s: s},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		gaugeFunc("emqd_connected_clients", "Client connections open (INFO connected_clients).", func() float64 {
+			s.clientsMu.Lock()
+			defer s.clientsMu.Unlock()
+			return float64(len(s.clients))
+		}),
+		gaugeFunc("emqd_blocked_clients", "Clients parked in a blocking command (EMQ.CLAIM BLOCK; INFO blocked_clients).", func() float64 {
+			s.store.Lock()
+			defer s.store.Unlock()
+			return float64(s.blk.count)
+		}),
+		counterFunc("emqd_connections_received_total", "Connections accepted (INFO total_connections_received).",
+			func() float64 { return float64(s.statConns.Load()) }),
+		counterFunc("emqd_rejected_connections_total", "Connections refused by maxclients (INFO rejected_connections).",
+			func() float64 { return float64(s.statRejected.Load()) }),
+		counterFunc("emqd_bad_row_refusals_total", "Verbs refused because of stored data (verbs.md rule 11; process-wide).",
+			func() float64 { return float64(verbs.BadRowRefusals()) }),
+		sweep("recovered", func() float64 { return float64(s.obs.sweepRecovered.Load()) }),
+		sweep("dead", func() float64 { return float64(s.obs.sweepDead.Load()) }),
+	}
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range s.reg.allCommands() {
+		e.hist = &cmdHist{vec: m.hist, name: e.name}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	m.ln = ln
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go m.srv.Serve(ln)
+	s.log.Info("Metrics endpoint listening", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return m, nil
+}
+
+// close stops the endpoint (an OnClose hook): in-flight scrapes get a
+// moment to finish.
+func (m *metricsServer) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := m.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = m.srv.Close()
+	}
+	return err
+}
+
+// MetricsAddr is the address the metrics endpoint listens on ("" when
+// metrics-addr is empty); with metrics-addr 127.0.0.1:0 it is the port
+// drawn.
+func (s *Server) MetricsAddr() string {
+	if s.obs == nil || s.obs.metrics == nil {
+		return ""
+	}
+	return s.obs.metrics.ln.Addr().String()
+}
+
+// MetricsGatherer is the endpoint's registry (nil when metrics-addr is
+// empty), for tests and for embedding applications that serve it
+// themselves.
+func (s *Server) MetricsGatherer() prometheus.Gatherer {
+	if s.obs == nil || s.obs.metrics == nil {
+		return nil
+	}
+	return s.obs.metrics.reg
+}
+
+// queueCollector reports the known queues' depths and transition counts.
+type queueCollector struct{ s *Server }
+
+var (
+	queueJobsDesc = prometheus.NewDesc("emqd_queue_jobs",
+		"Jobs in a queue's pending, active, scheduled and dead sets (ZCARD at scrape time).",
+		[]string{"db", "queue", "state"}, nil)
+	jobsTotalDesc = prometheus.NewDesc("emqd_jobs_total",
+		"Job state changes applied by the EMQ.* verbs since the server started (refusals count nothing).",
+		[]string{"db", "queue", "transition"}, nil)
+)
+
+// queueStates are the state label values, in the order of the Keys sets.
+var queueStates = [4]string{"pending", "active", "scheduled", "dead"}
+
+func (qc *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueJobsDesc
+	ch <- jobsTotalDesc
+}
+
+func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	s := qc.s
+	st := s.EMQStats()
+	if st == nil {
+		return
+	}
+	qs := st.Queues()
+	depth := make([][4]int, len(qs))
+	s.store.Lock()
+	for i, q := range qs {
+		if q.DB >= s.store.NumDBs() {
+			continue
+		}
+		db := s.store.DB(q.DB)
+		k := verbs.NewKeys(q.Queue)
+		for j, key := range [4]string{k.Pending, k.Active, k.Schedule, k.Dead} {
+			if z, _ := db.LookupZSet(key); z != nil {
+				depth[i][j] = z.Len()
+			}
+		}
+	}
+	s.store.Unlock()
+	for i, q := range qs {
+		dbl := itoa(int64(q.DB))
+		for j, state := range queueStates {
+			ch <- prometheus.MustNewConstMetric(queueJobsDesc, prometheus.GaugeValue, float64(depth[i][j]), dbl, q.Queue, state)
+		}
+		for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
+			ch <- prometheus.MustNewConstMetric(jobsTotalDesc, prometheus.CounterValue, float64(q.Count(t)), dbl, q.Queue, t.String())
+		}
+	}
+}
