@@ -103,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		logOut = f
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	log := server.NewLogger(logOut, cfg["log-format"], level) // text (default) or json
 
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
@@ -217,5 +217,6 @@ Examples:
        emqd --port 7777
        emqd --port 7777 --appendonly no
        emqd /etc/myemqd.conf --loglevel verbose --requirepass secret
+       emqd --metrics-addr 127.0.0.1:9121 --log-format json
 `)
 }
