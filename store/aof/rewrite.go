@@ -305,53 +305,60 @@ type rwWriter struct {
 // holding the store lock for one chunk of keys at a time. A database
 // flushed meanwhile is left (its FLUSHDB comes with the changed keys).
 func (a *AOF) copyKeyspace(w *rwWriter) error {
-	st := a.cfg.Store
-	for i := 0; i < st.NumDBs(); i++ {
-		st.Lock()
-		next, stop := iter.Pull2(iter.Seq2[string, *store.Value](st.DB(i).Keys))
-		st.Unlock()
-		for done := false; !done; {
-			if a.rwCancel.Load() {
-				st.Lock()
-				stop()
-				st.Unlock()
-				return errRewriteCanceled
-			}
-			st.Lock()
-			if a.flushed[i] {
-				stop()
-				st.Unlock()
-				break
-			}
-			w.out = w.out[:0]
-			var big *store.ZSetSnapshot
-			var bigKey string
-			for n := 0; n < chunkKeys && len(w.out) < chunkBytes; n++ {
-				k, v, ok := next()
-				if !ok {
-					done = true
-					break
-				}
-				if big = w.encode(i, k, v, false); big != nil {
-					bigKey = k
-					break
-				}
-			}
-			if done {
-				stop()
-			}
-			st.Unlock()
-			if err := w.flushOut(); err != nil {
-				return err
-			}
-			if big != nil {
-				if err := w.writeZSet(bigKey, big); err != nil {
-					return err
-				}
-			}
+	for i := 0; i < a.cfg.Store.NumDBs(); i++ {
+		if err := a.copyDB(w, i); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (a *AOF) copyDB(w *rwWriter, i int) error {
+	st := a.cfg.Store
+	st.Lock()
+	next, stop := iter.Pull2(iter.Seq2[string, *store.Value](st.DB(i).Keys))
+	st.Unlock()
+	defer func() {
+		st.Lock()
+		stop() // ends the iteration (a no-op once it is done)
+		st.Unlock()
+	}()
+	for {
+		if a.rwCancel.Load() {
+			return errRewriteCanceled
+		}
+		st.Lock()
+		if a.flushed[i] {
+			st.Unlock()
+			return nil
+		}
+		done := false
+		var big *store.ZSetSnapshot
+		var bigKey string
+		for n := 0; n < chunkKeys && len(w.out) < chunkBytes; n++ {
+			k, v, ok := next()
+			if !ok {
+				done = true
+				break
+			}
+			if big = w.encode(i, k, v, false); big != nil {
+				bigKey = k
+				break
+			}
+		}
+		st.Unlock()
+		if err := w.flushOut(); err != nil {
+			return err
+		}
+		if big != nil {
+			if err := w.writeZSet(bigKey, big); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
 }
 
 // writeChanged writes the keys of d again, each as DEL plus its current
