@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -456,5 +458,51 @@ func TestLogFormatConfig(t *testing.T) {
 	server.NewLogger(&b, "text", slog.LevelInfo).Debug("hidden")
 	if got := b.String(); !strings.HasPrefix(got, `{"time":`) || !strings.HasSuffix(got, `"level":"INFO","msg":"hello","port":6379}`+"\n") {
 		t.Fatalf("json log %q", got)
+	}
+}
+
+// TestReadmeObservability: every metric and INFO field the README's
+// "## Observability" section names exists, and every emqd_* metric and
+// emq_* field emqd exports is named there.
+func TestReadmeObservability(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "\n## Observability\n")
+	if i < 0 {
+		t.Fatal("README has no \"## Observability\" section")
+	}
+	sec := text[i+1:]
+	if j := strings.Index(sec[3:], "\n## "); j >= 0 {
+		sec = sec[:j+3]
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(emqd?_[a-z_]+)`").FindAllStringSubmatch(sec, -1) {
+		documented[m[1]] = true
+	}
+	s := server.StartTest(t, server.Options{Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	rdb.Do(context.Background(), "EMQ.ENQUEUE", "q", "*", "p") // a queue and a histogram child
+	exported := map[string]bool{}
+	for name := range scrape(t, s) {
+		if strings.HasPrefix(name, "emqd_") {
+			exported[name] = true
+		}
+	}
+	for k := range infoFields(s.InfoText("emq")) {
+		exported[k] = true
+	}
+	for name := range exported {
+		if !documented[name] {
+			t.Errorf("%s is exported but not in the README", name)
+		}
+	}
+	for name := range documented {
+		if !exported[name] {
+			t.Errorf("the README names %s, which emqd does not export", name)
+		}
 	}
 }

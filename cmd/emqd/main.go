@@ -104,6 +104,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logOut = f
 	}
 	log := server.NewLogger(logOut, cfg["log-format"], level) // text (default) or json
+	slog.SetDefault(log) // the verbs' stored-data refusals log through slog's default
 
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
