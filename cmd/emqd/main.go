@@ -103,8 +103,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		logOut = f
 	}
-	log := server.NewLogger(logOut, cfg["log-format"], level) // text (default) or json
-	slog.SetDefault(log) // the verbs' stored-data refusals log through slog's default
+	// log-format text (default) or json; slog's default logger too, which
+	// the verbs' stored-data refusals log through.
+	log := server.NewLogger(logOut, cfg["log-format"], level)
+	slog.SetDefault(log)
 
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
