@@ -19,6 +19,8 @@ import (
 //   - a read-only command changes nothing and records no change;
 //   - every key whose content changed was reported with Ctx.Dirty (its
 //     watcher is touched), so WATCH and the AOF see the change;
+//   - the same input run in the other protocol leaves the same keyspace,
+//     and a refusal is the same error text in both;
 //   - no empty hash or sorted set is stored, no sorted set holds a NaN or a
 //     -0 score, a sorted set's tree and member index agree in size, order
 //     and scores, and a hash's index agrees with its entries.
@@ -99,7 +101,10 @@ func fuzzSplit(args string) []string {
 	return out
 }
 
-// fuzzCommand runs one fuzz input (see the top of the file).
+// fuzzCommand runs one fuzz input (see the top of the file) in the
+// input's protocol and then, on a second fresh keyspace, in the other one:
+// the keyspaces must end the same and a refusal must be the same error in
+// both protocols.
 func fuzzCommand(t *testing.T, cmds []string, cmd, key uint8, args string) {
 	proto := 2
 	if cmd&0x80 != 0 {
@@ -116,6 +121,21 @@ func fuzzCommand(t *testing.T, cmds []string, cmd, key uint8, args string) {
 			}
 		}
 	}
+	out, dumps := fuzzRun(t, name, argv, proto)
+	other, otherDumps := fuzzRun(t, name, argv, 5-proto)
+	if (out[0] == '-' || other[0] == '-') && out != other {
+		t.Fatalf("%q: RESP%d replies %q, RESP%d %q", argv, proto, out, 5-proto, other)
+	}
+	for _, k := range fuzzKeys {
+		if dumps[k] != otherDumps[k] {
+			t.Fatalf("%q: key %q ends differently in RESP%d and RESP%d\n%s\n%s", argv, k, proto, 5-proto, dumps[k], otherDumps[k])
+		}
+	}
+}
+
+// fuzzRun runs argv on a fresh prepared keyspace in proto, checks the
+// invariants, and returns the reply and the prepared keys' final dumps.
+func fuzzRun(t *testing.T, name string, argv []string, proto int) (string, map[string]string) {
 	s := fuzzKeyspace()
 	watchers := make(map[string]*Watcher, len(fuzzKeys))
 	s.Lock()
@@ -159,6 +179,7 @@ func fuzzCommand(t *testing.T, cmds []string, cmd, key uint8, args string) {
 	if err := checkStoreInvariants(s); err != nil {
 		t.Fatalf("%q (RESP%d) -> %q: %v", argv, proto, out, err)
 	}
+	return out, after
 }
 
 // fuzzKeyDumps renders every prepared key's type and content.
