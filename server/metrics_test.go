@@ -252,6 +252,10 @@ func TestMetricsAndInfoCounts(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if resp, err := http.Get("http://" + s.MetricsAddr() + "/metrics"); err == nil {
+		resp.Body.Close()
+		t.Fatal("the metrics endpoint still answers after Close")
+	}
 	s2 := server.StartTest(t, opts)
 	info = infoFields(s2.InfoText("emq"))
 	if info["emq_queues"] != "3" || info["emq_enqueued"] != "0" || info["emq_claimed"] != "0" {
