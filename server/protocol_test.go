@@ -307,14 +307,16 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 	go slow.nc.Write(p)
 	time.Sleep(100 * time.Millisecond)
 	fast := dial(t, s)
-	start := time.Now()
+	// The slow client has read nothing yet, so its replies are stuck in the
+	// server's output buffer. If writing them held the store (or anything the
+	// fast client needs), the fast client's commands would hang until the
+	// slow one reads; the deadline turns such a hang into a failure. It is a
+	// liveness bound, not a speed assertion.
+	fast.nc.SetDeadline(time.Now().Add(60 * time.Second))
 	for i := 0; i < 200; i++ {
 		if r := fast.do("HSET", "h", "f", itoa(int64(i))); r != ":1\r\n" && r != ":0\r\n" {
 			t.Fatal(r)
 		}
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("other client slowed down: %v", d)
 	}
 	for i := 0; i < 300; i++ {
 		if r := slow.read(); len(r) != len(val)+len("$100000\r\n\r\n") {
