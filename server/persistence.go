@@ -1,11 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emqd/emqd/server/resp"
@@ -19,7 +21,8 @@ import (
 // the file through store.Feed; a batch that wrote is committed (appendfsync)
 // before its replies go out; writes are refused with MISCONF while the file
 // fails; BGREWRITEAOF and the automatic rewrite compact it; Close (SHUTDOWN,
-// SIGTERM) fsyncs it.
+// SIGTERM) fsyncs it. CONFIG SET appendonly turns it on (from a rewrite of
+// the live keyspace, as Valkey) and off while serving.
 
 func init() { registerStartHook(startPersistence) }
 
@@ -27,34 +30,100 @@ func init() { registerStartHook(startPersistence) }
 // append-only files instead of the OS one.
 var aofFS aof.FS
 
-// aofs maps a running *Server to its *aof.AOF (for tests and tools).
-var aofs sync.Map
+// persistences maps a running *Server to its *persistence.
+var persistences sync.Map
+
+// persistence is a server's append-only file state: cur is nil while
+// appendonly is no.
+type persistence struct {
+	s   *Server
+	cur atomic.Pointer[aof.AOF]
+}
 
 // AOF returns the server's append-only file, nil with appendonly no.
 func (s *Server) AOF() *aof.AOF {
-	if a, ok := aofs.Load(s); ok {
-		return a.(*aof.AOF)
+	if p, ok := persistences.Load(s); ok {
+		return p.(*persistence).cur.Load()
 	}
 	return nil
 }
 
 // startPersistence is the start hook.
 func startPersistence(s *Server) error {
-	if s.Config("appendonly") != "yes" {
-		s.SetInfoSection("persistence", func(add func(field, value string)) {
-			for _, kv := range aof.PersistenceInfo(nil, s.store.DirtyCount, s.started.Unix()) {
-				add(kv[0], kv[1])
-			}
-		})
+	p := &persistence{s: s}
+	if s.Config("appendonly") == "yes" {
+		a, err := p.boot()
+		if err != nil {
+			return err
+		}
+		p.cur.Store(a)
+	}
+	persistences.Store(s, p)
+	s.SetCommitHook(func() error {
+		if a := p.cur.Load(); a != nil {
+			return a.Commit()
+		}
+		return nil
+	})
+	s.SetWriteGate(func() string {
+		if a := p.cur.Load(); a != nil {
+			return a.WriteError()
+		}
+		return ""
+	})
+	s.SetRewriteHook(func() error {
+		if a := p.cur.Load(); a != nil {
+			return a.StartRewrite()
+		}
+		return errors.New("ERR Background append only file rewriting is not available: appendonly is off")
+	})
+	s.SetInfoSection("persistence", func(add func(field, value string)) {
+		for _, kv := range aof.PersistenceInfo(p.cur.Load(), s.store.DirtyCount, s.started.Unix()) {
+			add(kv[0], kv[1])
+		}
+	})
+	s.OnConfigSet("appendonly", p.setAppendOnly)
+	s.OnConfigSet("appendfsync", func(v string) error {
+		pol, ok := aof.ParseFsync(v)
+		if !ok {
+			return fmt.Errorf("argument(s) must be one of the following: always, everysec, no")
+		}
+		if a := p.cur.Load(); a != nil {
+			a.SetFsync(pol)
+		}
+		return nil
+	})
+	autoRewrite := func(string) error {
+		if a := p.cur.Load(); a != nil {
+			a.SetAutoRewrite(int(atoi(s.Config("auto-aof-rewrite-percentage"))), atoi(s.Config("auto-aof-rewrite-min-size")))
+		}
 		return nil
 	}
+	s.OnConfigSet("auto-aof-rewrite-percentage", autoRewrite)
+	s.OnConfigSet("auto-aof-rewrite-min-size", autoRewrite)
+	s.OnClose(func() error {
+		persistences.Delete(s)
+		a := p.cur.Swap(nil)
+		if a == nil {
+			return nil
+		}
+		s.log.Info("Calling fsync() on the AOF file.")
+		return a.Close()
+	})
+	return nil
+}
+
+// newAOF configures an AOF from the server's directives (dir made absolute,
+// as Valkey reports it).
+func (p *persistence) newAOF() (*aof.AOF, error) {
+	s := p.s
 	dir, err := filepath.Abs(s.Config("dir"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.cfg.set(nil, "dir", dir, true)
 	policy, _ := aof.ParseFsync(s.Config("appendfsync"))
-	a := aof.New(aof.Config{
+	return aof.New(aof.Config{
 		Dir:                   dir,
 		Filename:              s.Config("appendfilename"),
 		Fsync:                 policy,
@@ -63,11 +132,20 @@ func startPersistence(s *Server) error {
 		Store:                 s.store,
 		Logger:                s.log,
 		FS:                    aofFS,
-	})
+	}), nil
+}
+
+// boot replays the file and opens it for appending.
+func (p *persistence) boot() (*aof.AOF, error) {
+	s := p.s
+	a, err := p.newAOF()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	res, err := s.replayAOF(a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !res.Missing {
 		s.log.Info(fmt.Sprintf("DB loaded from append only file: %.3f seconds", time.Since(start).Seconds()),
@@ -77,39 +155,42 @@ func startPersistence(s *Server) error {
 	// the restart carry an old lease_epoch).
 	s.runID = newRunID()
 	if err := a.Start(); err != nil {
-		return fmt.Errorf("can't open the append only file %s: %w", a.Path(), err)
+		return nil, fmt.Errorf("can't open the append only file %s: %w", a.Path(), err)
 	}
 	s.store.Lock()
 	s.store.Feed = a
 	s.store.Unlock()
-	aofs.Store(s, a)
-	s.SetCommitHook(a.Commit)
-	s.SetWriteGate(a.WriteError)
-	s.SetRewriteHook(a.StartRewrite)
-	s.SetInfoSection("persistence", func(add func(field, value string)) {
-		for _, kv := range aof.PersistenceInfo(a, s.store.DirtyCount, s.started.Unix()) {
-			add(kv[0], kv[1])
+	return a, nil
+}
+
+// setAppendOnly is CONFIG SET appendonly (under the store lock): yes starts
+// an AOF from a rewrite of the keyspace; no stops writing it (the last
+// records are written and fsynced in the background).
+func (p *persistence) setAppendOnly(v string) error {
+	s := p.s
+	cur := p.cur.Load()
+	switch {
+	case v == "yes" && cur == nil:
+		a, err := p.newAOF()
+		if err != nil {
+			return err
 		}
-	})
-	s.OnConfigSet("appendfsync", func(v string) error {
-		p, ok := aof.ParseFsync(v)
-		if !ok {
-			return fmt.Errorf("argument(s) must be one of the following: always, everysec, no")
+		if err := a.StartFromKeyspace(); err != nil {
+			return err
 		}
-		a.SetFsync(p)
-		return nil
-	})
-	autoRewrite := func(string) error {
-		a.SetAutoRewrite(int(atoi(s.Config("auto-aof-rewrite-percentage"))), atoi(s.Config("auto-aof-rewrite-min-size")))
-		return nil
+		s.store.Feed = a
+		p.cur.Store(a)
+	case v == "no" && cur != nil:
+		s.store.Feed = nil
+		s.store.OnTouch = nil
+		p.cur.Store(nil)
+		cur.Cancel()
+		go func() {
+			if err := cur.Close(); err != nil {
+				s.log.Warn("Closing the append only file", "err", err)
+			}
+		}()
 	}
-	s.OnConfigSet("auto-aof-rewrite-percentage", autoRewrite)
-	s.OnConfigSet("auto-aof-rewrite-min-size", autoRewrite)
-	s.OnClose(func() error {
-		s.log.Info("Calling fsync() on the AOF file.")
-		aofs.Delete(s)
-		return a.Close()
-	})
 	return nil
 }
 

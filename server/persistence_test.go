@@ -497,3 +497,51 @@ func (l *lockedBuf) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestAOFConfigSetAppendOnly: CONFIG SET appendonly yes on a running
+// in-memory server writes the keyspace to a new file (replacing a stale one)
+// and records from then on; no stops recording.
+func TestAOFConfigSetAppendOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "appendonly.aof")
+	os.WriteFile(path, []byte("*3\r\n$3\r\nSET\r\n$5\r\nstale\r\n$1\r\n1\r\n"), 0o644)
+	s, err := Start(Options{Config: map[string]string{"dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	c := rclient(t, s, 0)
+	if got := infoField(t, c, "aof_enabled"); got != "0" {
+		t.Fatalf("aof_enabled %s", got)
+	}
+	_, err = c.Do(context.Background(), "BGREWRITEAOF").Result()
+	if err == nil || err.Error() != "ERR Background append only file rewriting is not available: appendonly is off" {
+		t.Fatalf("BGREWRITEAOF with appendonly no: %v", err)
+	}
+	for i := range 500 {
+		must(t, c, "HSET", fmt.Sprint("h", i), "f", i)
+	}
+	must(t, c, "ZADD", "z", "1.5", "a")
+	must(t, c, "CONFIG", "SET", "appendonly", "yes")
+	if got := must(t, c, "CONFIG", "GET", "appendonly"); !reflect.DeepEqual(got, []any{"appendonly", "yes"}) {
+		t.Fatalf("CONFIG GET appendonly %v", got)
+	}
+	must(t, c, "SET", "during", "1")
+	waitRewrite(t, c)
+	if got := infoField(t, c, "aof_rewrites"); got != "1" {
+		t.Fatalf("aof_rewrites %s", got)
+	}
+	must(t, c, "SET", "after", "2")
+	must(t, c, "HINCRBY", "h1", "f", 10)
+	want := keyspace(s)
+	must(t, c, "CONFIG", "SET", "appendonly", "no")
+	if got := infoField(t, c, "aof_enabled"); got != "0" {
+		t.Fatalf("aof_enabled after no: %s", got)
+	}
+	must(t, c, "SET", "unrecorded", "3")
+	stop(t, s)
+	s2 := durable(t, dir, nil)
+	if got := keyspace(s2); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the restart:\n%q\nwant\n%q", got, want)
+	}
+}

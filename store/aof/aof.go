@@ -150,16 +150,22 @@ type AOF struct {
 	errGen    uint64 // bumped on every failure
 	lastErrAt time.Time
 	fsyncing  bool
+	leading   bool      // a Commit is writing for everyone (group commit)
+	followers sync.Cond // on mu: the Commits waiting for the leader
 	delayed   int64
 	curSize   int64
 	baseSize  int64
 	closed    bool
+	closing   bool // Cancel or Close: no rewrite starts or finishes
+	waiting   bool // started from the keyspace: no file until a rewrite made one
 
 	// Guarded by the store lock: the keys changed while a rewrite copies
 	// the keyspace (see touch).
-	tracking bool
-	dirty    map[dkey]struct{}
-	flushed  []bool
+	tracking  bool
+	dirty     map[dkey]struct{}
+	flushed   []bool
+	lockedAt  time.Time
+	rwMaxHold time.Duration
 
 	rw            *rewriteBuf // collects appends after a rewrite's cut
 	rewriting     bool
@@ -210,7 +216,7 @@ func New(cfg Config) *AOF {
 	if cfg.CronInterval <= 0 {
 		cfg.CronInterval = 100 * time.Millisecond
 	}
-	return &AOF{
+	a := &AOF{
 		cfg:       cfg,
 		path:      filepath.Join(cfg.Dir, cfg.Filename),
 		fs:        cfg.FS,
@@ -223,6 +229,8 @@ func New(cfg Config) *AOF {
 		lastRwOK:  true,
 		complete:  true,
 	}
+	a.followers.L = &a.mu
+	return a
 }
 
 // Path is the file's path.
@@ -245,15 +253,8 @@ func (a *AOF) Load(exec ExecFunc) (LoadResult, error) {
 // boot), removes temporary files a crashed rewrite left, and starts the
 // background goroutine (everysec fsync, flush retries, auto-rewrite).
 func (a *AOF) Start() error {
-	if err := a.fs.MkdirAll(a.cfg.Dir); err != nil {
+	if err := a.prepareDir(); err != nil {
 		return err
-	}
-	if names, err := a.fs.ReadDir(a.cfg.Dir); err == nil {
-		for _, n := range names {
-			if strings.HasPrefix(n, "temp-rewriteaof-") && strings.HasSuffix(n, ".aof") {
-				_ = a.fs.Remove(filepath.Join(a.cfg.Dir, n))
-			}
-		}
 	}
 	f, err := a.fs.OpenAppend(a.path)
 	if err != nil {
@@ -287,6 +288,45 @@ func (a *AOF) Start() error {
 	return nil
 }
 
+// prepareDir creates Dir and removes temporary files a crashed rewrite left.
+func (a *AOF) prepareDir() error {
+	if err := a.fs.MkdirAll(a.cfg.Dir); err != nil {
+		return err
+	}
+	if names, err := a.fs.ReadDir(a.cfg.Dir); err == nil {
+		for _, n := range names {
+			if strings.HasPrefix(n, "temp-rewriteaof-") && strings.HasSuffix(n, ".aof") {
+				_ = a.fs.Remove(filepath.Join(a.cfg.Dir, n))
+			}
+		}
+	}
+	return nil
+}
+
+// StartFromKeyspace turns the AOF on while the server runs (CONFIG SET
+// appendonly yes), as Valkey's startAppendOnly does: nothing is written
+// until a rewrite has made a file from the live keyspace, which then
+// replaces whatever file is at Path. Until then Commit returns at once (the
+// writes are not durable yet, as under Valkey's AOF_WAIT_REWRITE); a failed
+// rewrite is retried every second. Call it instead of Load and Start, with
+// the store lock held; then set store.Feed.
+func (a *AOF) StartFromKeyspace() error {
+	if a.cfg.Store == nil {
+		return errClosed
+	}
+	if err := a.prepareDir(); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.waiting = true
+	a.mu.Unlock()
+	a.cfg.Store.OnTouch = a.touch
+	a.stop = make(chan struct{})
+	a.done = make(chan struct{})
+	go a.cron()
+	return a.StartRewrite()
+}
+
 // Append records cmds, applied to database db, as one record: a single
 // command as it is, several inside MULTI/EXEC (store.Feed). It is called
 // under the store lock and only buffers; Commit (or the background flush)
@@ -296,6 +336,18 @@ func (a *AOF) Append(db int, cmds [][][]byte) {
 		return
 	}
 	a.mu.Lock()
+	if a.waiting {
+		// Only a rewrite past its cut records (the keyspace is the file).
+		if rw := a.rw; rw != nil {
+			if db != rw.selDB {
+				rw.buf = appendSelect(rw.buf, db)
+				rw.selDB = db
+			}
+			rw.buf = appendGroup(rw.buf, cmds)
+		}
+		a.mu.Unlock()
+		return
+	}
 	before := len(a.buf)
 	if db != a.selDB {
 		a.buf = appendSelect(a.buf, db)
@@ -323,20 +375,21 @@ func (a *AOF) Append(db int, cmds [][][]byte) {
 // are written when the file works again.
 func (a *AOF) Commit() error {
 	a.mu.Lock()
-	target := a.appended
-	if a.coveredLocked(target) {
+	if a.waiting {
 		a.mu.Unlock()
 		return nil
 	}
+	target := a.appended
 	gen := a.errGen
-	if a.fsyncing && a.policy != FsyncAlways {
-		a.delayed++
+	// Followers wait for the leader's write (and fsync) and are done if it
+	// covered their records, as it does for every record appended before it
+	// took the buffer; otherwise one of them leads the next round.
+	for a.leading && !a.coveredLocked(target) {
+		if a.fsyncing && a.policy != FsyncAlways {
+			a.delayed++
+		}
+		a.followers.Wait()
 	}
-	a.mu.Unlock()
-
-	a.wmu.Lock()
-	defer a.wmu.Unlock()
-	a.mu.Lock()
 	if a.coveredLocked(target) {
 		a.mu.Unlock()
 		return nil
@@ -347,9 +400,18 @@ func (a *AOF) Commit() error {
 		a.mu.Unlock()
 		return err
 	}
+	a.leading = true
 	always := a.policy == FsyncAlways
 	a.mu.Unlock()
-	return a.flush(always)
+
+	a.wmu.Lock()
+	err := a.flush(always)
+	a.wmu.Unlock()
+	a.mu.Lock()
+	a.leading = false
+	a.followers.Broadcast()
+	a.mu.Unlock()
+	return err
 }
 
 func (a *AOF) coveredLocked(target int64) bool {
@@ -363,6 +425,12 @@ func (a *AOF) coveredLocked(target int64) bool {
 // be retried), fsyncs. Call with wmu held.
 func (a *AOF) flush(doSync bool) error {
 	if a.f == nil {
+		a.mu.Lock()
+		waiting := a.waiting
+		a.mu.Unlock()
+		if waiting {
+			return nil
+		}
 		return errClosed
 	}
 	if a.needRepair {
@@ -594,7 +662,9 @@ func (a *AOF) cron() {
 func (a *AOF) maybeAutoRewrite() {
 	a.mu.Lock()
 	start := false
-	if !a.rewriting && !a.closed && a.perc > 0 && a.curSize > a.minSize && a.cfg.Store != nil &&
+	if a.waiting && !a.rewriting && !a.closing && time.Since(a.lastRwFailure) >= time.Second {
+		start = true // the first file of StartFromKeyspace, again
+	} else if !a.rewriting && !a.closing && a.perc > 0 && a.curSize > a.minSize && a.cfg.Store != nil &&
 		(a.rwFailures == 0 || time.Since(a.lastRwFailure) >= time.Minute) {
 		base := max(a.baseSize, 1)
 		growth := a.curSize*100/base - 100
@@ -609,6 +679,17 @@ func (a *AOF) maybeAutoRewrite() {
 	}
 }
 
+// Cancel stops any rewrite from starting or finishing (one past its last
+// check finishes its rename first) and returns at once; it may be called
+// under the store lock. Close must still be called (CONFIG SET appendonly
+// no: Cancel under the lock, Close in the background).
+func (a *AOF) Cancel() {
+	a.mu.Lock()
+	a.closing = true
+	a.rwCancel.Store(true)
+	a.mu.Unlock()
+}
+
 // Close stops the background work (a running rewrite is abandoned and its
 // temporary file removed), writes and fsyncs everything buffered, whatever
 // the policy (SHUTDOWN, SIGTERM), and closes the file. The error is the
@@ -619,7 +700,7 @@ func (a *AOF) Close() error {
 		a.mu.Unlock()
 		return nil
 	}
-	a.closed = true
+	a.closed, a.closing = true, true
 	a.rwCancel.Store(true)
 	rwDone := a.rwDone
 	a.mu.Unlock()
@@ -629,11 +710,6 @@ func (a *AOF) Close() error {
 	}
 	if rwDone != nil {
 		<-rwDone
-	}
-	if st := a.cfg.Store; st != nil {
-		st.Lock()
-		st.OnTouch = nil
-		st.Unlock()
 	}
 	a.wmu.Lock()
 	defer a.wmu.Unlock()

@@ -687,3 +687,42 @@ func TestRewriteWithWritesAtEachStep(t *testing.T) {
 		})
 	}
 }
+
+// TestStartFromKeyspace: an AOF turned on while serving writes nothing
+// until its first rewrite, which replaces a stale file with the live
+// keyspace plus what was written meanwhile.
+func TestStartFromKeyspace(t *testing.T) {
+	fsys := NewFaultFS()
+	fsys.WriteFile(aofPath, AppendCommand(nil, cmd("SET", "stale", "1")))
+	st := store.New(16)
+	for i := range 300 {
+		noErr(t, applyArgv(st, i%2, cmd("HSET", fmt.Sprint("h", i), "f", fmt.Sprint(i))))
+	}
+	release := make(chan struct{})
+	a := New(Config{Dir: "/data", Fsync: FsyncAlways, Store: st, FS: fsys, CronInterval: 10 * time.Millisecond,
+		Hook: func(step string) error {
+			if step == "copied" {
+				<-release
+			}
+			return nil
+		}})
+	h := &harness{t: t, fs: fsys, st: st, a: a, logs: &logBuf{}}
+	st.Lock()
+	noErr(t, a.StartFromKeyspace())
+	st.Feed = a
+	st.Unlock()
+	t.Cleanup(func() { a.Close() })
+	noErr(t, h.do(0, cmd("HINCRBY", "h0", "f", "5"))) // acknowledged at once, not yet durable
+	eq(t, "1", infoField(a, "aof_enabled"), "aof_enabled")
+	eq(t, "1", infoField(a, "aof_rewrite_in_progress"), "rewriting")
+	got, _ := fsys.Contents(aofPath)
+	eq(t, "*3\r\n$3\r\nSET\r\n$5\r\nstale\r\n$1\r\n1\r\n", string(got), "the old file is untouched until the rewrite")
+	close(release)
+	a.WaitRewrite()
+	noErr(t, h.do(1, cmd("SET", "after", "x")))
+	fsys.PowerLoss()
+	keys, _, _, err := reload(t, fsys, aofPath)
+	noErr(t, err)
+	eq(t, h.dump(), keys, "keyspace")
+	isTrue(t, len(keys) == 301, "keys: ", len(keys))
+}

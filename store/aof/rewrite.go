@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/emqd/emqd/store"
@@ -38,6 +39,10 @@ const (
 
 var errRewriteCanceled = errors.New("rewrite canceled by shutdown")
 
+// tempSeq numbers the temporary files, so two AOFs of one process (CONFIG
+// SET appendonly no, then yes) never share one.
+var tempSeq atomic.Int64
+
 // StartRewrite starts a background rewrite (BGREWRITEAOF): it returns
 // ErrRewriteInProgress when one is running, nil when it started. It writes
 // the live keyspace as SET/HSET/ZADD commands to a temporary file in Dir
@@ -61,7 +66,7 @@ var errRewriteCanceled = errors.New("rewrite canceled by shutdown")
 // is. The outcome is in Info and the log.
 func (a *AOF) StartRewrite() error {
 	a.mu.Lock()
-	if a.closed || a.cfg.Store == nil {
+	if a.closing || a.cfg.Store == nil {
 		a.mu.Unlock()
 		return errClosed
 	}
@@ -71,6 +76,7 @@ func (a *AOF) StartRewrite() error {
 	}
 	a.rewriting = true
 	a.rwStart = time.Now()
+	a.rwMaxHold = 0
 	a.rwDone = make(chan struct{})
 	done := a.rwDone
 	a.mu.Unlock()
@@ -92,7 +98,9 @@ func (a *AOF) StartRewrite() error {
 		}
 		a.mu.Unlock()
 		if err == nil {
-			a.log.Info("Background AOF rewrite finished successfully")
+			a.log.Info("Background AOF rewrite finished successfully",
+				"seconds", fmt.Sprintf("%.3f", time.Since(a.rwStart).Seconds()),
+				"longest_lock_ms", fmt.Sprintf("%.1f", float64(a.rwMaxHold.Microseconds())/1000))
 		} else {
 			a.log.Warn("Background AOF rewrite terminated with error: " + err.Error())
 		}
@@ -119,13 +127,13 @@ func (a *AOF) hook(step string) error {
 }
 
 func (a *AOF) rewrite() (err error) {
-	tmp := filepath.Join(a.cfg.Dir, fmt.Sprintf("temp-rewriteaof-bg-%d.aof", os.Getpid()))
+	tmp := filepath.Join(a.cfg.Dir, fmt.Sprintf("temp-rewriteaof-bg-%d-%d.aof", os.Getpid(), tempSeq.Add(1)))
 	st := a.cfg.Store
-	st.Lock()
+	a.lockStore()
 	a.tracking = true
 	a.dirty = make(map[dkey]struct{})
 	a.flushed = make([]bool, st.NumDBs())
-	st.Unlock()
+	a.unlockStore()
 
 	var f File
 	switched := false
@@ -133,9 +141,9 @@ func (a *AOF) rewrite() (err error) {
 		if switched {
 			return
 		}
-		st.Lock()
+		a.lockStore()
 		a.tracking, a.dirty, a.flushed = false, nil, nil
-		st.Unlock()
+		a.unlockStore()
 		a.mu.Lock()
 		a.rw = nil
 		a.mu.Unlock()
@@ -159,7 +167,7 @@ func (a *AOF) rewrite() (err error) {
 		return err
 	}
 	for pass := 0; ; pass++ {
-		st.Lock()
+		a.lockStore()
 		d, fl := a.dirty, a.flushed
 		cut := pass >= 8 || len(d) < smallDirty
 		if cut {
@@ -170,11 +178,11 @@ func (a *AOF) rewrite() (err error) {
 			a.mu.Lock()
 			a.rw = &rewriteBuf{selDB: -1}
 			a.mu.Unlock()
-			st.Unlock()
+			a.unlockStore()
 			err = w.writeCaptured(fl, caps)
 		} else {
 			a.dirty, a.flushed = make(map[dkey]struct{}), make([]bool, st.NumDBs())
-			st.Unlock()
+			a.unlockStore()
 			err = a.writeChanged(w, d, fl)
 		}
 		if err != nil {
@@ -222,8 +230,8 @@ func (a *AOF) rewrite() (err error) {
 	defer a.wmu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.f == nil {
-		return errClosed
+	if (a.f == nil && !a.waiting) || a.rwCancel.Load() {
+		return errRewriteCanceled
 	}
 	if _, err := f.Write(a.rw.buf); err != nil {
 		return err
@@ -254,7 +262,10 @@ func (a *AOF) rewrite() (err error) {
 	a.curSize, a.baseSize = size, size
 	a.writeErr, a.syncErr, a.lastErr = nil, nil, nil
 	a.needDirSync = true
-	old.Close()
+	if old != nil {
+		old.Close()
+	}
+	a.waiting = false
 	if err := a.hook("renamed"); err != nil {
 		return err
 	}
@@ -267,6 +278,18 @@ func (a *AOF) rewrite() (err error) {
 	}
 	a.needDirSync = false
 	return a.hook("done")
+}
+
+// lockStore and unlockStore take and release the store lock for the
+// rewrite, keeping the longest hold (logged when the rewrite ends).
+func (a *AOF) lockStore() {
+	a.cfg.Store.Lock()
+	a.lockedAt = time.Now()
+}
+
+func (a *AOF) unlockStore() {
+	a.rwMaxHold = max(a.rwMaxHold, time.Since(a.lockedAt))
+	a.cfg.Store.Unlock()
 }
 
 // dkey is a key of one database.
@@ -315,21 +338,21 @@ func (a *AOF) copyKeyspace(w *rwWriter) error {
 
 func (a *AOF) copyDB(w *rwWriter, i int) error {
 	st := a.cfg.Store
-	st.Lock()
+	a.lockStore()
 	next, stop := iter.Pull2(iter.Seq2[string, *store.Value](st.DB(i).Keys))
-	st.Unlock()
+	a.unlockStore()
 	defer func() {
-		st.Lock()
+		a.lockStore()
 		stop() // ends the iteration (a no-op once it is done)
-		st.Unlock()
+		a.unlockStore()
 	}()
 	for {
 		if a.rwCancel.Load() {
 			return errRewriteCanceled
 		}
-		st.Lock()
+		a.lockStore()
 		if a.flushed[i] {
-			st.Unlock()
+			a.unlockStore()
 			return nil
 		}
 		done := false
@@ -346,7 +369,7 @@ func (a *AOF) copyDB(w *rwWriter, i int) error {
 				break
 			}
 		}
-		st.Unlock()
+		a.unlockStore()
 		if err := w.flushOut(); err != nil {
 			return err
 		}
@@ -375,7 +398,7 @@ func (a *AOF) writeChanged(w *rwWriter, d map[dkey]struct{}, flushed []bool) err
 		if a.rwCancel.Load() {
 			return errRewriteCanceled
 		}
-		st.Lock()
+		a.lockStore()
 		var big *store.ZSetSnapshot
 		var bigKey string
 		n := 0
@@ -387,7 +410,7 @@ func (a *AOF) writeChanged(w *rwWriter, d map[dkey]struct{}, flushed []bool) err
 				break
 			}
 		}
-		st.Unlock()
+		a.unlockStore()
 		keys = keys[n:]
 		if big != nil {
 			if err := w.flushOut(); err != nil {
