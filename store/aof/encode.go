@@ -1,9 +1,6 @@
 package aof
 
-import (
-	"math"
-	"strconv"
-)
+import "strconv"
 
 // The AOF is a sequence of RESP multibulk commands, exactly as Valkey writes
 // its append-only file (and as redis-check-aof reads it):
@@ -57,19 +54,4 @@ func appendGroup(b []byte, cmds [][][]byte) []byte {
 		b = append(b, execRecord...)
 	}
 	return b
-}
-
-// FormatScore renders a sorted-set score so that parsing it back (ZADD's
-// strtod) gives the same float64: integers below 2^53 as integers, infinities
-// as "inf"/"-inf", everything else as the shortest round-trip form.
-func FormatScore(b []byte, s float64) []byte {
-	switch {
-	case math.IsInf(s, 1):
-		return append(b, "inf"...)
-	case math.IsInf(s, -1):
-		return append(b, "-inf"...)
-	case s == math.Trunc(s) && math.Abs(s) < 1<<53:
-		return strconv.AppendInt(b, int64(s), 10)
-	}
-	return strconv.AppendFloat(b, s, 'g', -1, 64)
 }
