@@ -41,6 +41,12 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	port := freePort(t)
 	addr := "127.0.0.1:" + port
 	logPath := filepath.Join(dir, "emqd.log")
+	var running *exec.Cmd // the server a failing check leaves behind
+	t.Cleanup(func() {
+		if running != nil {
+			running.Process.Kill() // an error when it has exited already
+		}
+	})
 	start := func() *proc {
 		t.Helper()
 		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -53,6 +59,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		running = cmd
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
 		deadline := time.Now().Add(20 * time.Second)
