@@ -14,10 +14,18 @@
 // (native) and sweep_stalled.lua (scripted) are called, `sweep-limit` per
 // call, until the sweep comes back empty.
 //
-// By default it starts both servers itself (emqd from --emqd-bin and
-// redis-server, persistence off, free loopback ports); --emqd-addr and
-// --redis-addr use running servers instead (a fresh queue name per run keeps
-// runs apart; nothing is flushed).
+// By default it starts the servers itself, one after the other (emqd from
+// --emqd-bin, then redis-server; persistence off, free loopback ports): each
+// runs only while its side is measured, so they never share the cores.
+// --emqd-addr and --redis-addr use running servers instead (a fresh queue
+// name per run keeps runs apart; nothing is flushed).
+//
+// The job cycle is driven by a lean RESP client (raw.go: one net.Conn per
+// worker, pre-encoded commands, replies parsed without allocating), the same
+// for both sides, so the driver's own CPU does not dilute the servers'
+// difference on a small machine; --client go-redis drives it through
+// go-redis instead. The sweep timing always uses go-redis (one call per
+// round trip, each doing up to sweep-limit jobs of work).
 package main
 
 import (
@@ -50,6 +58,7 @@ type config struct {
 	sweepLimit          int
 	maxStalled          int
 	only                string
+	client              string
 }
 
 func main() {
@@ -69,6 +78,7 @@ func main() {
 	fs.IntVar(&c.sweepLimit, "sweep-limit", 100, "limit per sweep call")
 	fs.IntVar(&c.maxStalled, "max-stalled", 1, "max_stalled of the sweep (1: every expiry is dead-lettered; 2+: recovered)")
 	fs.StringVar(&c.only, "only", "all", "what to run: all, cycle or sweep")
+	fs.StringVar(&c.client, "client", "raw", "job-cycle client: raw (lean RESP over net.Conn, pre-encoded commands) or go-redis; the sweep always uses go-redis")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: jobcycle [flags]
 
@@ -96,97 +106,139 @@ func run(c config) error {
 	if c.only != "all" && c.only != "cycle" && c.only != "sweep" {
 		return fmt.Errorf("--only must be all, cycle or sweep")
 	}
+	if c.client != "raw" && c.client != "go-redis" {
+		return fmt.Errorf("--client must be raw or go-redis")
+	}
 	if c.jobs <= 0 || c.workers1 <= 0 || c.workersP <= 0 || c.batch <= 0 || c.sweepLimit <= 0 || c.maxStalled <= 0 {
 		return fmt.Errorf("counts must be positive")
 	}
-	var stop []func()
-	defer func() {
-		for _, f := range stop {
-			f()
-		}
-	}()
-	if c.emqdAddr == "" {
-		p, err := procs.StartEmqd(c.emqdBin)
-		if err != nil {
-			return fmt.Errorf("%w (build it: go build -o bench/bin/emqd ./cmd/emqd)", err)
-		}
-		stop = append(stop, func() { p.Stop(5 * time.Second) })
-		c.emqdAddr = p.Addr
-	}
-	if c.redisAddr == "" {
-		p, err := procs.StartRedis(c.redisBin)
-		if err != nil {
-			return err
-		}
-		stop = append(stop, func() { p.Stop(5 * time.Second) })
-		c.redisAddr = p.Addr
-	}
-	ctx := context.Background()
-	pool := c.workers1 + 4
-	native := &nativeExec{rdb: newClient(c.emqdAddr, pool)}
-	defer native.rdb.Close()
-	scripted := &scriptExec{rdb: newClient(c.redisAddr, pool)}
-	defer scripted.rdb.Close()
-	for _, s := range lua.All() {
-		if err := scripted.rdb.ScriptLoad(ctx, s.Src).Err(); err != nil {
-			return fmt.Errorf("SCRIPT LOAD %s: %w", s.Name, err)
-		}
-	}
-	if err := native.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("emqd %s: %w", c.emqdAddr, err)
-	}
-	fmt.Printf("emqd %s   redis-server %s   payload %d B\n", c.emqdAddr, c.redisAddr, c.payloadBytes)
-	tag := randTag()
 	payload := strings.Repeat("x", c.payloadBytes)
-
+	cells := []cell{}
+	for _, m := range []struct {
+		name           string
+		workers, batch int
+	}{{"1 cmd/round trip", c.workers1, 1}, {"pipelined", c.workersP, c.batch}} {
+		for _, retry := range []bool{false, true} {
+			name := "enq,claim,complete"
+			if retry {
+				name = "enq,claim,fail,claim,compl"
+			}
+			cells = append(cells, cell{name: name, mode: m.name,
+				cy: cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, leaseMs: c.leaseMs, payload: payload}})
+		}
+	}
+	// One side after the other: a server the driver starts runs only
+	// while its side is measured, so the two never share the cores.
+	var res [2]sideResult
+	tag := randTag()
+	for i, name := range []string{"emqd", "redis"} {
+		r, err := runSide(c, i == 0, tag, cells)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		res[i] = r
+	}
+	fmt.Printf("emqd %s   redis-server %s   payload %d B   client %s\n", res[0].addr, res[1].addr, c.payloadBytes, c.client)
 	if c.only != "sweep" {
 		fmt.Printf("\njob cycle, %d jobs per cell (lease_ms %d)\n", c.jobs, c.leaseMs)
 		fmt.Printf("%-26s %7s %5s %14s %16s %8s\n", "cycle", "workers", "batch", "emqd jobs/s", "redis+lua jobs/s", "ratio")
-		for _, m := range []struct {
-			name           string
-			workers, batch int
-		}{{"1 cmd/round trip", c.workers1, 1}, {"pipelined", c.workersP, c.batch}} {
-			for _, retry := range []bool{false, true} {
-				name := "enq,claim,complete"
-				if retry {
-					name = "enq,claim,fail,claim,compl"
-				}
-				cy := cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, leaseMs: c.leaseMs, payload: payload}
-				var rates [2]float64
-				for i, ex := range []executor{native, scripted} {
-					q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, ex.name(), m.batch, retry)
-					r, err := cy.run(ctx, ex, q)
-					if err != nil {
-						return fmt.Errorf("%s %s %s: %w", ex.name(), m.name, name, err)
-					}
-					rates[i] = r
-				}
-				fmt.Printf("%-26s %7d %5d %14.0f %16.0f %7.2fx   (%s)\n", name, m.workers, m.batch, rates[0], rates[1], rates[0]/rates[1], m.name)
-			}
+		for i, cl := range cells {
+			e, r := res[0].rates[i], res[1].rates[i]
+			fmt.Printf("%-26s %7d %5d %14.0f %16.0f %7.2fx   (%s)\n", cl.name, cl.cy.workers, cl.cy.batch, e, r, e/r, cl.mode)
 		}
 	}
 	if c.only != "cycle" {
 		fmt.Printf("\nstall sweep over %d expired leases, limit %d per call, max_stalled %d\n", c.sweepLeases, c.sweepLimit, c.maxStalled)
 		fmt.Printf("%-26s %10s %8s %12s %14s\n", "sweep", "time", "calls", "us/call", "leases/s")
-		var res [2]sweepResult
-		for i, ex := range []executor{native, scripted} {
-			q := fmt.Sprintf("sw.%s.%s", tag, ex.name())
-			r, err := sweep(ctx, ex, q, c, payload)
-			if err != nil {
-				return fmt.Errorf("%s sweep: %w", ex.name(), err)
-			}
-			res[i] = r
-			label := "EMQ.STALLED.CHECK (emqd)"
-			if i == 1 {
-				label = "sweep_stalled.lua (redis)"
-			}
+		for i, label := range []string{"EMQ.STALLED.CHECK (emqd)", "sweep_stalled.lua (redis)"} {
+			r := res[i].sweep
 			fmt.Printf("%-26s %10s %8d %12.1f %14.0f\n", label, r.elapsed.Round(time.Millisecond), r.calls,
 				float64(r.elapsed.Microseconds())/float64(r.calls), float64(r.swept)/r.elapsed.Seconds())
 		}
-		fmt.Printf("ratio emqd/redis (leases/s): %.2fx\n", res[1].elapsed.Seconds()/res[0].elapsed.Seconds())
+		fmt.Printf("ratio emqd/redis (leases/s): %.2fx\n", res[1].sweep.elapsed.Seconds()/res[0].sweep.elapsed.Seconds())
 	}
 	return nil
 }
+
+// cell is one row of the job-cycle table.
+type cell struct {
+	name, mode string
+	cy         cycle
+}
+
+type sideResult struct {
+	addr  string
+	rates []float64
+	sweep sweepResult
+}
+
+// runSide measures one side (native: emqd; else redis-server with the
+// scripts): it starts the server unless an address was given, runs every
+// cell and the sweep, and stops the server.
+func runSide(c config, native bool, tag string, cells []cell) (sideResult, error) {
+	var res sideResult
+	addr, bin, start := c.redisAddr, c.redisBin, procs.StartRedis
+	if native {
+		addr, bin, start = c.emqdAddr, c.emqdBin, func(bin string) (*procs.Proc, error) { return procs.StartEmqd(bin) }
+	}
+	if addr == "" {
+		p, err := start(bin)
+		if err != nil {
+			if native {
+				err = fmt.Errorf("%w (build it: go build -o bench/bin/emqd ./cmd/emqd)", err)
+			}
+			return res, err
+		}
+		defer p.Stop(5 * time.Second)
+		addr = p.Addr
+	}
+	res.addr = addr
+	ctx := context.Background()
+	rdb := newClient(addr, c.workers1+4)
+	defer rdb.Close()
+	var ex executor = &nativeExec{rdb: rdb}
+	var side rawSide = rawNative{}
+	if !native {
+		ex, side = &scriptExec{rdb: rdb}, rawScripted{}
+		for _, s := range lua.All() {
+			if err := rdb.ScriptLoad(ctx, s.Src).Err(); err != nil {
+				return res, fmt.Errorf("SCRIPT LOAD %s: %w", s.Name, err)
+			}
+		}
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return res, fmt.Errorf("%s: %w", addr, err)
+	}
+	if c.only != "sweep" {
+		for _, cl := range cells {
+			fmt.Fprintf(os.Stderr, "%s: %s, %s ...\n", ex.name(), cl.name, cl.mode)
+			q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, ex.name(), cl.cy.batch, cl.cy.retry)
+			var r float64
+			var err error
+			if c.client == "raw" {
+				cy := cl.cy
+				r, err = cy.runRaw(addr, side, q, func(q string) error { return cy.check(ctx, rdb, q) })
+			} else {
+				r, err = cl.cy.run(ctx, ex, q)
+			}
+			if err != nil {
+				return res, fmt.Errorf("%s %s: %w", cl.mode, cl.name, err)
+			}
+			res.rates = append(res.rates, r)
+		}
+	}
+	if c.only != "cycle" {
+		fmt.Fprintf(os.Stderr, "%s: sweep ...\n", ex.name())
+		r, err := sweep(ctx, ex, fmt.Sprintf("sw.%s.%s", tag, ex.name()), c, payload(c))
+		if err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+		res.sweep = r
+	}
+	return res, nil
+}
+
+func payload(c config) string { return strings.Repeat("x", c.payloadBytes) }
 
 func newClient(addr string, pool int) *redis.Client {
 	return redis.NewClient(&redis.Options{
@@ -373,8 +425,15 @@ func (cy cycle) run(ctx context.Context, ex executor, q string) (float64, error)
 	if err := <-errs; err != nil {
 		return 0, err
 	}
-	// Check the outcome.
-	rdb := ex.client()
+	if err := cy.check(ctx, ex.client(), q); err != nil {
+		return 0, err
+	}
+	return float64(cy.jobs) / elapsed.Seconds(), nil
+}
+
+// check verifies the outcome of a run on queues q.<w>: exactly `jobs`
+// completions counted and nothing pending, active, scheduled or dead.
+func (cy cycle) check(ctx context.Context, rdb *redis.Client, q string) error {
 	var total int64
 	for w := 0; w < cy.workers; w++ {
 		k := lua.Keys{Q: fmt.Sprintf("%s.%d", q, w)}
@@ -382,20 +441,20 @@ func (cy cycle) run(ctx context.Context, ex executor, q string) (float64, error)
 		done := p.HGet(ctx, k.Completed(), "count")
 		sets := []*redis.IntCmd{p.ZCard(ctx, k.Pending()), p.ZCard(ctx, k.Active()), p.ZCard(ctx, k.Schedule()), p.ZCard(ctx, k.Dead())}
 		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, err
+			return err
 		}
 		n, _ := done.Int64()
 		total += n
 		for _, s := range sets {
 			if s.Val() != 0 {
-				return 0, fmt.Errorf("queue %s: %s holds %d members after the run", k.Q, s.Args()[1], s.Val())
+				return fmt.Errorf("queue %s: %s holds %d members after the run", k.Q, s.Args()[1], s.Val())
 			}
 		}
 	}
 	if total != int64(cy.jobs) {
-		return 0, fmt.Errorf("%d completions counted, want %d", total, cy.jobs)
+		return fmt.Errorf("%d completions counted, want %d", total, cy.jobs)
 	}
-	return float64(cy.jobs) / elapsed.Seconds(), nil
+	return nil
 }
 
 func (cy cycle) worker(ctx context.Context, ex executor, q string, base uint64, next *atomic.Int64) error {

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/emqd/emqd/bench/internal/procs"
 	"github.com/emqd/emqd/bench/lua"
+	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -128,5 +131,83 @@ func TestScriptedRetryCapsOnAttempts(t *testing.T) {
 	_ = ex.rdb.Process(ctx, cp)
 	if cp.Err() == nil || cp.Err().Error() != "EMQSTATE job is dead" {
 		t.Fatalf("complete of a dead job: %v", cp.Err())
+	}
+}
+
+// The lean client drives the same cycle on both sides: every reply is
+// checked by workerRaw and the outcome (completions, empty sets) by check.
+func TestRawCycle(t *testing.T) {
+	ctx := context.Background()
+	type target struct {
+		name string
+		addr string
+		side rawSide
+		rdb  *redis.Client
+	}
+	var sides []target
+	s := server.StartTest(t)
+	nrdb := newClient(s.Addr(), 4)
+	t.Cleanup(func() { nrdb.Close() })
+	sides = append(sides, target{"emqd", s.Addr(), rawNative{}, nrdb})
+	if _, err := exec.LookPath("redis-server"); err == nil || os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
+		ex := startScripted(t)
+		sides = append(sides, target{"redis", ex.rdb.Options().Addr, rawScripted{}, ex.rdb})
+	}
+	for _, sd := range sides {
+		for _, batch := range []int{1, 25} {
+			for _, retry := range []bool{false, true} {
+				cy := cycle{jobs: 300, workers: 3, batch: batch, retry: retry, leaseMs: 30000, payload: "p"}
+				r, err := cy.runRaw(sd.addr, sd.side, "raw."+randTag(), func(q string) error { return cy.check(ctx, sd.rdb, q) })
+				if err != nil {
+					t.Fatalf("%s batch %d retry %v: %v", sd.name, batch, retry, err)
+				}
+				if r <= 0 {
+					t.Fatalf("%s rate %v", sd.name, r)
+				}
+			}
+		}
+	}
+}
+
+// A wrong expectation is caught: check refuses a count that is not the
+// number of jobs run.
+func TestRawCycleCheckCounts(t *testing.T) {
+	s := server.StartTest(t)
+	rdb := newClient(s.Addr(), 4)
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	cy := cycle{jobs: 50, workers: 2, batch: 10, leaseMs: 30000, payload: "p"}
+	q := "raw." + randTag()
+	if _, err := cy.runRaw(s.Addr(), rawNative{}, q, func(q string) error { return cy.check(ctx, rdb, q) }); err != nil {
+		t.Fatal(err)
+	}
+	cy.jobs = 51
+	if err := cy.check(ctx, rdb, q); err == nil || err.Error() != "50 completions counted, want 51" {
+		t.Fatalf("check: %v", err)
+	}
+}
+
+// The reply parser reads nested arrays, nil, integers, errors and bulks.
+func TestRawReplyParser(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	c := &rawConn{nc: a, br: bufio.NewReader(a)}
+	go func() {
+		buf := make([]byte, 64)
+		_, _ = b.Read(buf) // the command
+		_, _ = b.Write([]byte("*2\r\n*3\r\n$2\r\nid\r\n$-1\r\n:7\r\n+OK\r\n-ERR x y\r\n*-1\r\n"))
+		b.Close()
+	}()
+	c.e.array(1)
+	c.e.bulk("PING")
+	if err := c.roundTrip(3); err != nil {
+		t.Fatal(err)
+	}
+	got := []string{c.describe(c.reply(0)), c.describe(c.reply(1)), c.describe(c.reply(2))}
+	want := []string{`[[$"id" nil :7] +"OK"]`, `-"ERR x y"`, "nil"}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("reply %d: %s, want %s", i, got[i], want[i])
+		}
 	}
 }

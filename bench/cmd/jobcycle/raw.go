@@ -1,0 +1,429 @@
+package main
+
+// The lean client (--client raw, the default): RESP2 over one net.Conn per
+// worker, commands encoded straight into a reused buffer, replies parsed
+// into a reused flat table. go-redis builds an []any per command, boxes
+// every argument and allocates every reply; on a 2-core machine that the
+// driver shares with the server it spent most of the CPU, so both servers
+// looked alike. Both sides use this same client, so the comparison stays
+// fair: what differs is what the server does per job.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/bench/lua"
+)
+
+// enc appends RESP2 multibulk commands to a buffer.
+type enc struct{ b []byte }
+
+func (e *enc) array(n int) {
+	e.b = append(e.b, '*')
+	e.b = strconv.AppendInt(e.b, int64(n), 10)
+	e.b = append(e.b, '\r', '\n')
+}
+
+// bulk appends one bulk string made of the concatenation of parts.
+func (e *enc) bulk(parts ...string) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	e.b = append(e.b, '$')
+	e.b = strconv.AppendInt(e.b, int64(n), 10)
+	e.b = append(e.b, '\r', '\n')
+	for _, p := range parts {
+		e.b = append(e.b, p...)
+	}
+	e.b = append(e.b, '\r', '\n')
+}
+
+// val is one parsed reply: kind is the RESP2 type byte ('+' '-' ':' '$'
+// '*'), or '_' for a nil bulk or array. An array's elements are
+// vals[first : first+count] of the same table.
+type val struct {
+	kind         byte
+	s            []byte
+	n            int64
+	first, count int
+}
+
+// rawConn is one connection of the lean client.
+type rawConn struct {
+	nc    net.Conn
+	br    *bufio.Reader
+	e     enc
+	vals  []val
+	arena []byte
+	tops  []int
+}
+
+func dialRaw(addr string) (*rawConn, error) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10)}, nil
+}
+
+// roundTrip writes the n commands encoded in c.e and reads their n replies
+// (c.tops indexes them in c.vals). The encoder is emptied.
+func (c *rawConn) roundTrip(n int) error {
+	_, err := c.nc.Write(c.e.b)
+	c.e.b = c.e.b[:0]
+	if err != nil {
+		return err
+	}
+	c.vals = c.vals[:0]
+	c.arena = c.arena[:0]
+	c.tops = c.tops[:0]
+	for i := 0; i < n; i++ {
+		idx := len(c.vals)
+		c.vals = append(c.vals, val{})
+		if err := c.read(idx); err != nil {
+			return err
+		}
+		c.tops = append(c.tops, idx)
+	}
+	return nil
+}
+
+// read parses one reply into c.vals[idx].
+func (c *rawConn) read(idx int) error {
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return fmt.Errorf("bad reply line %q", line)
+	}
+	kind, body := line[0], line[1:len(line)-2]
+	switch kind {
+	case '+', '-':
+		start := len(c.arena)
+		c.arena = append(c.arena, body...)
+		c.vals[idx] = val{kind: kind, s: c.arena[start:len(c.arena):len(c.arena)]}
+	case ':':
+		n, err := strconv.ParseInt(string(body), 10, 64)
+		if err != nil {
+			return fmt.Errorf("bad integer reply %q", line)
+		}
+		c.vals[idx] = val{kind: kind, n: n}
+	case '$':
+		n, err := strconv.Atoi(string(body))
+		if err != nil {
+			return fmt.Errorf("bad bulk length %q", line)
+		}
+		if n < 0 {
+			c.vals[idx] = val{kind: '_'}
+			return nil
+		}
+		start := len(c.arena)
+		c.arena = append(c.arena, make([]byte, n+2)...)
+		if _, err := io.ReadFull(c.br, c.arena[start:]); err != nil {
+			return err
+		}
+		c.arena = c.arena[:start+n]
+		c.vals[idx] = val{kind: kind, s: c.arena[start : start+n : start+n]}
+	case '*':
+		n, err := strconv.Atoi(string(body))
+		if err != nil {
+			return fmt.Errorf("bad array length %q", line)
+		}
+		if n < 0 {
+			c.vals[idx] = val{kind: '_'}
+			return nil
+		}
+		first := len(c.vals)
+		for i := 0; i < n; i++ {
+			c.vals = append(c.vals, val{})
+		}
+		c.vals[idx] = val{kind: kind, first: first, count: n}
+		for i := 0; i < n; i++ {
+			if err := c.read(first + i); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+// reply is the i-th reply of the last round trip.
+func (c *rawConn) reply(i int) val { return c.vals[c.tops[i]] }
+
+// elem is element j of array v.
+func (c *rawConn) elem(v val, j int) val { return c.vals[v.first+j] }
+
+// describe renders v for error messages.
+func (c *rawConn) describe(v val) string {
+	switch v.kind {
+	case '+', '$', '-':
+		return fmt.Sprintf("%c%q", v.kind, v.s)
+	case ':':
+		return fmt.Sprintf(":%d", v.n)
+	case '_':
+		return "nil"
+	}
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for j := 0; j < v.count; j++ {
+		if j > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(c.describe(c.elem(v, j)))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func (c *rawConn) isStr(v val, s string) bool {
+	return (v.kind == '$' || v.kind == '+') && string(v.s) == s
+}
+
+// qkeys are the names one worker's commands use, built once.
+type qkeys struct {
+	q, prefix, pending, active, schedule, dead, completed, jobPrefix string
+	leaseMs                                                          string
+}
+
+func newQKeys(q string, leaseMs int) *qkeys {
+	k := lua.Keys{Q: q}
+	return &qkeys{q: q, prefix: k.Prefix(), pending: k.Pending(), active: k.Active(), schedule: k.Schedule(),
+		dead: k.Dead(), completed: k.Completed(), jobPrefix: k.Prefix() + "job:", leaseMs: strconv.Itoa(leaseMs)}
+}
+
+// rawSide encodes the transitions of one side. The failure of the
+// variant is always max_attempts 3, delay 0, message "boom".
+type rawSide interface {
+	enqueue(e *enc, k *qkeys, id, payload string)
+	claim(e *enc, k *qkeys)
+	complete(e *enc, k *qkeys, id, token string)
+	fail(e *enc, k *qkeys, id, token string)
+}
+
+type rawNative struct{}
+
+func (rawNative) enqueue(e *enc, k *qkeys, id, payload string) {
+	e.array(4)
+	e.bulk("EMQ.ENQUEUE")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(payload)
+}
+func (rawNative) claim(e *enc, k *qkeys) {
+	e.array(3)
+	e.bulk("EMQ.CLAIM")
+	e.bulk(k.q)
+	e.bulk(k.leaseMs)
+}
+func (rawNative) complete(e *enc, k *qkeys, id, token string) {
+	e.array(4)
+	e.bulk("EMQ.COMPLETE")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(token)
+}
+func (rawNative) fail(e *enc, k *qkeys, id, token string) {
+	e.array(7)
+	e.bulk("EMQ.FAIL")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(token)
+	e.bulk("3")
+	e.bulk("0")
+	e.bulk("boom")
+}
+
+// rawScripted sends the same EVALSHA calls as scriptExec.
+type rawScripted struct{}
+
+func (rawScripted) enqueue(e *enc, k *qkeys, id, payload string) {
+	e.array(7)
+	e.bulk("EVALSHA")
+	e.bulk(lua.Enqueue.SHA)
+	e.bulk("2")
+	e.bulk(k.jobPrefix, id)
+	e.bulk(k.pending)
+	e.bulk(id)
+	e.bulk(payload)
+}
+func (rawScripted) claim(e *enc, k *qkeys) {
+	e.array(8)
+	e.bulk("EVALSHA")
+	e.bulk(lua.Claim.SHA)
+	e.bulk("3")
+	e.bulk(k.pending)
+	e.bulk(k.active)
+	e.bulk(k.schedule)
+	e.bulk(k.prefix)
+	e.bulk(k.leaseMs)
+}
+func (rawScripted) complete(e *enc, k *qkeys, id, token string) {
+	e.array(8)
+	e.bulk("EVALSHA")
+	e.bulk(lua.Complete.SHA)
+	e.bulk("3")
+	e.bulk(k.active)
+	e.bulk(k.jobPrefix, id)
+	e.bulk(k.completed)
+	e.bulk(id)
+	e.bulk(token)
+}
+func (rawScripted) fail(e *enc, k *qkeys, id, token string) {
+	e.array(13)
+	e.bulk("EVALSHA")
+	e.bulk(lua.Retry.SHA)
+	e.bulk("4")
+	e.bulk(k.active)
+	e.bulk(k.schedule)
+	e.bulk(k.dead)
+	e.bulk(k.jobPrefix, id)
+	e.bulk(id)
+	e.bulk(token)
+	e.bulk("0")
+	e.bulk("3")
+	e.bulk("boom")
+	e.bulk(k.prefix)
+}
+
+// runRaw is cycle.run with the lean client: the workers' connections are
+// opened before the clock starts; the outcome is checked by check.
+func (cy cycle) runRaw(addr string, side rawSide, q string, check func(q string) error) (float64, error) {
+	conns := make([]*rawConn, cy.workers)
+	for w := range conns {
+		c, err := dialRaw(addr)
+		if err != nil {
+			return 0, err
+		}
+		defer c.nc.Close()
+		conns[w] = c
+	}
+	var next atomic.Int64
+	base := uint64(time.Now().UnixMilli()) << 20
+	var wg sync.WaitGroup
+	errs := make(chan error, cy.workers)
+	start := time.Now()
+	for w := 0; w < cy.workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			k := newQKeys(fmt.Sprintf("%s.%d", q, w), cy.leaseMs)
+			if err := cy.workerRaw(conns[w], side, k, base, &next); err != nil {
+				errs <- err
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	if err := check(q); err != nil {
+		return 0, err
+	}
+	return float64(cy.jobs) / elapsed.Seconds(), nil
+}
+
+func (cy cycle) workerRaw(c *rawConn, side rawSide, k *qkeys, base uint64, next *atomic.Int64) error {
+	ids := make([]string, 0, cy.batch)
+	jobs := make([]string, 0, cy.batch) // the claimed ids, in reply order
+	for {
+		first := next.Add(int64(cy.batch)) - int64(cy.batch)
+		if first >= int64(cy.jobs) {
+			return nil
+		}
+		n := int(min(int64(cy.batch), int64(cy.jobs)-first))
+		ids = ids[:0]
+		for i := 0; i < n; i++ {
+			ids = append(ids, jobID(base, uint64(first)+uint64(i)))
+		}
+		for _, id := range ids {
+			side.enqueue(&c.e, k, id, cy.payload)
+		}
+		if err := c.roundTrip(n); err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if v := c.reply(i); !c.isStr(v, id) {
+				return fmt.Errorf("enqueue %s: %s", id, c.describe(v))
+			}
+		}
+		claim := func(wantTok string) error {
+			for range ids {
+				side.claim(&c.e, k)
+			}
+			if err := c.roundTrip(n); err != nil {
+				return err
+			}
+			jobs = jobs[:0]
+			for i := range ids {
+				v := c.reply(i)
+				if v.kind != '*' || v.count == 0 || c.elem(v, 0).kind != '*' || c.elem(v, 0).count < 3 {
+					return fmt.Errorf("claim: unexpected reply %s", c.describe(v))
+				}
+				job := c.elem(v, 0)
+				id, tok := c.elem(job, 0), c.elem(job, 2)
+				if !c.isStr(tok, wantTok) {
+					return fmt.Errorf("claim %s: token %s, want %q", id.s, c.describe(tok), wantTok)
+				}
+				// The ids come back in mint order; keep the string already made.
+				if i < len(ids) && c.isStr(id, ids[i]) {
+					jobs = append(jobs, ids[i])
+				} else {
+					jobs = append(jobs, string(id.s))
+				}
+			}
+			return nil
+		}
+		if err := claim("1"); err != nil {
+			return err
+		}
+		if cy.retry {
+			for _, id := range jobs {
+				side.fail(&c.e, k, id, "1")
+			}
+			if err := c.roundTrip(n); err != nil {
+				return err
+			}
+			for i := range jobs {
+				v := c.reply(i)
+				verdict := v
+				if v.kind == '*' && v.count > 0 { // native: ["scheduled", f]
+					verdict = c.elem(v, 0)
+				}
+				if !c.isStr(verdict, "scheduled") {
+					return fmt.Errorf("fail %s: %s, want scheduled", jobs[i], c.describe(v))
+				}
+			}
+			if err := claim("2"); err != nil {
+				return err
+			}
+		}
+		tok := "1"
+		if cy.retry {
+			tok = "2"
+		}
+		for _, id := range jobs {
+			side.complete(&c.e, k, id, tok)
+		}
+		if err := c.roundTrip(n); err != nil {
+			return err
+		}
+		for i := range jobs {
+			if v := c.reply(i); v.kind != ':' || v.n != 1 {
+				return fmt.Errorf("complete %s: %s", jobs[i], c.describe(v))
+			}
+		}
+	}
+}
