@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -30,10 +31,18 @@ type Wall struct{}
 // NowMs returns time.Now in Unix milliseconds.
 func (Wall) NowMs() int64 { return time.Now().UnixMilli() }
 
-// AfterFunc is time.AfterFunc.
+// maxTimerMs is the longest delay a time.Duration can hold, in ms (about
+// 292 years); longer delays are clamped to it rather than overflowing into
+// a short or negative one.
+const maxTimerMs = int64(math.MaxInt64 / int64(time.Millisecond))
+
+// AfterFunc is time.AfterFunc; dMs is clamped to [0, ~292 years].
 func (Wall) AfterFunc(dMs int64, f func()) Timer {
 	if dMs < 0 {
 		dMs = 0
+	}
+	if dMs > maxTimerMs {
+		dMs = maxTimerMs
 	}
 	return time.AfterFunc(time.Duration(dMs)*time.Millisecond, f)
 }

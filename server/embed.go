@@ -76,13 +76,15 @@ func Start(opts Options) (*Server, error) {
 	if s.clock == nil {
 		s.clock = clock.Wall{}
 	}
-	_, s.wall = s.clock.(clock.Wall)
 	if s.Config("enable-debug-command") == "yes" {
 		s.debug = true
 		if _, ok := s.clock.(*clock.Shifted); !ok {
 			s.clock = clock.NewShifted(s.clock)
 		}
 	}
+	// Only a bare wall clock may be read as time.Now: a shifted one (debug
+	// on) must be read through NowMs so EMQ.DEBUG CLOCK ADVANCE moves it.
+	_, s.wall = s.clock.(clock.Wall)
 	s.store = store.New(int(atoi(s.Config("databases"))))
 	s.store.OnReady = s.onReady
 	s.reg = newRegistry(append(store.Commands(), testCommands...), verbs.Commands(), serverCommands())
