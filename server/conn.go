@@ -41,7 +41,12 @@ type client struct {
 
 	created time.Time
 	lastCmd time.Time
-	tick    time.Time // when the running command started (store lock)
+	// tick is when the running command started, monotonic nanoseconds
+	// (nanotime); batchMono is tick at the start of the batch, when
+	// lastCmd was read, and batchWall lastCmd in Unix nanoseconds: a
+	// command's wall time is batchWall + (tick - batchMono), so a command
+	// costs one clock read (store lock).
+	tick, batchMono, batchWall int64
 
 	rd  resp.Reader
 	w   resp.Writer // replies of the running batch
@@ -197,7 +202,9 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	st := s.store
 	st.Lock()
 	c.lastCmd = time.Now()
-	c.tick = c.lastCmd
+	c.batchWall = c.lastCmd.UnixNano()
+	c.batchMono = nanotime()
+	c.tick = c.batchMono
 	dirty := st.DirtyCount
 	lim := s.outLimit.Load()
 	for i, argv := range cmds {
