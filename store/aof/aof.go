@@ -15,7 +15,17 @@
 //     commit): one caller leads, the others wait for its fsync.
 //   - everysec: Commit returns once the records are written (in the page
 //     cache: a crash of the process loses nothing); a background fsync runs
-//     every second, so a power loss loses at most about the last second.
+//     every second, so a power loss loses at most about the last second
+//     (plus the time the fsync itself takes). As Valkey's bio fsync it runs
+//     beside the writers and Commit never waits for it: an fsync covers what
+//     was written when it started. As Valkey's flushAppendOnlyFile, Commit
+//     does not even write while that fsync is pending (on Linux, ext4 at
+//     least, write(2) blocks behind an fsync of the same file for as long
+//     as the fsync takes): the records stay buffered and are written as
+//     soon as the fsync ends. So a crash of the process during an fsync can
+//     lose the records acknowledged while it ran (Valkey's trade-off too);
+//     once an fsync has been pending for 2 s Commit writes anyway, waiting,
+//     and counts aof_delayed_fsync.
 //   - no: as everysec but never fsynced by emqd: the kernel decides when
 //     the data reaches the disk (typically within 30 s on Linux), so a power
 //     loss can lose that much; a crash of the process still loses nothing.
@@ -105,6 +115,11 @@ type Config struct {
 	// (default 100 ms). Tests shorten them.
 	FsyncInterval time.Duration
 	CronInterval  time.Duration
+	// now (tests: an injected clock; default time.Now) dates the everysec
+	// fsyncs; manualCron (tests) starts no cron goroutine: the test calls
+	// cronOnce itself.
+	now        func() time.Time
+	manualCron bool
 	// Hook, for tests, is called at each step of a rewrite (see
 	// RewriteSteps); a non-nil return aborts the rewrite there as if the
 	// process had died (the test then simulates the power loss).
@@ -134,30 +149,34 @@ type AOF struct {
 	log  *slog.Logger
 
 	// mu guards the records buffer, the progress counters and the status.
-	// Lock order: store lock, then wmu, then mu.
-	mu        sync.Mutex
-	policy    Fsync
-	perc      int
-	minSize   int64
-	buf       []byte // records appended and not yet written
-	selDB     int    // database of the last SELECT in the file stream (-1: none)
-	appended  int64  // bytes ever appended (a logical position)
-	written   int64  // logical position written to the file
-	synced    int64  // logical position fsynced
-	writeErr  error  // last write failed
-	syncErr   error  // last fsync failed
-	lastErr   error  // the most recent of the two (MISCONF text)
-	errGen    uint64 // bumped on every failure
-	lastErrAt time.Time
-	fsyncing  bool
-	leading   bool      // a Commit is writing for everyone (group commit)
-	followers sync.Cond // on mu: the Commits waiting for the leader
-	delayed   int64
-	curSize   int64
-	baseSize  int64
-	closed    bool
-	closing   bool // Cancel or Close: no rewrite starts or finishes
-	waiting   bool // started from the keyspace: no file until a rewrite made one
+	// Lock order: store lock, then smu, then wmu, then mu (smu is never
+	// taken under the store lock by anything that then waits for it).
+	mu         sync.Mutex
+	policy     Fsync
+	perc       int
+	minSize    int64
+	buf        []byte // records appended and not yet written
+	selDB      int    // database of the last SELECT in the file stream (-1: none)
+	appended   int64  // bytes ever appended (a logical position)
+	written    int64  // logical position written to the file
+	synced     int64  // logical position fsynced
+	writeErr   error  // last write failed
+	syncErr    error  // last fsync failed
+	lastErr    error  // the most recent of the two (MISCONF text)
+	errGen     uint64 // bumped on every failure
+	lastErrAt  time.Time
+	fsyncing   bool      // an fsync runs (aof_pending_bio_fsync)
+	fsyncAt    time.Time // when it started (cfg.now)
+	syncRuns   int64     // background fsyncs finished, good or not (tests wait on it)
+	lastSyncAt time.Time // when the last fsync began (cfg.now)
+	leading    bool      // a Commit is writing for everyone (group commit)
+	followers  sync.Cond // on mu: the Commits waiting for the leader
+	delayed    int64
+	curSize    int64
+	baseSize   int64
+	closed     bool
+	closing    bool // Cancel or Close: no rewrite starts or finishes
+	waiting    bool // started from the keyspace: no file until a rewrite made one
 
 	// Guarded by the store lock: the keys changed while a rewrite copies
 	// the keyspace (see touch).
@@ -178,7 +197,14 @@ type AOF struct {
 	rwFailures    int64
 	lastRwFailure time.Time
 
-	// wmu is the writer role: whoever holds it writes and fsyncs the file.
+	// smu is the fsync role: whoever holds it may fsync the file, repair it
+	// after a failed fsync, or switch it (rewrite, Close). The everysec
+	// background fsync holds smu but not wmu while fsync(2) runs, so
+	// writers go on meanwhile; the synchronous paths (always, repair,
+	// Sync, Close) hold both.
+	smu sync.Mutex
+	// wmu is the writer role: whoever holds it writes the file; the fields
+	// below are guarded by it.
 	wmu         sync.Mutex
 	f           File
 	fileSize    int64
@@ -188,10 +214,11 @@ type AOF struct {
 	spare       []byte // a free records buffer (the one written last)
 	needRepair  bool   // an fsync failed: rewrite the unsynced bytes
 	needDirSync bool
-	lastSyncAt  time.Time
 
-	stop chan struct{}
-	done chan struct{}
+	stop     chan struct{}
+	done     chan struct{} // closed when cron returns
+	syncReq  chan struct{} // cron asks syncer for an everysec fsync (capacity 1)
+	syncDone chan struct{} // closed when syncer returns
 }
 
 type rewriteBuf struct {
@@ -215,6 +242,9 @@ func New(cfg Config) *AOF {
 	}
 	if cfg.CronInterval <= 0 {
 		cfg.CronInterval = 100 * time.Millisecond
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
 	}
 	a := &AOF{
 		cfg:       cfg,
@@ -272,20 +302,33 @@ func (a *AOF) Start() error {
 	a.wmu.Lock()
 	a.f = f
 	a.fileSize, a.syncedSize = size, size
-	a.lastSyncAt = time.Now()
 	a.wmu.Unlock()
 	a.mu.Lock()
 	a.curSize, a.baseSize = size, size
+	a.lastSyncAt = a.cfg.now()
 	a.mu.Unlock()
 	if st := a.cfg.Store; st != nil {
 		st.Lock()
 		st.OnTouch = a.touch
 		st.Unlock()
 	}
+	a.startBackground()
+	return nil
+}
+
+// startBackground starts the cron goroutine (unless cfg.manualCron) and
+// the everysec fsync goroutine.
+func (a *AOF) startBackground() {
 	a.stop = make(chan struct{})
 	a.done = make(chan struct{})
-	go a.cron()
-	return nil
+	a.syncReq = make(chan struct{}, 1)
+	a.syncDone = make(chan struct{})
+	if a.cfg.manualCron {
+		close(a.done)
+	} else {
+		go a.cron()
+	}
+	go a.syncer()
 }
 
 // prepareDir creates Dir and removes temporary files a crashed rewrite left.
@@ -321,9 +364,7 @@ func (a *AOF) StartFromKeyspace() error {
 	a.waiting = true
 	a.mu.Unlock()
 	a.cfg.Store.OnTouch = a.touch
-	a.stop = make(chan struct{})
-	a.done = make(chan struct{})
-	go a.cron()
+	a.startBackground()
 	return a.StartRewrite()
 }
 
@@ -385,8 +426,9 @@ func (a *AOF) Commit() error {
 	// covered their records, as it does for every record appended before it
 	// took the buffer; otherwise one of them leads the next round.
 	for a.leading && !a.coveredLocked(target) {
-		if a.fsyncing && a.policy != FsyncAlways {
-			a.delayed++
+		if a.postponeLocked() {
+			a.mu.Unlock()
+			return nil
 		}
 		a.followers.Wait()
 	}
@@ -400,18 +442,49 @@ func (a *AOF) Commit() error {
 		a.mu.Unlock()
 		return err
 	}
+	if a.postponeLocked() {
+		a.mu.Unlock()
+		return nil
+	}
+	policy := a.policy
+	// everysec and no only write (one write(2) for the whole group); always,
+	// and any policy while a failed fsync waits for its repair, take the
+	// fsync role too.
+	synchronous := policy == FsyncAlways || a.syncErr != nil
+	if a.fsyncing && policy == FsyncEverySec && !synchronous {
+		// Valkey's aof_delayed_fsync: the fsync has been pending for 2 s,
+		// the write goes ahead (and waits for it).
+		a.delayed++
+	}
 	a.leading = true
-	always := a.policy == FsyncAlways
 	a.mu.Unlock()
 
-	a.wmu.Lock()
-	err := a.flush(always)
-	a.wmu.Unlock()
+	var err error
+	if synchronous {
+		a.smu.Lock()
+		a.wmu.Lock()
+		err = a.flush(policy == FsyncAlways)
+		a.wmu.Unlock()
+		a.smu.Unlock()
+	} else {
+		a.wmu.Lock()
+		err = a.write(policy, true)
+		a.wmu.Unlock()
+	}
 	a.mu.Lock()
 	a.leading = false
 	a.followers.Broadcast()
 	a.mu.Unlock()
 	return err
+}
+
+// postponeLocked reports whether a write now is postponed, as in Valkey's
+// flushAppendOnlyFile under everysec: a background fsync is pending (and has
+// been for less than 2 s), so the records stay buffered for bgSync to
+// write when it ends. Call with mu held.
+func (a *AOF) postponeLocked() bool {
+	return a.policy == FsyncEverySec && a.fsyncing && a.syncErr == nil &&
+		a.cfg.now().Sub(a.fsyncAt) < delayedFsyncAfter
 }
 
 func (a *AOF) coveredLocked(target int64) bool {
@@ -421,17 +494,16 @@ func (a *AOF) coveredLocked(target int64) bool {
 	return a.written >= target
 }
 
+// delayedFsyncAfter is how long a background fsync may be pending before a
+// write beside it counts as delayed (Valkey's 2 s of aof_delayed_fsync).
+const delayedFsyncAfter = 2 * time.Second
+
 // flush writes the buffered records and, if doSync (or a failed fsync must
-// be retried), fsyncs. Call with wmu held.
+// be retried), fsyncs, repairing the file first after a failed fsync. Call
+// with smu and wmu held.
 func (a *AOF) flush(doSync bool) error {
 	if a.f == nil {
-		a.mu.Lock()
-		waiting := a.waiting
-		a.mu.Unlock()
-		if waiting {
-			return nil
-		}
-		return errClosed
+		return a.noFile()
 	}
 	if a.needRepair {
 		if err := a.repair(); err != nil {
@@ -439,9 +511,45 @@ func (a *AOF) flush(doSync bool) error {
 		}
 	}
 	a.mu.Lock()
+	retrySync := a.syncErr != nil
+	policy := a.policy
+	a.mu.Unlock()
+	if err := a.write(policy, false); err != nil {
+		return err
+	}
+	if (doSync || retrySync) && (a.syncedSize < a.fileSize || a.needDirSync || retrySync) {
+		return a.sync()
+	}
+	return nil
+}
+
+// noFile is flush's and write's answer with no file open: nothing to do
+// while waiting for the first rewrite, errClosed after Close.
+func (a *AOF) noFile() error {
+	a.mu.Lock()
+	waiting := a.waiting
+	a.mu.Unlock()
+	if waiting {
+		return nil
+	}
+	return errClosed
+}
+
+// write writes the buffered records with one write(2) and nothing else (no
+// fsync, no repair: a failed fsync is repaired by flush, under smu). policy
+// is appendfsync as the caller read it; postponable: nothing is written
+// while postponeLocked says so. Call with wmu held.
+func (a *AOF) write(policy Fsync, postponable bool) error {
+	if a.f == nil {
+		return a.noFile()
+	}
+	a.mu.Lock()
+	if postponable && a.postponeLocked() {
+		a.mu.Unlock()
+		return nil
+	}
 	buf, upto := a.buf, a.appended
 	a.buf, a.spare = a.spare[:0], nil
-	retrySync := a.syncErr != nil
 	a.mu.Unlock()
 	if len(buf) > 0 {
 		n, err := a.f.Write(buf)
@@ -450,10 +558,10 @@ func (a *AOF) flush(doSync bool) error {
 			return err
 		}
 		a.fileSize += int64(n)
-		a.keepUnsynced(buf)
+		a.keepUnsynced(buf, policy)
 	}
 	if cap(buf) <= 1<<20 {
-		a.spare = buf // reused by the next flush
+		a.spare = buf // reused by the next write
 	}
 	a.mu.Lock()
 	a.written = upto
@@ -466,19 +574,14 @@ func (a *AOF) flush(doSync bool) error {
 		a.log.Warn("AOF write error looks solved, the server can write again.")
 	}
 	a.mu.Unlock()
-	if (doSync || retrySync) && (a.syncedSize < a.fileSize || a.needDirSync || retrySync) {
-		return a.sync()
-	}
 	return nil
 }
 
 // keepUnsynced keeps a copy of written bytes until the next good fsync, so
-// a failed fsync can be repaired; with appendfsync no nothing is kept.
-func (a *AOF) keepUnsynced(chunk []byte) {
-	a.mu.Lock()
-	keep := a.policy != FsyncNo
-	a.mu.Unlock()
-	if keep && a.complete {
+// a failed fsync can be repaired; with appendfsync no nothing is kept. Call
+// with wmu held.
+func (a *AOF) keepUnsynced(chunk []byte, policy Fsync) {
+	if policy != FsyncNo && a.complete {
 		a.unsynced = append(a.unsynced, chunk...)
 	} else {
 		a.unsynced = a.unsynced[:0]
@@ -495,7 +598,10 @@ func (a *AOF) writeFailed(buf []byte, n int, upto int64, err error) {
 	if n > 0 {
 		if terr := a.f.Truncate(a.fileSize); terr != nil {
 			a.fileSize += int64(n)
-			a.keepUnsynced(buf[:n])
+			a.mu.Lock()
+			policy := a.policy
+			a.mu.Unlock()
+			a.keepUnsynced(buf[:n], policy)
 			rest = buf[n:]
 		}
 	}
@@ -522,10 +628,10 @@ func (a *AOF) failLocked(err error, msg string) {
 }
 
 // sync fsyncs the file (and the directory after a rewrite's rename whose
-// directory fsync failed). Call with wmu held.
+// directory fsync failed), writers waiting. Call with smu and wmu held.
 func (a *AOF) sync() error {
 	a.mu.Lock()
-	a.fsyncing = true
+	a.fsyncing, a.fsyncAt = true, a.cfg.now()
 	a.mu.Unlock()
 	var err error
 	if a.needDirSync {
@@ -540,20 +646,40 @@ func (a *AOF) sync() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.fsyncing = false
-	a.lastSyncAt = time.Now()
+	a.lastSyncAt = a.fsyncAt
+	return a.syncedLocked(err, a.fileSize, a.written)
+}
+
+// syncedLocked records the outcome of an fsync that began when the file
+// was fileSize bytes long, logically at position written: on success that
+// prefix is durable (the unsynced copy keeps only the bytes after it); on
+// failure the file needs a repair. Call with wmu and mu held.
+func (a *AOF) syncedLocked(err error, fileSize, written int64) error {
 	if err != nil {
 		a.needRepair = true
 		a.syncErr = err
 		a.failLocked(err, "Fail to fsync the AOF file: "+Strerror(err))
 		return err
 	}
-	a.syncedSize = a.fileSize
-	if cap(a.unsynced) > 16<<20 {
-		a.unsynced = nil
+	if fileSize > a.syncedSize {
+		if k := int(fileSize - a.syncedSize); a.complete && k <= len(a.unsynced) {
+			// Drop the now durable front of the copy; what was written
+			// during the fsync stays for the next one.
+			n := copy(a.unsynced, a.unsynced[k:])
+			a.unsynced = a.unsynced[:n]
+		} else {
+			a.unsynced, a.complete = a.unsynced[:0], false
+		}
+		a.syncedSize = fileSize
 	}
-	a.unsynced = a.unsynced[:0]
-	a.complete = true
-	a.synced = a.written
+	if a.syncedSize == a.fileSize {
+		if cap(a.unsynced) > 16<<20 {
+			a.unsynced = nil
+		}
+		a.unsynced = a.unsynced[:0]
+		a.complete = true
+	}
+	a.synced = max(a.synced, written)
 	if a.syncErr != nil {
 		a.syncErr = nil
 		if a.writeErr == nil {
@@ -562,6 +688,85 @@ func (a *AOF) sync() error {
 		a.log.Warn("AOF fsync error looks solved, the server can write again.")
 	}
 	return nil
+}
+
+// bgSync is the everysec fsync, as Valkey's bio fsync job: it takes the
+// fsync role (smu) and, holding the writer role (wmu) only to read the
+// file's length before and to record the outcome after, runs fsync(2)
+// while Commits keep writing. The fsync covers the bytes written before it
+// started; the ones written during it wait for the next. After a failed
+// fsync (or with one failed before) it repairs and fsyncs synchronously
+// instead, as flush does.
+func (a *AOF) bgSync() {
+	a.smu.Lock()
+	defer a.smu.Unlock()
+	a.wmu.Lock()
+	a.mu.Lock()
+	failing := a.syncErr != nil || a.writeErr != nil
+	policy := a.policy
+	a.mu.Unlock()
+	if a.f == nil || failing || a.needRepair || policy == FsyncAlways {
+		if a.f != nil {
+			_ = a.flush(true)
+		}
+		a.wmu.Unlock()
+		a.finishBgSync()
+		return
+	}
+	// Records nobody committed yet go in first, so the fsync covers them.
+	if err := a.write(policy, false); err != nil {
+		a.wmu.Unlock()
+		a.finishBgSync()
+		return
+	}
+	f, size, dirSync := a.f, a.fileSize, a.needDirSync
+	a.mu.Lock()
+	written := a.written
+	a.fsyncing, a.fsyncAt = true, a.cfg.now()
+	a.lastSyncAt = a.fsyncAt
+	a.followers.Broadcast() // waiting Commits postpone now
+	a.mu.Unlock()
+	a.wmu.Unlock()
+	var err error
+	if size > a.syncedSize || dirSync { // syncedSize changes only under smu
+		if dirSync {
+			err = a.fs.SyncDir(a.cfg.Dir)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	a.wmu.Lock()
+	a.mu.Lock()
+	if dirSync && err == nil {
+		a.needDirSync = false
+	}
+	a.fsyncing = false
+	_ = a.syncedLocked(err, size, written)
+	a.syncRuns++
+	a.mu.Unlock()
+	// The records whose write Commit postponed during the fsync.
+	_ = a.write(policy, false)
+	a.wmu.Unlock()
+}
+
+func (a *AOF) finishBgSync() {
+	a.mu.Lock()
+	a.syncRuns++
+	a.mu.Unlock()
+}
+
+// syncer runs the everysec fsyncs cron asks for, one at a time.
+func (a *AOF) syncer() {
+	defer close(a.syncDone)
+	for {
+		select {
+		case <-a.stop:
+			return
+		case <-a.syncReq:
+			a.bgSync()
+		}
+	}
 }
 
 // repair recovers from a failed fsync: the kernel may have dropped the
@@ -643,20 +848,50 @@ func (a *AOF) cron() {
 			return
 		case <-t.C:
 		}
+		a.cronOnce()
+	}
+}
+
+// cronOnce is one round of cron: under always, or while the file fails, it
+// writes and fsyncs (retrying, repairing) synchronously; under everysec,
+// once FsyncInterval has passed since the last fsync began, it asks syncer
+// for a background fsync (none while one runs); otherwise it writes the
+// records nobody committed. Then it checks for an automatic rewrite.
+func (a *AOF) cronOnce() {
+	a.mu.Lock()
+	pending := len(a.buf) > 0
+	failing := a.lastErr != nil
+	policy := a.policy
+	fsyncing := a.fsyncing
+	a.mu.Unlock()
+	switch {
+	case policy == FsyncAlways || failing:
+		a.smu.Lock()
 		a.wmu.Lock()
-		a.mu.Lock()
-		pending := len(a.buf) > 0
-		failing := a.lastErr != nil
-		policy := a.policy
-		a.mu.Unlock()
-		doSync := policy == FsyncAlways ||
-			(policy == FsyncEverySec && time.Since(a.lastSyncAt) >= a.cfg.FsyncInterval)
-		if pending || doSync || failing || a.needRepair {
-			_ = a.flush(doSync)
+		if pending || failing || a.needRepair || policy == FsyncAlways {
+			_ = a.flush(policy == FsyncAlways)
 		}
 		a.wmu.Unlock()
-		a.maybeAutoRewrite()
+		a.smu.Unlock()
+	case policy == FsyncEverySec && !fsyncing && a.fsyncDue():
+		select {
+		case a.syncReq <- struct{}{}:
+		default: // one is asked for already
+		}
+	case pending:
+		a.wmu.Lock()
+		_ = a.write(policy, true)
+		a.wmu.Unlock()
 	}
+	a.maybeAutoRewrite()
+}
+
+// fsyncDue reports whether FsyncInterval has passed since the last fsync
+// began.
+func (a *AOF) fsyncDue() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.now().Sub(a.lastSyncAt) >= a.cfg.FsyncInterval
 }
 
 func (a *AOF) maybeAutoRewrite() {
@@ -707,10 +942,13 @@ func (a *AOF) Close() error {
 	if a.stop != nil {
 		close(a.stop)
 		<-a.done
+		<-a.syncDone
 	}
 	if rwDone != nil {
 		<-rwDone
 	}
+	a.smu.Lock()
+	defer a.smu.Unlock()
 	a.wmu.Lock()
 	defer a.wmu.Unlock()
 	if a.f == nil {
@@ -726,6 +964,8 @@ func (a *AOF) Close() error {
 
 // Sync writes and fsyncs everything appended so far, whatever the policy.
 func (a *AOF) Sync() error {
+	a.smu.Lock()
+	defer a.smu.Unlock()
 	a.wmu.Lock()
 	defer a.wmu.Unlock()
 	return a.flush(true)

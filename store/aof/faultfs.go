@@ -41,7 +41,8 @@ const (
 // Sync behaves as Linux does after a writeback error: the pages written since
 // the last good Sync are marked clean without reaching the disk, so a later
 // good Sync does not save them (their range reads as zeros on the disk) unless
-// they are written again.
+// they are written again. As fsync(2), a Sync makes durable what was written
+// before it began; bytes written while it runs stay dirty.
 //
 // Safe for concurrent use.
 type FaultFS struct {
@@ -53,6 +54,7 @@ type FaultFS struct {
 	fault   func(op Op, path string) error
 	space   int64
 	delay   time.Duration
+	onSync  func(path string)
 	// Syncs counts successful File.Sync calls (tests assert group commit).
 	syncs int
 }
@@ -115,6 +117,15 @@ func (m *FaultFS) SetSpace(n int64) {
 func (m *FaultFS) SetSyncDelay(d time.Duration) {
 	m.mu.Lock()
 	m.delay = d
+	m.mu.Unlock()
+}
+
+// SetSyncHook installs fn (nil: none), called by every File.Sync after it
+// has noted what it covers and before it completes, outside FaultFS's lock:
+// a test can hold an fsync there while writes go on.
+func (m *FaultFS) SetSyncHook(fn func(path string)) {
+	m.mu.Lock()
+	m.onSync = fn
 	m.mu.Unlock()
 }
 
@@ -375,8 +386,12 @@ func (f *faultFile) Write(p []byte) (int, error) {
 
 func (f *faultFile) Sync() error {
 	f.m.mu.Lock()
-	d := f.m.delay
+	d, hook := f.m.delay, f.m.onSync
+	upto := len(f.n.data) // what this fsync covers
 	f.m.mu.Unlock()
+	if hook != nil {
+		hook(f.path)
+	}
 	if d > 0 {
 		time.Sleep(d) // a slow disk; other operations proceed meanwhile
 	}
@@ -391,12 +406,15 @@ func (f *faultFile) Sync() error {
 		}
 		return err
 	}
-	disk := bytes.Clone(nd.data)
+	upto = min(upto, len(nd.data))
+	disk := bytes.Clone(nd.data[:upto])
 	for _, h := range nd.holes {
-		clear(disk[h.from:min(h.to, len(disk))])
+		if h.from < upto {
+			clear(disk[h.from:min(h.to, upto)])
+		}
 	}
 	nd.disk = disk
-	nd.dirtyFrom = len(nd.data)
+	nd.dirtyFrom = upto
 	f.m.syncs++
 	return nil
 }

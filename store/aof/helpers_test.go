@@ -176,6 +176,44 @@ func (h *harness) do(db int, cmds ...[][]byte) error {
 	return h.a.Commit()
 }
 
+// cron runs one round of the AOF's cron (a harness with cfg.manualCron)
+// and waits for the background fsync it starts, if any.
+func (h *harness) cron() {
+	h.t.Helper()
+	h.a.mu.Lock()
+	runs := h.a.syncRuns
+	h.a.mu.Unlock()
+	due := h.a.FsyncPolicy() == FsyncEverySec && h.a.fsyncDue()
+	h.a.cronOnce()
+	if due {
+		waitFor(h.t, "the background fsync", func() bool {
+			h.a.mu.Lock()
+			defer h.a.mu.Unlock()
+			return h.a.syncRuns > runs
+		})
+	}
+}
+
+// testClock is a manual clock for Config.now.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.Unix(1_700_000_000, 0)} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
 func (h *harness) dump() []string {
 	h.st.Lock()
 	defer h.st.Unlock()

@@ -225,7 +225,10 @@ func (a *AOF) rewrite() (err error) {
 	}
 
 	// The switch: writers wait (wmu, then mu, so Append blocks) while the
-	// last records are copied, the file is made durable and renamed.
+	// last records are copied, the file is made durable and renamed; smu
+	// first, so no background fsync runs on the file being replaced.
+	a.smu.Lock()
+	defer a.smu.Unlock()
 	a.wmu.Lock()
 	defer a.wmu.Unlock()
 	a.mu.Lock()
