@@ -83,6 +83,19 @@ func (c *client) reject(msg string) {
 
 func (c *client) rejectCmd(cmd *command, msg string) {
 	cmd.rejected++
+	if cmd.name == "exec" {
+		// Valkey's rejectCommand: a refused EXEC (arity, NOAUTH) ends the
+		// transaction, in MULTI or not (execCommandAbort), and names the
+		// reason without the generic ERR code.
+		c.discardTransaction()
+		if len(msg) > 4 && msg[:4] == "ERR " {
+			msg = msg[4:]
+		}
+		msg = "EXECABORT Transaction discarded because of: " + msg
+		c.w.Error(msg)
+		c.countError(msg)
+		return
+	}
 	c.reject(msg)
 }
 
