@@ -82,14 +82,23 @@ func eqFold(b []byte, w string) bool {
 	return true
 }
 
-// addMs is now+d saturated at the int64 maximum (a score that never comes
-// due rather than one that wraps into the past). d >= 0.
+// MaxScoreMs is the latest time (Unix ms, about 285,000 years from 1970) a
+// verb writes as a score: 2^53-1, the largest integer a sorted-set score (an
+// IEEE double) holds exactly, so EMQ.JOB's lease_deadline_ms and run_at_ms
+// read back what was computed. Later times are saturated to it.
+const MaxScoreMs = 1<<53 - 1
+
+// addMs is now+d saturated at MaxScoreMs (a score that never comes due
+// rather than one that wraps into the past or loses precision). d >= 0.
 func addMs(now, d int64) int64 {
-	if d > 0 && now > math.MaxInt64-d {
-		return math.MaxInt64
+	if d > 0 && now > MaxScoreMs-d {
+		return MaxScoreMs
 	}
-	return now + d
+	return min(now+d, MaxScoreMs)
 }
+
+// atMs is an absolute run_at_ms saturated at MaxScoreMs.
+func atMs(ms int64) int64 { return min(ms, MaxScoreMs) }
 
 // nextCount applies HINCRBY's rule (verbs.md rule 5; Valkey t_hash.c) to a
 // stored counter incremented by incr (> 0): a missing field counts as 0; a

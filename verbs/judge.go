@@ -121,7 +121,7 @@ func JudgeEnqueue(r *EnqueueRead, now int64, a *EnqueueArgs) (EnqueueVerdict, *p
 	case SchedDelay:
 		dest, state, score = k.Schedule, vScheduled, addMs(now, a.Ms)
 	case SchedAt:
-		dest, state, score = k.Schedule, vScheduled, a.Ms
+		dest, state, score = k.Schedule, vScheduled, atMs(a.Ms)
 	}
 	if r.Dest == Wrong {
 		return EnqueueVerdict{}, nil, wrongType(dest)
@@ -319,7 +319,7 @@ func JudgeDelay(r *DelayRead, now int64, a *TokenArgs, sched uint8, ms int64) (*
 	if r.Schedule == Wrong {
 		return nil, wrongType(a.K.Schedule)
 	}
-	score := ms
+	score := atMs(ms)
 	if sched == SchedDelay {
 		score = addMs(now, ms)
 	}
