@@ -255,7 +255,7 @@ func TestCompleteExtendDelayProgressPlans(t *testing.T) {
 		"ZADD emq:{q}:schedule 42 " + tID,
 	})
 	p, _ = JudgeDelay(&DelayRead{TokenRead: held}, tNow, targs("1"), SchedDelay, 9223372036854775807)
-	eqLines(t, render(p)[2:], []string{"ZADD emq:{q}:schedule 9223372036854775807 " + tID})
+	eqLines(t, render(p)[2:], []string{"ZADD emq:{q}:schedule 9007199254740991 " + tID})
 	p, _ = JudgeProgress(&held, targs("1"), []byte("half"))
 	eqLines(t, render(p), []string{"HSET " + tRowQ + tID + " progress half"})
 }
