@@ -30,8 +30,8 @@ func zsetCommands() []*CommandSpec {
 		spec("zscore", 3, rf, cmdZScore),
 		spec("zmscore", -3, rf, cmdZMScore),
 		spec("zcard", 2, rf, cmdZCard),
-		spec("zcount", 4, rf, cmdZCount),
-		spec("zlexcount", 4, rf, cmdZLexCount),
+		spec("zcount", 4, rf, func(c *Ctx) { zcountGeneric(c, zrangeScore) }),
+		spec("zlexcount", 4, rf, func(c *Ctx) { zcountGeneric(c, zrangeLex) }),
 		spec("zrank", -3, rf, func(c *Ctx) { zrankGeneric(c, false) }),
 		spec("zrevrank", -3, rf, func(c *Ctx) { zrankGeneric(c, true) }),
 		spec("zrange", -4, ro, func(c *Ctx) { zrangeGeneric(c, zrangeAuto, dirAuto) }),
@@ -559,6 +559,58 @@ const (
 	zrangeLex
 )
 
+// zrangeBounds is a parsed min/max pair of one range type: ranks, scores
+// (zslParseRange) or lex items (zsetParseLexRange).
+type zrangeBounds struct {
+	rt         zrangeType
+	start, end int64
+	score      scoreRange
+	lex        lexRange
+}
+
+// parseZRangeBounds parses minArg and maxArg as rt (not zrangeAuto) reads
+// them. On a bad bound it writes the type's error (ErrNotInteger,
+// ErrMinMaxFloat or ErrMinMaxLex) and returns ok=false.
+func parseZRangeBounds(c *Ctx, rt zrangeType, minArg, maxArg []byte) (b zrangeBounds, ok bool) {
+	b.rt = rt
+	switch rt {
+	case zrangeRank:
+		if b.start, ok = ParseInt(minArg); ok {
+			b.end, ok = ParseInt(maxArg)
+		}
+		if !ok {
+			c.W.Error(ErrNotInteger)
+		}
+	case zrangeScore:
+		if b.score, ok = parseScoreRange(minArg, maxArg); !ok {
+			c.W.Error(ErrMinMaxFloat)
+		}
+	case zrangeLex:
+		if b.lex, ok = parseLexRange(minArg, maxArg); !ok {
+			c.W.Error(ErrMinMaxLex)
+		}
+	}
+	return b, ok
+}
+
+// ranks returns [lo, hi): the ascending ranks the range covers in z (ranks
+// clamped as clampRanks does; for a lex range, those a forward walk visits).
+func (b *zrangeBounds) ranks(z *ZSet) (lo, hi int) {
+	switch b.rt {
+	case zrangeRank:
+		s, e, ok := clampRanks(b.start, b.end, z.Len())
+		if !ok {
+			return 0, 0
+		}
+		return s, e + 1
+	case zrangeScore:
+		return b.score.ranks(z)
+	case zrangeLex:
+		return b.lex.forwardRanks(z)
+	}
+	return 0, 0
+}
+
 type zrangeDir int
 
 const (
@@ -655,32 +707,9 @@ func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
 		minIdx, maxIdx = maxIdx, minIdx
 	}
 
-	var start, end int64
-	var sr scoreRange
-	var lr lexRange
-	switch rt {
-	case zrangeRank:
-		var ok bool
-		if start, ok = ParseInt(argv[minIdx]); !ok {
-			c.W.Error(ErrNotInteger)
-			return
-		}
-		if end, ok = ParseInt(argv[maxIdx]); !ok {
-			c.W.Error(ErrNotInteger)
-			return
-		}
-	case zrangeScore:
-		var ok bool
-		if sr, ok = parseScoreRange(argv[minIdx], argv[maxIdx]); !ok {
-			c.W.Error(ErrMinMaxFloat)
-			return
-		}
-	case zrangeLex:
-		var ok bool
-		if lr, ok = parseLexRange(argv[minIdx], argv[maxIdx]); !ok {
-			c.W.Error(ErrMinMaxLex)
-			return
-		}
+	b, ok := parseZRangeBounds(c, rt, argv[minIdx], argv[maxIdx])
+	if !ok {
+		return
 	}
 
 	z, wrong := lookupZSetOrReply(c, argv[1])
@@ -694,11 +723,11 @@ func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
 	e := newRangeEmitter(c.W, withScores)
 	switch rt {
 	case zrangeRank:
-		zrangeByRank(&e, z, start, end, reverse)
+		zrangeByRank(&e, z, b.start, b.end, reverse)
 	case zrangeScore:
-		zrangeByScore(&e, z, &sr, offset, limit, reverse)
+		zrangeByScore(&e, z, &b.score, offset, limit, reverse)
 	case zrangeLex:
-		zrangeByLex(&e, z, &lr, offset, limit, reverse)
+		zrangeByLex(&e, z, &b.lex, offset, limit, reverse)
 	}
 }
 
@@ -906,11 +935,11 @@ func zrangeByLex(e *rangeEmitter, z *ZSet, r *lexRange, offset, limit int64, rev
 	}
 }
 
-// cmdZCount is ZCOUNT key min max.
-func cmdZCount(c *Ctx) {
-	r, ok := parseScoreRange(c.Argv[2], c.Argv[3])
+// zcountGeneric is ZCOUNT (rt zrangeScore) and ZLEXCOUNT (rt zrangeLex)
+// key min max: the number of members in range.
+func zcountGeneric(c *Ctx, rt zrangeType) {
+	b, ok := parseZRangeBounds(c, rt, c.Argv[2], c.Argv[3])
 	if !ok {
-		c.W.Error(ErrMinMaxFloat)
 		return
 	}
 	z, wrong := lookupZSetOrReply(c, c.Argv[1])
@@ -921,26 +950,7 @@ func cmdZCount(c *Ctx) {
 		c.W.Int(0)
 		return
 	}
-	lo, hi := r.ranks(z)
-	c.W.Int(int64(hi - lo))
-}
-
-// cmdZLexCount is ZLEXCOUNT key min max.
-func cmdZLexCount(c *Ctx) {
-	r, ok := parseLexRange(c.Argv[2], c.Argv[3])
-	if !ok {
-		c.W.Error(ErrMinMaxLex)
-		return
-	}
-	z, wrong := lookupZSetOrReply(c, c.Argv[1])
-	if wrong {
-		return
-	}
-	if z == nil {
-		c.W.Int(0)
-		return
-	}
-	lo, hi := r.forwardRanks(z)
+	lo, hi := b.ranks(z)
 	c.W.Int(int64(hi - lo))
 }
 
@@ -1061,29 +1071,9 @@ func zpopGeneric(c *Ctx, max bool) {
 // zremrangeGeneric is ZREMRANGEBYRANK/SCORE/LEX key a b: the number removed.
 func zremrangeGeneric(c *Ctx, rt zrangeType) {
 	argv := c.Argv
-	var start, end int64
-	var sr scoreRange
-	var lr lexRange
-	var ok bool
-	switch rt {
-	case zrangeRank:
-		if start, ok = ParseInt(argv[2]); ok {
-			end, ok = ParseInt(argv[3])
-		}
-		if !ok {
-			c.W.Error(ErrNotInteger)
-			return
-		}
-	case zrangeScore:
-		if sr, ok = parseScoreRange(argv[2], argv[3]); !ok {
-			c.W.Error(ErrMinMaxFloat)
-			return
-		}
-	case zrangeLex:
-		if lr, ok = parseLexRange(argv[2], argv[3]); !ok {
-			c.W.Error(ErrMinMaxLex)
-			return
-		}
+	b, ok := parseZRangeBounds(c, rt, argv[2], argv[3])
+	if !ok {
+		return
 	}
 	key := string(argv[1])
 	z, e := c.DB.LookupZSet(key)
@@ -1095,20 +1085,7 @@ func zremrangeGeneric(c *Ctx, rt zrangeType) {
 		c.W.Int(0)
 		return
 	}
-	var lo, hi int
-	switch rt {
-	case zrangeRank:
-		s, en, ok := clampRanks(start, end, z.Len())
-		if !ok {
-			c.W.Int(0)
-			return
-		}
-		lo, hi = s, en+1
-	case zrangeScore:
-		lo, hi = sr.ranks(z)
-	case zrangeLex:
-		lo, hi = lr.forwardRanks(z)
-	}
+	lo, hi := b.ranks(z)
 	n := z.DeleteRankRange(lo, hi)
 	if n > 0 {
 		c.DB.DropIfEmpty(key)
