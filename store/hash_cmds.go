@@ -79,11 +79,9 @@ func hsetnxCommand(c *Ctx) {
 		c.W.Error(e)
 		return
 	}
-	if h != nil {
-		if _, ok := h.Get(field); ok {
-			c.W.Int(0)
-			return
-		}
+	if _, ok := hashField(h, c.Argv[2]); ok {
+		c.W.Int(0)
+		return
 	}
 	h, _ = c.DB.HashForWrite(key)
 	h.Set(field, cloneBytes(c.Argv[3]))
@@ -102,19 +100,32 @@ func readHash(c *Ctx) (h *Hash, ok bool) {
 	return h, true
 }
 
+// hashField is field f of h: its value and true, or nil and false when h is
+// nil (a missing key) or has no such field.
+func hashField(h *Hash, f []byte) ([]byte, bool) {
+	if h == nil {
+		return nil, false
+	}
+	return h.Get(string(f))
+}
+
+// writeHashField writes field f of h as a bulk, or nil when h is nil or has
+// no such field (HGET, HMGET).
+func writeHashField(c *Ctx, h *Hash, f []byte) {
+	if v, ok := hashField(h, f); ok {
+		c.W.Bulk(v)
+		return
+	}
+	c.W.Nil()
+}
+
 // HGET key field: bulk, or nil (missing key or field); WRONGTYPE.
 func hgetCommand(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
 	}
-	if h != nil {
-		if v, ok := h.Get(string(c.Argv[2])); ok {
-			c.W.Bulk(v)
-			return
-		}
-	}
-	c.W.Nil()
+	writeHashField(c, h, c.Argv[2])
 }
 
 // HMGET key field [field ...]: an array with a bulk or nil per field (all
@@ -126,13 +137,7 @@ func hmgetCommand(c *Ctx) {
 	}
 	c.W.Array(len(c.Argv) - 2)
 	for _, f := range c.Argv[2:] {
-		if h != nil {
-			if v, ok := h.Get(string(f)); ok {
-				c.W.Bulk(v)
-				continue
-			}
-		}
-		c.W.Nil()
+		writeHashField(c, h, f)
 	}
 }
 
@@ -218,10 +223,8 @@ func hexistsCommand(c *Ctx) {
 		return
 	}
 	n := int64(0)
-	if h != nil {
-		if _, ok := h.Get(string(c.Argv[2])); ok {
-			n = 1
-		}
+	if _, ok := hashField(h, c.Argv[2]); ok {
+		n = 1
 	}
 	c.W.Int(n)
 }
@@ -245,13 +248,8 @@ func hstrlenCommand(c *Ctx) {
 	if !ok {
 		return
 	}
-	n := 0
-	if h != nil {
-		if v, ok := h.Get(string(c.Argv[2])); ok {
-			n = len(v)
-		}
-	}
-	c.W.Int(int64(n))
+	v, _ := hashField(h, c.Argv[2])
+	c.W.Int(int64(len(v)))
 }
 
 // HINCRBY key field increment: `:new`. Checks, in Valkey's order: the
@@ -272,14 +270,10 @@ func hincrbyCommand(c *Ctx) {
 		return
 	}
 	var old int64
-	if h != nil {
-		if v, ok := h.Get(field); ok {
-			n, ok := ParseInt(v)
-			if !ok {
-				c.W.Error(ErrHashNotInt)
-				return
-			}
-			old = n
+	if v, ok := hashField(h, c.Argv[2]); ok {
+		if old, ok = ParseInt(v); !ok {
+			c.W.Error(ErrHashNotInt)
+			return
 		}
 	}
 	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
@@ -318,14 +312,10 @@ func hincrbyfloatCommand(c *Ctx) {
 		return
 	}
 	cur := newLD()
-	if h != nil {
-		if v, ok := h.Get(field); ok {
-			x, ok := ParseLongDouble(v)
-			if !ok {
-				c.W.Error("ERR hash value is not a float")
-				return
-			}
-			cur = x
+	if v, ok := hashField(h, c.Argv[2]); ok {
+		if cur, ok = ParseLongDouble(v); !ok {
+			c.W.Error("ERR hash value is not a float")
+			return
 		}
 	}
 	sum, ok := AddLongDouble(cur, incr)
