@@ -288,19 +288,25 @@ func cmdZRem(c *Ctx) {
 	c.W.Int(int64(n))
 }
 
+// writeMemberScore writes member m's score in z (writeScore), or nil when
+// z is nil (a missing key) or has no such member (ZSCORE, ZMSCORE).
+func writeMemberScore(c *Ctx, z *ZSet, m []byte) {
+	if z != nil {
+		if s, ok := z.ScoreBytes(m); ok {
+			writeScore(c.W, s)
+			return
+		}
+	}
+	c.W.Nil()
+}
+
 // cmdZScore is ZSCORE key member: the score (bulk, RESP3 double) or nil.
 func cmdZScore(c *Ctx) {
 	z, wrong := lookupZSetOrReply(c, c.Argv[1])
 	if wrong {
 		return
 	}
-	if z != nil {
-		if s, ok := z.ScoreBytes(c.Argv[2]); ok {
-			writeScore(c.W, s)
-			return
-		}
-	}
-	c.W.Nil()
+	writeMemberScore(c, z, c.Argv[2])
 }
 
 // cmdZMScore is ZMSCORE key member [member ...]: an array of scores or nils
@@ -312,13 +318,7 @@ func cmdZMScore(c *Ctx) {
 	}
 	c.W.Array(len(c.Argv) - 2)
 	for _, m := range c.Argv[2:] {
-		if z != nil {
-			if s, ok := z.ScoreBytes(m); ok {
-				writeScore(c.W, s)
-				continue
-			}
-		}
-		c.W.Nil()
+		writeMemberScore(c, z, m)
 	}
 }
 
