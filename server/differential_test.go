@@ -168,70 +168,7 @@ func diffStart(t *testing.T) (emqdAddr, redisAddr string) {
 	return s.Addr(), redisAddr
 }
 
-// ---- parsed replies
-
-// diffNode is a parsed reply that keeps every header, so RESP2 and RESP3
-// nulls, and null bulks and null arrays, stay distinct.
-type diffNode struct {
-	typ  byte
-	text string // scalar payload, or the header count of an aggregate
-	null bool   // $-1, *-1 (RESP2 nulls)
-	kids []*diffNode
-}
-
-func diffParse(b string) (*diffNode, error) {
-	n, rest, err := diffParseOne(b)
-	if err != nil {
-		return nil, err
-	}
-	if rest != "" {
-		return nil, fmt.Errorf("trailing bytes %q", rest)
-	}
-	return n, nil
-}
-
-func diffParseOne(b string) (*diffNode, string, error) {
-	i := strings.Index(b, "\r\n")
-	if i < 1 {
-		return nil, "", fmt.Errorf("bad frame %q", b)
-	}
-	typ, body, rest := b[0], b[1:i], b[i+2:]
-	switch typ {
-	case '+', '-', ':', '_', ',', '#', '(':
-		return &diffNode{typ: typ, text: body}, rest, nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, "", err
-		}
-		if n < 0 {
-			return &diffNode{typ: typ, text: body, null: true}, rest, nil
-		}
-		if len(rest) < n+2 || rest[n:n+2] != "\r\n" {
-			return nil, "", fmt.Errorf("short bulk in %q", b)
-		}
-		return &diffNode{typ: typ, text: rest[:n]}, rest[n+2:], nil
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, "", err
-		}
-		nd := &diffNode{typ: typ, text: body, null: n < 0}
-		if typ == '%' || typ == '|' {
-			n *= 2
-		}
-		for k := 0; k < n; k++ {
-			var kid *diffNode
-			kid, rest, err = diffParseOne(rest)
-			if err != nil {
-				return nil, "", err
-			}
-			nd.kids = append(nd.kids, kid)
-		}
-		return nd, rest, nil
-	}
-	return nil, "", fmt.Errorf("bad type %q", typ)
-}
+// ---- parsed replies (diffParse, diffNode: helpers_test.go)
 
 // diffSameNumber reports whether two score texts denote the same double.
 func diffSameNumber(x, y string) bool {

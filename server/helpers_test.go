@@ -178,6 +178,72 @@ func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
 	return n, nil
 }
 
+// diffNode is a parsed reply that keeps every header, so RESP2 and RESP3
+// nulls, and null bulks and null arrays, stay distinct.
+type diffNode struct {
+	typ  byte
+	text string // scalar payload, or the header count of an aggregate
+	null bool   // $-1, *-1 (RESP2 nulls)
+	kids []*diffNode
+}
+
+// diffParse parses b as exactly one frame (trailing bytes are an error).
+func diffParse(b string) (*diffNode, error) {
+	n, rest, err := diffParseOne(b)
+	if err != nil {
+		return nil, err
+	}
+	if rest != "" {
+		return nil, fmt.Errorf("trailing bytes %q", rest)
+	}
+	return n, nil
+}
+
+// diffParseOne parses the first frame of b; rest is what follows it. It is
+// the one RESP reply reader of the server tests (parseNode builds on it).
+func diffParseOne(b string) (*diffNode, string, error) {
+	i := strings.Index(b, "\r\n")
+	if i < 1 {
+		return nil, "", fmt.Errorf("bad frame %q", b)
+	}
+	typ, body, rest := b[0], b[1:i], b[i+2:]
+	switch typ {
+	case '+', '-', ':', '_', ',', '#', '(':
+		return &diffNode{typ: typ, text: body}, rest, nil
+	case '$', '=', '!':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, "", err
+		}
+		if n < 0 {
+			return &diffNode{typ: typ, text: body, null: true}, rest, nil
+		}
+		if len(rest) < n+2 || rest[n:n+2] != "\r\n" {
+			return nil, "", fmt.Errorf("short bulk in %q", b)
+		}
+		return &diffNode{typ: typ, text: rest[:n]}, rest[n+2:], nil
+	case '*', '~', '>', '%', '|':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, "", err
+		}
+		nd := &diffNode{typ: typ, text: body, null: n < 0}
+		if typ == '%' || typ == '|' {
+			n *= 2
+		}
+		for k := 0; k < n; k++ {
+			var kid *diffNode
+			kid, rest, err = diffParseOne(rest)
+			if err != nil {
+				return nil, "", err
+			}
+			nd.kids = append(nd.kids, kid)
+		}
+		return nd, rest, nil
+	}
+	return nil, "", fmt.Errorf("bad type %q", typ)
+}
+
 // node is a parsed reply for shape and unordered comparisons.
 type node struct {
 	typ  byte
@@ -199,50 +265,29 @@ func parseFrames(b string) ([]*node, error) {
 	return out, nil
 }
 
+// parseNode parses one frame with diffParseOne into a node: RESP2 null
+// bulks and arrays become RESP3 nulls, aggregates keep no text.
 func parseNode(b string) (*node, string, error) {
-	i := strings.Index(b, "\r\n")
-	if i < 1 {
-		return nil, "", fmt.Errorf("bad frame %q", b)
+	d, rest, err := diffParseOne(b)
+	if err != nil {
+		return nil, "", err
 	}
-	typ, body, rest := b[0], b[1:i], b[i+2:]
-	switch typ {
-	case '+', '-', ':', '_', ',', '#', '(':
-		return &node{typ: typ, text: body}, rest, nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, "", err
-		}
-		if n < 0 {
-			return &node{typ: '_'}, rest, nil // RESP2 null as RESP3 null
-		}
-		if len(rest) < n+2 {
-			return nil, "", fmt.Errorf("short bulk")
-		}
-		return &node{typ: typ, text: rest[:n]}, rest[n+2:], nil
+	return d.node(), rest, nil
+}
+
+func (d *diffNode) node() *node {
+	if d.null {
+		return &node{typ: '_'}
+	}
+	switch d.typ {
 	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, "", err
+		n := &node{typ: d.typ}
+		for _, k := range d.kids {
+			n.kids = append(n.kids, k.node())
 		}
-		if n < 0 {
-			return &node{typ: '_'}, rest, nil
-		}
-		if typ == '%' || typ == '|' {
-			n *= 2
-		}
-		nd := &node{typ: typ}
-		for k := 0; k < n; k++ {
-			var kid *node
-			kid, rest, err = parseNode(rest)
-			if err != nil {
-				return nil, "", err
-			}
-			nd.kids = append(nd.kids, kid)
-		}
-		return nd, rest, nil
+		return n
 	}
-	return nil, "", fmt.Errorf("bad type %q", typ)
+	return &node{typ: d.typ, text: d.text}
 }
 
 // shape renders the type structure of n (values left out).
