@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -39,7 +40,7 @@ func items(c *store.Ctx) map[string]int {
 }
 
 func fakePut(c *store.Ctx) {
-	n, _ := store.ParseInt(c.Argv[2])
+	n, _ := num.ParseInt(c.Argv[2])
 	q := string(c.Argv[1])
 	items(c)[q] += int(n)
 	c.S.OnReady(c.DB.Index, q)
@@ -50,10 +51,10 @@ func fakeCount(c *store.Ctx) { c.W.Int(int64(items(c)[string(c.Argv[1])])) }
 
 func fakeTake(c *store.Ctx) {
 	q := string(c.Argv[1])
-	timeout, _ := store.ParseInt(c.Argv[2])
+	timeout, _ := num.ParseInt(c.Argv[2])
 	var dueAt int64
 	if len(c.Argv) > 3 {
-		d, _ := store.ParseInt(c.Argv[3])
+		d, _ := num.ParseInt(c.Argv[3])
 		dueAt = c.NowMs + d
 	}
 	take := func(x *store.Ctx) bool {

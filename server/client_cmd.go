@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -120,7 +121,7 @@ func clientListCommand(c *client, x *store.Ctx) {
 	case len(argv) > 3 && strings.EqualFold(string(argv[2]), "id"):
 		var ids []int64
 		for _, a := range argv[3:] {
-			id, ok := store.ParseInt(a)
+			id, ok := num.ParseInt(a)
 			if !ok {
 				x.W.Error("ERR Invalid client ID")
 				return
@@ -173,7 +174,7 @@ func clientKillCommand(c *client, x *store.Ctx) {
 		v := argv[i+1]
 		switch strings.ToLower(string(argv[i])) {
 		case "id":
-			n, ok := store.ParseInt(v)
+			n, ok := num.ParseInt(v)
 			if !ok || n <= 0 {
 				x.W.Error("ERR client-id should be greater than 0")
 				return

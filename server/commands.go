@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -85,7 +86,7 @@ func resetCommand(c *client, x *store.Ctx) {
 }
 
 func selectCommand(c *client, x *store.Ctx) {
-	n, ok := store.ParseInt(x.Argv[1])
+	n, ok := num.ParseInt(x.Argv[1])
 	if !ok {
 		x.W.Error(store.ErrNotInteger)
 		return
@@ -177,7 +178,7 @@ func helloCommand(c *client, x *store.Ctx) {
 	ver := int64(0)
 	next := 1
 	if len(argv) >= 2 {
-		v, ok := store.ParseInt(argv[1])
+		v, ok := num.ParseInt(argv[1])
 		if !ok {
 			x.W.Error("ERR Protocol version is not an integer or out of range")
 			return

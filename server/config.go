@@ -8,7 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/num"
+	"github.com/emqd/emqd/resp"
 )
 
 // The config table: valkey.conf directives, shared by the command line, the
@@ -326,8 +327,8 @@ func atoi(s string) int64 {
 	return n
 }
 
-// parseLL is Valkey's string2ll (store.ParseInt).
-func parseLL(s string) (int64, bool) { return store.ParseInt([]byte(s)) }
+// parseLL is Valkey's string2ll (num.ParseInt).
+func parseLL(s string) (int64, bool) { return num.ParseInt([]byte(s)) }
 
 // set validates and stores one value. boot allows immutable directives.
 func (c *config) set(s *Server, name, value string, boot bool) error {
@@ -377,3 +378,8 @@ func (c *config) lookup(name string) *param {
 	defer c.mu.Unlock()
 	return c.byName[strings.ToLower(name)]
 }
+
+// SplitConfigLine splits one valkey.conf line into its words with Valkey's
+// sdssplitargs quoting (config.c loadServerConfigFromString); false for
+// unbalanced quotes.
+func SplitConfigLine(line string) ([]string, bool) { return resp.SplitArgs(line) }

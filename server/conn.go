@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 	"github.com/emqd/emqd/store/aof"
 )
@@ -46,6 +46,14 @@ func (s *Server) AOF() *aof.AOF {
 		return p.(*persistence).cur.Load()
 	}
 	return nil
+}
+
+// IsAOFLoadError reports whether err, from Start, says the append-only file
+// could not be replayed (damaged or truncated beyond what aof-load-truncated
+// allows).
+func IsAOFLoadError(err error) bool {
+	var le *aof.LoadError
+	return errors.As(err, &le)
 }
 
 // startPersistence is the start hook.

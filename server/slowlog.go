@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -94,7 +95,7 @@ func slowlogGetCommand(c *client, x *store.Ctx) {
 		return
 	}
 	if len(x.Argv) == 3 {
-		n, ok := store.ParseInt(x.Argv[2])
+		n, ok := num.ParseInt(x.Argv[2])
 		if !ok || n < -1 {
 			x.W.Error("ERR count should be greater than or equal to -1")
 			return

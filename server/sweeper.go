@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
 

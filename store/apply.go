@@ -3,6 +3,7 @@ package store
 import (
 	"strconv"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/plan"
 )
 
@@ -50,7 +51,7 @@ func applyOp(d *DB, o *plan.Op) {
 		f := string(o.Fields[0])
 		var cur int64
 		if v, ok := h.Get(f); ok {
-			n, ok := ParseInt(v)
+			n, ok := num.ParseInt(v)
 			if !ok {
 				panic("store: plan HINCRBY on a non-integer field " + o.Key + " " + f)
 			}
@@ -78,55 +79,4 @@ func mustType(e string, o *plan.Op) {
 	if e != "" {
 		panic("store: plan " + o.Kind.String() + " on key of the wrong type: " + o.Key)
 	}
-}
-
-// ParseInt parses b with Valkey's string2ll rules (valkey-subset.md 2.1):
-// exactly "0" or -?[1-9][0-9]* within int64, at most 20 bytes. It rejects
-// "+1", "01", "-0", spaces, "" and out-of-range values.
-func ParseInt(b []byte) (int64, bool) {
-	n := len(b)
-	if n == 0 || n > 20 {
-		return 0, false
-	}
-	if n == 1 && b[0] == '0' {
-		return 0, true
-	}
-	i := 0
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		i = 1
-		if n == 1 {
-			return 0, false
-		}
-	}
-	if b[i] < '1' || b[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < n; i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (1<<64-1)/10 {
-			return 0, false
-		}
-		v *= 10
-		d := uint64(c - '0')
-		if v > 1<<64-1-d {
-			return 0, false
-		}
-		v += d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/num"
 )
 
 // Fuzz targets for the argument parsing of the hash and sorted set
@@ -116,7 +118,7 @@ func fuzzCommand(t *testing.T, cmds []string, cmd, key uint8, args string) {
 		// A huge negative count builds a reply of up to hrandMaxReply
 		// bytes by design: too slow for a fuzz execution.
 		if len(argv) >= 3 {
-			if n, ok := ParseInt([]byte(argv[2])); ok && (n < -10000 || n > 10000) && n != math.MinInt64 {
+			if n, ok := num.ParseInt([]byte(argv[2])); ok && (n < -10000 || n > 10000) && n != math.MinInt64 {
 				argv[2] = strconv.FormatInt(n%10000, 10)
 			}
 		}

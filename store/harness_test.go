@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 )
 
 // Test harness shared by the store's command tests: it runs one command the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/emqd/emqd/num"
 )
 
 // Hash commands (valkey-subset.md 3.1) with Valkey 8.0's replies and check
@@ -258,7 +260,7 @@ func hstrlenCommand(c *Ctx) {
 // (`ERR increment or decrement would overflow`, t_hash.c). A missing field
 // counts as 0.
 func hincrbyCommand(c *Ctx) {
-	incr, ok := ParseInt(c.Argv[3])
+	incr, ok := num.ParseInt(c.Argv[3])
 	if !ok {
 		c.W.Error(ErrNotInteger)
 		return
@@ -271,7 +273,7 @@ func hincrbyCommand(c *Ctx) {
 	}
 	var old int64
 	if v, ok := hashField(h, c.Argv[2]); ok {
-		if old, ok = ParseInt(v); !ok {
+		if old, ok = num.ParseInt(v); !ok {
 			c.W.Error(ErrHashNotInt)
 			return
 		}
@@ -289,14 +291,14 @@ func hincrbyCommand(c *Ctx) {
 
 // HINCRBYFLOAT key field increment: the new value as a bulk string in both
 // protocols, computed in x87 long double and printed by ld2string's human
-// mode (longdouble.go, valkey-subset.md 2.5). Checks, in Valkey's order:
+// mode (num/longdouble.go, valkey-subset.md 2.5). Checks, in Valkey's order:
 // the increment (`ERR value is not a valid float`, NaN included), an
 // infinite increment (`ERR value is NaN or Infinity`), WRONGTYPE, the stored
 // value (`ERR hash value is not a float`), the sum
 // (`ERR increment would produce NaN or Infinity`). As Valkey, the command
 // is propagated as `HSET key field <new value>`.
 func hincrbyfloatCommand(c *Ctx) {
-	incr, ok := ParseLongDouble(c.Argv[3])
+	incr, ok := num.ParseLongDouble(c.Argv[3])
 	if !ok {
 		c.W.Error(ErrNotFloat)
 		return
@@ -311,19 +313,19 @@ func hincrbyfloatCommand(c *Ctx) {
 	if !ok {
 		return
 	}
-	cur := newLD()
+	cur := num.NewLongDouble()
 	if v, ok := hashField(h, c.Argv[2]); ok {
-		if cur, ok = ParseLongDouble(v); !ok {
+		if cur, ok = num.ParseLongDouble(v); !ok {
 			c.W.Error("ERR hash value is not a float")
 			return
 		}
 	}
-	sum, ok := AddLongDouble(cur, incr)
+	sum, ok := num.AddLongDouble(cur, incr)
 	if !ok {
 		c.W.Error("ERR increment would produce NaN or Infinity")
 		return
 	}
-	text := []byte(FormatLongDouble(sum))
+	text := []byte(num.FormatLongDouble(sum))
 	h, _ = c.DB.HashForWrite(key)
 	h.Set(field, text)
 	c.W.Bulk(text)
@@ -412,7 +414,7 @@ const hrandMaxReply = 256 << 20
 func hrandfieldCommand(c *Ctx) {
 	argv := c.Argv
 	if len(argv) >= 3 {
-		l, ok := ParseInt(argv[2])
+		l, ok := num.ParseInt(argv[2])
 		if !ok {
 			c.W.Error(ErrNotInteger)
 			return

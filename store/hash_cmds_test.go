@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/num"
 )
 
 // expectStep is one command and its exact expected reply.
@@ -455,7 +457,7 @@ func TestHashLongDoubleValueStoredAsText(t *testing.T) {
 	run(t, s, 2, "HINCRBYFLOAT", "h", "f", "1.5")
 	v, _ := s.DB(0).Get("h").Hash.Get("f")
 	want, _ := new(big.Float).SetString("1.5")
-	got, ok := ParseLongDouble(v)
+	got, ok := num.ParseLongDouble(v)
 	if !ok || got.Cmp(want) != 0 || string(v) != "1.5" {
 		t.Fatalf("stored %q", v)
 	}

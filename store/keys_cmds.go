@@ -2,6 +2,8 @@ package store
 
 import (
 	"strings"
+
+	"github.com/emqd/emqd/num"
 )
 
 // Keyspace commands (valkey-subset.md 3.3) with Valkey 8.0's replies and
@@ -229,7 +231,7 @@ func memoryUsageCommand(c *Ctx) {
 	argv := c.Argv
 	for j := 3; j < len(argv); j++ {
 		if strings.EqualFold(cstr(argv[j]), "samples") && j+1 < len(argv) {
-			n, ok := ParseInt(argv[j+1])
+			n, ok := num.ParseInt(argv[j+1])
 			if !ok {
 				c.W.Error(ErrNotInteger)
 				return
@@ -293,7 +295,7 @@ func MemoryUsage(key string, v *Value, samples int64) int64 {
 	total := int64(dictEntry) + sdsAlloc(len(key)) + robj
 	switch v.Kind {
 	case KindString:
-		if _, ok := ParseInt(v.Str); ok && len(v.Str) <= 20 {
+		if _, ok := num.ParseInt(v.Str); ok && len(v.Str) <= 20 {
 			break // OBJ_ENCODING_INT: the number lives in the object
 		}
 		if len(v.Str) <= 44 {

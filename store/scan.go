@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/emqd/emqd/num"
 )
 
 // SCAN, HSCAN and ZSCAN cursors over Go maps.
@@ -172,7 +174,7 @@ func ParseScanCursor(b []byte) (uint64, bool) {
 			break
 		}
 	}
-	if n, ok := ParseInt(b); ok {
+	if n, ok := num.ParseInt(b); ok {
 		if n < 0 {
 			return 0, false
 		}
@@ -238,7 +240,7 @@ func parseScanOptions(c *Ctx, i int, target Kind) (scanOpts, bool) {
 		opt := string(argv[i])
 		switch {
 		case strings.EqualFold(opt, "count") && left >= 2:
-			n, ok := ParseInt(argv[i+1])
+			n, ok := num.ParseInt(argv[i+1])
 			if !ok {
 				c.W.Error(ErrNotInteger)
 				return o, false

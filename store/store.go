@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 )
 
 // Error texts shared by many commands (Valkey's object.c and server.c).

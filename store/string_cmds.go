@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/emqd/emqd/num"
 )
 
 // String commands (valkey-subset.md 3.5): GET SET INCR INCRBY DECR DECRBY
@@ -139,7 +141,7 @@ func setCommand(c *Ctx) {
 		}
 	}
 	if expire != nil {
-		ms, ok := ParseInt(expire)
+		ms, ok := num.ParseInt(expire)
 		if !ok {
 			c.W.Error(ErrNotInteger)
 			return
@@ -215,7 +217,7 @@ func incrDecr(c *Ctx, incr int64) {
 	}
 	var old int64
 	if found {
-		n, ok := ParseInt(s)
+		n, ok := num.ParseInt(s)
 		if !ok {
 			c.W.Error(ErrNotInteger)
 			return
@@ -246,7 +248,7 @@ func decrCommand(c *Ctx) { incrDecr(c, -1) }
 // INCRBY key increment: the increment is parsed first
 // (`ERR value is not an integer or out of range`).
 func incrbyCommand(c *Ctx) {
-	n, ok := ParseInt(c.Argv[2])
+	n, ok := num.ParseInt(c.Argv[2])
 	if !ok {
 		c.W.Error(ErrNotInteger)
 		return
@@ -257,7 +259,7 @@ func incrbyCommand(c *Ctx) {
 // DECRBY key decrement: the decrement is parsed first; -9223372036854775808
 // cannot be negated: `ERR decrement would overflow`.
 func decrbyCommand(c *Ctx) {
-	n, ok := ParseInt(c.Argv[2])
+	n, ok := num.ParseInt(c.Argv[2])
 	if !ok {
 		c.W.Error(ErrNotInteger)
 		return

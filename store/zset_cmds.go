@@ -5,7 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/num"
+	"github.com/emqd/emqd/resp"
 )
 
 // The sorted set commands, with Valkey 8.0's replies, error texts and
@@ -66,7 +67,7 @@ const (
 // (",text") or a RESP2 bulk string, with FormatScore's text. No allocation.
 func writeScore(w *resp.Writer, v float64) {
 	var tmp [40]byte
-	txt := AppendScore(tmp[:0], v)
+	txt := num.AppendScore(tmp[:0], v)
 	if w.Proto == 3 {
 		w.Buf = append(w.Buf, ',')
 		w.Buf = append(w.Buf, txt...)
@@ -79,7 +80,7 @@ func writeScore(w *resp.Writer, v float64) {
 // writeScoreBulk writes score v as a bulk string in both protocols (ZSCAN).
 func writeScoreBulk(w *resp.Writer, v float64) {
 	var tmp [40]byte
-	w.Bulk(AppendScore(tmp[:0], v))
+	w.Bulk(num.AppendScore(tmp[:0], v))
 }
 
 // deferredArray inserts an array header of n elements at offset at of w's
@@ -95,8 +96,27 @@ func deferredArray(w *resp.Writer, at, n int) {
 	copy(w.Buf[at:], h)
 }
 
-// argIs reports whether arg equals the lower-case ASCII word, ignoring case.
-func argIs(arg []byte, word string) bool { return cEqualFold(arg, word) }
+// argIs reports whether arg equals the lower-case ASCII word, ignoring
+// ASCII case only (C's tolower in the C locale, as strcasecmp).
+func argIs(arg []byte, word string) bool {
+	if len(arg) != len(word) {
+		return false
+	}
+	for i := range arg {
+		if asciiLower(arg[i]) != word[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower is C's tolower in the C locale.
+func asciiLower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
 
 // lookupZSetOrReply looks key up for a sorted set command: it returns the
 // set, or nil after writing WRONGTYPE (wrong=true), or nil with wrong=false
@@ -179,7 +199,7 @@ options:
 		scores = make([]float64, 0, elements)
 	}
 	for j := 0; j < elements; j++ {
-		v, ok := ParseDouble(argv[idx+2*j])
+		v, ok := num.ParseDouble(argv[idx+2*j])
 		if !ok {
 			c.W.Error(ErrNotFloat)
 			return
@@ -345,8 +365,8 @@ type scoreRange struct {
 
 func parseScoreRange(minArg, maxArg []byte) (r scoreRange, ok bool) {
 	var ok1, ok2 bool
-	r.min, r.minEx, ok1 = ParseRangeBound(minArg)
-	r.max, r.maxEx, ok2 = ParseRangeBound(maxArg)
+	r.min, r.minEx, ok1 = num.ParseRangeBound(minArg)
+	r.max, r.maxEx, ok2 = num.ParseRangeBound(maxArg)
 	return r, ok1 && ok2
 }
 
@@ -575,8 +595,8 @@ func parseZRangeBounds(c *Ctx, rt zrangeType, minArg, maxArg []byte) (b zrangeBo
 	b.rt = rt
 	switch rt {
 	case zrangeRank:
-		if b.start, ok = ParseInt(minArg); ok {
-			b.end, ok = ParseInt(maxArg)
+		if b.start, ok = num.ParseInt(minArg); ok {
+			b.end, ok = num.ParseInt(maxArg)
 		}
 		if !ok {
 			c.W.Error(ErrNotInteger)
@@ -668,11 +688,11 @@ func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
 			withScores = true
 		case argIs(a, "limit") && left >= 2:
 			var ok bool
-			if offset, ok = ParseInt(argv[j+1]); !ok {
+			if offset, ok = num.ParseInt(argv[j+1]); !ok {
 				c.W.Error(ErrNotInteger)
 				return
 			}
-			if limit, ok = ParseInt(argv[j+2]); !ok {
+			if limit, ok = num.ParseInt(argv[j+2]); !ok {
 				c.W.Error(ErrNotInteger)
 				return
 			}
@@ -1003,7 +1023,7 @@ func zrankGeneric(c *Ctx, reverse bool) {
 func lowerName(b []byte) string {
 	out := make([]byte, len(b))
 	for i, ch := range b {
-		out[i] = cToLower(ch)
+		out[i] = asciiLower(ch)
 	}
 	return string(out)
 }
@@ -1019,7 +1039,7 @@ func zpopGeneric(c *Ctx, max bool) {
 	}
 	count := int64(-1)
 	if len(argv) == 3 {
-		n, ok := ParseInt(argv[2])
+		n, ok := num.ParseInt(argv[2])
 		if !ok || n < 0 {
 			c.W.Error(ErrPositive)
 			return
@@ -1181,7 +1201,7 @@ func cmdZScan(c *Ctx) {
 func cmdZRandMember(c *Ctx) {
 	argv := c.Argv
 	if len(argv) >= 3 {
-		l, ok := ParseInt(argv[2])
+		l, ok := num.ParseInt(argv[2])
 		if !ok {
 			c.W.Error(ErrNotInteger)
 			return

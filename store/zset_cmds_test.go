@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/num"
+	"github.com/emqd/emqd/resp"
 )
 
 // latin1 turns a transcript string (bytes stored as latin-1 code points)
@@ -611,7 +612,7 @@ func TestZRangeModel(t *testing.T) {
 			m := fmt.Sprintf("m%03d", rng.IntN(200))
 			sc := scores[rng.IntN(len(scores))]
 			run(t, s, 2, "ZADD", "z", sc, m)
-			v, _ := ParseDouble([]byte(sc))
+			v, _ := num.ParseDouble([]byte(sc))
 			model[m] = v
 		}
 		items := make([]ZItem, 0, len(model))
@@ -648,7 +649,7 @@ func TestZRangeModel(t *testing.T) {
 				}
 				var want []string
 				for i := offset; i < len(seq) && (limit < 0 || i < offset+limit); i++ {
-					want = append(want, seq[i].Member, FormatScore(seq[i].Score))
+					want = append(want, seq[i].Member, num.FormatScore(seq[i].Score))
 				}
 				cmd = append(cmd, "WITHSCORES", "LIMIT", strconv.Itoa(offset), strconv.Itoa(limit))
 				if got := run(t, s, 2, cmd...); got != bulks(want...) {

@@ -3,6 +3,7 @@ package verbs
 import (
 	"math"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -55,7 +56,7 @@ var (
 // (non-negative) or 1 (positive); rangeErr is the rule-8 text for a value
 // below min. It returns "" on success, else the error text.
 func intArg(b []byte, min int64, rangeErr string) (int64, string) {
-	n, ok := store.ParseInt(b)
+	n, ok := num.ParseInt(b)
 	if !ok {
 		return 0, store.ErrNotInteger
 	}
@@ -107,7 +108,7 @@ func atMs(ms int64) int64 { return min(ms, MaxScoreMs) }
 func nextCount(f Field, incr int64) (int64, string) {
 	var cur int64
 	if f.Present {
-		n, ok := store.ParseInt(f.Val)
+		n, ok := num.ParseInt(f.Val)
 		if !ok {
 			return 0, store.ErrHashNotInt
 		}

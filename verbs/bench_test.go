@@ -3,7 +3,7 @@ package verbs
 import (
 	"testing"
 
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
 

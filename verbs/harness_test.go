@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/server/resp"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/store"
 )
@@ -539,7 +540,7 @@ func JudgeClaim(r *ClaimRead, now int64, runID []byte, a *ClaimArgs) (ClaimVerdi
 		}
 		var failures int64
 		if c.Row.Failures.Present {
-			n, ok := store.ParseInt(c.Row.Failures.Val)
+			n, ok := num.ParseInt(c.Row.Failures.Val)
 			if !ok {
 				return ClaimVerdict{}, nil, badRow(store.ErrHashNotInt, rowKey)
 			}
@@ -825,7 +826,7 @@ func JudgeCounts(r *CountsRead, k *Keys) (Counts, Refusal) {
 		if !c.Count.Present {
 			return 0, noRefusal
 		}
-		n, ok := store.ParseInt(c.Count.Val)
+		n, ok := num.ParseInt(c.Count.Val)
 		if !ok {
 			return 0, badRow(store.ErrHashNotInt, key)
 		}

@@ -26,8 +26,6 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/server"
-	"github.com/emqd/emqd/server/resp"
-	"github.com/emqd/emqd/store/aof"
 )
 
 func main() {
@@ -111,10 +109,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
 		var bad *badDirective
-		var damaged *aof.LoadError
 		if errors.As(err, &bad) {
 			fmt.Fprintln(stderr, err)
-		} else if errors.As(err, &damaged) {
+		} else if server.IsAOFLoadError(err) {
 			fmt.Fprintf(stderr, "Fatal error loading the append only file: %v\n", err)
 		} else {
 			fmt.Fprintf(stderr, "*** FATAL CONFIG FILE ERROR (emqd %s) ***\n%v\n", server.Version, err)
@@ -185,7 +182,7 @@ func parseConfigFile(r io.Reader) ([]directive, error) {
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		argv, ok := resp.SplitArgs(line)
+		argv, ok := server.SplitConfigLine(line)
 		if !ok {
 			return nil, configError(n, line, "Unbalanced quotes in configuration line")
 		}

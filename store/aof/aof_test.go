@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -484,7 +485,7 @@ func TestRewriteCompactsAndReloads(t *testing.T) {
 		hs = append(hs, []byte(fmt.Sprint("f", i)), []byte(fmt.Sprint("v\r\n", i)))
 	}
 	for i, s := range []float64{math.Inf(1), math.Inf(-1), 0.1, -2.5e-300, 1e300, 1 << 60, 3, -0.0, math.Nextafter(1, 2)} {
-		zs = append(zs, []byte(store.FormatScore(s)), []byte(fmt.Sprint("m", i)))
+		zs = append(zs, []byte(num.FormatScore(s)), []byte(fmt.Sprint("m", i)))
 	}
 	for i := range 100 {
 		zs = append(zs, []byte(fmt.Sprint(float64(i)/7)), []byte(fmt.Sprint("x", i)))

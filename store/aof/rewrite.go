@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
 
@@ -580,7 +581,7 @@ func (w *rwWriter) appendZAdds(key []byte, scan func(func(store.ZItem) bool)) {
 	w.scores = w.scores[:0]
 	scan(func(it store.ZItem) bool {
 		st := len(w.scores)
-		w.scores = store.AppendScore(w.scores, it.Score)
+		w.scores = num.AppendScore(w.scores, it.Score)
 		w.argv = append(w.argv, w.scores[st:len(w.scores):len(w.scores)], []byte(it.Member))
 		if len(w.argv) == 2+2*rewriteItemsPerCmd {
 			w.out = AppendCommand(w.out, w.argv)
@@ -603,7 +604,7 @@ func (w *rwWriter) writeZSet(key string, z *store.ZSetSnapshot) error {
 	w.scores = w.scores[:0]
 	z.AscendAll(func(it store.ZItem) bool {
 		st := len(w.scores)
-		w.scores = store.AppendScore(w.scores, it.Score)
+		w.scores = num.AppendScore(w.scores, it.Score)
 		w.argv = append(w.argv, w.scores[st:len(w.scores):len(w.scores)], []byte(it.Member))
 		if len(w.argv) == 2+2*rewriteItemsPerCmd {
 			w.out = AppendCommand(w.out, w.argv)

@@ -1,6 +1,10 @@
 package resp
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/emqd/emqd/num"
+)
 
 // Request limits, Valkey's defaults (valkey-subset.md 1.3; networking.c).
 const (
@@ -280,7 +284,7 @@ func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 	if nl > len(b)-2 { // the byte after \r (not checked to be \n, as Valkey)
 		return false, nil
 	}
-	ll, ok := parseLL(b[1:nl])
+	ll, ok := num.ParseInt(b[1:nl])
 	if !ok || ll > maxIntArg {
 		return false, protoErr("invalid multibulk length")
 	}
@@ -322,7 +326,7 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 			if b[0] != '$' {
 				return false, protoErr("expected '$', got '" + string(b[0:1]) + "'")
 			}
-			ll, ok := parseLL(b[1:nl])
+			ll, ok := num.ParseInt(b[1:nl])
 			if !ok || ll < 0 || ll > maxBulk {
 				return false, protoErr("invalid bulk length")
 			}
@@ -486,49 +490,6 @@ func hexVal(c byte) byte {
 	default:
 		return c - 'A' + 10
 	}
-}
-
-// parseLL is Valkey's string2ll (util.c): "0" or -?[1-9][0-9]* within
-// int64, at most 20 bytes.
-func parseLL(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	if b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }
 
 // SplitArgs splits line with Valkey's sdssplitargs rules (the inline

@@ -103,7 +103,7 @@ func (w *Writer) Push(n int) {
 }
 
 // Double writes an already formatted double (Valkey's d2string text, see
-// store.FormatScore): ",text" in RESP3, a bulk string in RESP2.
+// num.FormatScore): ",text" in RESP3, a bulk string in RESP2.
 func (w *Writer) Double(text string) {
 	if w.Proto == 3 {
 		w.Buf = append(w.Buf, ',')

@@ -1,4 +1,4 @@
-package store
+package num
 
 import (
 	"math/big"
@@ -27,7 +27,8 @@ const (
 // MAX_LONG_DOUBLE_CHARS (5 KiB) buffer with its NUL.
 const ldMaxLen = ldMaxChars - 1
 
-func newLD() *big.Float { return new(big.Float).SetPrec(ldPrec).SetMode(big.ToNearestEven) }
+// NewLongDouble is a long double zero (precision 64, round to nearest even).
+func NewLongDouble() *big.Float { return new(big.Float).SetPrec(ldPrec).SetMode(big.ToNearestEven) }
 
 func ldSpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
 
@@ -73,7 +74,7 @@ func ParseLongDouble(b []byte) (*big.Float, bool) {
 	}
 	rest := strings.ToLower(s[i:])
 	if rest == "inf" || rest == "infinity" {
-		return newLD().SetInf(neg), true
+		return NewLongDouble().SetInf(neg), true
 	}
 	if len(rest) >= 2 && rest[0] == '0' && rest[1] == 'x' {
 		return parseHexLD(s[i+2:], neg)
@@ -221,7 +222,7 @@ func parseExponent(s string, i int, marker byte) (int64, int, bool) {
 }
 
 func zeroLD(neg bool) *big.Float {
-	z := newLD()
+	z := NewLongDouble()
 	if neg {
 		z.Neg(z)
 	}
@@ -232,7 +233,7 @@ func zeroLD(neg bool) *big.Float {
 // (ties to even), refusing overflow and underflow to zero as strtold's
 // ERANGE does in string2ld.
 func roundLD(r *big.Rat, neg bool) (*big.Float, bool) {
-	f := newLD().SetRat(r)
+	f := NewLongDouble().SetRat(r)
 	exp := f.MantExp(nil)
 	if exp > ldMaxExp {
 		return nil, false
@@ -253,7 +254,7 @@ func roundLD(r *big.Rat, neg bool) (*big.Float, bool) {
 		if q.Sign() == 0 {
 			return nil, false
 		}
-		f = newLD().SetInt(q)
+		f = NewLongDouble().SetInt(q)
 		f.SetMantExp(f, -ldSubnormLSB)
 	}
 	if neg {
@@ -268,7 +269,7 @@ func AddLongDouble(a, b *big.Float) (*big.Float, bool) {
 	if a.IsInf() || b.IsInf() {
 		return nil, false
 	}
-	sum := newLD().Add(a, b)
+	sum := NewLongDouble().Add(a, b)
 	if sum.MantExp(nil) > ldMaxExp {
 		return nil, false
 	}

@@ -1,4 +1,4 @@
-package store
+package num
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ func ldIncr(value, incr string) string {
 	if in.IsInf() {
 		return "ERRINF"
 	}
-	cur := newLD()
+	cur := NewLongDouble()
 	if value != "" {
 		v, ok := ParseLongDouble([]byte(value))
 		if !ok {

@@ -1,0 +1,154 @@
+package emqd_test
+
+import (
+	"errors"
+	"go/build"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/emqd/emqd"
+
+// layers is the layering of docs/architecture.md ("Packages"), lowest
+// first: a package may import only packages of a strictly lower layer
+// (packages of one layer do not import each other). A package path ending
+// in "/..." covers the folder and everything under it; the longest match
+// wins.
+var layers = map[string]int{
+	"clock": 0, // the server clock (Wall, Manual, Shifted)
+	"num":   0, // Valkey's number rules: string2ll, string2d, d2string, long double
+	"resp":  1, // RESP request reader and reply writer
+	"plan":  1, // the write plan (primitive ops)
+	"store": 2, // keyspace, data types, Valkey commands, command specs
+
+	"store/aof": 3, // the append-only file
+	"verbs":     3, // the EMQ.* verbs
+
+	"server": 4, // listener, dispatch, registry, persistence wiring, embedding API
+
+	"cmd/emqd": 5, // the binary: argv and config file -> server
+	"emq":      5, // Go client and worker library (imports no emqd package)
+	"cluster":  5, // FUNCTION library for Valkey/Redis Cluster
+
+	"cmd/emqd-migrate": 6, // copies queues from emqd to a cluster
+
+	// Benchmarks and load drivers.
+	"bench/internal/...": 6,
+	"bench/lua":          6,
+	"bench/load":         7,
+	"bench/...":          8, // bench/cmd/*
+}
+
+// only narrows what a package may import beyond the layer rule: the binary
+// talks to the server (and names a clock), the client library stands alone.
+var only = map[string][]string{
+	"cmd/emqd": {"server", "clock"},
+	"emq":      {},
+}
+
+// layerOf returns the layer of rel (a path relative to the module).
+func layerOf(rel string) (int, bool) {
+	if l, ok := layers[rel]; ok {
+		return l, true
+	}
+	best, layer, found := -1, 0, false
+	for p, l := range layers {
+		dir, ok := strings.CutSuffix(p, "/...")
+		if !ok || (rel != dir && !strings.HasPrefix(rel, dir+"/")) {
+			continue
+		}
+		if len(dir) > best {
+			best, layer, found = len(dir), l, true
+		}
+	}
+	return layer, found
+}
+
+// TestLayering fails when a package imports one of its own layer or of a
+// layer above it, or when a package is missing from the table. It reads
+// the imports as go list does (go/build, build constraints applied) from
+// every package folder of the module, the package's own _test.go files
+// included; external test packages (package x_test) may drive the whole
+// server and are not checked.
+func TestLayering(t *testing.T) {
+	var bad []string
+	seen := 0
+	err := filepath.WalkDir(".", func(dir string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if dir != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(dir, 0)
+		if err != nil {
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				return nil
+			}
+			return err
+		}
+		rel := filepath.ToSlash(dir)
+		if rel == "." {
+			return nil // this test's own package
+		}
+		seen++
+		layer, ok := layerOf(rel)
+		if !ok {
+			bad = append(bad, rel+": not in the layering table (add it here and to docs/architecture.md)")
+			return nil
+		}
+		allowed, narrowed := only[rel]
+		for _, imp := range append(p.Imports, p.TestImports...) {
+			dep, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			if narrowed && !slices.Contains(allowed, dep) {
+				bad = append(bad, rel+" imports "+dep+": it may import only "+strings.Join(allowed, ", ")+" of emqd")
+				continue
+			}
+			dl, ok := layerOf(dep)
+			if !ok {
+				continue // reported as a package of its own
+			}
+			if dl >= layer {
+				bad = append(bad, rel+" (layer "+strconv.Itoa(layer)+") imports "+dep+" (layer "+strconv.Itoa(dl)+")")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen < 8 {
+		t.Fatalf("found %d packages; expected the whole module", seen)
+	}
+	slices.Sort(bad)
+	bad = slices.Compact(bad)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+// TestLayerOf checks the table's lookup on the shapes it must handle.
+func TestLayerOf(t *testing.T) {
+	for rel, want := range map[string]int{"store": 2, "store/aof": 3, "bench/load": 7, "bench/cmd/jobcycle": 8, "bench/internal/procs": 6, "server": 4} {
+		if got, ok := layerOf(rel); !ok || got != want {
+			t.Errorf("layerOf(%q) = %d, %v; want %d", rel, got, ok, want)
+		}
+	}
+	for _, rel := range []string{"store/other", "benchmark", "servers"} {
+		if l, ok := layerOf(rel); ok {
+			t.Errorf("layerOf(%q) = %d; want not found", rel, l)
+		}
+	}
+}
