@@ -186,7 +186,7 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return args
 	}
-	switch rng.Intn(18) {
+	switch rng.Intn(19) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
 		switch rng.Intn(6) {
@@ -251,6 +251,12 @@ func randomCall(rng *rand.Rand) []string {
 		return []string{"EMQ.JOB", q(), id()}
 	case 16:
 		return maybe([]string{"EMQ.DEBUG", "CLOCK", pick(rng, "ADVANCE", "BACK"), num()}, "x")
+	case 17:
+		a := []string{"EMQ.LIST", q(), pick(rng, "pending", "ACTIVE", "scheduled", "dead", "schedule", "all")}
+		for n := rng.Intn(4); n > 0; n-- {
+			a = append(a, num())
+		}
+		return a
 	default:
 		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
 	}

@@ -36,6 +36,7 @@ func Commands() []*store.CommandSpec {
 		verb("emq.remove", 3, cmdRemove, "write", "fast"),
 		verb("emq.counts", 2, cmdCounts, "readonly", "fast"),
 		verb("emq.job", 3, cmdJob, "readonly", "fast"),
+		verb("emq.list", -3, cmdList, "readonly"),
 		{
 			Name: "emq.debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"},
 			Handler: cmdDebug,
