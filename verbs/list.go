@@ -4,16 +4,16 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// EMQ.LIST q state [offset count] (docs/verbs.md, "EMQ.LIST"): the jobs of
+// EMQ.LIST q state [offset count] (docs/verbs.md §4.18): the jobs of
 // one state, read-only.
 
-// ListMax is the largest count EMQ.LIST accepts (docs/verbs.md, "EMQ.LIST").
+// ListMax is the largest count EMQ.LIST accepts (docs/verbs.md §4.18).
 const ListMax = 1000
 
 // listDefault is EMQ.LIST's count when none is given.
 const listDefault = 100
 
-// Error texts of EMQ.LIST's arguments (docs/verbs.md, "EMQ.LIST").
+// Error texts of EMQ.LIST's arguments (docs/verbs.md §4.18).
 const (
 	ErrListState = "ERR state must be one of pending, active, scheduled, dead"
 	ErrListCount = "ERR count must be at most 1000"

@@ -189,7 +189,7 @@ func TestListArguments(t *testing.T) {
 // TestListRefusesBadRows: a row key holding another type refuses the whole
 // call with WRONGTYPE, as EMQ.JOB does, and so do an active or schedule key
 // of another type once a listed member has a row; each refusal counts as a
-// bad row (docs/verbs.md rule 11) and writes nothing.
+// bad row (docs/verbs.md §2.11) and writes nothing.
 func TestListRefusesBadRows(t *testing.T) {
 	const wrong = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	h := newTH(t)
