@@ -2,7 +2,6 @@ package server
 
 import (
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/emqd/emqd/store"
@@ -56,15 +55,9 @@ func (s *Server) startObservability() error {
 	return nil
 }
 
-// queueKeySuffixes are the per-queue keys (verbs.md section 2) that make a
-// queue known at boot; job rows are not looked at.
-var queueKeySuffixes = map[string]bool{
-	"pending": true, "active": true, "schedule": true, "dead": true,
-	"meta": true, "metrics:completed": true, "metrics:failed": true,
-}
-
 // discoverQueues registers every queue that has one of its set, counter
-// or meta keys in the keyspace (store lock held; once, at boot).
+// or meta keys in the keyspace (verbs.ParseQueueKey; job rows are not
+// looked at), store lock held, once, at boot.
 func discoverQueues(s *Server, st *verbs.Stats) {
 	for d := 0; d < s.store.NumDBs(); d++ {
 		db := s.store.DB(d)
@@ -72,15 +65,9 @@ func discoverQueues(s *Server, st *verbs.Stats) {
 			continue
 		}
 		db.Keys(func(key string, _ *store.Value) bool {
-			if !strings.HasPrefix(key, "emq:{") {
-				return true
+			if q, _, ok := verbs.ParseQueueKey(key); ok {
+				st.Known(d, q)
 			}
-			rest := key[len("emq:{"):]
-			i := strings.Index(rest, "}:")
-			if i <= 0 || !queueKeySuffixes[rest[i+2:]] {
-				return true
-			}
-			st.Known(d, rest[:i])
 			return true
 		})
 	}

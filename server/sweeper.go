@@ -2,10 +2,10 @@ package server
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/verbs"
 )
 
 // The opt-in stalled-job sweep (verbs.md, EMQ.STALLED.CHECK: "emqd's own
@@ -15,11 +15,6 @@ import (
 // EMQ.STALLED.CHECK q <emq-max-stalled> under the store lock, exactly as a
 // client's command (propagated to the append-only file, waking blocked
 // claimers).
-
-const (
-	activePrefix = "emq:{"
-	activeSuffix = "}:active"
-)
 
 func (s *Server) startSweeper() {
 	s.store.Lock()
@@ -77,8 +72,8 @@ func (s *Server) sweepOnce() {
 		db := s.store.DB(d)
 		var queues []string
 		db.Keys(func(key string, v *store.Value) bool {
-			if v.Kind == store.KindZSet && strings.HasPrefix(key, activePrefix) && strings.HasSuffix(key, activeSuffix) {
-				queues = append(queues, key[len(activePrefix):len(key)-len(activeSuffix)])
+			if q, part, ok := verbs.ParseQueueKey(key); ok && part == verbs.PartActive && v.Kind == store.KindZSet {
+				queues = append(queues, q)
 			}
 			return true
 		})

@@ -1,8 +1,6 @@
 package verbs
 
 import (
-	"math"
-
 	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
@@ -36,7 +34,8 @@ func errArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"
 }
 
-func errPositive(name string) string    { return "ERR " + name + " must be a positive integer" }
+func errPositive(name string) string { return "ERR " + name + " must be a positive integer" }
+
 func errNonNegative(name string) string { return "ERR " + name + " must be a non-negative integer" }
 
 // Precomputed rule-8 texts.
@@ -81,41 +80,4 @@ func eqFold(b []byte, w string) bool {
 		}
 	}
 	return true
-}
-
-// MaxScoreMs is the latest time (Unix ms, about 285,000 years from 1970) a
-// verb writes as a score: 2^53-1, the largest integer a sorted-set score (an
-// IEEE double) holds exactly, so EMQ.JOB's lease_deadline_ms and run_at_ms
-// read back what was computed. Later times are saturated to it.
-const MaxScoreMs = 1<<53 - 1
-
-// addMs is now+d saturated at MaxScoreMs (a score that never comes due
-// rather than one that wraps into the past or loses precision). d >= 0.
-func addMs(now, d int64) int64 {
-	if d > 0 && now > MaxScoreMs-d {
-		return MaxScoreMs
-	}
-	return min(now+d, MaxScoreMs)
-}
-
-// atMs is an absolute run_at_ms saturated at MaxScoreMs.
-func atMs(ms int64) int64 { return min(ms, MaxScoreMs) }
-
-// nextCount applies HINCRBY's rule (verbs.md rule 5; Valkey t_hash.c) to a
-// stored counter incremented by incr (> 0): a missing field counts as 0; a
-// value string2ll refuses gives "ERR hash value is not an integer"; a sum
-// beyond int64 gives "ERR increment or decrement would overflow".
-func nextCount(f Field, incr int64) (int64, string) {
-	var cur int64
-	if f.Present {
-		n, ok := num.ParseInt(f.Val)
-		if !ok {
-			return 0, store.ErrHashNotInt
-		}
-		cur = n
-	}
-	if cur > 0 && incr > math.MaxInt64-cur {
-		return 0, store.ErrOverflow
-	}
-	return cur + incr, ""
 }

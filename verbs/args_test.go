@@ -110,35 +110,3 @@ func TestQueueNames(t *testing.T) {
 		}
 	}
 }
-
-// TestDebugClock is EMQ.DEBUG CLOCK ADVANCE: refused with Valkey's DEBUG
-// text while enable-debug-command is off, moves the clock when on.
-func TestDebugClock(t *testing.T) {
-	h := newTH(t)
-	want := "ERR EMQ.DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "5"); got != replyErr(want) {
-		t.Fatalf("debug off: %v", got)
-	}
-	if got := h.do("emq.debug", "clock", "advance", "x"); got != replyErr(want) {
-		t.Fatalf("debug off, bad args: %v", got)
-	}
-	if h.clk.NowMs() != tNow {
-		t.Fatal("clock moved while refused")
-	}
-	h.debug = true
-	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "1500"); got != "OK" {
-		t.Fatalf("advance: %v", got)
-	}
-	if h.clk.NowMs() != tNow+1500 {
-		t.Fatalf("clock at %d", h.clk.NowMs())
-	}
-	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "-1"); got != replyErr("ERR ms must be a non-negative integer") {
-		t.Fatal(got)
-	}
-	if got := h.do("EMQ.DEBUG", "CLOCK", "BACK", "1"); got != replyErr(store.ErrSyntax) {
-		t.Fatal(got)
-	}
-	if got := h.do("EMQ.DEBUG", "NOPE"); got != replyErr("ERR unknown subcommand 'NOPE'. Try EMQ.DEBUG HELP.") {
-		t.Fatal(got)
-	}
-}

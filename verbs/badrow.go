@@ -30,7 +30,7 @@ func BadRowRefusals() int64 { return badRows.n.Load() }
 
 // noteBadRow counts r (when r.Bad) and logs it unless its key was logged
 // within badRowLogEvery.
-func noteBadRow(db int, r Refusal) {
+func noteBadRow(db int, r refusal) {
 	if !r.Bad {
 		return
 	}

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"strings"
 	"sync"
 )
 
@@ -25,20 +26,64 @@ const MintKey = "{emq}:mint"
 // Row is the key of the job row of id.
 func (k *Keys) Row(id string) string { return k.JobPrefix + id }
 
+// The parts of a queue's own keys: the text after "emq:{q}:" (job rows,
+// "job:<id>", are not among them).
+const (
+	PartPending   = "pending"
+	PartActive    = "active"
+	PartSchedule  = "schedule"
+	PartDead      = "dead"
+	PartCompleted = "metrics:completed"
+	PartFailed    = "metrics:failed"
+	PartMeta      = "meta"
+	partJob       = "job:"
+)
+
+const (
+	keyPrefix = "emq:{"
+	keyTagEnd = "}:"
+)
+
 // NewKeys builds the key names of queue q (no validation; see validQueue).
 func NewKeys(q string) *Keys {
-	p := "emq:{" + q + "}:"
+	p := keyPrefix + q + keyTagEnd
 	return &Keys{
 		Queue:     q,
-		Pending:   p + "pending",
-		Active:    p + "active",
-		Schedule:  p + "schedule",
-		Dead:      p + "dead",
-		Completed: p + "metrics:completed",
-		Failed:    p + "metrics:failed",
-		Meta:      p + "meta",
-		JobPrefix: p + "job:",
+		Pending:   p + PartPending,
+		Active:    p + PartActive,
+		Schedule:  p + PartSchedule,
+		Dead:      p + PartDead,
+		Completed: p + PartCompleted,
+		Failed:    p + PartFailed,
+		Meta:      p + PartMeta,
+		JobPrefix: p + partJob,
 	}
+}
+
+// ParseQueueKey reports whether key is one of the queue keys NewKeys names
+// (pending, active, schedule, dead, meta or a metrics hash; not a job row)
+// of a valid queue name, and returns the queue and the part (PartActive,
+// ...). The server's sweeper and its statistics find the queues of a
+// keyspace with it.
+func ParseQueueKey(key string) (queue, part string, ok bool) {
+	rest, ok := strings.CutPrefix(key, keyPrefix)
+	if !ok {
+		return "", "", false
+	}
+	i := strings.Index(rest, keyTagEnd)
+	if i < 0 {
+		return "", "", false
+	}
+	queue, part = rest[:i], rest[i+len(keyTagEnd):]
+	switch part {
+	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta:
+	default:
+		return "", "", false
+	}
+	if !validQueue([]byte(queue)) {
+		return "", "", false
+	}
+	return queue, part, true
 }
 
 // keyCache keeps the Keys of recently used queues so a verb does not build

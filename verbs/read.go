@@ -1,51 +1,46 @@
 package verbs
 
-import (
-	"github.com/emqd/emqd/store"
-)
+import "github.com/emqd/emqd/store"
 
 // The read pass (verbs.md rule 2) looks at the store through these plain
 // values; the judgements take nothing else, so they are pure and table
 // tested. Byte slices point into the store and are only valid until the
 // verb's write pass.
 
-// KeyKind is what a key the verb must read holds.
-type KeyKind uint8
+// keyKind is what a key the verb must read holds.
+type keyKind uint8
 
 // Key kinds as a verb sees them.
 const (
-	Absent KeyKind = iota // no such key
-	OK                    // the type the verb expects (hash or zset)
-	Wrong                 // another type: WRONGTYPE (rule 7)
+	keyAbsent keyKind = iota // no such key
+	keyOK                    // the type the verb expects (hash or zset)
+	keyWrong                 // another type: WRONGTYPE (rule 7)
 )
 
-// Field is one hash field as read: Present is false when the field (or the
+// rowField is one hash field as read: Present is false when the field (or the
 // whole row) is missing.
-type Field struct {
+type rowField struct {
 	Val     []byte
 	Present bool
 }
 
-// F is a present field holding s (a test helper for tables).
-func F(s string) Field { return Field{Val: []byte(s), Present: true} }
-
-// Row is a job row as read (verbs.md section 2). Kind is Absent for no row
-// and Wrong when the row key holds a non-hash (the fields are then unset).
-type Row struct {
-	Kind       KeyKind
+// jobRow is a job row as read (verbs.md section 2). Kind is keyAbsent for no
+// row and keyWrong when the row key holds a non-hash (the fields are then unset).
+type jobRow struct {
+	Kind       keyKind
 	Lane       bool // `group` present
-	State      Field
-	Attempts   Field
-	Failures   Field
-	Stalled    Field
-	LeaseEpoch Field
-	Payload    Field
+	State      rowField
+	Attempts   rowField
+	Failures   rowField
+	Stalled    rowField
+	LeaseEpoch rowField
+	Payload    rowField
 }
 
-// Counter is a metrics hash (`count` field) as read.
-type Counter struct {
-	Kind  KeyKind
-	Count Field
+// counter is a metrics hash (`count` field) as read.
+type counter struct {
+	Kind  keyKind
+	Count rowField
 }
 
 var (
@@ -70,42 +65,42 @@ var (
 	vStalled   = []byte("stalled")
 )
 
-func hashKind(d *store.DB, key string) (*store.Hash, KeyKind) {
+func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
 	v := d.Get(key)
 	if v == nil {
-		return nil, Absent
+		return nil, keyAbsent
 	}
 	if v.Kind != store.KindHash {
-		return nil, Wrong
+		return nil, keyWrong
 	}
-	return v.Hash, OK
+	return v.Hash, keyOK
 }
 
-func zsetKind(d *store.DB, key string) (*store.ZSet, KeyKind) {
+func zsetKind(d *store.DB, key string) (*store.ZSet, keyKind) {
 	v := d.Get(key)
 	if v == nil {
-		return nil, Absent
+		return nil, keyAbsent
 	}
 	if v.Kind != store.KindZSet {
-		return nil, Wrong
+		return nil, keyWrong
 	}
-	return v.ZSet, OK
+	return v.ZSet, keyOK
 }
 
-func getField(h *store.Hash, f string) Field {
+func getField(h *store.Hash, f string) rowField {
 	v, ok := h.Get(f)
-	return Field{Val: v, Present: ok}
+	return rowField{Val: v, Present: ok}
 }
 
 // readRow reads the job row at key.
-func readRow(d *store.DB, key string) Row {
+func readRow(d *store.DB, key string) jobRow {
 	h, k := hashKind(d, key)
-	if k != OK {
-		return Row{Kind: k}
+	if k != keyOK {
+		return jobRow{Kind: k}
 	}
 	_, lane := h.Get("group")
-	return Row{
-		Kind:       OK,
+	return jobRow{
+		Kind:       keyOK,
 		Lane:       lane,
 		State:      getField(h, "state"),
 		Attempts:   getField(h, "attempts"),
@@ -117,35 +112,35 @@ func readRow(d *store.DB, key string) Row {
 }
 
 // readCounter reads a metrics hash.
-func readCounter(d *store.DB, key string) Counter {
+func readCounter(d *store.DB, key string) counter {
 	h, k := hashKind(d, key)
-	if k != OK {
-		return Counter{Kind: k}
+	if k != keyOK {
+		return counter{Kind: k}
 	}
-	return Counter{Kind: OK, Count: getField(h, "count")}
+	return counter{Kind: keyOK, Count: getField(h, "count")}
 }
 
 // member reads whether id is in the sorted set at key, and its score.
-func member(d *store.DB, key, id string) (KeyKind, bool, float64) {
+func member(d *store.DB, key, id string) (keyKind, bool, float64) {
 	z, k := zsetKind(d, key)
-	if k != OK {
+	if k != keyOK {
 		return k, false, 0
 	}
 	s, ok := z.Score(id)
-	return OK, ok, s
+	return keyOK, ok, s
 }
 
-// Due is one member selected by score (a due scheduled job or an expired
+// dueJob is one member selected by score (a due scheduled job or an expired
 // lease) with its row.
-type Due struct {
+type dueJob struct {
 	ID    string
 	Score float64
-	Row   Row
+	Row   jobRow
 	Key   string // the row key when the read pass built it ("" in tables)
 }
 
 // rowKey is d's row key.
-func (d *Due) rowKey(k *Keys) string {
+func (d *dueJob) rowKey(k *Keys) string {
 	if d.Key != "" {
 		return d.Key
 	}
@@ -155,20 +150,20 @@ func (d *Due) rowKey(k *Keys) string {
 // readDue selects the members of the zset z with score <= now, lowest
 // first, at most limit, with their rows (ZRANGEBYSCORE key -inf now LIMIT 0
 // limit).
-func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64) []Due {
+func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64) []dueJob {
 	if z == nil || z.Len() == 0 {
 		return nil
 	}
 	if m, _ := z.Min(); m.Score > float64(now) {
 		return nil
 	}
-	var out []Due
+	var out []dueJob
 	z.RangeByScore(store.NegInf, float64(now), func(it store.ZItem) bool {
 		if int64(len(out)) >= limit {
 			return false
 		}
 		key := k.Row(it.Member)
-		out = append(out, Due{ID: it.Member, Score: it.Score, Row: readRow(d, key), Key: key})
+		out = append(out, dueJob{ID: it.Member, Score: it.Score, Row: readRow(d, key), Key: key})
 		return true
 	})
 	return out

@@ -1,13 +1,24 @@
 // Package verbs implements the EMQ.* job verbs (spec: verbs.md; semantics:
-// the seed, "Failures and recovery"): each verb parses its arguments, runs a
-// read pass over the store, a pure judgement, and applies the resulting
-// plan.Plan through store.Ctx.ApplyPlan.
+// the seed, "Failures and recovery"). Every verb runs the same steps: parse
+// and validate all its arguments (args.go), a read pass over the store
+// (read.go), a pure judgement that returns a plan.Plan or a refusal, then
+// store.Ctx.ApplyPlan and the reply. A refusal writes nothing.
+//
+// One file per family holds each verb's arguments, read pass, judgement and
+// handler, with its tests beside it: enqueue.go (EMQ.ENQUEUE), claim.go
+// (EMQ.CLAIM), token.go (the six token verbs and their common guard),
+// recovery.go (EMQ.STALLED.CHECK, EMQ.PROMOTE, EMQ.REPROCESS) and admin.go
+// (EMQ.PAUSE, EMQ.RESUME, EMQ.REMOVE, EMQ.COUNTS, EMQ.JOB, EMQ.DEBUG). The
+// key layout is keys.go; the command table is Commands below.
 //
 // There is deliberately no EMQ.REAP (verbs.md section 4, the seed's "The
 // reaper has no native twin"): EMQ.STALLED.CHECK is the one recovery verb.
 package verbs
 
-import "github.com/emqd/emqd/store"
+import (
+	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/store"
+)
 
 // verb builds a spec whose first argument, the queue name, is the declared
 // key (verbs.md section 2: the {q} tag puts every key of q in q's slot).
@@ -45,5 +56,44 @@ func Commands() []*store.CommandSpec {
 				Handler: cmdDebugClock,
 			}},
 		},
+	}
+}
+
+// Plumbing every family shares. The server has checked a command's arity
+// before its handler runs.
+
+// refuseReply answers r, counting and logging it when stored data caused it.
+func refuseReply(c *store.Ctx, r refusal) {
+	noteBadRow(c.DB.Index, r)
+	c.W.Error(r.Text)
+}
+
+// wake tells the server a job of k's queue became pending (blocked claimers).
+func wake(c *store.Ctx, k *Keys) {
+	if c.S.OnReady != nil {
+		c.S.OnReady(c.DB.Index, k.Queue)
+	}
+}
+
+// clone copies an argument the store will keep (argv buffers are reused).
+func clone(b []byte) []byte {
+	out := make([]byte, len(b))
+	copy(out, b)
+	return out
+}
+
+// queueArg validates argv[1] as a queue name (rule 8) and returns its keys.
+func queueArg(c *store.Ctx) *Keys {
+	if !validQueue(c.Argv[1]) {
+		c.W.Error(ErrInvalidQueue)
+		return nil
+	}
+	return keysFor(c.Argv[1])
+}
+
+// apply applies p (nil: nothing to write).
+func apply(c *store.Ctx, p *plan.Plan) {
+	if p != nil {
+		c.ApplyPlan(p)
 	}
 }

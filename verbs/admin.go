@@ -1,0 +1,349 @@
+package verbs
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/emqd/emqd/num"
+	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/store"
+)
+
+// ---------------------------------------------------------------------------
+// EMQ.PAUSE q, EMQ.RESUME q
+
+func cmdPause(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	_, kind := hashKind(c.DB, k.Meta)
+	p, ref := judgePause(kind, k)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	c.W.OK()
+}
+
+// judgePause is EMQ.PAUSE: HSET meta paused 1.
+func judgePause(meta keyKind, k *Keys) (*plan.Plan, refusal) {
+	if meta == keyWrong {
+		return nil, wrongType(k.Meta)
+	}
+	p := newPlan(1)
+	hset(p, k.Meta, fvPausedOne)
+	return p, noRefusal
+}
+
+func cmdResume(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	h, kind := hashKind(c.DB, k.Meta)
+	paused := false
+	if h != nil {
+		_, paused = h.Get("paused")
+	}
+	p, ref := judgeResume(kind, paused, k)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	wake(c, k)
+	c.W.OK()
+}
+
+// judgeResume is EMQ.RESUME: HDEL meta paused (nothing to write when the
+// queue is not paused).
+func judgeResume(meta keyKind, paused bool, k *Keys) (*plan.Plan, refusal) {
+	if meta == keyWrong {
+		return nil, wrongType(k.Meta)
+	}
+	if !paused {
+		return nil, noRefusal
+	}
+	p := newPlan(1)
+	hdel(p, k.Meta, fvPaused)
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.REMOVE q id
+
+func cmdRemove(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	rowKey, id := k.rowOf(c.Argv[2])
+	d := c.DB
+	var r removeRead
+	r.Active, r.InActive, _ = member(d, k.Active, id)
+	r.Row = readRow(d, rowKey)
+	r.Pending, r.InPending, _ = member(d, k.Pending, id)
+	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
+	r.Dead, r.InDead, _ = member(d, k.Dead, id)
+	p, ref := judgeRemove(&r, k, id, rowKey)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	if p == nil {
+		c.W.Int(0)
+		return
+	}
+	apply(c, p)
+	count(c, k, Removed, 1)
+	c.W.Int(1)
+}
+
+// removeRead is what EMQ.REMOVE's read pass saw: the row and the id's
+// membership of each set.
+type removeRead struct {
+	Active, Pending, Schedule, Dead         keyKind
+	InActive, InPending, InSchedule, InDead bool
+	Row                                     jobRow
+}
+
+// judgeRemove is EMQ.REMOVE: a held job (in active) is refused, a lane row
+// is refused; otherwise the id leaves pending, schedule and dead and the row
+// is deleted. A nil plan means there was no such job (reply 0).
+func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal) {
+	switch {
+	case r.Active == keyWrong:
+		return nil, wrongType(k.Active)
+	case r.InActive:
+		return nil, refuse(ErrActive)
+	case r.Row.Kind == keyWrong:
+		return nil, wrongType(rowKey)
+	case r.Row.Lane:
+		return nil, badRow(ErrLane, rowKey)
+	case r.Pending == keyWrong:
+		return nil, wrongType(k.Pending)
+	case r.Schedule == keyWrong:
+		return nil, wrongType(k.Schedule)
+	case r.Dead == keyWrong:
+		return nil, wrongType(k.Dead)
+	}
+	p := newPlan(4)
+	if r.InPending {
+		p.ZRem(k.Pending, id)
+	}
+	if r.InSchedule {
+		p.ZRem(k.Schedule, id)
+	}
+	if r.InDead {
+		p.ZRem(k.Dead, id)
+	}
+	if r.Row.Kind == keyOK {
+		p.Del(rowKey)
+	}
+	if len(p.Ops) == 0 {
+		return nil, noRefusal
+	}
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.COUNTS q
+
+func cmdCounts(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	d := c.DB
+	var r countsRead
+	for i, key := range [4]string{k.Pending, k.Active, k.Schedule, k.Dead} {
+		z, kind := zsetKind(d, key)
+		r.Sets[i] = kind
+		if z != nil {
+			r.Sizes[i] = int64(z.Len())
+		}
+	}
+	r.Completed = readCounter(d, k.Completed)
+	r.Failed = readCounter(d, k.Failed)
+	n, ref := judgeCounts(&r, k)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	w := c.W
+	w.Map(6)
+	w.BulkString("pending")
+	w.Int(n.Pending)
+	w.BulkString("active")
+	w.Int(n.Active)
+	w.BulkString("scheduled")
+	w.Int(n.Scheduled)
+	w.BulkString("dead")
+	w.Int(n.Dead)
+	w.BulkString("completed")
+	w.Int(n.Completed)
+	w.BulkString("failed")
+	w.Int(n.Failed)
+}
+
+// countsRead is what EMQ.COUNTS's read pass saw: the four sets (kind and
+// size) and the two metrics hashes.
+type countsRead struct {
+	Sets      [4]keyKind // pending, active, schedule, dead
+	Sizes     [4]int64
+	Completed counter
+	Failed    counter
+}
+
+// queueCounts is EMQ.COUNTS's reply, in reply order.
+type queueCounts struct {
+	Pending, Active, Scheduled, Dead, Completed, Failed int64
+}
+
+// judgeCounts is EMQ.COUNTS: set sizes and metric counts; a wrong type or a
+// count that is not an integer refuses.
+func judgeCounts(r *countsRead, k *Keys) (queueCounts, refusal) {
+	keys := [4]string{k.Pending, k.Active, k.Schedule, k.Dead}
+	for i, kk := range r.Sets {
+		if kk == keyWrong {
+			return queueCounts{}, wrongType(keys[i])
+		}
+	}
+	metric := func(c counter, key string) (int64, refusal) {
+		if c.Kind == keyWrong {
+			return 0, wrongType(key)
+		}
+		if !c.Count.Present {
+			return 0, noRefusal
+		}
+		n, ok := num.ParseInt(c.Count.Val)
+		if !ok {
+			return 0, badRow(store.ErrHashNotInt, key)
+		}
+		return n, noRefusal
+	}
+	done, ref := metric(r.Completed, k.Completed)
+	if ref.Refused() {
+		return queueCounts{}, ref
+	}
+	failed, ref := metric(r.Failed, k.Failed)
+	if ref.Refused() {
+		return queueCounts{}, ref
+	}
+	return queueCounts{r.Sizes[0], r.Sizes[1], r.Sizes[2], r.Sizes[3], done, failed}, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.JOB q id
+
+func cmdJob(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	rowKey, id := k.rowOf(c.Argv[2])
+	d := c.DB
+	h, kind := hashKind(d, rowKey)
+	if kind == keyWrong {
+		refuseReply(c, wrongType(rowKey))
+		return
+	}
+	if h == nil {
+		c.W.Nil()
+		return
+	}
+	ak, inActive, deadline := member(d, k.Active, id)
+	if ak == keyWrong {
+		refuseReply(c, wrongType(k.Active))
+		return
+	}
+	sk, inSched, runAt := member(d, k.Schedule, id)
+	if sk == keyWrong {
+		refuseReply(c, wrongType(k.Schedule))
+		return
+	}
+	n := h.Len()
+	if inActive {
+		n++
+	}
+	if inSched {
+		n++
+	}
+	w := c.W
+	w.Map(n)
+	h.Range(func(f string, v []byte) bool {
+		w.BulkString(f)
+		w.Bulk(v)
+		return true
+	})
+	if inActive {
+		w.BulkString("lease_deadline_ms")
+		w.BulkString(formatMs(deadline))
+	}
+	if inSched {
+		w.BulkString("run_at_ms")
+		w.BulkString(formatMs(runAt))
+	}
+}
+
+// formatMs prints a score that is a time in ms: in decimal when integral,
+// else as the shortest decimal (a score written by hand).
+func formatMs(s float64) string {
+	switch {
+	case math.IsInf(s, 1):
+		return "inf"
+	case math.IsInf(s, -1):
+		return "-inf"
+	case s == math.Trunc(s) && math.Abs(s) < 1<<63:
+		return strconv.FormatInt(int64(s), 10)
+	}
+	return strconv.FormatFloat(s, 'f', -1, 64)
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.DEBUG CLOCK ADVANCE ms (verbs.md section 6)
+
+// advancer is a clock EMQ.DEBUG CLOCK ADVANCE can move (clock.Manual,
+// clock.Shifted).
+type advancer interface{ Advance(int64) }
+
+// cmdDebug is the container alone or with a subcommand the server did not
+// route: refused like Valkey's DEBUG when debug is off.
+func cmdDebug(c *store.Ctx) {
+	if !c.DebugEnabled {
+		c.W.Error(ErrDebugDisabled)
+		return
+	}
+	if len(c.Argv) < 2 {
+		c.W.Error(errArity("emq.debug"))
+		return
+	}
+	c.W.Error("ERR unknown subcommand '" + string(c.Argv[1]) + "'. Try EMQ.DEBUG HELP.")
+}
+
+func cmdDebugClock(c *store.Ctx) {
+	if !c.DebugEnabled {
+		c.W.Error(ErrDebugDisabled)
+		return
+	}
+	if !eqFold(c.Argv[2], "ADVANCE") {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	ms, e := intArg(c.Argv[3], 0, errNonNegMs)
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	adv, ok := c.Clock.(advancer)
+	if !ok {
+		c.W.Error(ErrClockFixed)
+		return
+	}
+	if ms > 0 {
+		adv.Advance(ms)
+	}
+	c.W.OK()
+}

@@ -1,0 +1,365 @@
+package verbs
+
+import (
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/emqd/emqd/num"
+	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/store"
+)
+
+// ---------------------------------------------------------------------------
+// EMQ.CLAIM q lease_ms [COUNT count] [BLOCK block_ms]
+
+// claimArgs are EMQ.CLAIM's parsed arguments.
+type claimArgs struct {
+	K       *Keys
+	LeaseMs int64
+	Count   int64
+	Block   bool
+	BlockMs int64
+}
+
+func parseClaim(c *store.Ctx, a *claimArgs) bool {
+	k := queueArg(c)
+	if k == nil {
+		return false
+	}
+	argv := c.Argv
+	*a = claimArgs{K: k, Count: 1}
+	var e string
+	if a.LeaseMs, e = intArg(argv[2], 1, errPosLease); e != "" {
+		c.W.Error(e)
+		return false
+	}
+	var haveCount bool
+	for i := 3; i < len(argv); i += 2 {
+		if i+1 >= len(argv) {
+			c.W.Error(store.ErrSyntax)
+			return false
+		}
+		switch {
+		case eqFold(argv[i], "COUNT") && !haveCount:
+			haveCount = true
+			a.Count, e = intArg(argv[i+1], 1, errPosCount)
+		case eqFold(argv[i], "BLOCK") && !a.Block:
+			a.Block = true
+			a.BlockMs, e = intArg(argv[i+1], 0, errNonNegBlock)
+		default:
+			e = store.ErrSyntax
+		}
+		if e != "" {
+			c.W.Error(e)
+			return false
+		}
+	}
+	return true
+}
+
+// claimRead is what EMQ.CLAIM's read pass saw: meta (paused), the due
+// members of schedule (at most 100), the members of pending in order with
+// their rows (enough of them: see readClaim), and active's type.
+type claimRead struct {
+	Meta     keyKind
+	Paused   bool
+	Schedule keyKind
+	Due      []dueJob
+	Pending  keyKind
+	Cands    []dueJob
+	Active   keyKind
+}
+
+// readClaim is EMQ.CLAIM's read pass at now: meta, the due scheduled
+// members (at most 100), and pending in order until Count + len(Due)
+// members with a row were seen (promoted ids may replace pending ones, and
+// ghosts do not use up Count).
+func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
+	k := a.K
+	var r claimRead
+	var meta *store.Hash
+	meta, r.Meta = hashKind(d, k.Meta)
+	if meta != nil {
+		_, r.Paused = meta.Get("paused")
+	}
+	if r.Meta == keyWrong || r.Paused {
+		return r
+	}
+	var sched, pend *store.ZSet
+	sched, r.Schedule = zsetKind(d, k.Schedule)
+	pend, r.Pending = zsetKind(d, k.Pending)
+	_, r.Active = zsetKind(d, k.Active)
+	if r.Schedule == keyWrong || r.Pending == keyWrong || r.Active == keyWrong {
+		return r
+	}
+	r.Due = readDue(d, k, sched, now, claimPromoteMax)
+	if pend == nil {
+		return r
+	}
+	need := a.Count
+	if need > math.MaxInt64-claimPromoteMax {
+		need = math.MaxInt64 - claimPromoteMax
+	}
+	need += int64(len(r.Due))
+	if need <= 8 {
+		r.Cands = make([]dueJob, 0, need)
+	}
+	for i := 0; need > 0; i++ {
+		it, ok := pend.At(i)
+		if !ok {
+			break
+		}
+		key := k.Row(it.Member)
+		row := readRow(d, key)
+		r.Cands = append(r.Cands, dueJob{ID: it.Member, Score: it.Score, Row: row, Key: key})
+		if row.Kind != keyAbsent {
+			need--
+		}
+	}
+	return r
+}
+
+// claimedJob is one job handed out: the reply's [id, payload, token,
+// failures].
+type claimedJob struct {
+	ID       string
+	Key      string // row key
+	Payload  []byte
+	Token    []byte
+	Failures int64
+}
+
+// claimVerdict lists the jobs handed out, and the ids the claim promoted to
+// pending but did not take (they wake other claimers). Promoted is the
+// number of ids the claim promoted (taken or not).
+type claimVerdict struct {
+	Jobs     []claimedJob
+	Woken    []string
+	Promoted int
+}
+
+// claimPromoteMax bounds the promotion EMQ.CLAIM runs first (verbs.md).
+const claimPromoteMax = 100
+
+// judgeClaim is EMQ.CLAIM (verbs.md section 4): a paused queue hands out
+// nothing; the due scheduled members are judged as EMQ.PROMOTE judges them;
+// then pending (with the promoted ids at score 0) is walked in order until
+// Count jobs are found: a ghost is dropped and does not use up Count; a
+// non-hash row, a lane row or an attempts/failures value HINCRBY would
+// refuse refuses the whole call. Each job gets attempts+1 (the token), state
+// active, lease_epoch run_id and an active score of now+lease_ms.
+func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdict, *plan.Plan, refusal) {
+	k := a.K
+	var v claimVerdict
+	if r.Meta == keyWrong {
+		return v, nil, wrongType(k.Meta)
+	}
+	if r.Paused {
+		return v, nil, noRefusal
+	}
+	if ref := kindCheck(r.Schedule, k.Schedule); ref.Refused() {
+		return v, nil, ref
+	}
+	if ref := kindCheck(r.Pending, k.Pending); ref.Refused() {
+		return v, nil, ref
+	}
+	if ref := kindCheck(r.Active, k.Active); ref.Refused() {
+		return v, nil, ref
+	}
+	p := newPlan(4 * (len(r.Due) + int(min(a.Count, 64))))
+	var promoted []string
+	if len(r.Due) > 0 {
+		var ref refusal
+		promoted, ref = judgePromotions(k, r.Due, p)
+		if ref.Refused() {
+			return v, nil, ref
+		}
+	}
+	// The promoted ids join pending at score 0, so they sort by id among the
+	// score-0 members; a promoted id already in pending moves to score 0.
+	var prom []*dueJob
+	var inProm map[string]bool
+	if len(promoted) > 0 {
+		prom = make([]*dueJob, 0, len(promoted))
+		inProm = make(map[string]bool, len(promoted))
+		for i := range r.Due {
+			if r.Due[i].Row.Kind == keyOK {
+				prom = append(prom, &r.Due[i])
+				inProm[r.Due[i].ID] = true
+			}
+		}
+		sort.Slice(prom, func(i, j int) bool { return prom[i].ID < prom[j].ID })
+	}
+	var ghosts []string
+	taken := make(map[string]bool, len(prom))
+	i, j := 0, 0
+	for int64(len(v.Jobs)) < a.Count {
+		for i < len(r.Cands) && inProm[r.Cands[i].ID] {
+			i++
+		}
+		var c *dueJob
+		switch {
+		case i < len(r.Cands) && j < len(prom):
+			pc := &r.Cands[i]
+			if pc.Score < 0 || (pc.Score == 0 && pc.ID < prom[j].ID) {
+				c = pc
+				i++
+			} else {
+				c = prom[j]
+				j++
+			}
+		case i < len(r.Cands):
+			c = &r.Cands[i]
+			i++
+		case j < len(prom):
+			c = prom[j]
+			j++
+		}
+		if c == nil {
+			break
+		}
+		rowKey := c.rowKey(k)
+		switch {
+		case c.Row.Kind == keyAbsent:
+			ghosts = append(ghosts, c.ID)
+			continue
+		case c.Row.Kind == keyWrong:
+			return claimVerdict{}, nil, wrongType(rowKey)
+		case c.Row.Lane:
+			return claimVerdict{}, nil, badRow(ErrLane, rowKey)
+		}
+		tok, e := nextCount(c.Row.Attempts, 1)
+		if e != "" {
+			return claimVerdict{}, nil, badRow(e, rowKey)
+		}
+		var failures int64
+		if c.Row.Failures.Present {
+			n, ok := num.ParseInt(c.Row.Failures.Val)
+			if !ok {
+				return claimVerdict{}, nil, badRow(store.ErrHashNotInt, rowKey)
+			}
+			failures = n
+		}
+		v.Jobs = append(v.Jobs, claimedJob{ID: c.ID, Key: rowKey, Payload: c.Row.Payload.Val, Token: strconv.AppendInt(nil, tok, 10), Failures: failures})
+		if inProm[c.ID] {
+			taken[c.ID] = true
+		}
+	}
+	v.Promoted = len(promoted)
+	for _, id := range promoted {
+		if !taken[id] {
+			v.Woken = append(v.Woken, id)
+		}
+	}
+	for _, id := range ghosts {
+		p.ZRem(k.Pending, id)
+	}
+	deadline := addMs(now, a.LeaseMs)
+	for _, jb := range v.Jobs {
+		p.ZRem(k.Pending, jb.ID)
+		hincr1(p, jb.Key, fvAttempts)
+		p.HSetBytes(jb.Key, fState, vActive, fLeaseEpoch, runID)
+		p.ZAdd(k.Active, deadline, jb.ID)
+	}
+	if len(p.Ops) == 0 {
+		p = nil
+	}
+	return v, p, noRefusal
+}
+
+// claimOnce runs one claim at c.NowMs: read, judge, apply, wake. It writes
+// the reply only for a refusal (refused true).
+func claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
+	r := readClaim(c.DB, a, c.NowMs)
+	v, p, ref := judgeClaim(&r, c.NowMs, runIDBytes(c.RunID), a)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return v, true
+	}
+	apply(c, p)
+	count(c, a.K, Promoted, v.Promoted)
+	count(c, a.K, Claimed, len(v.Jobs))
+	for range v.Woken {
+		wake(c, a.K)
+	}
+	return v, false
+}
+
+func writeClaimReply(c *store.Ctx, v *claimVerdict) {
+	c.W.Array(len(v.Jobs))
+	for i := range v.Jobs {
+		j := &v.Jobs[i]
+		c.W.Array(4)
+		c.W.BulkString(j.ID)
+		c.W.Bulk(j.Payload)
+		c.W.Bulk(j.Token)
+		c.W.Int(j.Failures)
+	}
+}
+
+func cmdClaim(c *store.Ctx) {
+	var args claimArgs
+	if !parseClaim(c, &args) {
+		return
+	}
+	v, refused := claimOnce(c, &args)
+	if refused {
+		return
+	}
+	if len(v.Jobs) > 0 || !args.Block || c.InMulti {
+		writeClaimReply(c, &v)
+		return
+	}
+	a := new(claimArgs)
+	*a = args
+	db := c.DB.Index
+	c.Block = &store.BlockSpec{
+		DB:        db,
+		Queue:     a.K.Queue,
+		TimeoutMs: a.BlockMs,
+		Retry: func(rc *store.Ctx) bool {
+			if rc.DB == nil || rc.DB.Index != db {
+				rc.DB = rc.S.DB(db)
+			}
+			v, refused := claimOnce(rc, a)
+			if refused {
+				return true // the error ends the wait
+			}
+			if len(v.Jobs) == 0 {
+				return false
+			}
+			writeClaimReply(rc, &v)
+			return true
+		},
+		Due: func(rc *store.Ctx) (int64, bool) { return nextDue(rc.S.DB(db), a.K) },
+	}
+}
+
+// nextDue is the lowest score of k's schedule set, the time at which a
+// delayed job comes due (false: none, or the queue is paused, so time alone
+// makes nothing claimable).
+func nextDue(d *store.DB, k *Keys) (int64, bool) {
+	if meta, kind := hashKind(d, k.Meta); kind == keyWrong {
+		return 0, false
+	} else if meta != nil {
+		if _, paused := meta.Get("paused"); paused {
+			return 0, false
+		}
+	}
+	z, _ := zsetKind(d, k.Schedule)
+	if z == nil {
+		return 0, false
+	}
+	m, ok := z.Min()
+	if !ok {
+		return 0, false
+	}
+	if m.Score <= math.MinInt64 {
+		return math.MinInt64, true
+	}
+	if m.Score >= math.MaxInt64 {
+		return math.MaxInt64, true
+	}
+	return int64(math.Ceil(m.Score)), true
+}

@@ -1,0 +1,202 @@
+package verbs
+
+import (
+	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/store"
+)
+
+// ---------------------------------------------------------------------------
+// EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms]
+
+// Schedule modes of EMQ.ENQUEUE and EMQ.DELAY.
+const (
+	schedNone  uint8 = iota // pending now
+	schedDelay              // DELAY / IN delay_ms: at now+ms
+	schedAt                 // AT run_at_ms
+)
+
+// enqueueArgs are EMQ.ENQUEUE's parsed arguments.
+type enqueueArgs struct {
+	K       *Keys
+	ID      string // the client's id; "" when Mint
+	Mint    bool   // id was `*`
+	Payload []byte
+	Sched   uint8
+	Ms      int64
+}
+
+func cmdEnqueue(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	a := enqueueArgs{K: k}
+	argv := c.Argv
+	for i := 4; i < len(argv); i += 2 {
+		if i+1 >= len(argv) || a.Sched != schedNone {
+			c.W.Error(store.ErrSyntax)
+			return
+		}
+		var e string
+		switch {
+		case eqFold(argv[i], "DELAY"):
+			a.Sched = schedDelay
+			a.Ms, e = intArg(argv[i+1], 0, errNonNegDelay)
+		case eqFold(argv[i], "AT"):
+			a.Sched = schedAt
+			a.Ms, e = intArg(argv[i+1], 0, errNonNegRunAt)
+		default:
+			e = store.ErrSyntax
+		}
+		if e != "" {
+			c.W.Error(e)
+			return
+		}
+	}
+	if len(argv[2]) == 1 && argv[2][0] == '*' {
+		a.Mint = true
+	} else if !ValidID(argv[2]) {
+		c.W.Error(ErrKind)
+		return
+	}
+	a.Payload = argv[3] // cloned below once admission is certain
+
+	// Read pass.
+	d := c.DB
+	var r enqueueRead
+	var rowKey string
+	if a.Mint {
+		var m mintRead
+		var h *store.Hash
+		h, m.Kind = hashKind(d, MintKey)
+		if h != nil {
+			m.Last = getField(h, "last")
+		}
+		n, ref := judgeMint(m, c.NowMs)
+		if ref.Refused() {
+			refuseReply(c, ref)
+			return
+		}
+		// Skip numbers a client already used as its own id.
+		var idb [idLen]byte
+		for {
+			encodeID(n, &idb)
+			rowKey, r.ID = k.rowOf(idb[:])
+			if d.Get(rowKey) == nil {
+				break
+			}
+			if n == maxMintNum {
+				refuseReply(c, badRow(ErrMintExhausted, MintKey))
+				return
+			}
+			n++
+		}
+		r.Row = keyAbsent
+	} else {
+		rowKey, a.ID = k.rowOf(argv[2])
+		r.ID = a.ID
+		_, r.Row = hashKind(d, rowKey)
+	}
+	if a.Sched == schedNone {
+		_, r.Dest = zsetKind(d, k.Pending)
+	} else {
+		_, r.Dest = zsetKind(d, k.Schedule)
+	}
+	if r.Row == keyAbsent {
+		a.Payload = clone(a.Payload)
+	}
+	r.RowKey = rowKey
+	v, p, ref := judgeEnqueue(&r, c.NowMs, &a)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	if v.Dup {
+		c.W.Nil()
+		return
+	}
+	apply(c, p)
+	count(c, k, Enqueued, 1)
+	// A pending job wakes a claimer; a scheduled one too, so the server
+	// re-reads the earliest due time (and a run_at_ms in the past is
+	// claimable at once: EMQ.CLAIM promotes it).
+	wake(c, k)
+	c.W.BulkString(v.ID)
+}
+
+// mintRead is the {emq}:mint hash as read.
+type mintRead struct {
+	Kind keyKind
+	Last rowField
+}
+
+// judgeMint gives the number of the next minted id: max(now, last+1)
+// (verbs.md section 2). The read pass then skips numbers whose row exists.
+func judgeMint(m mintRead, now int64) (int64, refusal) {
+	if m.Kind == keyWrong {
+		return 0, wrongType(MintKey)
+	}
+	var last int64
+	has := m.Kind == keyOK && m.Last.Present
+	if has {
+		n, ok := DecodeID(m.Last.Val)
+		if !ok {
+			return 0, badRow(ErrMintNotID, MintKey)
+		}
+		last = n
+	}
+	n, ok := mintNumber(now, last, has)
+	if !ok {
+		return 0, badRow(ErrMintExhausted, MintKey)
+	}
+	return n, noRefusal
+}
+
+// enqueueRead is what EMQ.ENQUEUE's read pass saw: the row of the id to
+// admit (ID: the client's or the minted one) and the destination set.
+type enqueueRead struct {
+	ID     string
+	RowKey string  // ID's row key ("" in tables: built from ID)
+	Row    keyKind // OK: a row exists (a duplicate)
+	Dest   keyKind // pending, or schedule with DELAY/AT
+}
+
+// enqueueVerdict: Dup is a duplicate (reply nil, nothing written); else ID
+// was admitted, Pending tells whether it went to pending (wake a claimer).
+type enqueueVerdict struct {
+	ID      string
+	Dup     bool
+	Pending bool
+}
+
+// judgeEnqueue is EMQ.ENQUEUE's judgement (verbs.md section 4).
+func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *plan.Plan, refusal) {
+	k := a.K
+	rowKey := r.RowKey
+	if rowKey == "" {
+		rowKey = k.Row(r.ID)
+	}
+	if r.Row == keyWrong {
+		return enqueueVerdict{}, nil, wrongType(rowKey)
+	}
+	if r.Row == keyOK {
+		return enqueueVerdict{ID: r.ID, Dup: true}, nil, noRefusal
+	}
+	dest, state, score := k.Pending, vPending, int64(0)
+	switch a.Sched {
+	case schedDelay:
+		dest, state, score = k.Schedule, vScheduled, addMs(now, a.Ms)
+	case schedAt:
+		dest, state, score = k.Schedule, vScheduled, atMs(a.Ms)
+	}
+	if r.Dest == keyWrong {
+		return enqueueVerdict{}, nil, wrongType(dest)
+	}
+	p := newPlan(3)
+	p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, a.Payload)
+	p.ZAdd(dest, score, r.ID)
+	if a.Mint {
+		p.HSetBytes(MintKey, fLast, []byte(r.ID))
+	}
+	return enqueueVerdict{ID: r.ID, Pending: a.Sched == schedNone}, p, noRefusal
+}

@@ -1,0 +1,341 @@
+package verbs
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/store"
+)
+
+// ---------------------------------------------------------------------------
+// EMQ.STALLED.CHECK q [max_stalled [limit]]
+
+func cmdStalledCheck(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	argv := c.Argv
+	if len(argv) > 4 {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	maxStalled, limit := int64(1), int64(100)
+	var e string
+	if len(argv) > 2 {
+		if maxStalled, e = intArg(argv[2], 1, errPosMaxStalled); e != "" {
+			c.W.Error(e)
+			return
+		}
+	}
+	if len(argv) > 3 {
+		if limit, e = intArg(argv[3], 1, errPosLimit); e != "" {
+			c.W.Error(e)
+			return
+		}
+	}
+	d := c.DB
+	var r stalledRead
+	var act *store.ZSet
+	act, r.Active = zsetKind(d, k.Active)
+	r.Expired = readDue(d, k, act, c.NowMs, limit)
+	if len(r.Expired) > 0 {
+		_, r.Pending = zsetKind(d, k.Pending)
+		_, r.Dead = zsetKind(d, k.Dead)
+		r.Failed = readCounter(d, k.Failed)
+	}
+	v, p, ref := judgeStalled(&r, runIDBytes(c.RunID), k, maxStalled)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, k, StallRecovered, len(v.Recovered))
+	count(c, k, StallDead, len(v.Dead))
+	for range v.Recovered {
+		wake(c, k)
+	}
+	c.W.Array(2)
+	c.W.Array(len(v.Recovered))
+	for _, id := range v.Recovered {
+		c.W.BulkString(id)
+	}
+	c.W.Array(len(v.Dead))
+	for _, id := range v.Dead {
+		c.W.BulkString(id)
+	}
+}
+
+// stalledRead is what EMQ.STALLED.CHECK's read pass saw: the expired
+// members of active (score <= now, at most limit) with their rows, and the
+// destinations.
+type stalledRead struct {
+	Active  keyKind
+	Expired []dueJob
+	Pending keyKind
+	Dead    keyKind
+	Failed  counter
+}
+
+// stalledVerdict is the sweep's reply: the recovered ids and the dead ids,
+// in selection order (ghosts are in neither).
+type stalledVerdict struct {
+	Recovered []string
+	Dead      []string
+}
+
+// judgeStalled is EMQ.STALLED.CHECK (the seed's stalled_check; verbs.md
+// section 4): every expired member is judged before anything is written,
+// in order: a ghost is removed from active and listed nowhere; a non-hash
+// row or a lane row refuses the whole call; a lease_epoch other than runID
+// (or none) is exempt: back to pending, stalled neither read nor written; a
+// stalled value HINCRBY would refuse refuses the whole call; otherwise a
+// counted expiry: s = stalled+1, dead when s >= maxStalled, else recovered.
+func judgeStalled(r *stalledRead, runID []byte, k *Keys, maxStalled int64) (stalledVerdict, *plan.Plan, refusal) {
+	var v stalledVerdict
+	if r.Active == keyWrong {
+		return v, nil, wrongType(k.Active)
+	}
+	if len(r.Expired) == 0 {
+		return v, nil, noRefusal
+	}
+	const (
+		ghost = iota
+		exempt
+		recovered
+		dead
+	)
+	type verdict struct {
+		kind int
+		s    int64
+	}
+	vs := make([]verdict, len(r.Expired))
+	var nRecovered, nDead int64
+	for i := range r.Expired {
+		d := &r.Expired[i]
+		switch {
+		case d.Row.Kind == keyAbsent:
+			vs[i] = verdict{kind: ghost}
+			continue
+		case d.Row.Kind == keyWrong:
+			return v, nil, wrongType(d.rowKey(k))
+		case d.Row.Lane:
+			return v, nil, badRow(ErrLane, d.rowKey(k))
+		case !d.Row.LeaseEpoch.Present || !bytes.Equal(d.Row.LeaseEpoch.Val, runID):
+			vs[i] = verdict{kind: exempt}
+			nRecovered++
+			continue
+		}
+		s, e := nextCount(d.Row.Stalled, 1)
+		if e != "" {
+			return v, nil, badRow(e, d.rowKey(k))
+		}
+		if s >= maxStalled {
+			vs[i] = verdict{kind: dead, s: s}
+			nDead++
+		} else {
+			vs[i] = verdict{kind: recovered, s: s}
+			nRecovered++
+		}
+	}
+	if nRecovered > 0 && r.Pending == keyWrong {
+		return v, nil, wrongType(k.Pending)
+	}
+	if nDead > 0 {
+		if r.Dead == keyWrong {
+			return v, nil, wrongType(k.Dead)
+		}
+		if ref := counterCheck(r.Failed, k.Failed, nDead); ref.Refused() {
+			return v, nil, ref
+		}
+	}
+	p := &plan.Plan{Ops: make([]plan.Op, 0, 4*len(r.Expired))}
+	for i := range r.Expired {
+		id := r.Expired[i].ID
+		rk := r.Expired[i].rowKey(k)
+		p.ZRem(k.Active, id)
+		switch vs[i].kind {
+		case ghost:
+		case exempt:
+			hset(p, rk, fvStatePending)
+			p.ZAdd(k.Pending, 0, id)
+			v.Recovered = append(v.Recovered, id)
+		case recovered:
+			p.HSetBytes(rk, fState, vPending, fStalled, strconv.AppendInt(nil, vs[i].s, 10))
+			p.ZAdd(k.Pending, 0, id)
+			v.Recovered = append(v.Recovered, id)
+		case dead:
+			p.HSetBytes(rk, fStalled, strconv.AppendInt(nil, vs[i].s, 10), fState, vDead, fLastError, vStalled)
+			p.ZAdd(k.Dead, 0, id)
+			hincr1(p, k.Failed, fvCount)
+			v.Dead = append(v.Dead, id)
+		}
+	}
+	return v, p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.PROMOTE q [limit] (and the promotion EMQ.CLAIM runs first)
+
+func cmdPromote(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	if len(c.Argv) > 3 {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	limit := int64(100)
+	if len(c.Argv) > 2 {
+		var e string
+		if limit, e = intArg(c.Argv[2], 1, errPosLimit); e != "" {
+			c.W.Error(e)
+			return
+		}
+	}
+	d := c.DB
+	var r promoteRead
+	var sched *store.ZSet
+	sched, r.Schedule = zsetKind(d, k.Schedule)
+	r.Due = readDue(d, k, sched, c.NowMs, limit)
+	_, r.Pending = zsetKind(d, k.Pending)
+	ids, p, ref := judgePromote(&r, k)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, k, Promoted, len(ids))
+	for range ids {
+		wake(c, k)
+	}
+	c.W.Int(int64(len(ids)))
+}
+
+// promoteRead is what EMQ.PROMOTE's read pass saw: the due members of
+// schedule (score <= now, at most limit) with their rows, and pending.
+type promoteRead struct {
+	Schedule keyKind
+	Due      []dueJob
+	Pending  keyKind
+}
+
+// judgePromotions judges due scheduled members and appends their writes to
+// p: a ghost is dropped from schedule (not counted); a non-hash row or a
+// lane row refuses the whole call; a job moves to pending at score 0. It
+// returns the promoted ids in selection order.
+func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
+	for i := range due {
+		d := &due[i]
+		switch {
+		case d.Row.Kind == keyWrong:
+			return nil, wrongType(d.rowKey(k))
+		case d.Row.Kind == keyOK && d.Row.Lane:
+			return nil, badRow(ErrLane, d.rowKey(k))
+		}
+	}
+	var out []string
+	for i := range due {
+		d := &due[i]
+		p.ZRem(k.Schedule, d.ID)
+		if d.Row.Kind == keyAbsent {
+			continue
+		}
+		hset(p, d.rowKey(k), fvStatePending)
+		p.ZAdd(k.Pending, 0, d.ID)
+		out = append(out, d.ID)
+	}
+	return out, noRefusal
+}
+
+// judgePromote is EMQ.PROMOTE (verbs.md section 4): it returns the promoted
+// ids (the reply is their number). Charges nothing.
+func judgePromote(r *promoteRead, k *Keys) ([]string, *plan.Plan, refusal) {
+	if r.Schedule == keyWrong {
+		return nil, nil, wrongType(k.Schedule)
+	}
+	if len(r.Due) == 0 {
+		return nil, nil, noRefusal
+	}
+	p := &plan.Plan{Ops: make([]plan.Op, 0, 3*len(r.Due))}
+	ids, ref := judgePromotions(k, r.Due, p)
+	if ref.Refused() {
+		return nil, nil, ref
+	}
+	if len(ids) > 0 && r.Pending == keyWrong {
+		return nil, nil, wrongType(k.Pending)
+	}
+	return ids, p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.REPROCESS q id [RESET]
+
+func cmdReprocess(c *store.Ctx) {
+	k := queueArg(c)
+	if k == nil {
+		return
+	}
+	argv := c.Argv
+	reset := false
+	if len(argv) > 4 || (len(argv) == 4 && !eqFold(argv[3], "RESET")) {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	reset = len(argv) == 4
+	rowKey, id := k.rowOf(argv[2])
+	d := c.DB
+	var r reprocessRead
+	r.Dead, r.InDead, _ = member(d, k.Dead, id)
+	r.Row = readRow(d, rowKey)
+	_, r.Pending = zsetKind(d, k.Pending)
+	p, ref := judgeReprocess(&r, k, id, rowKey, reset)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, k, Reprocessed, 1)
+	wake(c, k)
+	c.W.Int(1)
+}
+
+// reprocessRead is what EMQ.REPROCESS's read pass saw.
+type reprocessRead struct {
+	Dead    keyKind
+	InDead  bool
+	Row     jobRow
+	Pending keyKind
+}
+
+// judgeReprocess is EMQ.REPROCESS, the dead-letter return: ZREM dead, HDEL
+// last_error (with RESET also failures and stalled), HSET state pending,
+// ZADD pending 0. attempts is never reset. Charges nothing.
+func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*plan.Plan, refusal) {
+	switch {
+	case r.Dead == keyWrong:
+		return nil, wrongType(k.Dead)
+	case !r.InDead:
+		return nil, refuse(ErrNotDead)
+	case r.Row.Kind == keyWrong:
+		return nil, wrongType(rowKey)
+	case r.Row.Kind == keyAbsent:
+		return nil, refuse(ErrGone)
+	case r.Row.Lane:
+		return nil, badRow(ErrLane, rowKey)
+	case r.Pending == keyWrong:
+		return nil, wrongType(k.Pending)
+	}
+	p := newPlan(4)
+	p.ZRem(k.Dead, id)
+	if reset {
+		hdel(p, rowKey, fvReset)
+	} else {
+		hdel(p, rowKey, fvLastError)
+	}
+	hset(p, rowKey, fvStatePending)
+	p.ZAdd(k.Pending, 0, id)
+	return p, noRefusal
+}

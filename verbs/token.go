@@ -1,0 +1,392 @@
+package verbs
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/store"
+)
+
+// The six token verbs (EMQ.COMPLETE, EMQ.FAIL, EMQ.REQUEUE, EMQ.EXTEND,
+// EMQ.DELAY, EMQ.PROGRESS) start with `q id token` and pass one common
+// guard (tokenGuard) before their own judgement.
+
+// tokenArgs are the `q id token` every token verb starts with.
+type tokenArgs struct {
+	K      *Keys
+	ID     string
+	RowKey string
+	Token  []byte
+}
+
+// tokenRead is what the common guard reads: the row and the id's
+// membership of active.
+type tokenRead struct {
+	Row      jobRow
+	Active   keyKind
+	InActive bool
+}
+
+// parseTokenArgs parses `q id token` (argv[1..3]).
+func parseTokenArgs(c *store.Ctx) (tokenArgs, bool) {
+	k := queueArg(c)
+	if k == nil {
+		return tokenArgs{}, false
+	}
+	rowKey, id := k.rowOf(c.Argv[2])
+	return tokenArgs{K: k, ID: id, RowKey: rowKey, Token: c.Argv[3]}, true
+}
+
+// readToken is the common guard's read pass.
+func readToken(d *store.DB, a *tokenArgs) tokenRead {
+	var r tokenRead
+	r.Row = readRow(d, a.RowKey)
+	r.Active, r.InActive, _ = member(d, a.K.Active, a.ID)
+	return r
+}
+
+// tokenGuard is the common guard of the six token verbs, in the order of
+// verbs.md section 4: WRONGTYPE, gone, token mismatch (bytes, rule 6),
+// lane, dead, not in active. A lease past its deadline but not swept still
+// passes: the guard looks at membership, not at the clock.
+func tokenGuard(verb string, a *tokenArgs, r *tokenRead) refusal {
+	switch {
+	case r.Row.Kind == keyWrong:
+		return wrongType(a.RowKey)
+	case !r.Row.Attempts.Present:
+		return refuse(ErrGone)
+	case !bytes.Equal(r.Row.Attempts.Val, a.Token):
+		return refuse(errStale(verb))
+	case r.Row.Lane:
+		return badRow(ErrLane, a.RowKey)
+	case r.Row.State.Present && bytes.Equal(r.Row.State.Val, vDead):
+		return refuse(ErrDead)
+	case r.Active == keyWrong:
+		return wrongType(a.K.Active)
+	case !r.InActive:
+		return refuse(ErrLeaseLost)
+	}
+	return noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.COMPLETE q id token
+
+// EMQ.COMPLETE q id token
+func cmdComplete(c *store.Ctx) {
+	a, ok := parseTokenArgs(c)
+	if !ok {
+		return
+	}
+	r := completeRead{tokenRead: readToken(c.DB, &a), Completed: readCounter(c.DB, a.K.Completed)}
+	p, ref := judgeComplete(&r, &a)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, a.K, Completed, 1)
+	c.W.Int(1)
+}
+
+// completeRead adds the completed-metrics hash to the guard's read.
+type completeRead struct {
+	tokenRead
+	Completed counter
+}
+
+// judgeComplete is EMQ.COMPLETE: ZREM active, DEL row, HINCRBY
+// metrics:completed count 1.
+func judgeComplete(r *completeRead, a *tokenArgs) (*plan.Plan, refusal) {
+	if ref := tokenGuard("complete", a, &r.tokenRead); ref.Refused() {
+		return nil, ref
+	}
+	if ref := counterCheck(r.Completed, a.K.Completed, 1); ref.Refused() {
+		return nil, ref
+	}
+	p := newPlan(3)
+	p.ZRem(a.K.Active, a.ID)
+	p.Del(a.RowKey)
+	hincr1(p, a.K.Completed, fvCount)
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.FAIL q id token max_attempts delay_ms error
+
+// EMQ.FAIL q id token max_attempts delay_ms error
+func cmdFail(c *store.Ctx) {
+	a, ok := parseTokenArgs(c)
+	if !ok {
+		return
+	}
+	var fa failArgs
+	var e string
+	if fa.MaxAttempts, e = intArg(c.Argv[4], 1, errPosMaxAttempts); e != "" {
+		c.W.Error(e)
+		return
+	}
+	if fa.DelayMs, e = intArg(c.Argv[5], 0, errNonNegDelay); e != "" {
+		c.W.Error(e)
+		return
+	}
+	d := c.DB
+	r := failRead{tokenRead: readToken(d, &a)}
+	_, r.Schedule = zsetKind(d, a.K.Schedule)
+	_, r.Dead = zsetKind(d, a.K.Dead)
+	r.Failed = readCounter(d, a.K.Failed)
+	fa.Error = clone(c.Argv[6])
+	v, p, ref := judgeFail(&r, c.NowMs, &a, &fa)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, a.K, Failed, 1)
+	if v.Dead {
+		count(c, a.K, FailedDead, 1)
+	} else {
+		wake(c, a.K) // the retry's due time (see cmdEnqueue)
+	}
+	c.W.Array(2)
+	if v.Dead {
+		c.W.BulkString("dead")
+	} else {
+		c.W.BulkString("scheduled")
+	}
+	c.W.Int(v.F)
+}
+
+// failArgs are EMQ.FAIL's arguments after `q id token`.
+type failArgs struct {
+	MaxAttempts int64
+	DelayMs     int64
+	Error       []byte
+}
+
+// failRead adds the destinations to the guard's read.
+type failRead struct {
+	tokenRead
+	Schedule keyKind
+	Dead     keyKind
+	Failed   counter
+}
+
+// failVerdict is the seed's decide_fail outcome: retried (scheduled) or
+// dead, with f, the failures count after this failure.
+type failVerdict struct {
+	Dead bool
+	F    int64
+}
+
+// judgeFail is the seed's decide_fail (verbs.md section 4, EMQ.FAIL): the
+// token is compared as bytes, then failures is read through HINCRBY's rule
+// and f = failures+1 is capped by max_attempts. attempts is never written.
+func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict, *plan.Plan, refusal) {
+	if ref := tokenGuard("fail", a, &r.tokenRead); ref.Refused() {
+		return failVerdict{}, nil, ref
+	}
+	f, e := nextCount(r.Row.Failures, 1)
+	if e != "" {
+		return failVerdict{}, nil, badRow(e, a.RowKey)
+	}
+	fb := strconv.AppendInt(nil, f, 10)
+	if f >= fa.MaxAttempts {
+		if r.Dead == keyWrong {
+			return failVerdict{}, nil, wrongType(a.K.Dead)
+		}
+		if ref := counterCheck(r.Failed, a.K.Failed, 1); ref.Refused() {
+			return failVerdict{}, nil, ref
+		}
+		p := newPlan(4)
+		p.ZRem(a.K.Active, a.ID)
+		p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vDead)
+		p.ZAdd(a.K.Dead, 0, a.ID)
+		hincr1(p, a.K.Failed, fvCount)
+		return failVerdict{Dead: true, F: f}, p, noRefusal
+	}
+	if r.Schedule == keyWrong {
+		return failVerdict{}, nil, wrongType(a.K.Schedule)
+	}
+	p := newPlan(3)
+	p.ZRem(a.K.Active, a.ID)
+	p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vScheduled)
+	p.ZAdd(a.K.Schedule, addMs(now, fa.DelayMs), a.ID)
+	return failVerdict{F: f}, p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.REQUEUE q id token
+
+// EMQ.REQUEUE q id token
+func cmdRequeue(c *store.Ctx) {
+	a, ok := parseTokenArgs(c)
+	if !ok {
+		return
+	}
+	r := requeueRead{tokenRead: readToken(c.DB, &a)}
+	_, r.Pending = zsetKind(c.DB, a.K.Pending)
+	p, ref := judgeRequeue(&r, &a)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, a.K, Requeued, 1)
+	wake(c, a.K)
+	c.W.Int(1)
+}
+
+// requeueRead adds pending to the guard's read.
+type requeueRead struct {
+	tokenRead
+	Pending keyKind
+}
+
+// judgeRequeue is EMQ.REQUEUE, the seed's requeue_plan: exactly three
+// writes (ZREM active, HSET state pending, ZADD pending 0), no counter.
+func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
+	if ref := tokenGuard("requeue", a, &r.tokenRead); ref.Refused() {
+		return nil, ref
+	}
+	if r.Pending == keyWrong {
+		return nil, wrongType(a.K.Pending)
+	}
+	p := newPlan(3)
+	p.ZRem(a.K.Active, a.ID)
+	hset(p, a.RowKey, fvStatePending)
+	p.ZAdd(a.K.Pending, 0, a.ID)
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.EXTEND q id token lease_ms
+
+// EMQ.EXTEND q id token lease_ms
+func cmdExtend(c *store.Ctx) {
+	a, ok := parseTokenArgs(c)
+	if !ok {
+		return
+	}
+	lease, e := intArg(c.Argv[4], 1, errPosLease)
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	r := readToken(c.DB, &a)
+	p, ref := judgeExtend(&r, c.NowMs, runIDBytes(c.RunID), &a, lease)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	c.W.Int(1)
+}
+
+// judgeExtend is EMQ.EXTEND: ZADD active now+lease_ms, HSET lease_epoch
+// run_id (the current run: a lease extended after a restart is the new
+// run's).
+func judgeExtend(r *tokenRead, now int64, runID []byte, a *tokenArgs, leaseMs int64) (*plan.Plan, refusal) {
+	if ref := tokenGuard("extend", a, r); ref.Refused() {
+		return nil, ref
+	}
+	p := newPlan(2)
+	p.ZAdd(a.K.Active, addMs(now, leaseMs), a.ID)
+	p.HSetBytes(a.RowKey, fLeaseEpoch, runID)
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
+
+// EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
+func cmdDelay(c *store.Ctx) {
+	a, ok := parseTokenArgs(c)
+	if !ok {
+		return
+	}
+	var sched uint8
+	var ms int64
+	var e string
+	switch {
+	case eqFold(c.Argv[4], "IN"):
+		sched = schedDelay
+		ms, e = intArg(c.Argv[5], 0, errNonNegDelay)
+	case eqFold(c.Argv[4], "AT"):
+		sched = schedAt
+		ms, e = intArg(c.Argv[5], 0, errNonNegRunAt)
+	default:
+		e = store.ErrSyntax
+	}
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	r := delayRead{tokenRead: readToken(c.DB, &a)}
+	_, r.Schedule = zsetKind(c.DB, a.K.Schedule)
+	p, ref := judgeDelay(&r, c.NowMs, &a, sched, ms)
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	count(c, a.K, Delayed, 1)
+	wake(c, a.K) // the new due time (see cmdEnqueue)
+	c.W.Int(1)
+}
+
+// delayRead adds schedule to the guard's read.
+type delayRead struct {
+	tokenRead
+	Schedule keyKind
+}
+
+// judgeDelay is EMQ.DELAY: ZREM active, HSET state scheduled, ZADD
+// schedule at now+ms (schedDelay) or at ms (schedAt). No counter.
+func judgeDelay(r *delayRead, now int64, a *tokenArgs, sched uint8, ms int64) (*plan.Plan, refusal) {
+	if ref := tokenGuard("delay", a, &r.tokenRead); ref.Refused() {
+		return nil, ref
+	}
+	if r.Schedule == keyWrong {
+		return nil, wrongType(a.K.Schedule)
+	}
+	score := atMs(ms)
+	if sched == schedDelay {
+		score = addMs(now, ms)
+	}
+	p := newPlan(3)
+	p.ZRem(a.K.Active, a.ID)
+	hset(p, a.RowKey, fvStateScheduled)
+	p.ZAdd(a.K.Schedule, score, a.ID)
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.PROGRESS q id token value
+
+// EMQ.PROGRESS q id token value
+func cmdProgress(c *store.Ctx) {
+	a, ok := parseTokenArgs(c)
+	if !ok {
+		return
+	}
+	r := readToken(c.DB, &a)
+	p, ref := judgeProgress(&r, &a, clone(c.Argv[4]))
+	if ref.Refused() {
+		refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	c.W.Int(1)
+}
+
+// judgeProgress is EMQ.PROGRESS: HSET progress value.
+func judgeProgress(r *tokenRead, a *tokenArgs, value []byte) (*plan.Plan, refusal) {
+	if ref := tokenGuard("progress", a, r); ref.Refused() {
+		return nil, ref
+	}
+	p := newPlan(1)
+	p.HSetBytes(a.RowKey, fProgress, value)
+	return p, noRefusal
+}
