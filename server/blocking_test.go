@@ -24,9 +24,9 @@ var fakeItems = map[*store.Store]map[string]int{}
 
 func init() {
 	testCommands = append(testCommands,
-		&store.CommandSpec{Name: "test.put", Arity: 3, Flags: []string{"write"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: fakePut},
-		&store.CommandSpec{Name: "test.take", Arity: -3, Flags: []string{"write", "blocking"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: fakeTake},
-		&store.CommandSpec{Name: "test.items", Arity: 2, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: fakeCount},
+		store.NewCommand("test.put", 3, fakePut, store.FlagWrite).WithKeys(1, 1, 1),
+		store.NewCommand("test.take", -3, fakeTake, store.FlagWrite, store.FlagBlocking).WithKeys(1, 1, 1),
+		store.NewCommand("test.items", 2, fakeCount, store.FlagReadonly).WithKeys(1, 1, 1),
 	)
 }
 

@@ -15,15 +15,15 @@ import (
 // "unknown subcommand" (a client must not believe tracking works).
 func clientSubcommands() []serverCmd {
 	return []serverCmd{
-		{spec: spec("client|id", 2, "noscript", "loading", "stale"), run: clientIDCommand},
-		{spec: spec("client|getname", 2, "noscript", "loading", "stale"), run: clientGetnameCommand},
-		{spec: spec("client|setname", 3, "noscript", "loading", "stale"), run: clientSetnameCommand},
-		{spec: spec("client|info", 2, "noscript", "loading", "stale"), run: clientInfoCommand},
-		{spec: spec("client|list", -2, "admin", "noscript", "loading", "stale"), run: clientListCommand},
-		{spec: spec("client|setinfo", 4, "noscript", "loading", "stale"), run: clientSetinfoCommand},
-		{spec: spec("client|reply", 3, "noscript", "loading", "stale"), run: clientReplyCommand},
-		{spec: spec("client|kill", -3, "admin", "noscript", "loading", "stale"), run: clientKillCommand},
-		{spec: spec("client|help", 2, "loading", "stale"), run: helpReply("CLIENT",
+		{spec: store.NewCommand("client|id", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientID},
+		{spec: store.NewCommand("client|getname", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientGetName},
+		{spec: store.NewCommand("client|setname", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientSetName},
+		{spec: store.NewCommand("client|info", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientInfo},
+		{spec: store.NewCommand("client|list", -2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientList},
+		{spec: store.NewCommand("client|setinfo", 4, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientSetInfo},
+		{spec: store.NewCommand("client|reply", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientReply},
+		{spec: store.NewCommand("client|kill", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientKill},
+		{spec: store.NewCommand("client|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("CLIENT",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
 			"INFO", "    Return information about the current client connection.",
@@ -36,9 +36,9 @@ func clientSubcommands() []serverCmd {
 	}
 }
 
-func clientIDCommand(c *client, x *store.Ctx) { x.W.Int(c.id) }
+func cmdClientID(c *client, x *store.Ctx) { x.W.Int(c.id) }
 
-func clientGetnameCommand(c *client, x *store.Ctx) {
+func cmdClientGetName(c *client, x *store.Ctx) {
 	if c.name == "" {
 		x.W.Nil()
 		return
@@ -46,7 +46,7 @@ func clientGetnameCommand(c *client, x *store.Ctx) {
 	x.W.BulkString(c.name)
 }
 
-func clientSetnameCommand(c *client, x *store.Ctx) {
+func cmdClientSetName(c *client, x *store.Ctx) {
 	name := x.Argv[2]
 	if !validName(name) {
 		x.W.Error(errBadName)
@@ -56,7 +56,7 @@ func clientSetnameCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-func clientSetinfoCommand(c *client, x *store.Ctx) {
+func cmdClientSetInfo(c *client, x *store.Ctx) {
 	attr, val := x.Argv[2], x.Argv[3]
 	var dest *string
 	switch strings.ToLower(string(attr)) {
@@ -76,7 +76,7 @@ func clientSetinfoCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-func clientReplyCommand(c *client, x *store.Ctx) {
+func cmdClientReply(c *client, x *store.Ctx) {
 	switch strings.ToLower(string(x.Argv[2])) {
 	case "on":
 		c.replyMode = replyOn
@@ -92,12 +92,12 @@ func clientReplyCommand(c *client, x *store.Ctx) {
 	}
 }
 
-func clientInfoCommand(c *client, x *store.Ctx) {
+func cmdClientInfo(c *client, x *store.Ctx) {
 	x.W.Verbatim(c.infoLine() + "\n")
 }
 
-// clientListCommand is CLIENT LIST [TYPE type] [ID id ...].
-func clientListCommand(c *client, x *store.Ctx) {
+// cmdClientList is CLIENT LIST [TYPE type] [ID id ...].
+func cmdClientList(c *client, x *store.Ctx) {
 	argv := x.Argv
 	var out strings.Builder
 	switch {
@@ -147,9 +147,9 @@ func clientListCommand(c *client, x *store.Ctx) {
 	x.W.Verbatim(out.String())
 }
 
-// clientKillCommand is CLIENT KILL addr | CLIENT KILL [ID id] [ADDR addr]
+// cmdClientKill is CLIENT KILL addr | CLIENT KILL [ID id] [ADDR addr]
 // [LADDR addr] [SKIPME yes|no]...
-func clientKillCommand(c *client, x *store.Ctx) {
+func cmdClientKill(c *client, x *store.Ctx) {
 	argv := x.Argv
 	if len(argv) == 3 {
 		addr := string(argv[2])

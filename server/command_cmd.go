@@ -10,13 +10,13 @@ import (
 
 func commandSubcommands() []serverCmd {
 	return []serverCmd{
-		{spec: spec("command|count", 2, "loading", "stale"), run: commandCountCommand},
-		{spec: spec("command|info", -2, "loading", "stale"), run: commandInfoCommand},
-		{spec: spec("command|docs", -2, "loading", "stale"), run: commandDocsCommand},
-		{spec: spec("command|getkeys", -3, "loading", "stale"), run: commandGetkeysCommand},
-		{spec: spec("command|getkeysandflags", -3, "loading", "stale"), run: commandGetkeysCommand},
-		{spec: spec("command|list", -2, "loading", "stale"), run: commandListCommand},
-		{spec: spec("command|help", 2, "loading", "stale"), run: helpReply("COMMAND",
+		{spec: store.NewCommand("command|count", 2, nil, store.FlagLoading, store.FlagStale), run: cmdCommandCount},
+		{spec: store.NewCommand("command|info", -2, nil, store.FlagLoading, store.FlagStale), run: cmdCommandInfo},
+		{spec: store.NewCommand("command|docs", -2, nil, store.FlagLoading, store.FlagStale), run: cmdCommandDocs},
+		{spec: store.NewCommand("command|getkeys", -3, nil, store.FlagLoading, store.FlagStale), run: cmdCommandGetKeys},
+		{spec: store.NewCommand("command|getkeysandflags", -3, nil, store.FlagLoading, store.FlagStale), run: cmdCommandGetKeys},
+		{spec: store.NewCommand("command|list", -2, nil, store.FlagLoading, store.FlagStale), run: cmdCommandList},
+		{spec: store.NewCommand("command|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("COMMAND",
 			"(no subcommand)", "    Return details about all commands.",
 			"COUNT", "    Return the total number of commands in this server.",
 			"LIST", "    Return a list of all commands in this server.",
@@ -38,7 +38,7 @@ func (r *registry) allCommands() []*command {
 	return out
 }
 
-func commandCommand(c *client, x *store.Ctx) {
+func cmdCommand(c *client, x *store.Ctx) {
 	r := c.s.reg
 	x.W.Array(len(r.list))
 	for _, e := range r.list {
@@ -46,14 +46,14 @@ func commandCommand(c *client, x *store.Ctx) {
 	}
 }
 
-func commandCountCommand(c *client, x *store.Ctx) { x.W.Int(int64(len(c.s.reg.list))) }
+func cmdCommandCount(c *client, x *store.Ctx) { x.W.Int(int64(len(c.s.reg.list))) }
 
-// commandInfoCommand replies, per name, Valkey's 10-element description or
+// cmdCommandInfo replies, per name, Valkey's 10-element description or
 // a nil for an unknown name; with no names, every command.
-func commandInfoCommand(c *client, x *store.Ctx) {
+func cmdCommandInfo(c *client, x *store.Ctx) {
 	r := c.s.reg
 	if len(x.Argv) == 2 {
-		commandCommand(c, x)
+		cmdCommand(c, x)
 		return
 	}
 	x.W.Array(len(x.Argv) - 2)
@@ -80,13 +80,13 @@ func (r *registry) lookupFullName(name string) *command {
 	return r.cmds[name]
 }
 
-// commandDocsCommand answers an empty map: emqd ships no command docs
+// cmdCommandDocs answers an empty map: emqd ships no command docs
 // (valkey-subset.md 4.1: every client checked copes).
-func commandDocsCommand(c *client, x *store.Ctx) { x.W.Map(0) }
+func cmdCommandDocs(c *client, x *store.Ctx) { x.W.Map(0) }
 
-// commandGetkeysCommand is COMMAND GETKEYS (and GETKEYSANDFLAGS) with
+// cmdCommandGetKeys is COMMAND GETKEYS (and GETKEYSANDFLAGS) with
 // Valkey 8's texts.
-func commandGetkeysCommand(c *client, x *store.Ctx) {
+func cmdCommandGetKeys(c *client, x *store.Ctx) {
 	args := x.Argv[2:]
 	e, _ := c.s.reg.lookup(args)
 	if e == nil {
@@ -142,16 +142,16 @@ func keyPositions(cs *store.CommandSpec, argc int) []int {
 
 func keyFlags(e *command) []string {
 	switch {
-	case e.flags&flagWrite != 0:
+	case e.flags&store.FlagWrite != 0:
 		return []string{"RW", "update"}
 	default:
 		return []string{"RO", "access"}
 	}
 }
 
-// commandListCommand is COMMAND LIST [FILTERBY MODULE m | ACLCAT c |
+// cmdCommandList is COMMAND LIST [FILTERBY MODULE m | ACLCAT c |
 // PATTERN p]: every command and subcommand name.
-func commandListCommand(c *client, x *store.Ctx) {
+func cmdCommandList(c *client, x *store.Ctx) {
 	argv := x.Argv
 	var match func(e *command) bool
 	switch {
@@ -197,21 +197,21 @@ func commandListCommand(c *client, x *store.Ctx) {
 // command's family.
 func aclCategories(e *command) []string {
 	var out []string
-	if e.flags&flagWrite != 0 {
+	if e.flags&store.FlagWrite != 0 {
 		out = append(out, "@write")
 	}
-	if e.flags&flagReadonly != 0 {
+	if e.flags&store.FlagReadonly != 0 {
 		out = append(out, "@read")
 	}
-	if e.flags&flagAdmin != 0 {
+	if e.flags&store.FlagAdmin != 0 {
 		out = append(out, "@admin", "@dangerous")
 	}
-	if e.flags&flagFast != 0 {
+	if e.flags&store.FlagFast != 0 {
 		out = append(out, "@fast")
 	} else {
 		out = append(out, "@slow")
 	}
-	if e.flags&flagBlocking != 0 {
+	if e.flags&store.FlagBlocking != 0 {
 		out = append(out, "@blocking")
 	}
 	name := e.name
@@ -247,7 +247,7 @@ func writeCommandInfo(x *store.Ctx, e *command) {
 	w.Int(int64(e.arity))
 	w.Set(len(cs.Flags))
 	for _, f := range cs.Flags {
-		w.Simple(strings.ReplaceAll(strings.ToLower(f), "-", "_"))
+		w.Simple(f.String())
 	}
 	w.Int(int64(cs.FirstKey))
 	w.Int(int64(cs.LastKey))

@@ -12,48 +12,39 @@ import (
 
 // Connection and server commands (valkey-subset.md 3.7).
 
-func spec(name string, arity int, flags ...string) *store.CommandSpec {
-	return &store.CommandSpec{Name: name, Arity: arity, Flags: flags}
-}
-
-func keyed(cs *store.CommandSpec, first, last, step int) *store.CommandSpec {
-	cs.FirstKey, cs.LastKey, cs.Step = first, last, step
-	return cs
-}
-
 // serverCommands is the server's part of the registry.
 func serverCommands() []serverCmd {
 	return []serverCmd{
-		{spec: spec("ping", -1, "fast", "sentinel"), run: pingCommand},
-		{spec: spec("echo", 2, "fast"), run: echoCommand},
-		{spec: spec("quit", -1, "allow_busy", "no_auth", "fast", "loading", "stale"), run: quitCommand},
-		{spec: spec("reset", 1, "noscript", "loading", "stale", "no_auth", "allow_busy", "fast"), run: resetCommand},
-		{spec: spec("select", 2, "loading", "stale", "fast"), run: selectCommand},
-		{spec: spec("time", 1, "loading", "stale", "fast"), run: timeCommand},
-		{spec: spec("auth", -2, "noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "skip_slowlog"), run: authCommand},
-		{spec: spec("hello", -1, "noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "skip_slowlog"), run: helloCommand},
-		{spec: spec("client", -2, "sentinel"), subs: clientSubcommands()},
-		{spec: spec("multi", 1, "noscript", "loading", "stale", "fast", "no_multi", "allow_busy"), run: multiCommand},
-		{spec: spec("exec", 1, "noscript", "loading", "stale", "skip_slowlog"), run: execCommand},
-		{spec: spec("discard", 1, "noscript", "loading", "stale", "fast", "allow_busy"), run: discardCommand},
-		{spec: keyed(spec("watch", -2, "noscript", "loading", "stale", "fast", "no_multi", "allow_busy"), 1, -1, 1), run: watchCommand},
-		{spec: spec("unwatch", 1, "noscript", "loading", "stale", "fast", "allow_busy"), run: unwatchCommand},
-		{spec: spec("info", -1, "loading", "stale", "sentinel"), run: infoCommand},
-		{spec: spec("config", -2), subs: configSubcommands()},
-		{spec: spec("command", -1, "loading", "stale", "sentinel"), run: commandCommand, subs: commandSubcommands()},
-		{spec: spec("slowlog", -2), subs: slowlogSubcommands()},
-		{spec: spec("function", -2), subs: []serverCmd{
-			{spec: spec("function|flush", -2, "write", "noscript"), run: functionFlushCommand},
-			{spec: spec("function|help", 2, "loading", "stale"), run: helpReply("FUNCTION",
+		{spec: store.NewCommand("ping", -1, nil, store.FlagFast, store.FlagSentinel), run: cmdPing},
+		{spec: store.NewCommand("echo", 2, nil, store.FlagFast), run: cmdEcho},
+		{spec: store.NewCommand("quit", -1, nil, store.FlagAllowBusy, store.FlagNoAuth, store.FlagFast, store.FlagLoading, store.FlagStale), run: cmdQuit},
+		{spec: store.NewCommand("reset", 1, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagNoAuth, store.FlagAllowBusy, store.FlagFast), run: cmdReset},
+		{spec: store.NewCommand("select", 2, nil, store.FlagLoading, store.FlagStale, store.FlagFast), run: cmdSelect},
+		{spec: store.NewCommand("time", 1, nil, store.FlagLoading, store.FlagStale, store.FlagFast), run: cmdTime},
+		{spec: store.NewCommand("auth", -2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagNoAuth, store.FlagAllowBusy, store.FlagSkipSlowlog), run: cmdAuth},
+		{spec: store.NewCommand("hello", -1, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagNoAuth, store.FlagAllowBusy, store.FlagSkipSlowlog), run: cmdHello},
+		{spec: store.NewCommand("client", -2, nil, store.FlagSentinel), subs: clientSubcommands()},
+		{spec: store.NewCommand("multi", 1, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagNoMulti, store.FlagAllowBusy), run: cmdMulti},
+		{spec: store.NewCommand("exec", 1, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagSkipSlowlog), run: cmdExec},
+		{spec: store.NewCommand("discard", 1, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagAllowBusy), run: cmdDiscard},
+		{spec: store.NewCommand("watch", -2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagNoMulti, store.FlagAllowBusy).WithKeys(1, -1, 1), run: cmdWatch},
+		{spec: store.NewCommand("unwatch", 1, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagAllowBusy), run: cmdUnwatch},
+		{spec: store.NewCommand("info", -1, nil, store.FlagLoading, store.FlagStale, store.FlagSentinel), run: cmdInfo},
+		{spec: store.NewCommand("config", -2, nil), subs: configSubcommands()},
+		{spec: store.NewCommand("command", -1, nil, store.FlagLoading, store.FlagStale, store.FlagSentinel), run: cmdCommand, subs: commandSubcommands()},
+		{spec: store.NewCommand("slowlog", -2, nil), subs: slowlogSubcommands()},
+		{spec: store.NewCommand("function", -2, nil), subs: []serverCmd{
+			{spec: store.NewCommand("function|flush", -2, nil, store.FlagWrite, store.FlagNoScript), run: cmdFunctionFlush},
+			{spec: store.NewCommand("function|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("FUNCTION",
 				"FLUSH [ASYNC|SYNC]", "    Delete all libraries (emqd has none).")},
 		}},
-		{spec: spec("shutdown", -1, "admin", "noscript", "loading", "stale", "no_multi", "sentinel", "allow_busy"), run: shutdownCommand},
-		{spec: spec("cluster", -2), run: clusterCommand},
-		{spec: spec("bgrewriteaof", 1, "admin", "noscript", "no_async_loading"), run: bgrewriteaofCommand},
+		{spec: store.NewCommand("shutdown", -1, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagNoMulti, store.FlagSentinel, store.FlagAllowBusy), run: cmdShutdown},
+		{spec: store.NewCommand("cluster", -2, nil), run: cmdCluster},
+		{spec: store.NewCommand("bgrewriteaof", 1, nil, store.FlagAdmin, store.FlagNoScript, store.FlagNoAsyncLoading), run: cmdBGRewriteAOF},
 	}
 }
 
-func pingCommand(c *client, x *store.Ctx) {
+func cmdPing(c *client, x *store.Ctx) {
 	if len(x.Argv) > 2 {
 		x.W.Error(arityError("ping"))
 		return
@@ -65,17 +56,17 @@ func pingCommand(c *client, x *store.Ctx) {
 	x.W.Simple("PONG")
 }
 
-func echoCommand(c *client, x *store.Ctx) { x.W.Bulk(x.Argv[1]) }
+func cmdEcho(c *client, x *store.Ctx) { x.W.Bulk(x.Argv[1]) }
 
-func quitCommand(c *client, x *store.Ctx) {
+func cmdQuit(c *client, x *store.Ctx) {
 	x.W.OK()
 	c.closeAfter = true
 }
 
-// resetCommand is Valkey's RESET (clearClientConnectionState): discard
+// cmdReset is Valkey's RESET (clearClientConnectionState): discard
 // MULTI, unwatch, SELECT 0, RESP2, no name, CLIENT REPLY ON, and back to the
 // default user's authentication.
-func resetCommand(c *client, x *store.Ctx) {
+func cmdReset(c *client, x *store.Ctx) {
 	c.discardTransaction()
 	c.db = 0
 	c.w.Proto = 2
@@ -85,7 +76,7 @@ func resetCommand(c *client, x *store.Ctx) {
 	x.W.Simple("RESET")
 }
 
-func selectCommand(c *client, x *store.Ctx) {
+func cmdSelect(c *client, x *store.Ctx) {
 	n, ok := num.ParseInt(x.Argv[1])
 	if !ok {
 		x.W.Error(store.ErrNotInteger)
@@ -103,9 +94,9 @@ func selectCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-// timeCommand replies [unix seconds, microseconds] of the server clock
+// cmdTime replies [unix seconds, microseconds] of the server clock
 // (the wall clock's microseconds below the clock's milliseconds).
-func timeCommand(c *client, x *store.Ctx) {
+func cmdTime(c *client, x *store.Ctx) {
 	var us int64
 	if _, wall := c.s.clock.(clock.Wall); wall {
 		us = time.Now().UnixMicro()
@@ -136,7 +127,7 @@ func (c *client) checkPassword(user, pass []byte) bool {
 	return subtle.ConstantTimeCompare([]byte(*p), pass) == 1
 }
 
-func authCommand(c *client, x *store.Ctx) {
+func cmdAuth(c *client, x *store.Ctx) {
 	argv := x.Argv
 	if len(argv) > 3 {
 		x.W.Error(store.ErrSyntax)
@@ -171,9 +162,9 @@ func validName(b []byte) bool {
 	return true
 }
 
-// helloCommand is Valkey 8's HELLO [protover [AUTH user pass] [SETNAME
+// cmdHello is Valkey 8's HELLO [protover [AUTH user pass] [SETNAME
 // name]], answering server "emqd", version "8.0.1" (compat.md "Choices").
-func helloCommand(c *client, x *store.Ctx) {
+func cmdHello(c *client, x *store.Ctx) {
 	argv := x.Argv
 	ver := int64(0)
 	next := 1
@@ -257,7 +248,7 @@ func helpReply(container string, lines ...string) func(c *client, x *store.Ctx) 
 	}
 }
 
-func functionFlushCommand(c *client, x *store.Ctx) {
+func cmdFunctionFlush(c *client, x *store.Ctx) {
 	if len(x.Argv) > 3 {
 		x.W.Error(store.ErrSyntax)
 		return
@@ -272,10 +263,10 @@ func functionFlushCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-// shutdownCommand closes the server (SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]
+// cmdShutdown closes the server (SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]
 // [ABORT]): no reply, the connection closes, Close runs the close hooks
 // (the append-only file is flushed there).
-func shutdownCommand(c *client, x *store.Ctx) {
+func cmdShutdown(c *client, x *store.Ctx) {
 	abort := false
 	for _, a := range x.Argv[1:] {
 		switch strings.ToLower(string(a)) {
@@ -299,14 +290,14 @@ func shutdownCommand(c *client, x *store.Ctx) {
 	c.shutdownAfter = true // once the batch's earlier replies are written
 }
 
-// clusterCommand answers every CLUSTER subcommand with Valkey's text for a
+// cmdCluster answers every CLUSTER subcommand with Valkey's text for a
 // server without cluster support (cluster-probing clients fall back to a
 // single node when the text contains CLUSTER, valkey-subset.md 4.3).
-func clusterCommand(c *client, x *store.Ctx) {
+func cmdCluster(c *client, x *store.Ctx) {
 	x.W.Error("ERR This instance has cluster support disabled")
 }
 
-func bgrewriteaofCommand(c *client, x *store.Ctx) {
+func cmdBGRewriteAOF(c *client, x *store.Ctx) {
 	c.s.mu.Lock()
 	f := c.s.rewrite
 	c.s.mu.Unlock()

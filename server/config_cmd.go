@@ -10,21 +10,21 @@ import (
 
 func configSubcommands() []serverCmd {
 	return []serverCmd{
-		{spec: spec("config|get", -3, "admin", "noscript", "loading", "stale"), run: configGetCommand},
-		{spec: spec("config|set", -4, "admin", "noscript", "loading", "stale"), run: configSetCommand},
-		{spec: spec("config|resetstat", 2, "admin", "noscript", "loading", "stale"), run: configResetstatCommand},
-		{spec: spec("config|help", 2, "loading", "stale"), run: helpReply("CONFIG",
+		{spec: store.NewCommand("config|get", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigGet},
+		{spec: store.NewCommand("config|set", -4, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigSet},
+		{spec: store.NewCommand("config|resetstat", 2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigResetStat},
+		{spec: store.NewCommand("config|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("CONFIG",
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 			"RESETSTAT", "    Reset statistics reported by the INFO command.")},
 	}
 }
 
-// configGetCommand replies name/value pairs (a RESP3 map): an exact name
+// cmdConfigGet replies name/value pairs (a RESP3 map): an exact name
 // (or alias) is echoed in the case it was asked in; a glob pattern
 // (containing * ? or [) matches the canonical names, case-insensitively.
 // Duplicates (case-insensitive) are listed once.
-func configGetCommand(c *client, x *store.Ctx) {
+func cmdConfigGet(c *client, x *store.Ctx) {
 	cfg := c.s.cfg
 	type kv struct{ k, v string }
 	var out []kv
@@ -57,9 +57,9 @@ func configGetCommand(c *client, x *store.Ctx) {
 	}
 }
 
-// configSetCommand is CONFIG SET name value [name value ...]: every pair is
+// cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
 // checked before any is applied.
-func configSetCommand(c *client, x *store.Ctx) {
+func cmdConfigSet(c *client, x *store.Ctx) {
 	argv := x.Argv
 	if len(argv)%2 != 0 {
 		x.W.Error(arityError("config|set"))
@@ -103,7 +103,7 @@ func configSetCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-func configResetstatCommand(c *client, x *store.Ctx) {
+func cmdConfigResetStat(c *client, x *store.Ctx) {
 	s := c.s
 	s.statCmds = 0
 	s.statErrs = 0

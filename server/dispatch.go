@@ -40,11 +40,11 @@ func (c *client) dispatch(argv [][]byte) {
 		c.rejectCmd(cmd, arityError(cmd.name))
 		return
 	}
-	if !c.authed && cmd.flags&flagNoAuth == 0 && s.passwordSet() {
+	if !c.authed && cmd.flags&store.FlagNoAuth == 0 && s.passwordSet() {
 		c.rejectCmd(cmd, "NOAUTH Authentication required.")
 		return
 	}
-	if cmd.flags&flagWrite != 0 {
+	if cmd.flags&store.FlagWrite != 0 {
 		if gate := s.writeGate.Load(); gate != nil {
 			if msg := (*gate)(); msg != "" {
 				c.rejectCmd(cmd, msg)
@@ -53,7 +53,7 @@ func (c *client) dispatch(argv [][]byte) {
 		}
 	}
 	if c.inMulti {
-		if cmd.flags&flagNoMulti != 0 {
+		if cmd.flags&store.FlagNoMulti != 0 {
 			c.rejectCmd(cmd, "ERR Command not allowed inside a transaction")
 			return
 		}
@@ -167,7 +167,7 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 		cmd.failed++
 		c.countReplyError(c.w.Buf[mark:])
 	}
-	if cmd.flags&flagSkipSlowlog == 0 {
+	if cmd.flags&store.FlagSkipSlowlog == 0 {
 		s.slowlogRecord(c, argv, dur)
 	}
 }

@@ -39,7 +39,7 @@ var infoSections = []struct {
 	{"emq", "EMQ", true}, // emqd's own (emqstats.go), after keyspace as Valkey's module sections
 }
 
-func infoCommand(c *client, x *store.Ctx) {
+func cmdInfo(c *client, x *store.Ctx) {
 	want := map[string]bool{}
 	if len(x.Argv) == 1 {
 		want["default"] = true

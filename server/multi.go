@@ -9,7 +9,7 @@ import (
 // (see client.reject); MULTI and WATCH inside MULTI are refused by their
 // no_multi flag, which also marks it dirty.
 
-func multiCommand(c *client, x *store.Ctx) {
+func cmdMulti(c *client, x *store.Ctx) {
 	c.inMulti = true
 	c.multiDirty = false
 	c.queue = c.queue[:0]
@@ -17,7 +17,7 @@ func multiCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-func discardCommand(c *client, x *store.Ctx) {
+func cmdDiscard(c *client, x *store.Ctx) {
 	if !c.inMulti {
 		x.W.Error("ERR DISCARD without MULTI")
 		return
@@ -38,7 +38,7 @@ func (c *client) discardTransaction() {
 	c.s.store.Unwatch(&c.watcher)
 }
 
-func watchCommand(c *client, x *store.Ctx) {
+func cmdWatch(c *client, x *store.Ctx) {
 	if c.inMulti { // unreachable: WATCH is no_multi
 		x.W.Error("ERR WATCH inside MULTI is not allowed")
 		return
@@ -49,7 +49,7 @@ func watchCommand(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-func unwatchCommand(c *client, x *store.Ctx) {
+func cmdUnwatch(c *client, x *store.Ctx) {
 	c.s.store.Unwatch(&c.watcher)
 	x.W.OK()
 }
@@ -77,10 +77,10 @@ func (g *groupFeed) Append(db int, cmds [][][]byte) {
 	g.cmds = append(g.cmds, cmds...)
 }
 
-// execCommand runs the queued commands in order, inside the batch's one
+// cmdExec runs the queued commands in order, inside the batch's one
 // store lock acquisition, with Ctx.InMulti set. A dirty transaction gets
 // EXECABORT; a touched WATCHed key a nil array.
-func execCommand(c *client, x *store.Ctx) {
+func cmdExec(c *client, x *store.Ctx) {
 	if !c.inMulti {
 		x.W.Error("ERR EXEC without MULTI")
 		return

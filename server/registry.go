@@ -7,25 +7,13 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Command flags the dispatcher acts on.
-const (
-	flagWrite = 1 << iota
-	flagReadonly
-	flagNoAuth      // runs before AUTH (AUTH HELLO QUIT RESET)
-	flagNoMulti     // refused inside MULTI (MULTI WATCH)
-	flagSkipSlowlog // never logged in SLOWLOG (EXEC, AUTH, HELLO)
-	flagBlocking
-	flagAdmin
-	flagFast
-)
-
 // command is one registry entry: a store or verb CommandSpec, or a server
 // command (run set).
 type command struct {
 	spec   *store.CommandSpec
 	name   string // lower-case full name: "hget", "client|setname"
 	arity  int
-	flags  int
+	flags  store.Flag // the union of spec.Flags
 	parent *command
 	subs   map[string]*command
 	// run is a server command's handler (it needs the connection);
@@ -79,7 +67,7 @@ func newRegistry(storeCmds, verbCmds []*store.CommandSpec, own []serverCmd) *reg
 
 func fromSpec(cs *store.CommandSpec, parent *command) *command {
 	e := &command{spec: cs, name: strings.ToLower(cs.Name), arity: cs.Arity, parent: parent, handler: cs.Handler}
-	e.flags = parseFlags(cs.Flags)
+	e.flags = cs.FlagSet()
 	if len(cs.Subcommands) > 0 {
 		e.subs = make(map[string]*command)
 		for _, sub := range cs.Subcommands {
@@ -112,31 +100,6 @@ func subName(full string) string {
 		return full[i+1:]
 	}
 	return full
-}
-
-func parseFlags(fs []string) int {
-	f := 0
-	for _, x := range fs {
-		switch strings.ReplaceAll(strings.ToLower(x), "-", "_") {
-		case "write":
-			f |= flagWrite
-		case "readonly":
-			f |= flagReadonly
-		case "no_auth", "noauth":
-			f |= flagNoAuth
-		case "no_multi", "nomulti":
-			f |= flagNoMulti
-		case "skip_slowlog":
-			f |= flagSkipSlowlog
-		case "blocking":
-			f |= flagBlocking
-		case "admin":
-			f |= flagAdmin
-		case "fast":
-			f |= flagFast
-		}
-	}
-	return f
 }
 
 // lookupName finds a top-level command by name, any case, without

@@ -75,10 +75,10 @@ func (s *Server) slowlogRecord(c *client, argv [][]byte, dur time.Duration) {
 
 func slowlogSubcommands() []serverCmd {
 	return []serverCmd{
-		{spec: spec("slowlog|get", -2, "admin", "loading", "stale"), run: slowlogGetCommand},
-		{spec: spec("slowlog|len", 2, "admin", "loading", "stale"), run: slowlogLenCommand},
-		{spec: spec("slowlog|reset", 2, "admin", "loading", "stale"), run: slowlogResetCommand},
-		{spec: spec("slowlog|help", 2, "loading", "stale"), run: helpReply("SLOWLOG",
+		{spec: store.NewCommand("slowlog|get", -2, nil, store.FlagAdmin, store.FlagLoading, store.FlagStale), run: cmdSlowlogGet},
+		{spec: store.NewCommand("slowlog|len", 2, nil, store.FlagAdmin, store.FlagLoading, store.FlagStale), run: cmdSlowlogLen},
+		{spec: store.NewCommand("slowlog|reset", 2, nil, store.FlagAdmin, store.FlagLoading, store.FlagStale), run: cmdSlowlogReset},
+		{spec: store.NewCommand("slowlog|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("SLOWLOG",
 			"GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
 			"    Entries are made of:",
 			"    id, timestamp, time in microseconds, arguments array, client IP and port,",
@@ -88,7 +88,7 @@ func slowlogSubcommands() []serverCmd {
 	}
 }
 
-func slowlogGetCommand(c *client, x *store.Ctx) {
+func cmdSlowlogGet(c *client, x *store.Ctx) {
 	count := int64(10)
 	if len(x.Argv) > 3 {
 		x.W.Error(arityError("slowlog|get"))
@@ -122,9 +122,9 @@ func slowlogGetCommand(c *client, x *store.Ctx) {
 	}
 }
 
-func slowlogLenCommand(c *client, x *store.Ctx) { x.W.Int(int64(len(c.s.slowlog.entries))) }
+func cmdSlowlogLen(c *client, x *store.Ctx) { x.W.Int(int64(len(c.s.slowlog.entries))) }
 
-func slowlogResetCommand(c *client, x *store.Ctx) {
+func cmdSlowlogReset(c *client, x *store.Ctx) {
 	c.s.slowlog.entries = c.s.slowlog.entries[:0]
 	x.W.OK()
 }

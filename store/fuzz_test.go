@@ -171,7 +171,7 @@ func fuzzRun(t *testing.T, name string, argv []string, proto int) (string, map[s
 	}
 	if c != nil {
 		spec := harnessTable()[name]
-		if spec.HasFlag("readonly") && (changed || c.Changed()) {
+		if spec.FlagSet()&FlagReadonly != 0 && (changed || c.Changed()) {
 			t.Fatalf("%q: read-only command changed the store (changed=%v, Changed()=%v)", argv, changed, c.Changed())
 		}
 		if out[0] == '-' && c.Changed() {

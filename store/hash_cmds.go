@@ -13,26 +13,24 @@ import (
 // Hash commands (valkey-subset.md 3.1) with Valkey 8.0's replies and check
 // order (t_hash.c). Fields iterate in insertion order (compat.md "Choices").
 
-func init() { register(hashCommands) }
-
 func hashCommands() []*CommandSpec {
 	return []*CommandSpec{
-		{Name: "hset", Arity: -4, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hsetGeneric("hset", false)},
-		{Name: "hmset", Arity: -4, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hsetGeneric("hmset", true)},
-		{Name: "hsetnx", Arity: 4, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hsetnxCommand},
-		{Name: "hget", Arity: 3, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hgetCommand},
-		{Name: "hmget", Arity: -3, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hmgetCommand},
-		{Name: "hgetall", Arity: 2, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hgetallCommand},
-		{Name: "hkeys", Arity: 2, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hkeysCommand},
-		{Name: "hvals", Arity: 2, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hvalsCommand},
-		{Name: "hdel", Arity: -3, Flags: []string{"write", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hdelCommand},
-		{Name: "hexists", Arity: 3, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hexistsCommand},
-		{Name: "hlen", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hlenCommand},
-		{Name: "hstrlen", Arity: 3, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hstrlenCommand},
-		{Name: "hincrby", Arity: 4, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hincrbyCommand},
-		{Name: "hincrbyfloat", Arity: 4, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hincrbyfloatCommand},
-		{Name: "hscan", Arity: -3, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hscanCommand},
-		{Name: "hrandfield", Arity: -2, Flags: []string{"readonly"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: hrandfieldCommand},
+		NewCommand("hset", -4, hsetGeneric("hset", false), FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hmset", -4, hsetGeneric("hmset", true), FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hsetnx", 4, cmdHSetNX, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hget", 3, cmdHGet, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hmget", -3, cmdHMGet, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hgetall", 2, cmdHGetAll, FlagReadonly).WithKeys(1, 1, 1),
+		NewCommand("hkeys", 2, cmdHKeys, FlagReadonly).WithKeys(1, 1, 1),
+		NewCommand("hvals", 2, cmdHVals, FlagReadonly).WithKeys(1, 1, 1),
+		NewCommand("hdel", -3, cmdHDel, FlagWrite, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hexists", 3, cmdHExists, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hlen", 2, cmdHLen, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hstrlen", 3, cmdHStrLen, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hincrby", 4, cmdHIncrBy, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hincrbyfloat", 4, cmdHIncrByFloat, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("hscan", -3, cmdHScan, FlagReadonly).WithKeys(1, 1, 1),
+		NewCommand("hrandfield", -2, cmdHRandField, FlagReadonly).WithKeys(1, 1, 1),
 	}
 }
 
@@ -43,7 +41,7 @@ const HashScanAllMax = 512
 
 // HSET key field value [field value ...] -> `:n` new fields;
 // HMSET (deprecated) -> `+OK`. A field without a value is the arity error
-// naming the command (t_hash.c hsetCommand), then WRONGTYPE.
+// naming the command (t_hash.c cmdHSet), then WRONGTYPE.
 func hsetGeneric(name string, okReply bool) Handler {
 	arityErr := "ERR wrong number of arguments for '" + name + "' command"
 	return func(c *Ctx) {
@@ -73,7 +71,7 @@ func hsetGeneric(name string, okReply bool) Handler {
 }
 
 // HSETNX key field value: `:1` set, `:0` when the field exists; WRONGTYPE.
-func hsetnxCommand(c *Ctx) {
+func cmdHSetNX(c *Ctx) {
 	key := string(c.Argv[1])
 	field := string(c.Argv[2])
 	h, e := c.DB.LookupHash(key)
@@ -122,7 +120,7 @@ func writeHashField(c *Ctx, h *Hash, f []byte) {
 }
 
 // HGET key field: bulk, or nil (missing key or field); WRONGTYPE.
-func hgetCommand(c *Ctx) {
+func cmdHGet(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
@@ -132,7 +130,7 @@ func hgetCommand(c *Ctx) {
 
 // HMGET key field [field ...]: an array with a bulk or nil per field (all
 // nils for a missing key); WRONGTYPE.
-func hmgetCommand(c *Ctx) {
+func cmdHMGet(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
@@ -145,7 +143,7 @@ func hmgetCommand(c *Ctx) {
 
 // HGETALL key: RESP2 flat `*2n` field, value...; RESP3 map `%n`; a missing
 // key is `*0` / `%0`; WRONGTYPE.
-func hgetallCommand(c *Ctx) {
+func cmdHGetAll(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
@@ -163,10 +161,10 @@ func hgetallCommand(c *Ctx) {
 }
 
 // HKEYS key: array of fields (both protocols), `*0` when missing.
-func hkeysCommand(c *Ctx) { hashList(c, true) }
+func cmdHKeys(c *Ctx) { hashList(c, true) }
 
 // HVALS key: array of values (both protocols), `*0` when missing.
-func hvalsCommand(c *Ctx) { hashList(c, false) }
+func cmdHVals(c *Ctx) { hashList(c, false) }
 
 func hashList(c *Ctx, fields bool) {
 	h, ok := readHash(c)
@@ -190,7 +188,7 @@ func hashList(c *Ctx, fields bool) {
 
 // HDEL key field [field ...]: `:n` removed; the key is deleted when its last
 // field goes; WRONGTYPE.
-func hdelCommand(c *Ctx) {
+func cmdHDel(c *Ctx) {
 	key := string(c.Argv[1])
 	h, ok := readHash(c)
 	if !ok {
@@ -219,7 +217,7 @@ func hdelCommand(c *Ctx) {
 }
 
 // HEXISTS key field: `:1` / `:0`; WRONGTYPE.
-func hexistsCommand(c *Ctx) {
+func cmdHExists(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
@@ -232,7 +230,7 @@ func hexistsCommand(c *Ctx) {
 }
 
 // HLEN key: `:n` fields, 0 when missing; WRONGTYPE.
-func hlenCommand(c *Ctx) {
+func cmdHLen(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
@@ -245,7 +243,7 @@ func hlenCommand(c *Ctx) {
 }
 
 // HSTRLEN key field: `:len` of the value, 0 when missing; WRONGTYPE.
-func hstrlenCommand(c *Ctx) {
+func cmdHStrLen(c *Ctx) {
 	h, ok := readHash(c)
 	if !ok {
 		return
@@ -259,7 +257,7 @@ func hstrlenCommand(c *Ctx) {
 // stored value (string2ll: `ERR hash value is not an integer`), overflow
 // (`ERR increment or decrement would overflow`, t_hash.c). A missing field
 // counts as 0.
-func hincrbyCommand(c *Ctx) {
+func cmdHIncrBy(c *Ctx) {
 	incr, ok := num.ParseInt(c.Argv[3])
 	if !ok {
 		c.W.Error(ErrNotInteger)
@@ -297,7 +295,7 @@ func hincrbyCommand(c *Ctx) {
 // value (`ERR hash value is not a float`), the sum
 // (`ERR increment would produce NaN or Infinity`). As Valkey, the command
 // is propagated as `HSET key field <new value>`.
-func hincrbyfloatCommand(c *Ctx) {
+func cmdHIncrByFloat(c *Ctx) {
 	incr, ok := num.ParseLongDouble(c.Argv[3])
 	if !ok {
 		c.W.Error(ErrNotFloat)
@@ -340,7 +338,7 @@ func hincrbyfloatCommand(c *Ctx) {
 // (scan.go parseScanOptions). A hash of at most HashScanAllMax fields is
 // returned whole, in insertion order, with cursor 0; a bigger one is paged
 // with the guarantees of scan.go.
-func hscanCommand(c *Ctx) {
+func cmdHScan(c *Ctx) {
 	cursor, ok := ParseScanCursor(c.Argv[2])
 	if !ok {
 		c.W.Error(ErrInvalidCur)
@@ -400,7 +398,7 @@ func hscanCommand(c *Ctx) {
 // answers `ERR value is out of range`.
 const hrandMaxReply = 256 << 20
 
-// HRANDFIELD key [count [WITHVALUES]] (t_hash.c hrandfieldCommand).
+// HRANDFIELD key [count [WITHVALUES]] (t_hash.c cmdHRandField).
 // Without count: a random field as a bulk, nil for a missing key. With
 // count: checks in order `ERR value is not an integer or out of range`,
 // `ERR value is out of range, value must between -9223372036854775807 and
@@ -411,7 +409,7 @@ const hrandMaxReply = 256 << 20
 // fields (all of them when count >= HLEN, in insertion order); count < 0
 // returns |count| fields drawn with repetition. WITHVALUES replies flat
 // field, value pairs in RESP2 and `[field, value]` pairs in RESP3.
-func hrandfieldCommand(c *Ctx) {
+func cmdHRandField(c *Ctx) {
 	argv := c.Argv
 	if len(argv) >= 3 {
 		l, ok := num.ParseInt(argv[2])

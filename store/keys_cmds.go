@@ -9,30 +9,28 @@ import (
 // Keyspace commands (valkey-subset.md 3.3) with Valkey 8.0's replies and
 // check order (db.c), and MEMORY USAGE (object.c).
 
-func init() { register(keyspaceCommands) }
-
 func keyspaceCommands() []*CommandSpec {
 	return []*CommandSpec{
-		{Name: "del", Arity: -2, Flags: []string{"write"}, FirstKey: 1, LastKey: -1, Step: 1, Handler: delCommand},
-		{Name: "unlink", Arity: -2, Flags: []string{"write", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Handler: delCommand},
-		{Name: "exists", Arity: -2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Handler: existsCommand},
-		{Name: "type", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: typeCommand},
-		{Name: "keys", Arity: 2, Flags: []string{"readonly"}, Handler: keysCommand},
-		{Name: "scan", Arity: -2, Flags: []string{"readonly"}, Handler: scanCommand},
-		{Name: "rename", Arity: 3, Flags: []string{"write"}, FirstKey: 1, LastKey: 2, Step: 1, Handler: renameCommand},
-		{Name: "renamenx", Arity: 3, Flags: []string{"write", "fast"}, FirstKey: 1, LastKey: 2, Step: 1, Handler: renamenxCommand},
-		{Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"}, Handler: dbsizeCommand},
-		{Name: "flushdb", Arity: -1, Flags: []string{"write"}, Handler: flushdbCommand},
-		{Name: "flushall", Arity: -1, Flags: []string{"write"}, Handler: flushallCommand},
-		{Name: "memory", Arity: -2, Subcommands: []*CommandSpec{
-			{Name: "memory|usage", Arity: -3, Flags: []string{"readonly"}, FirstKey: 2, LastKey: 2, Step: 1, Handler: memoryUsageCommand},
-		}},
+		NewCommand("del", -2, cmdDel, FlagWrite).WithKeys(1, -1, 1),
+		NewCommand("unlink", -2, cmdDel, FlagWrite, FlagFast).WithKeys(1, -1, 1),
+		NewCommand("exists", -2, cmdExists, FlagReadonly, FlagFast).WithKeys(1, -1, 1),
+		NewCommand("type", 2, cmdType, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("keys", 2, cmdKeys, FlagReadonly),
+		NewCommand("scan", -2, cmdScan, FlagReadonly),
+		NewCommand("rename", 3, cmdRename, FlagWrite).WithKeys(1, 2, 1),
+		NewCommand("renamenx", 3, cmdRenameNX, FlagWrite, FlagFast).WithKeys(1, 2, 1),
+		NewCommand("dbsize", 1, cmdDBSize, FlagReadonly, FlagFast),
+		NewCommand("flushdb", -1, cmdFlushDB, FlagWrite),
+		NewCommand("flushall", -1, cmdFlushAll, FlagWrite),
+		NewCommand("memory", -2, nil).WithSubcommands(
+			NewCommand("memory|usage", -3, cmdMemoryUsage, FlagReadonly).WithKeys(2, 2, 1),
+		),
 	}
 }
 
 // DEL key [key ...] and UNLINK: `:n` keys removed (a repeated key counts
 // once).
-func delCommand(c *Ctx) {
+func cmdDel(c *Ctx) {
 	n := 0
 	for _, k := range c.Argv[1:] {
 		key := string(k)
@@ -45,7 +43,7 @@ func delCommand(c *Ctx) {
 }
 
 // EXISTS key [key ...]: `:n` keys that exist, repeats counted each time.
-func existsCommand(c *Ctx) {
+func cmdExists(c *Ctx) {
 	n := 0
 	for _, k := range c.Argv[1:] {
 		if c.DB.Get(string(k)) != nil {
@@ -56,7 +54,7 @@ func existsCommand(c *Ctx) {
 }
 
 // TYPE key: simple string `none`, `string`, `hash` or `zset`.
-func typeCommand(c *Ctx) {
+func cmdType(c *Ctx) {
 	v := c.DB.Get(string(c.Argv[1]))
 	if v == nil {
 		c.W.Simple("none")
@@ -67,7 +65,7 @@ func typeCommand(c *Ctx) {
 
 // KEYS pattern: array of the keys matching the glob pattern (GlobMatch), in
 // no particular order.
-func keysCommand(c *Ctx) {
+func cmdKeys(c *Ctx) {
 	pat := string(c.Argv[1])
 	all := pat == "*"
 	var out []string
@@ -89,7 +87,7 @@ func keysCommand(c *Ctx) {
 // errors, syntax errors). COUNT (default 10) is how many keys of the scan
 // order a call visits; MATCH and TYPE filter those, so a page may be empty
 // with a non-zero cursor. Guarantees: scan.go.
-func scanCommand(c *Ctx) {
+func cmdScan(c *Ctx) {
 	cursor, ok := ParseScanCursor(c.Argv[1])
 	if !ok {
 		c.W.Error(ErrInvalidCur)
@@ -123,11 +121,11 @@ func scanCommand(c *Ctx) {
 // RENAME key newkey: `+OK`; `ERR no such key` when key is missing (also when
 // newkey is the same); key == newkey existing is `+OK` with no change; an
 // existing newkey of any type is overwritten.
-func renameCommand(c *Ctx) { renameGeneric(c, false) }
+func cmdRename(c *Ctx) { renameGeneric(c, false) }
 
 // RENAMENX key newkey: `:1` renamed, `:0` when newkey exists (or equals
 // key); `ERR no such key`.
-func renamenxCommand(c *Ctx) { renameGeneric(c, true) }
+func cmdRenameNX(c *Ctx) { renameGeneric(c, true) }
 
 func renameGeneric(c *Ctx, nx bool) {
 	src, dst := string(c.Argv[1]), string(c.Argv[2])
@@ -160,7 +158,7 @@ func renameGeneric(c *Ctx, nx bool) {
 }
 
 // DBSIZE: `:n` keys in the selected database.
-func dbsizeCommand(c *Ctx) { c.W.Int(int64(c.DB.Len())) }
+func cmdDBSize(c *Ctx) { c.W.Int(int64(c.DB.Len())) }
 
 // flushMode checks FLUSHDB/FLUSHALL's optional ASYNC|SYNC argument
 // (getFlushCommandFlags): anything else, or more arguments, is
@@ -190,7 +188,7 @@ func (c *Ctx) markFlushed() {
 
 // FLUSHDB [ASYNC|SYNC]: `+OK`; removes every key of the selected database.
 // Both modes flush synchronously.
-func flushdbCommand(c *Ctx) {
+func cmdFlushDB(c *Ctx) {
 	if !flushMode(c) {
 		return
 	}
@@ -202,7 +200,7 @@ func flushdbCommand(c *Ctx) {
 }
 
 // FLUSHALL [ASYNC|SYNC]: `+OK`; removes every key of every database.
-func flushallCommand(c *Ctx) {
+func cmdFlushAll(c *Ctx) {
 	if !flushMode(c) {
 		return
 	}
@@ -226,7 +224,7 @@ const memoryUsageDefaultSamples = 5
 // element (object.c memoryCommand). The estimate follows Valkey's shapes
 // (listpack for small collections, dict/skiplist for big ones), sampling
 // `count` elements of a collection and extrapolating, as Valkey does.
-func memoryUsageCommand(c *Ctx) {
+func cmdMemoryUsage(c *Ctx) {
 	samples := int64(memoryUsageDefaultSamples)
 	argv := c.Argv
 	for j := 3; j < len(argv); j++ {

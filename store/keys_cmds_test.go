@@ -414,7 +414,11 @@ func TestCommandSpecs(t *testing.T) {
 			t.Errorf("%s is not registered", name)
 			continue
 		}
-		got := strconv.Itoa(cs.Arity) + " " + strings.Join(cs.Flags, ",") + " " +
+		names := make([]string, len(cs.Flags))
+		for i, f := range cs.Flags {
+			names[i] = f.String()
+		}
+		got := strconv.Itoa(cs.Arity) + " " + strings.Join(names, ",") + " " +
 			strconv.Itoa(cs.FirstKey) + " " + strconv.Itoa(cs.LastKey) + " " + strconv.Itoa(cs.Step)
 		if got != w {
 			t.Errorf("%s: %q, want %q", name, got, w)

@@ -383,39 +383,95 @@ func (c *Ctx) ResetForCommand(argv [][]byte) {
 // c.Dirty for every key it changed.
 type Handler func(c *Ctx)
 
+// Flag is one command flag (Valkey's command flags, as COMMAND INFO names
+// them). Specs list the flags they carry; an unknown flag does not compile.
+type Flag uint32
+
+// The command flags emqd's commands carry. The dispatcher acts on Write
+// (the write gate), NoAuth, NoMulti, SkipSlowlog; COMMAND and the ACL
+// categories it reports read the others.
+const (
+	FlagWrite          Flag = 1 << iota // changes the keyspace
+	FlagReadonly                        // reads the keyspace only
+	FlagDenyOOM                         // may grow memory
+	FlagAdmin                           // administrative
+	FlagNoScript                        // not allowed in scripts
+	FlagBlocking                        // may park the connection
+	FlagLoading                         // allowed while loading
+	FlagStale                           // allowed on a stale replica
+	FlagSkipSlowlog                     // never logged in SLOWLOG (EXEC, AUTH, HELLO)
+	FlagFast                            // O(1) or O(log N)
+	FlagNoAuth                          // runs before AUTH (AUTH, HELLO, QUIT, RESET)
+	FlagSentinel                        // available in sentinel mode
+	FlagNoAsyncLoading                  // refused during async loading
+	FlagNoMulti                         // refused inside MULTI (MULTI, WATCH)
+	FlagAllowBusy                       // allowed while a script is busy
+)
+
+var flagNames = map[Flag]string{
+	FlagWrite: "write", FlagReadonly: "readonly", FlagDenyOOM: "denyoom", FlagAdmin: "admin",
+	FlagNoScript: "noscript", FlagBlocking: "blocking", FlagLoading: "loading", FlagStale: "stale",
+	FlagSkipSlowlog: "skip_slowlog", FlagFast: "fast", FlagNoAuth: "no_auth", FlagSentinel: "sentinel",
+	FlagNoAsyncLoading: "no_async_loading", FlagNoMulti: "no_multi", FlagAllowBusy: "allow_busy",
+}
+
+// String is the flag's name in COMMAND INFO ("write", "no_auth", ...).
+func (f Flag) String() string {
+	if n, ok := flagNames[f]; ok {
+		return n
+	}
+	return "unknown"
+}
+
 // CommandSpec is one entry of the command table (COMMAND INFO's shape).
+// Build one with NewCommand.
 type CommandSpec struct {
 	Name     string // lower case; "client|setname" for a subcommand
 	Arity    int    // Valkey's arity: n exact, -n at least n (argv[0] counted)
-	Flags    []string
+	Flags    []Flag // in the order COMMAND INFO lists them
 	FirstKey int
 	LastKey  int
 	Step     int
-	Handler  Handler
+	Handler  Handler // nil for a server command (it runs with the connection)
 	// Subcommands of a container command (CLIENT, CONFIG, MEMORY, ...).
 	Subcommands []*CommandSpec
 }
 
-// HasFlag reports whether spec carries flag f.
-func (cs *CommandSpec) HasFlag(f string) bool {
-	for _, x := range cs.Flags {
-		if x == f {
-			return true
-		}
-	}
-	return false
+// NewCommand is the one constructor of command specs (store, verbs and
+// server commands): name in lower case ("container|sub" for a subcommand),
+// Valkey's arity, the handler and the flags in COMMAND INFO's order. It has
+// no key arguments until WithKeys.
+func NewCommand(name string, arity int, h Handler, flags ...Flag) *CommandSpec {
+	return &CommandSpec{Name: name, Arity: arity, Flags: flags, Handler: h}
 }
 
-var tables []func() []*CommandSpec
+// WithKeys sets the key positions (COMMAND INFO's first key, last key,
+// step; last -1: up to the last argument) and returns cs.
+func (cs *CommandSpec) WithKeys(first, last, step int) *CommandSpec {
+	cs.FirstKey, cs.LastKey, cs.Step = first, last, step
+	return cs
+}
 
-// register adds a source of command specs; each command file of this
-// package calls it from init.
-func register(f func() []*CommandSpec) { tables = append(tables, f) }
+// WithSubcommands makes cs a container of subs and returns cs.
+func (cs *CommandSpec) WithSubcommands(subs ...*CommandSpec) *CommandSpec {
+	cs.Subcommands = subs
+	return cs
+}
 
-// Commands returns every command the store implements.
+// FlagSet is the union of cs's flags.
+func (cs *CommandSpec) FlagSet() Flag {
+	var m Flag
+	for _, f := range cs.Flags {
+		m |= f
+	}
+	return m
+}
+
+// Commands returns every command the store implements: the hash, keyspace,
+// string and sorted set commands.
 func Commands() []*CommandSpec {
 	var out []*CommandSpec
-	for _, f := range tables {
+	for _, f := range []func() []*CommandSpec{hashCommands, keyspaceCommands, stringCommands, zsetCommands} {
 		out = append(out, f()...)
 	}
 	return out

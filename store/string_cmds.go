@@ -12,20 +12,18 @@ import (
 // MGET MSET STRLEN APPEND, with Valkey 8.0's replies and check order
 // (t_string.c).
 
-func init() { register(stringCommands) }
-
 func stringCommands() []*CommandSpec {
 	return []*CommandSpec{
-		{Name: "get", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: getCommand},
-		{Name: "set", Arity: -3, Flags: []string{"write", "denyoom"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: setCommand},
-		{Name: "incr", Arity: 2, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: incrCommand},
-		{Name: "decr", Arity: 2, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: decrCommand},
-		{Name: "incrby", Arity: 3, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: incrbyCommand},
-		{Name: "decrby", Arity: 3, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: decrbyCommand},
-		{Name: "mget", Arity: -2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Handler: mgetCommand},
-		{Name: "mset", Arity: -3, Flags: []string{"write", "denyoom"}, FirstKey: 1, LastKey: -1, Step: 2, Handler: msetCommand},
-		{Name: "strlen", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: strlenCommand},
-		{Name: "append", Arity: 3, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Handler: appendCommand},
+		NewCommand("get", 2, cmdGet, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("set", -3, cmdSet, FlagWrite, FlagDenyOOM).WithKeys(1, 1, 1),
+		NewCommand("incr", 2, cmdIncr, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("decr", 2, cmdDecr, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("incrby", 3, cmdIncrBy, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("decrby", 3, cmdDecrBy, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("mget", -2, cmdMGet, FlagReadonly, FlagFast).WithKeys(1, -1, 1),
+		NewCommand("mset", -3, cmdMSet, FlagWrite, FlagDenyOOM).WithKeys(1, -1, 2),
+		NewCommand("strlen", 2, cmdStrLen, FlagReadonly, FlagFast).WithKeys(1, 1, 1),
+		NewCommand("append", 3, cmdAppend, FlagWrite, FlagDenyOOM, FlagFast).WithKeys(1, 1, 1),
 	}
 }
 
@@ -65,7 +63,7 @@ func lookupString(d *DB, key string) ([]byte, bool, string) {
 }
 
 // GET key: bulk, nil when missing, WRONGTYPE.
-func getCommand(c *Ctx) {
+func cmdGet(c *Ctx) {
 	s, ok, e := lookupString(c.DB, string(c.Argv[1]))
 	switch {
 	case e != "":
@@ -93,7 +91,7 @@ func getCommand(c *Ctx) {
 // emqd has no key expiry yet: an EX/PX/EXAT/PXAT that passes Valkey's checks
 // is refused with `ERR syntax error` rather than stored without its TTL.
 // KEEPTTL is accepted (no key has a TTL, so keeping it is exact).
-func setCommand(c *Ctx) {
+func cmdSet(c *Ctx) {
 	const (
 		fNX = 1 << iota
 		fXX
@@ -240,14 +238,14 @@ func incrDecr(c *Ctx, incr int64) {
 }
 
 // INCR key.
-func incrCommand(c *Ctx) { incrDecr(c, 1) }
+func cmdIncr(c *Ctx) { incrDecr(c, 1) }
 
 // DECR key.
-func decrCommand(c *Ctx) { incrDecr(c, -1) }
+func cmdDecr(c *Ctx) { incrDecr(c, -1) }
 
 // INCRBY key increment: the increment is parsed first
 // (`ERR value is not an integer or out of range`).
-func incrbyCommand(c *Ctx) {
+func cmdIncrBy(c *Ctx) {
 	n, ok := num.ParseInt(c.Argv[2])
 	if !ok {
 		c.W.Error(ErrNotInteger)
@@ -258,7 +256,7 @@ func incrbyCommand(c *Ctx) {
 
 // DECRBY key decrement: the decrement is parsed first; -9223372036854775808
 // cannot be negated: `ERR decrement would overflow`.
-func decrbyCommand(c *Ctx) {
+func cmdDecrBy(c *Ctx) {
 	n, ok := num.ParseInt(c.Argv[2])
 	if !ok {
 		c.W.Error(ErrNotInteger)
@@ -273,7 +271,7 @@ func decrbyCommand(c *Ctx) {
 
 // MGET key [key ...]: one bulk per key, nil for a missing key or one that
 // is not a string (never WRONGTYPE).
-func mgetCommand(c *Ctx) {
+func cmdMGet(c *Ctx) {
 	c.W.Array(len(c.Argv) - 1)
 	for _, k := range c.Argv[1:] {
 		v := c.DB.Get(string(k))
@@ -289,7 +287,7 @@ func mgetCommand(c *Ctx) {
 // its type (the last value wins for a repeated key). A key without a value
 // is the arity error `ERR wrong number of arguments for 'mset' command`
 // (t_string.c msetGenericCommand).
-func msetCommand(c *Ctx) {
+func cmdMSet(c *Ctx) {
 	if len(c.Argv)%2 == 0 {
 		c.W.Error("ERR wrong number of arguments for 'mset' command")
 		return
@@ -303,7 +301,7 @@ func msetCommand(c *Ctx) {
 }
 
 // STRLEN key: `:len`, 0 when missing, WRONGTYPE.
-func strlenCommand(c *Ctx) {
+func cmdStrLen(c *Ctx) {
 	s, _, e := lookupString(c.DB, string(c.Argv[1]))
 	if e != "" {
 		c.W.Error(e)
@@ -315,7 +313,7 @@ func strlenCommand(c *Ctx) {
 // APPEND key value: `:newlen`. A missing key is created (even with an
 // empty value); WRONGTYPE; a result above 512 MiB is
 // `ERR string exceeds maximum allowed size (proto-max-bulk-len)`.
-func appendCommand(c *Ctx) {
+func cmdAppend(c *Ctx) {
 	key := string(c.Argv[1])
 	add := c.Argv[2]
 	v := c.DB.Get(key)

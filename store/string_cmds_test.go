@@ -65,7 +65,7 @@ func TestStringGetSet(t *testing.T) {
 		{"ERR invalid expire time in 'set' command", []string{"SET", "k", "v", "EXAT", "9223372036854776"}},
 		{"ERR invalid expire time in 'set' command", []string{"SET", "k", "v", "PX", "9223372036854775807"}},
 		{"ERR invalid expire time in 'set' command", []string{"SET", "k", "v", "EX", "10", "EX", "0"}}, // the last EX counts
-		// Valid expiry options: refused until key expiry exists (see setCommand).
+		// Valid expiry options: refused until key expiry exists (see cmdSet).
 		{ErrSyntax, []string{"SET", "k", "v", "EX", "10"}},
 		{ErrSyntax, []string{"SET", "k", "v", "px", "100", "GET"}},
 		{ErrSyntax, []string{"SET", "k", "v", "EXAT", "9223372036854775"}},
@@ -175,7 +175,7 @@ func TestStringMultiAndLength(t *testing.T) {
 	argv := [][]byte{[]byte("SET"), []byte("copy"), []byte("orig")}
 	c := &Ctx{S: s, DB: s.DB(0), W: resp.NewWriter()}
 	c.ResetForCommand(argv)
-	setCommand(c)
+	cmdSet(c)
 	argv[2][0] = 'X'
 	if got := string(s.DB(0).Get("copy").Str); got != "orig" {
 		t.Fatalf("stored value follows the request buffer: %q", got)

@@ -13,16 +13,14 @@ import (
 // check order (valkey-subset.md 3.2; t_zset.c). Arguments are validated
 // before the key lookup (1.4); refusals write nothing to the store.
 
-func init() { register(zsetCommands) }
-
 func zsetCommands() []*CommandSpec {
-	w := []string{"write", "denyoom", "fast"}
-	wf := []string{"write", "fast"}
-	rf := []string{"readonly", "fast"}
-	wr := []string{"write"}
-	ro := []string{"readonly"}
-	spec := func(name string, arity int, flags []string, h Handler) *CommandSpec {
-		return &CommandSpec{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Handler: h}
+	w := []Flag{FlagWrite, FlagDenyOOM, FlagFast}
+	wf := []Flag{FlagWrite, FlagFast}
+	rf := []Flag{FlagReadonly, FlagFast}
+	wr := []Flag{FlagWrite}
+	ro := []Flag{FlagReadonly}
+	spec := func(name string, arity int, flags []Flag, h Handler) *CommandSpec {
+		return NewCommand(name, arity, h, flags...).WithKeys(1, 1, 1)
 	}
 	return []*CommandSpec{
 		spec("zadd", -4, w, cmdZAdd),

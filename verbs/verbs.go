@@ -22,8 +22,8 @@ import (
 
 // verb builds a spec whose first argument, the queue name, is the declared
 // key (verbs.md section 2: the {q} tag puts every key of q in q's slot).
-func verb(name string, arity int, h store.Handler, flags ...string) *store.CommandSpec {
-	return &store.CommandSpec{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, Handler: h}
+func verb(name string, arity int, h store.Handler, flags ...store.Flag) *store.CommandSpec {
+	return store.NewCommand(name, arity, h, flags...).WithKeys(1, 1, 1)
 }
 
 // Commands returns the command specs of every EMQ.* verb, for the server's
@@ -31,31 +31,26 @@ func verb(name string, arity int, h store.Handler, flags ...string) *store.Comma
 // argv[0] counted) and flags, key position 1.
 func Commands() []*store.CommandSpec {
 	return []*store.CommandSpec{
-		verb("emq.enqueue", -4, cmdEnqueue, "write", "denyoom", "fast"),
-		verb("emq.claim", -3, cmdClaim, "write", "blocking"),
-		verb("emq.complete", 4, cmdComplete, "write", "fast"),
-		verb("emq.fail", 7, cmdFail, "write", "fast"),
-		verb("emq.requeue", 4, cmdRequeue, "write", "fast"),
-		verb("emq.extend", 5, cmdExtend, "write", "fast"),
-		verb("emq.delay", 6, cmdDelay, "write", "fast"),
-		verb("emq.progress", 5, cmdProgress, "write", "denyoom", "fast"),
-		verb("emq.stalled.check", -2, cmdStalledCheck, "write"),
-		verb("emq.promote", -2, cmdPromote, "write"),
-		verb("emq.reprocess", -3, cmdReprocess, "write", "fast"),
-		verb("emq.pause", 2, cmdPause, "write", "fast"),
-		verb("emq.resume", 2, cmdResume, "write", "fast"),
-		verb("emq.remove", 3, cmdRemove, "write", "fast"),
-		verb("emq.counts", 2, cmdCounts, "readonly", "fast"),
-		verb("emq.job", 3, cmdJob, "readonly", "fast"),
-		verb("emq.list", -3, cmdList, "readonly"),
-		{
-			Name: "emq.debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"},
-			Handler: cmdDebug,
-			Subcommands: []*store.CommandSpec{{
-				Name: "emq.debug|clock", Arity: 4, Flags: []string{"admin", "noscript", "loading", "stale"},
-				Handler: cmdDebugClock,
-			}},
-		},
+		verb("emq.enqueue", -4, cmdEnqueue, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
+		verb("emq.claim", -3, cmdClaim, store.FlagWrite, store.FlagBlocking),
+		verb("emq.complete", 4, cmdComplete, store.FlagWrite, store.FlagFast),
+		verb("emq.fail", 7, cmdFail, store.FlagWrite, store.FlagFast),
+		verb("emq.requeue", 4, cmdRequeue, store.FlagWrite, store.FlagFast),
+		verb("emq.extend", 5, cmdExtend, store.FlagWrite, store.FlagFast),
+		verb("emq.delay", 6, cmdDelay, store.FlagWrite, store.FlagFast),
+		verb("emq.progress", 5, cmdProgress, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
+		verb("emq.stalled.check", -2, cmdStalledCheck, store.FlagWrite),
+		verb("emq.promote", -2, cmdPromote, store.FlagWrite),
+		verb("emq.reprocess", -3, cmdReprocess, store.FlagWrite, store.FlagFast),
+		verb("emq.pause", 2, cmdPause, store.FlagWrite, store.FlagFast),
+		verb("emq.resume", 2, cmdResume, store.FlagWrite, store.FlagFast),
+		verb("emq.remove", 3, cmdRemove, store.FlagWrite, store.FlagFast),
+		verb("emq.counts", 2, cmdCounts, store.FlagReadonly, store.FlagFast),
+		verb("emq.job", 3, cmdJob, store.FlagReadonly, store.FlagFast),
+		verb("emq.list", -3, cmdList, store.FlagReadonly),
+		store.NewCommand("emq.debug", -2, cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
+			store.NewCommand("emq.debug|clock", 4, cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),
+		),
 	}
 }
 
