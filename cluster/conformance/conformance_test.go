@@ -1,0 +1,33 @@
+package conformance_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/emqd/emqd/cluster/conformance"
+)
+
+// TestEmqd runs the suite against emqd embedded (a manual clock).
+func TestEmqd(t *testing.T) { conformance.Run(t, conformance.EmqdTarget) }
+
+// TestLibrary runs the same suite against redis-server 7 with the emq
+// FUNCTION library loaded, through the FCALL adapter.
+func TestLibrary(t *testing.T) { conformance.Run(t, conformance.LibraryTarget) }
+
+// TestDifferential drives emqd and the library in lockstep over random
+// states and calls: same replies, same keyspace, refusals write nothing.
+// EMQD_DIFF_STATES=n runs n states (a long run by hand).
+func TestDifferential(t *testing.T) {
+	states := 300
+	if raceEnabled {
+		states = 120
+	}
+	if testing.Short() {
+		states = 40
+	}
+	if n, err := strconv.Atoi(os.Getenv("EMQD_DIFF_STATES")); err == nil && n > 0 {
+		states = n // long runs by hand
+	}
+	conformance.Differential(t, conformance.EmqdTarget(t), conformance.LibraryTarget(t), states, 25, 20240601)
+}

@@ -1,0 +1,432 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/emqd/emqd/verbs"
+	"github.com/redis/go-redis/v9"
+)
+
+// Differential drives two targets in lockstep over random states (jobs in
+// every state, some broken in the ways docs/verbs.md names: ghosts, lane
+// rows, wrong types, counters HINCRBY would refuse, a broken mint key) and
+// random calls of every verb with valid and invalid arguments, and after
+// every call requires: the same reply on both (maps compared as maps; the
+// run_id, the mint key's name and integers above 2^53 normalised, see
+// Differences), the same keyspace on both, and on a refusal an untouched
+// keyspace and write counter (rdb_changes_since_last_save) on each.
+func Differential(t *testing.T, a, b Target, states, calls int, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	sides := []*side{newSide(t, a), newSide(t, b)}
+	classes := map[string]int{}
+	for s := 0; s < states; s++ {
+		setup := randomState(rng)
+		for _, sd := range sides {
+			sd.reset(setup)
+		}
+		if ka, kb := sides[0].last, sides[1].last; ka != kb {
+			t.Fatalf("state %d: the set-up differs:\n%s: %s\n%s: %s", s, a.Name(), ka, b.Name(), kb)
+		}
+		var log []string
+		for i := 0; i < calls; i++ {
+			args := randomCall(rng)
+			log = append(log, strings.Join(args, " "))
+			var replies [2]string
+			for j, sd := range sides {
+				replies[j] = sd.call(args, classes, s, log)
+			}
+			if replies[0] != replies[1] {
+				t.Fatalf("state %d call %d %q:\n%s: %s\n%s: %s\ncalls: %q", s, i, args, a.Name(), replies[0], b.Name(), replies[1], log)
+			}
+			if ka, kb := sides[0].last, sides[1].last; ka != kb {
+				t.Fatalf("state %d call %d %q: keyspaces differ:\n%s: %s\n%s: %s\ncalls: %q", s, i, args, a.Name(), ka, b.Name(), kb, log)
+			}
+			if adv := int64(rng.Intn(3)) * 700; adv > 0 {
+				for _, sd := range sides {
+					sd.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", adv)
+				}
+			}
+		}
+	}
+	for _, cls := range []string{
+		"invalid queue name", "EMQKIND job id", "mint last", "EMQSTALE job gone", "EMQSTALE lease lost", "token mismatch",
+		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
+		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
+		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments",
+	} {
+		if classes[cls] == 0 && states >= 100 {
+			t.Errorf("no refusal of class %q was exercised", cls)
+		}
+	}
+	t.Logf("refusals by class (each side): %v", classes)
+}
+
+// side is one target of the differential run.
+type side struct {
+	t   *testing.T
+	tg  Target
+	rdb *redis.Client
+	run string
+	ctx context.Context
+	// last and lastDirty are the keyspace and the write counter after the
+	// last call (EMQ.DEBUG CLOCK ADVANCE between calls writes nothing).
+	last, lastDirty string
+}
+
+func newSide(t *testing.T, tg Target) *side {
+	return &side{t: t, tg: tg, rdb: tg.Client(2), run: tg.RunID(), ctx: context.Background()}
+}
+
+func (s *side) ok(args ...any) {
+	s.t.Helper()
+	if err := s.rdb.Do(s.ctx, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		s.t.Fatalf("%s: %v: %v", s.tg.Name(), args, err)
+	}
+}
+
+// reset empties the target, sets its clock to T0 and applies setup, with
+// $RUN replaced by the target's run_id and $MINT by its mint key of q.
+func (s *side) reset(setup [][]string) {
+	s.t.Helper()
+	s.ok("FLUSHALL")
+	s.tg.SetClock(T0)
+	for _, c := range setup {
+		args := make([]any, len(c))
+		for i, a := range c {
+			switch a {
+			case "$RUN":
+				a = s.run
+			case "$MINT":
+				a = s.tg.MintKey("q")
+			}
+			args[i] = a
+		}
+		s.ok(args...)
+	}
+	s.last, s.lastDirty = s.snapshot()
+}
+
+// call sends args and renders the reply; on a refusal it checks that
+// nothing was written and counts the refusal's class.
+func (s *side) call(args []string, classes map[string]int, state int, log []string) string {
+	s.t.Helper()
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = a
+	}
+	before, dirty := s.last, s.lastDirty
+	v, err := s.rdb.Do(s.ctx, argv...).Result()
+	if errors.Is(err, redis.Nil) {
+		v, err = nil, nil
+	}
+	s.last, s.lastDirty = s.snapshot()
+	if err != nil {
+		var re redis.Error
+		if !errors.As(err, &re) {
+			s.t.Fatalf("%s: %q: %v", s.tg.Name(), args, err)
+		}
+		if s.last != before || s.lastDirty != dirty {
+			s.t.Fatalf("%s: state %d: %q refused with %q but wrote (calls %q)", s.tg.Name(), state, args, err, log)
+		}
+		if s.tg.Native() {
+			classes[refusalClass(err.Error())]++
+		}
+		return "-" + s.norm(err.Error())
+	}
+	return s.render(strings.ToUpper(args[0]), v)
+}
+
+// norm replaces what legitimately differs (Differences): the run_id, the
+// mint key's name.
+func (s *side) norm(text string) string {
+	text = strings.ReplaceAll(text, s.run, "$RUN")
+	return strings.ReplaceAll(text, s.tg.MintKey("q"), "$MINT")
+}
+
+// render prints a reply; EMQ.COUNTS and EMQ.JOB as sorted maps.
+func (s *side) render(verb string, v any) string {
+	if v == nil {
+		return "(nil)"
+	}
+	if verb == "EMQ.COUNTS" || verb == "EMQ.JOB" {
+		m := asMap(s.t, v)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, k+"="+s.render("", m[k]))
+		}
+		return "{" + strings.Join(parts, " ") + "}"
+	}
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(s.norm(x))
+	case int64:
+		if x > 1<<53 || x < -(1<<53) {
+			return ":big" // Differences: "integers above 2^53 in replies"
+		}
+		return ":" + strconv.FormatInt(x, 10)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = s.render("", e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return fmt.Sprintf("%T(%v)", v, v)
+}
+
+// snapshot renders every key (mint keys under the name $MINT, run_ids as
+// $RUN) and reads the write counter, in two round trips: SCAN, then one
+// pipeline with TYPE and every read for each key (the reads of the wrong
+// type answer WRONGTYPE and are ignored) and INFO persistence.
+func (s *side) snapshot() (string, string) {
+	s.t.Helper()
+	var keys []string
+	var cursor uint64
+	for {
+		ks, next, err := s.rdb.Scan(s.ctx, cursor, "*", 1000).Result()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		keys = append(keys, ks...)
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	sort.Strings(keys)
+	p := s.rdb.Pipeline()
+	type reads struct {
+		typ             *redis.StatusCmd
+		str, hash, zset *redis.Cmd
+	}
+	rs := make([]reads, len(keys))
+	for i, k := range keys {
+		rs[i] = reads{p.Type(s.ctx, k), p.Do(s.ctx, "GET", k), p.Do(s.ctx, "HGETALL", k), p.Do(s.ctx, "ZRANGE", k, 0, -1, "WITHSCORES")}
+	}
+	info := p.Info(s.ctx, "persistence")
+	p.Exec(s.ctx) // WRONGTYPE from the reads of other types
+	if info.Err() != nil {
+		s.t.Fatal(info.Err())
+	}
+	dirty := ""
+	for _, l := range strings.Split(info.Val(), "\r\n") {
+		if v, ok := strings.CutPrefix(l, "rdb_changes_since_last_save:"); ok {
+			dirty = v
+		}
+	}
+	var b strings.Builder
+	var lines []string
+	for i, k := range keys {
+		b.Reset()
+		name := k
+		if k == s.tg.MintKey("q") {
+			name = "$MINT"
+		}
+		typ := rs[i].typ.Val()
+		fmt.Fprintf(&b, "%q %s:", name, typ)
+		switch typ {
+		case "string":
+			fmt.Fprintf(&b, "%q", s.norm(fmt.Sprint(rs[i].str.Val())))
+		case "hash":
+			v, _ := rs[i].hash.Slice()
+			var parts []string
+			for j := 0; j+1 < len(v); j += 2 {
+				parts = append(parts, fmt.Sprintf("%q=%q", v[j], s.norm(fmt.Sprint(v[j+1]))))
+			}
+			sort.Strings(parts)
+			b.WriteString(strings.Join(parts, " "))
+		case "zset":
+			v, _ := rs[i].zset.Slice()
+			for j := 0; j+1 < len(v); j += 2 {
+				f, _ := strconv.ParseFloat(fmt.Sprint(v[j+1]), 64)
+				fmt.Fprintf(&b, " %q@%v", v[j], f)
+			}
+		}
+		lines = append(lines, b.String())
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n"), dirty
+}
+
+func refusalClass(text string) string {
+	for _, c := range []string{
+		"invalid queue name", "EMQKIND job id", "mint last", "EMQSTALE job gone", "EMQSTALE lease lost", "token mismatch",
+		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
+		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
+		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments",
+	} {
+		if strings.Contains(text, c) {
+			return c
+		}
+	}
+	return text
+}
+
+var propIDs = []string{"JOB00000000001", "JOB00000000002", "JOB00000000003", "JOB00000000004", "JOB00000000005", "JOB00000000006"}
+
+func pick(rng *rand.Rand, xs ...string) string { return xs[rng.Intn(len(xs))] }
+
+// randomState is a list of plain commands that fill queue q with jobs in
+// every state, some broken, and sometimes break the queue's own keys.
+func randomState(rng *rand.Rand) [][]string {
+	p := "emq:{q}:"
+	sets := []string{p + "pending", p + "active", p + "schedule", p + "dead"}
+	states := map[string]string{sets[0]: "pending", sets[1]: "active", sets[2]: "scheduled", sets[3]: "dead"}
+	score := func(set string) string {
+		if set == sets[1] || set == sets[2] {
+			return strconv.FormatInt(T0+int64(rng.Intn(3)-1)*1000, 10)
+		}
+		return "0"
+	}
+	var out [][]string
+	for _, id := range propIDs {
+		set := sets[rng.Intn(len(sets))]
+		if rng.Intn(8) == 0 {
+			continue
+		}
+		rk := p + "job:" + id
+		switch rng.Intn(12) {
+		case 0: // ghost
+		case 1: // wrong-type row
+			out = append(out, []string{"SET", rk, "x"})
+		default:
+			out = append(out, []string{"HSET", rk, "state", states[set], "attempts", pick(rng, "1", "1", "2", "0"), "payload", "p-" + id})
+			if rng.Intn(3) == 0 {
+				out = append(out, []string{"HSET", rk, "lease_epoch", pick(rng, "$RUN", "$RUN", oldRun)})
+			}
+			switch rng.Intn(12) {
+			case 0:
+				out = append(out, []string{"HSET", rk, "group", "g"})
+			case 1:
+				out = append(out, []string{"HSET", rk, "attempts", pick(rng, "x", "9223372036854775807")})
+			case 2:
+				out = append(out, []string{"HSET", rk, "failures", pick(rng, "x", "9223372036854775807", "1")})
+			case 3:
+				out = append(out, []string{"HSET", rk, "stalled", pick(rng, "x", "9223372036854775807", "1")})
+			case 4:
+				out = append(out, []string{"HDEL", rk, "attempts"})
+			}
+		}
+		out = append(out, []string{"ZADD", set, score(set), id})
+	}
+	touched := map[string]bool{}
+	if rng.Intn(6) == 0 {
+		key := pick(rng, sets[0], sets[1], sets[2], sets[3], p+"metrics:completed", p+"metrics:failed", p+"meta", "$MINT")
+		out = append(out, []string{"DEL", key}, []string{"SET", key, "wrong"})
+		touched[key] = true
+	}
+	if rng.Intn(5) == 0 && !touched[p+"metrics:failed"] {
+		out = append(out, []string{"HSET", p + "metrics:failed", "count", pick(rng, "x", "9223372036854775807", "3")})
+	}
+	if rng.Intn(5) == 0 && !touched[p+"metrics:completed"] {
+		out = append(out, []string{"HSET", p + "metrics:completed", "count", pick(rng, "x", "9223372036854775807", "3")})
+	}
+	if rng.Intn(6) == 0 && !touched["$MINT"] {
+		out = append(out, []string{"HSET", "$MINT", "last", pick(rng, "junk", verbs.EncodeID(1<<63-1), verbs.EncodeID(T0+5))})
+	}
+	if rng.Intn(8) == 0 && !touched[p+"meta"] {
+		out = append(out, []string{"HSET", p + "meta", "paused", "1"})
+	}
+	return out
+}
+
+// randomCall is one call of a random verb with arguments drawn from valid
+// and invalid values. Only queue q mints (`*`), so both minters see the
+// same history (Differences: "minted ids across queues").
+func randomCall(rng *rand.Rand) []string {
+	q := func() string { return pick(rng, "q", "q", "q", "q", "q", "q", "bad name", "emq", "", "other") }
+	id := func() string { return pick(rng, append(propIDs, "nope", "*", "JOBzzzzzzzzzzz")...) }
+	tok := func() string { return pick(rng, "1", "1", "2", "0", "01", "x") }
+	num := func() string {
+		return pick(rng, "1", "2", "3", "100", "1000", "0", "-1", "x", "01", "+1", "", "9223372036854775807", "9223372036854775808")
+	}
+	maybe := func(args []string, extra ...string) []string {
+		if rng.Intn(5) == 0 {
+			return append(args, extra...)
+		}
+		return args
+	}
+	switch rng.Intn(18) {
+	case 0:
+		a := []string{"EMQ.ENQUEUE", q(), pick(rng, id(), "*"), "payload"}
+		if a[2] == "*" && a[1] == "other" {
+			a[1] = "q"
+		}
+		switch rng.Intn(6) {
+		case 0:
+			a = append(a, "DELAY", num())
+		case 1:
+			a = append(a, "AT", num())
+		case 2:
+			a = append(a, pick(rng, "DELAY", "AT", "FOO"), num(), pick(rng, "DELAY", "AT"), num())
+		case 3:
+			a = append(a, "DELAY")
+		}
+		return a
+	case 1:
+		a := []string{"EMQ.CLAIM", q(), num()}
+		if rng.Intn(2) == 0 {
+			a = append(a, "COUNT", num())
+		}
+		if rng.Intn(4) == 0 {
+			a = append(a, pick(rng, "COUNT", "FOO", "BLOCK"))
+		}
+		return a
+	case 2:
+		return maybe([]string{"EMQ.COMPLETE", q(), id(), tok()}, "x")
+	case 3:
+		return []string{"EMQ.FAIL", q(), id(), tok(), num(), num(), "err"}
+	case 4:
+		return []string{"EMQ.REQUEUE", q(), id(), tok()}
+	case 5:
+		return []string{"EMQ.EXTEND", q(), id(), tok(), num()}
+	case 6:
+		return []string{"EMQ.DELAY", q(), id(), tok(), pick(rng, "IN", "AT", "in", "SOON"), num()}
+	case 7:
+		return []string{"EMQ.PROGRESS", q(), id(), tok(), "50%"}
+	case 8:
+		a := []string{"EMQ.STALLED.CHECK", q()}
+		for n := rng.Intn(4); n > 0; n-- {
+			a = append(a, num())
+		}
+		return a
+	case 9:
+		a := []string{"EMQ.PROMOTE", q()}
+		for n := rng.Intn(3); n > 0; n-- {
+			a = append(a, num())
+		}
+		return a
+	case 10:
+		a := []string{"EMQ.REPROCESS", q(), id()}
+		if rng.Intn(2) == 0 {
+			a = append(a, pick(rng, "RESET", "reset", "NOW"))
+		}
+		return maybe(a, "RESET")
+	case 11:
+		return maybe([]string{"EMQ.PAUSE", q()}, "x")
+	case 12:
+		return []string{"EMQ.RESUME", q()}
+	case 13:
+		return []string{"EMQ.REMOVE", q(), id()}
+	case 14:
+		return []string{"EMQ.COUNTS", q()}
+	case 15:
+		return []string{"EMQ.JOB", q(), id()}
+	case 16:
+		return maybe([]string{"EMQ.DEBUG", "CLOCK", pick(rng, "ADVANCE", "BACK"), pick(rng, "0", "1", "700", "-1", "x")}, "x")
+	default:
+		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
+	}
+}

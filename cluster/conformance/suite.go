@@ -1,0 +1,954 @@
+package conformance
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/emqd/emqd/verbs"
+	"github.com/redis/go-redis/v9"
+)
+
+func encodeID(n int64) string { return verbs.EncodeID(n) }
+
+// incID is the id after id.
+func incID(id string) string {
+	n, _ := verbs.DecodeID([]byte(id))
+	return verbs.EncodeID(n + 1)
+}
+
+// Difference is one way the library target differs from emqd, asserted by
+// the scenario named in Scenario and listed in docs/cluster.md under its
+// Topic.
+type Difference struct {
+	Topic    string
+	Emqd     string
+	Library  string
+	Scenario string
+}
+
+// Differences are every known difference between emqd's verbs and the
+// library's functions (docs/cluster.md, "Differences").
+var Differences = []Difference{
+	{"blocking claims", "EMQ.CLAIM ... BLOCK block_ms waits for a job",
+		"BLOCK is validated, then the call answers at once (an empty array), as emqd does inside MULTI; the Go client polls",
+		"BlockAnswersAtOnce"},
+	{"minted ids across queues", "one {emq}:mint for the server: minted ids increase across all queues",
+		"one emq:{q}:mint per queue: minted ids increase within each queue", "MintedIDs"},
+	{"mint key in texts", "EMQKIND {emq}:mint last is not a minted job id",
+		"EMQKIND emq:{q}:mint last is not a minted job id", "Differential"},
+	{"map entry order", "EMQ.COUNTS in reply order, EMQ.JOB in the row's field order",
+		"the same entries in the order of the Lua table (RESP3 map or RESP2 flat array alike)", "RepliesAsMaps"},
+	{"unknown verbs", "EMQ.REAP: ERR unknown command 'EMQ.REAP', with args beginning with: ...",
+		"FCALL emq_reap: ERR Function not found", "ArgumentsBeforeReads"},
+	{"integers above 2^53 in replies", "exact (int64)",
+		"Lua numbers are doubles: failures in EMQ.CLAIM's reply, f in EMQ.FAIL's, and COUNTS values lose precision above 2^53 (counters themselves are judged and written exactly)",
+		"LargeCounters"},
+	{"the clock in tests", "clock.Manual, or EMQ.DEBUG CLOCK ADVANCE with enable-debug-command yes",
+		"the node's TIME; only the test variant (cluster.DebugClock) has emq_debug CLOCK ADVANCE/SET", "DebugRefused"},
+	{"bad-row accounting", "logged once per key per minute and counted in INFO (emq_bad_row_refusals)",
+		"counted only in the server's errorstats (errorstat_WRONGTYPE, errorstat_EMQLANE, ...)", "-"},
+	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
+		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
+}
+
+// Scenario is one conformance scenario.
+type Scenario struct {
+	Name string
+	Run  func(t *testing.T, tg Target)
+}
+
+// Scenarios are the suite, run in this order.
+var Scenarios = []Scenario{
+	{"CapIsOnFailuresNotAttempts", capIsOnFailures},
+	{"RequeueThreeWritesNoCounter", requeueThreeWrites},
+	{"CountersTable", countersTable},
+	{"StalledCheck", stalledCheck},
+	{"ThreeRecoveries", threeRecoveries},
+	{"RestartExemption", restartExemption},
+	{"Fencing", fencing},
+	{"ArgumentsBeforeReads", argumentsBeforeReads},
+	{"MultiWatch", multiWatch},
+	{"RepliesAsMaps", repliesAsMaps},
+	{"MintedIDs", mintedIDs},
+	{"ClaimOrderAndPromotion", claimOrderAndPromotion},
+	{"RemovePauseResume", removePauseResume},
+	{"ReprocessAndRemove", reprocessAndRemove},
+	{"Saturation", saturation},
+	{"LargeCounters", largeCounters},
+	{"BlockAnswersAtOnce", blockAnswersAtOnce},
+	{"DebugRefused", debugRefused},
+}
+
+// Run runs every scenario as a subtest, each on a new target.
+func Run(t *testing.T, newTarget func(testing.TB) Target) {
+	for _, s := range Scenarios {
+		t.Run(s.Name, func(t *testing.T) { s.Run(t, newTarget(t)) })
+	}
+}
+
+const (
+	idA = "JOB00000000001"
+	idB = "JOB00000000002"
+	idC = "JOB00000000003"
+	idD = "JOB00000000004"
+
+	wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	oldRun    = "0000000000000000000000000000000000000000"
+)
+
+// The seed's "the cap moved to failures" (docs/verbs.md, EMQ.FAIL).
+func capIsOnFailures(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	// claim, requeue, claim: token 2, no failure on record.
+	_, tok, _ := e.claim("q", 1000)
+	e.ok("EMQ.REQUEUE", "q", idA, tok)
+	_, tok, f := e.claim("q", 1000)
+	if tok != "2" || f != 0 {
+		t.Fatalf("token %s failures %d", tok, f)
+	}
+	if got := e.ok("EMQ.FAIL", "q", idA, "2", 2, 0, "first"); !reflect.DeepEqual(got, []any{"scheduled", int64(1)}) {
+		t.Fatalf("token 2, max 2, no failures: %v, want [scheduled 1]", got)
+	}
+	if e.field("q", idA, "attempts") != "2" || e.field("q", idA, "failures") != "1" {
+		t.Fatalf("row %s", e.row("q", idA))
+	}
+	// A row with one failure dies at the second.
+	_, tok, f = e.claim("q", 1000) // CLAIM promotes the due retry
+	if tok != "3" || f != 1 {
+		t.Fatalf("token %s failures %d", tok, f)
+	}
+	if got := e.ok("EMQ.FAIL", "q", idA, tok, 2, 0, "second"); !reflect.DeepEqual(got, []any{"dead", int64(2)}) {
+		t.Fatalf("failures 1, max 2: %v, want [dead 2]", got)
+	}
+	want := rowOf("state=dead", "attempts=3", "payload=p", "lease_epoch="+tg.RunID(), "last_error=second", "failures=2")
+	if e.row("q", idA) != want {
+		t.Fatalf("dead row %s, want %s", e.row("q", idA), want)
+	}
+	if got := e.zmembers("emq:{q}:dead"); !reflect.DeepEqual(got, []string{idA}) {
+		t.Fatalf("dead set %v", got)
+	}
+	// max_attempts 1 dies at the first FAIL.
+	e.ok("EMQ.ENQUEUE", "q", idB, "p")
+	_, tok, _ = e.claim("q", 1000)
+	if got := e.ok("EMQ.FAIL", "q", idB, tok, 1, 0, "x"); !reflect.DeepEqual(got, []any{"dead", int64(1)}) {
+		t.Fatalf("max_attempts 1: %v", got)
+	}
+	if got := e.ok("HGET", "emq:{q}:metrics:failed", "count"); got != "2" {
+		t.Fatalf("metrics:failed %v", got)
+	}
+}
+
+// EMQ.REQUEUE writes exactly its three writes and no counter.
+func requeueThreeWrites(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	_, tok, _ := e.claim("q", 1000)
+	before := e.keyspace(isMintKey)
+	d0 := e.dirty()
+	e.ok("EMQ.REQUEUE", "q", idA, tok)
+	after := e.keyspace(isMintKey)
+	// ZREM active (the set empties and goes), HSET state, ZADD pending.
+	if d := e.dirty() - d0; d != 3 {
+		t.Errorf("REQUEUE made %d changes, want 3", d)
+	}
+	want := map[string]string{}
+	for k, v := range before {
+		want[k] = v
+	}
+	delete(want, "emq:{q}:active")
+	want["emq:{q}:job:"+idA] = strings.Replace(before["emq:{q}:job:"+idA], `"state"="active"`, `"state"="pending"`, 1)
+	want["emq:{q}:pending"] = `zset: "` + idA + `"@0`
+	if !reflect.DeepEqual(after, want) {
+		t.Fatalf("after REQUEUE:\n%v\nwant\n%v", after, want)
+	}
+}
+
+// The counters table (docs/verbs.md section 3): the row after each verb.
+func countersTable(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	run := tg.RunID()
+	counters := func() string {
+		return "attempts=" + e.field("q", idA, "attempts") + " failures=" + e.field("q", idA, "failures") +
+			" stalled=" + e.field("q", idA, "stalled") + " lease_epoch=" + e.field("q", idA, "lease_epoch")
+	}
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	steps := []struct {
+		name string
+		do   func()
+		want string
+	}{
+		{"enqueue", func() {}, "attempts=0 failures=<absent> stalled=<absent> lease_epoch=<absent>"},
+		{"claim", func() { e.claim("q", 1000) }, "attempts=1 failures=<absent> stalled=<absent> lease_epoch=" + run},
+		{"progress", func() { e.ok("EMQ.PROGRESS", "q", idA, "1", "half") }, "attempts=1 failures=<absent> stalled=<absent> lease_epoch=" + run},
+		{"fail", func() { e.ok("EMQ.FAIL", "q", idA, "1", 5, 0, "e") }, "attempts=1 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"promote", func() { e.ok("EMQ.PROMOTE", "q") }, "attempts=1 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"claim", func() { e.claim("q", 1000) }, "attempts=2 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"hand-stamp an old epoch", func() { e.ok("HSET", "emq:{q}:job:"+idA, "lease_epoch", "old") }, "attempts=2 failures=1 stalled=<absent> lease_epoch=old"},
+		{"extend", func() { e.ok("EMQ.EXTEND", "q", idA, "2", 1000) }, "attempts=2 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"delay", func() { e.ok("EMQ.DELAY", "q", idA, "2", "IN", 0) }, "attempts=2 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"claim", func() { e.claim("q", 1000) }, "attempts=3 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"requeue", func() { e.ok("EMQ.REQUEUE", "q", idA, "3") }, "attempts=3 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"claim", func() { e.claim("q", 1000) }, "attempts=4 failures=1 stalled=<absent> lease_epoch=" + run},
+		{"stalled.check (counted)", func() { tg.Advance(1000); e.ok("EMQ.STALLED.CHECK", "q", 5) }, "attempts=4 failures=1 stalled=1 lease_epoch=" + run},
+		{"claim", func() { e.claim("q", 1000) }, "attempts=5 failures=1 stalled=1 lease_epoch=" + run},
+		{"fail to dead", func() { e.ok("EMQ.FAIL", "q", idA, "5", 2, 0, "e") }, "attempts=5 failures=2 stalled=1 lease_epoch=" + run},
+		{"reprocess", func() { e.ok("EMQ.REPROCESS", "q", idA) }, "attempts=5 failures=2 stalled=1 lease_epoch=" + run},
+		{"claim", func() { e.claim("q", 1000) }, "attempts=6 failures=2 stalled=1 lease_epoch=" + run},
+		{"fail to dead", func() { e.ok("EMQ.FAIL", "q", idA, "6", 1, 0, "e") }, "attempts=6 failures=3 stalled=1 lease_epoch=" + run},
+		{"reprocess reset", func() { e.ok("EMQ.REPROCESS", "q", idA, "RESET") }, "attempts=6 failures=<absent> stalled=<absent> lease_epoch=" + run},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := counters(); got != s.want {
+			t.Fatalf("after %s: %s, want %s", s.name, got, s.want)
+		}
+	}
+	e.claim("q", 1000)
+	e.ok("EMQ.COMPLETE", "q", idA, "7")
+	if n, _ := e.do("EXISTS", "emq:{q}:job:"+idA); n != int64(0) {
+		t.Fatal("complete kept the row")
+	}
+	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2)}
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("counts %v", got)
+	}
+}
+
+// EMQ.STALLED.CHECK: ghosts, whole-call refusals that write nothing, the
+// exemption, counted expiries, the limit.
+func stalledCheck(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	run := tg.RunID()
+	now := tg.Now()
+
+	// Ghost: removed from active, listed nowhere, no row created.
+	e.ok("ZADD", "emq:{q}:active", now-5, idC)
+	if got := e.ok("EMQ.STALLED.CHECK", "q"); !reflect.DeepEqual(got, []any{[]any{}, []any{}}) {
+		t.Fatalf("ghost: %v", got)
+	}
+	if n, _ := e.do("EXISTS", "emq:{q}:active", "emq:{q}:job:"+idC, "emq:{q}:dead", "emq:{q}:pending"); n != int64(0) {
+		t.Fatal("ghost left something")
+	}
+
+	// Refusals of the whole sweep, nothing written.
+	for _, c := range []struct {
+		name  string
+		setup func()
+		want  string
+	}{
+		{"lane row", func() { e.expired("q", idB, run, "group", "g") }, "EMQLANE lane rows are not served natively"},
+		{"row not a hash", func() { e.ok("SET", "emq:{q}:job:"+idB, "x"); e.ok("ZADD", "emq:{q}:active", now-1, idB) }, wrongType},
+		{"stalled not an integer", func() { e.expired("q", idB, run, "stalled", "abc") }, "ERR hash value is not an integer"},
+		{"stalled would overflow", func() { e.expired("q", idB, run, "stalled", "9223372036854775807") }, "ERR increment or decrement would overflow"},
+		{"failed count would overflow", func() {
+			e.expired("q", idB, run, "stalled", "2")
+			e.ok("HSET", "emq:{q}:metrics:failed", "count", "9223372036854775807")
+		}, "ERR increment or decrement would overflow"},
+		{"dead set of another type", func() { e.expired("q", idB, run, "stalled", "2"); e.ok("SET", "emq:{q}:dead", "x") }, wrongType},
+	} {
+		e.ok("FLUSHALL")
+		e.expired("q", idA, run)                   // a counted expiry before the bad one
+		e.ok("ZADD", "emq:{q}:active", now-9, idC) // and a ghost
+		c.setup()
+		before, d := e.digest(), e.dirty()
+		if got := e.refused("EMQ.STALLED.CHECK", "q", 3); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+		if e.digest() != before || e.dirty() != d {
+			t.Errorf("%s: the refused sweep wrote", c.name)
+		}
+	}
+
+	// Another run's lease: exempt, uncounted, recovered; even with a bad stalled.
+	e.ok("FLUSHALL")
+	e.expired("q", idA, oldRun, "stalled", "junk")
+	e.expired("q", idB, "")
+	if got := e.ok("EMQ.STALLED.CHECK", "q"); !reflect.DeepEqual(got, []any{[]any{idA, idB}, []any{}}) {
+		t.Fatalf("exempt: %v", got)
+	}
+	if e.field("q", idA, "stalled") != "junk" || e.field("q", idB, "stalled") != "<absent>" || e.field("q", idB, "state") != "pending" {
+		t.Fatalf("exempt rows %s / %s", e.row("q", idA), e.row("q", idB))
+	}
+	if got := e.zmembers("emq:{q}:pending"); !reflect.DeepEqual(got, []string{idA, idB}) {
+		t.Fatalf("pending %v", got)
+	}
+
+	// Counted: below max_stalled recovered with stalled s, at max dead.
+	e.ok("FLUSHALL")
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	for s := 1; s <= 3; s++ {
+		e.claim("q", 100)
+		tg.Advance(100)
+		got := e.ok("EMQ.STALLED.CHECK", "q", 3)
+		if s < 3 {
+			if !reflect.DeepEqual(got, []any{[]any{idA}, []any{}}) || e.field("q", idA, "stalled") != string(rune('0'+s)) || e.field("q", idA, "state") != "pending" {
+				t.Fatalf("counted expiry %d: %v %s", s, got, e.row("q", idA))
+			}
+			continue
+		}
+		if !reflect.DeepEqual(got, []any{[]any{}, []any{idA}}) {
+			t.Fatalf("at max_stalled: %v", got)
+		}
+		if e.field("q", idA, "state") != "dead" || e.field("q", idA, "last_error") != "stalled" || e.field("q", idA, "stalled") != "3" {
+			t.Fatalf("dead row %s", e.row("q", idA))
+		}
+	}
+
+	// max_stalled and limit must be positive integers; limit caps the sweep.
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.STALLED.CHECK", "q", 0}, "ERR max_stalled must be a positive integer"},
+		{[]any{"EMQ.STALLED.CHECK", "q", -1}, "ERR max_stalled must be a positive integer"},
+		{[]any{"EMQ.STALLED.CHECK", "q", 1, 0}, "ERR limit must be a positive integer"},
+		{[]any{"EMQ.STALLED.CHECK", "q", 1, 1, 1}, "ERR syntax error"},
+		{[]any{"EMQ.STALLED.CHECK", "q", "01"}, "ERR value is not an integer or out of range"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	e.ok("FLUSHALL")
+	e.expired("q", idA, run)
+	e.expired("q", idB, run)
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 2, 1); !reflect.DeepEqual(got, []any{[]any{idA}, []any{}}) {
+		t.Fatalf("limit 1: %v", got)
+	}
+}
+
+// The seed's table (docs/verbs.md section 5): one expired lease, the native
+// exit. A lease from the previous process is exempt; from this one, counted.
+func threeRecoveries(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.expired("q", idA, oldRun)
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 1); !reflect.DeepEqual(got, []any{[]any{idA}, []any{}}) {
+		t.Fatalf("previous run: %v", got)
+	}
+	if want := rowOf("state=pending", "attempts=1", "payload=p", "lease_epoch="+oldRun); e.row("q", idA) != want {
+		t.Fatalf("exempt row %s", e.row("q", idA))
+	}
+	e.ok("FLUSHALL")
+	e.expired("q", idA, tg.RunID())
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 1); !reflect.DeepEqual(got, []any{[]any{}, []any{idA}}) {
+		t.Fatalf("this run: %v", got)
+	}
+	if want := rowOf("state=dead", "attempts=1", "payload=p", "lease_epoch="+tg.RunID(), "stalled=1", "last_error=stalled"); e.row("q", idA) != want {
+		t.Fatalf("dead row %s", e.row("q", idA))
+	}
+	if !reflect.DeepEqual(e.zmembers("emq:{q}:dead"), []string{idA}) || e.ok("HGET", "emq:{q}:metrics:failed", "count") != "1" {
+		t.Fatal("dead set or metric")
+	}
+}
+
+// The restart exemption through a real restart: a lease granted before the
+// server restarted carries the old run_id and is recovered uncounted; a
+// lease granted after it is counted. A lease extended after the restart
+// belongs to the new run.
+func restartExemption(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	for _, id := range []string{idA, idB, idC} {
+		e.ok("EMQ.ENQUEUE", "q", id, "p-"+id)
+	}
+	before := tg.RunID()
+	for range 3 {
+		e.claim("q", 1000)
+	}
+	tg.Restart()
+	after := tg.RunID()
+	if after == before || len(after) != 40 {
+		t.Fatalf("run_id %q -> %q", before, after)
+	}
+	if e.field("q", idA, "lease_epoch") != before {
+		t.Fatalf("the restart lost the lease: %s", e.row("q", idA))
+	}
+	// idC's holder heartbeats after the restart: its lease is the new run's.
+	e.ok("EMQ.EXTEND", "q", idC, "1", 500)
+	if e.field("q", idC, "lease_epoch") != after {
+		t.Fatalf("EXTEND after the restart: %s", e.row("q", idC))
+	}
+	tg.Advance(1000)
+	got := e.ok("EMQ.STALLED.CHECK", "q", 1)
+	if !reflect.DeepEqual(got, []any{[]any{idA, idB}, []any{idC}}) {
+		t.Fatalf("after the restart: %v, want [[%s %s] [%s]]", got, idA, idB, idC)
+	}
+	for _, id := range []string{idA, idB} {
+		if want := rowOf("state=pending", "attempts=1", "payload=p-"+id, "lease_epoch="+before); e.row("q", id) != want {
+			t.Fatalf("exempt %s: %s", id, e.row("q", id))
+		}
+	}
+	if e.field("q", idC, "stalled") != "1" || e.field("q", idC, "state") != "dead" {
+		t.Fatalf("counted %s", e.row("q", idC))
+	}
+	// The recovered jobs are claimed again with the next token.
+	if id, tok, _ := e.claim("q", 1000); id != idA || tok != "2" {
+		t.Fatalf("re-claim %s %s", id, tok)
+	}
+}
+
+// A late holder is refused by all six token verbs; a holder whose lease
+// deadline passed but that no sweep recovered is still served.
+func fencing(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	_, tok1, _ := e.claim("q", 100)
+	tg.Advance(100)
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 5); !reflect.DeepEqual(got, []any{[]any{idA}, []any{}}) {
+		t.Fatal(got)
+	}
+	if got := e.refused("EMQ.COMPLETE", "q", idA, tok1); got != "EMQSTALE lease lost" {
+		t.Fatalf("after sweep: %q", got)
+	}
+	_, tok2, _ := e.claim("q", 100)
+	if tok1 != "1" || tok2 != "2" {
+		t.Fatal(tok1, tok2)
+	}
+	before := e.digest()
+	for _, c := range []struct {
+		verb string
+		args []any
+	}{
+		{"complete", []any{"EMQ.COMPLETE", "q", idA, tok1}},
+		{"fail", []any{"EMQ.FAIL", "q", idA, tok1, 3, 0, "late"}},
+		{"requeue", []any{"EMQ.REQUEUE", "q", idA, tok1}},
+		{"extend", []any{"EMQ.EXTEND", "q", idA, tok1, 1000}},
+		{"delay", []any{"EMQ.DELAY", "q", idA, tok1, "IN", 10}},
+		{"progress", []any{"EMQ.PROGRESS", "q", idA, tok1, "x"}},
+	} {
+		if got := e.refused(c.args...); got != "EMQSTALE "+c.verb+" token mismatch" {
+			t.Errorf("%s with the late token: %q", c.verb, got)
+		}
+	}
+	if got := e.refused("EMQ.COMPLETE", "q", idA, "02"); got != "EMQSTALE complete token mismatch" {
+		t.Errorf("bytes compare: %q", got)
+	}
+	// The guard's order: gone, mismatch, lane, dead, lease lost.
+	e.ok("HSET", "emq:{q}:job:"+idB, "state", "dead", "attempts", "1", "group", "g")
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.COMPLETE", "q", idC, "1"}, "EMQSTALE job gone"},
+		{[]any{"EMQ.COMPLETE", "q", idB, "2"}, "EMQSTALE complete token mismatch"},
+		{[]any{"EMQ.COMPLETE", "q", idB, "1"}, "EMQLANE lane rows are not served natively"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	e.ok("HDEL", "emq:{q}:job:"+idB, "group")
+	if got := e.refused("EMQ.FAIL", "q", idB, "1", 1, 0, "e"); got != "EMQSTATE job is dead" {
+		t.Errorf("dead: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idB, "state", "active")
+	if got := e.refused("EMQ.EXTEND", "q", idB, "1", 10); got != "EMQSTALE lease lost" {
+		t.Errorf("not in active: %q", got)
+	}
+	e.ok("DEL", "emq:{q}:job:"+idB)
+	if e.digest() != before {
+		t.Fatal("a refused late holder wrote")
+	}
+	// The current holder's deadline passes; nothing swept: still served.
+	tg.Advance(5000)
+	e.ok("EMQ.PROGRESS", "q", idA, tok2, "90%")
+	e.ok("EMQ.EXTEND", "q", idA, tok2, 100)
+	tg.Advance(5000)
+	if got := e.ok("EMQ.COMPLETE", "q", idA, tok2); got != int64(1) {
+		t.Fatal(got)
+	}
+}
+
+// Arguments are validated before any key is read (rule 1, rule 8's texts).
+func argumentsBeforeReads(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	for _, k := range []string{"pending", "active", "schedule", "dead", "meta", "metrics:failed", "job:" + idA} {
+		e.ok("SET", "emq:{q}:"+k, "x")
+	}
+	d := e.dirty()
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.CLAIM", "q", "0"}, "ERR lease_ms must be a positive integer"},
+		{[]any{"EMQ.CLAIM", "q", "1", "COUNT", "x"}, "ERR value is not an integer or out of range"},
+		{[]any{"EMQ.CLAIM", "q", "1", "COUNT", "0"}, "ERR count must be a positive integer"},
+		{[]any{"EMQ.CLAIM", "q", "1", "BLOCK", "-1"}, "ERR block_ms must be a non-negative integer"},
+		{[]any{"EMQ.CLAIM", "q", "1", "COUNT", "1", "COUNT", "1"}, "ERR syntax error"},
+		{[]any{"EMQ.CLAIM", "q", "1", "COUNT"}, "ERR syntax error"},
+		{[]any{"EMQ.FAIL", "q", idA, "1", "0", "0", "e"}, "ERR max_attempts must be a positive integer"},
+		{[]any{"EMQ.FAIL", "q", idA, "1", "1", "-5", "e"}, "ERR delay_ms must be a non-negative integer"},
+		{[]any{"EMQ.EXTEND", "q", idA, "1", "0"}, "ERR lease_ms must be a positive integer"},
+		{[]any{"EMQ.DELAY", "q", idA, "1", "SOON", "5"}, "ERR syntax error"},
+		{[]any{"EMQ.DELAY", "q", idA, "1", "at", "-5"}, "ERR run_at_ms must be a non-negative integer"},
+		{[]any{"EMQ.ENQUEUE", "q", "bad", "p", "DELAY", "5", "AT", "5"}, "ERR syntax error"},
+		{[]any{"EMQ.ENQUEUE", "q", "bad", "p", "DELAY", "+5"}, "ERR value is not an integer or out of range"},
+		{[]any{"EMQ.ENQUEUE", "q", "bad", "p"}, "EMQKIND job id must be JOB-namespaced"},
+		{[]any{"EMQ.ENQUEUE", "no good", "bad", "p"}, "ERR invalid queue name"},
+		{[]any{"EMQ.ENQUEUE", "emq", idA, "p"}, "ERR invalid queue name"},
+		{[]any{"EMQ.ENQUEUE", strings.Repeat("q", 129), idA, "p"}, "ERR invalid queue name"},
+		{[]any{"EMQ.STALLED.CHECK", "q", "1", "-2"}, "ERR limit must be a positive integer"},
+		{[]any{"EMQ.PROMOTE", "q", "1", "2"}, "ERR syntax error"},
+		{[]any{"EMQ.REPROCESS", "q", idA, "NOW"}, "ERR syntax error"},
+		{[]any{"emq.claim", "q"}, "ERR wrong number of arguments for 'emq.claim' command"},
+		{[]any{"EMQ.COMPLETE", "q", idA}, "ERR wrong number of arguments for 'emq.complete' command"},
+		{[]any{"EMQ.FAIL", "q", idA, "1", "1", "1"}, "ERR wrong number of arguments for 'emq.fail' command"},
+		{[]any{"EMQ.COUNTS", "q", "x"}, "ERR wrong number of arguments for 'emq.counts' command"},
+		{[]any{"EMQ.CLAIM", "q", "1"}, wrongType},
+		{[]any{"EMQ.COMPLETE", "q", idA, "1"}, wrongType},
+		{[]any{"EMQ.COUNTS", "q"}, wrongType},
+		{[]any{"EMQ.PAUSE", "q"}, wrongType},
+		{[]any{"EMQ.JOB", "q", idA}, wrongType},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	reap := "ERR unknown command 'EMQ.REAP', with args beginning with: 'q' "
+	if !tg.Native() {
+		reap = "ERR Function not found" // Differences: "unknown verbs"
+	}
+	if got := e.refused("EMQ.REAP", "q"); got != reap {
+		t.Errorf("EMQ.REAP: %q, want %q", got, reap)
+	}
+	if e.dirty() != d {
+		t.Fatal("a refusal wrote")
+	}
+}
+
+// Verbs inside MULTI/EXEC (BLOCK does not block); a verb's writes invalidate
+// WATCH on the keys it touches, a refused verb's do not.
+func multiWatch(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	cmds, err := e.rdb.TxPipelined(e.ctx, func(p redis.Pipeliner) error {
+		p.Do(e.ctx, "EMQ.CLAIM", "q", 1000, "BLOCK", 0)
+		p.Do(e.ctx, "EMQ.ENQUEUE", "q", idA, "in-multi")
+		p.Do(e.ctx, "EMQ.CLAIM", "q", 1000, "BLOCK", 0)
+		p.Do(e.ctx, "EMQ.COMPLETE", "q", idA, "9")
+		return nil
+	})
+	if err == nil {
+		t.Fatal("EXEC hid the refusal")
+	}
+	if got := cmds[0].(*redis.Cmd).Val(); !reflect.DeepEqual(got, []any{}) {
+		t.Fatalf("BLOCK in MULTI on an empty queue: %#v", got)
+	}
+	if got := cmds[2].(*redis.Cmd).Val(); !reflect.DeepEqual(got, []any{[]any{idA, "in-multi", "1", int64(0)}}) {
+		t.Fatalf("claim in MULTI: %#v", got)
+	}
+	if cmds[3].Err() == nil || cmds[3].Err().Error() != "EMQSTALE complete token mismatch" {
+		t.Fatalf("refusal inside EXEC: %v", cmds[3].Err())
+	}
+
+	other := tg.Client(2)
+	for _, c := range []struct {
+		key   string
+		write []any
+	}{
+		{"emq:{q}:pending", []any{"EMQ.ENQUEUE", "q", idB, "x"}},
+		{"emq:{q}:job:" + idA, []any{"EMQ.PROGRESS", "q", idA, "1", "50%"}},
+		{"emq:{q}:active", []any{"EMQ.EXTEND", "q", idA, "1", 5000}},
+		{"emq:{q}:meta", []any{"EMQ.PAUSE", "q"}},
+	} {
+		err := e.rdb.Watch(e.ctx, func(tx *redis.Tx) error {
+			if err := other.Do(e.ctx, c.write...).Err(); err != nil {
+				t.Fatalf("%v: %v", c.write, err)
+			}
+			_, err := tx.TxPipelined(e.ctx, func(p redis.Pipeliner) error {
+				p.Do(e.ctx, "EMQ.COUNTS", "q")
+				return nil
+			})
+			return err
+		}, c.key)
+		if err != redis.TxFailedErr {
+			t.Errorf("WATCH %s then %v: EXEC %v, want aborted", c.key, c.write, err)
+		}
+	}
+	err = e.rdb.Watch(e.ctx, func(tx *redis.Tx) error {
+		other.Do(e.ctx, "EMQ.COMPLETE", "q", idA, "bad")
+		_, err := tx.TxPipelined(e.ctx, func(p redis.Pipeliner) error {
+			p.Do(e.ctx, "EMQ.COUNTS", "q")
+			return nil
+		})
+		return err
+	}, "emq:{q}:job:"+idA, "emq:{q}:active")
+	if err != nil {
+		t.Fatalf("a refusal aborted a watcher: %v", err)
+	}
+}
+
+// EMQ.COUNTS and EMQ.JOB are maps after HELLO 3 and flat name/value arrays
+// under RESP2 (entry order: Differences "map entry order").
+func repliesAsMaps(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	r3 := tg.Client(3)
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	e.claim("q", 500)
+	e.ok("EMQ.ENQUEUE", "q", idB, "later", "AT", T0+9000)
+	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0)}
+	v3, err := r3.Do(e.ctx, "EMQ.COUNTS", "q").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, isMap := v3.(map[any]any); !isMap || !reflect.DeepEqual(asMap(t, v3), counts) {
+		t.Fatalf("RESP3 counts %#v", v3)
+	}
+	v2 := e.ok("EMQ.COUNTS", "q")
+	if a, isArr := v2.([]any); !isArr || len(a) != 12 || !reflect.DeepEqual(asMap(t, v2), counts) {
+		t.Fatalf("RESP2 counts %#v", v2)
+	}
+	job := map[string]any{"state": "active", "attempts": "1", "payload": "p", "lease_epoch": tg.RunID(), "lease_deadline_ms": "1700000000500"}
+	v3, _ = r3.Do(e.ctx, "EMQ.JOB", "q", idA).Result()
+	if _, isMap := v3.(map[any]any); !isMap || !reflect.DeepEqual(asMap(t, v3), job) {
+		t.Fatalf("RESP3 job %#v", v3)
+	}
+	if got := asMap(t, e.ok("EMQ.JOB", "q", idA)); !reflect.DeepEqual(got, job) {
+		t.Fatalf("RESP2 job %v", got)
+	}
+	if got := asMap(t, e.ok("EMQ.JOB", "q", idB)); got["run_at_ms"] != "1700000009000" || got["state"] != "scheduled" {
+		t.Fatalf("scheduled job %v", got)
+	}
+	if _, err := r3.Do(e.ctx, "EMQ.JOB", "q", idC).Result(); err != redis.Nil {
+		t.Fatalf("RESP3 missing job: %v", err)
+	}
+	if v, _ := e.do("EMQ.JOB", "q", idC); v != nil {
+		t.Fatalf("missing job %v", v)
+	}
+	// A hand-written fractional score prints as the shortest decimal.
+	e.ok("ZADD", "emq:{q}:schedule", "1.5", idB)
+	if got := asMap(t, e.ok("EMQ.JOB", "q", idB)); got["run_at_ms"] != "1.5" {
+		t.Fatalf("fractional run_at_ms %v", got["run_at_ms"])
+	}
+	e.ok("ZADD", "emq:{q}:schedule", "+inf", idB)
+	if got := asMap(t, e.ok("EMQ.JOB", "q", idB)); got["run_at_ms"] != "inf" {
+		t.Fatalf("infinite run_at_ms %v", got["run_at_ms"])
+	}
+	// An empty claim is an empty array; a duplicate enqueue is nil.
+	if got := e.ok("EMQ.CLAIM", "other", 10); !reflect.DeepEqual(got, []any{}) {
+		t.Fatalf("empty claim %#v", got)
+	}
+	if v, err := e.do("EMQ.ENQUEUE", "q", idA, "again"); v != nil || err != nil {
+		t.Fatalf("duplicate %v %v", v, err)
+	}
+	if got := e.ok("EMQ.PAUSE", "q"); got != "OK" {
+		t.Fatalf("pause %v", got)
+	}
+}
+
+// Minted ids: max(now, last+1), strictly increasing on a queue, the clock
+// stepping back, a deleted newest row, an id a client took itself.
+func mintedIDs(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	a := e.ok("EMQ.ENQUEUE", "q", "*", "1").(string)
+	b := e.ok("EMQ.ENQUEUE", "q", "*", "2").(string)
+	if a != encodeID(T0) || b != encodeID(T0+1) {
+		t.Fatalf("minted %s %s", a, b)
+	}
+	if got := e.ok("HGET", tg.MintKey("q"), "last"); got != b {
+		t.Fatalf("mint key %s last %v", tg.MintKey("q"), got)
+	}
+	tg.Advance(-60000) // the clock steps back
+	c := e.ok("EMQ.ENQUEUE", "q", "*", "3").(string)
+	if c != encodeID(T0+2) {
+		t.Fatalf("minted %s after %s with the clock back", c, b)
+	}
+	// Another queue: emqd's one minter orders it after q's ids; the
+	// library's per-queue minter starts from the clock (Differences:
+	// "minted ids across queues").
+	o := e.ok("EMQ.ENQUEUE", "other", "*", "x").(string)
+	wantO := encodeID(T0 + 3)
+	if !tg.Native() {
+		wantO = encodeID(T0 - 60000)
+	}
+	if o != wantO {
+		t.Fatalf("other queue minted %s, want %s", o, wantO)
+	}
+	tg.Advance(60000)
+	// A completion that deletes the newest row does not make its id reusable.
+	if got := e.ok("EMQ.CLAIM", "q", 10, "COUNT", 3).([]any); len(got) != 3 || got[2].([]any)[0] != c {
+		t.Fatalf("claimed %v", got)
+	}
+	e.ok("EMQ.COMPLETE", "q", c, "1")
+	d := e.ok("EMQ.ENQUEUE", "q", "*", "4").(string)
+	if d <= c {
+		t.Fatalf("minted %s after %s", d, c)
+	}
+	// A client that took the next id itself is skipped over.
+	next := encodeID(tg.Now())
+	if next <= d {
+		next = incID(d)
+	}
+	if e.ok("EMQ.ENQUEUE", "q", next, "mine") != next {
+		t.Fatal("explicit id")
+	}
+	if got := e.ok("EMQ.ENQUEUE", "q", "*", "5").(string); got != incID(next) {
+		t.Fatalf("minted %s, want to skip %s", got, next)
+	}
+	// A duplicate is nil and never overwrites.
+	if v, _ := e.do("EMQ.ENQUEUE", "q", next, "other"); v != nil || e.field("q", next, "payload") != "mine" {
+		t.Fatal("duplicate")
+	}
+	// A mint key that holds no minted id, or the last one, refuses.
+	e.ok("HSET", tg.MintKey("q"), "last", "junk")
+	want := "EMQKIND " + tg.MintKey("q") + " last is not a minted job id"
+	if got := e.refused("EMQ.ENQUEUE", "q", "*", "6"); got != want {
+		t.Fatalf("junk mint: %q, want %q", got, want)
+	}
+	e.ok("HSET", tg.MintKey("q"), "last", "JOBAzL8n0Y58m7")
+	if got := e.refused("EMQ.ENQUEUE", "q", "*", "6"); got != "ERR job id space exhausted" {
+		t.Fatalf("exhausted: %q", got)
+	}
+}
+
+// EMQ.CLAIM promotes due jobs first and hands out the lowest ids first,
+// promoted ones among pending by id; ghosts are dropped and do not use up
+// COUNT.
+func claimOrderAndPromotion(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idD, "d")
+	for _, id := range []string{idC, idA} {
+		e.ok("EMQ.ENQUEUE", "q", id, "p-"+id, "DELAY", 10)
+	}
+	e.ok("ZADD", "emq:{q}:pending", 0, idB) // a ghost
+	if got := e.ok("EMQ.CLAIM", "q", 1000, "COUNT", 5); !reflect.DeepEqual(got, []any{[]any{idD, "d", "1", int64(0)}}) {
+		t.Fatalf("before due: %v", got)
+	}
+	if n, _ := e.do("ZCARD", "emq:{q}:pending"); n != int64(0) {
+		t.Fatal("the ghost stayed in pending")
+	}
+	e.ok("EMQ.ENQUEUE", "q", "JOB00000000000", "zero")
+	tg.Advance(10)
+	got := e.ok("EMQ.CLAIM", "q", 1000, "COUNT", 2)
+	if !reflect.DeepEqual(got, []any{[]any{"JOB00000000000", "zero", "1", int64(0)}, []any{idA, "p-" + idA, "1", int64(0)}}) {
+		t.Fatalf("after due: %v", got)
+	}
+	if got := e.zmembers("emq:{q}:pending"); !reflect.DeepEqual(got, []string{idC}) {
+		t.Fatalf("pending %v", got)
+	}
+	if e.field("q", idC, "state") != "pending" {
+		t.Fatalf("promoted row %s", e.row("q", idC))
+	}
+	// A lane row met in pending refuses the whole claim; a due scheduled
+	// lane row refuses EMQ.PROMOTE and EMQ.CLAIM. Nothing is written.
+	e.ok("HSET", "emq:{q}:job:"+idC, "group", "g")
+	dig, d := e.digest(), e.dirty()
+	if got := e.refused("EMQ.CLAIM", "q", 1000); got != "EMQLANE lane rows are not served natively" {
+		t.Fatalf("lane: %q", got)
+	}
+	if e.digest() != dig || e.dirty() != d {
+		t.Fatal("the refused claim wrote")
+	}
+	e.ok("HDEL", "emq:{q}:job:"+idC, "group")
+	e.ok("EMQ.ENQUEUE", "q", idB, "b", "DELAY", 0)
+	e.ok("HSET", "emq:{q}:job:"+idB, "group", "g")
+	dig, d = e.digest(), e.dirty()
+	if got := e.refused("EMQ.PROMOTE", "q"); got != "EMQLANE lane rows are not served natively" {
+		t.Fatalf("promote lane: %q", got)
+	}
+	if got := e.refused("EMQ.CLAIM", "q", 1000); got != "EMQLANE lane rows are not served natively" {
+		t.Fatalf("claim due lane: %q", got)
+	}
+	if e.digest() != dig || e.dirty() != d {
+		t.Fatal("a refused promotion wrote")
+	}
+	// Bad counters refuse the claim.
+	e.ok("DEL", "emq:{q}:job:"+idB)
+	e.ok("HSET", "emq:{q}:job:"+idC, "failures", "x")
+	if got := e.refused("EMQ.CLAIM", "q", 1000); got != "ERR hash value is not an integer" {
+		t.Fatalf("failures: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idC, "failures", "2", "attempts", "9223372036854775807")
+	if got := e.refused("EMQ.CLAIM", "q", 1000); got != "ERR increment or decrement would overflow" {
+		t.Fatalf("attempts: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idC, "attempts", "-3")
+	if got := e.ok("EMQ.CLAIM", "q", 1000); !reflect.DeepEqual(got, []any{[]any{idC, "p-" + idC, "-2", int64(2)}}) {
+		t.Fatalf("negative attempts: %v", got)
+	}
+}
+
+// EMQ.REMOVE, EMQ.PAUSE, EMQ.RESUME.
+func removePauseResume(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idA, "a")
+	e.ok("EMQ.ENQUEUE", "q", idB, "b", "DELAY", 100)
+	e.ok("EMQ.PAUSE", "q")
+	if v := e.ok("EMQ.CLAIM", "q", 100); !reflect.DeepEqual(v, []any{}) {
+		t.Fatalf("paused queue handed out %v", v)
+	}
+	e.ok("EMQ.RESUME", "q")
+	if n, _ := e.do("EXISTS", "emq:{q}:meta"); n != int64(0) {
+		t.Fatal("RESUME left meta")
+	}
+	e.ok("EMQ.RESUME", "q")
+	e.claim("q", 100)
+	if got := e.refused("EMQ.REMOVE", "q", idA); got != "EMQSTATE job is active" {
+		t.Fatalf("removed a held job: %q", got)
+	}
+	if e.ok("EMQ.REMOVE", "q", idB) != int64(1) || e.row("q", idB) != "" {
+		t.Fatal("remove scheduled")
+	}
+	if n, _ := e.do("EXISTS", "emq:{q}:schedule"); n != int64(0) {
+		t.Fatal("schedule kept the id")
+	}
+	if e.ok("EMQ.REMOVE", "q", idB) != int64(0) {
+		t.Fatal("remove twice")
+	}
+	e.ok("ZADD", "emq:{q}:dead", 0, idC) // a member without a row
+	if e.ok("EMQ.REMOVE", "q", idC) != int64(1) {
+		t.Fatal("remove a dead member without a row")
+	}
+	e.ok("HSET", "emq:{q}:job:"+idD, "group", "g")
+	if got := e.refused("EMQ.REMOVE", "q", idD); got != "EMQLANE lane rows are not served natively" {
+		t.Fatalf("lane: %q", got)
+	}
+}
+
+// EMQ.REPROCESS's refusals and writes.
+func reprocessAndRemove(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	if got := e.refused("EMQ.REPROCESS", "q", idA); got != "EMQSTATE job is not dead" {
+		t.Fatalf("not dead: %q", got)
+	}
+	e.ok("ZADD", "emq:{q}:dead", 0, idA)
+	if got := e.refused("EMQ.REPROCESS", "q", idA); got != "EMQSTALE job gone" {
+		t.Fatalf("gone: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idA, "state", "dead", "attempts", "4", "failures", "3", "stalled", "1", "last_error", "boom", "payload", "p")
+	e.ok("SET", "emq:{q}:pending", "x")
+	if got := e.refused("EMQ.REPROCESS", "q", idA); got != wrongType {
+		t.Fatalf("pending wrong: %q", got)
+	}
+	e.ok("DEL", "emq:{q}:pending")
+	if e.ok("EMQ.REPROCESS", "q", idA) != int64(1) {
+		t.Fatal("reprocess")
+	}
+	if want := rowOf("state=pending", "attempts=4", "failures=3", "stalled=1", "payload=p"); e.row("q", idA) != want {
+		t.Fatalf("reprocessed row %s", e.row("q", idA))
+	}
+	_, tok, f := e.claim("q", 100)
+	if tok != "5" || f != 3 {
+		t.Fatalf("claim after reprocess: %s %d", tok, f)
+	}
+	e.ok("EMQ.FAIL", "q", idA, tok, 1, 0, "again")
+	if e.ok("EMQ.REPROCESS", "q", idA, "reset") != int64(1) {
+		t.Fatal("reprocess reset")
+	}
+	if want := rowOf("state=pending", "attempts=5", "payload=p", "lease_epoch="+tg.RunID()); e.row("q", idA) != want {
+		t.Fatalf("reset row %s", e.row("q", idA))
+	}
+}
+
+// Computed and AT times saturate at 2^53-1 ms, and read back exactly.
+func saturation(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	const max = "9007199254740991"
+	e.ok("EMQ.ENQUEUE", "q", idA, "p", "DELAY", "9223372036854775807")
+	e.ok("EMQ.ENQUEUE", "q", idB, "p", "AT", "9007199254740993")
+	e.ok("EMQ.ENQUEUE", "q", idC, "p", "AT", "0")
+	for _, id := range []string{idA, idB} {
+		if got := asMap(t, e.ok("EMQ.JOB", "q", id))["run_at_ms"]; got != max {
+			t.Fatalf("%s run_at_ms %v", id, got)
+		}
+	}
+	_, tok, _ := e.claim("q", 1) // AT 0 is due at once
+	if got := e.ok("EMQ.EXTEND", "q", idC, tok, "9223372036854775807"); got != int64(1) {
+		t.Fatal(got)
+	}
+	if got := e.zscore("emq:{q}:active", idC); got != max {
+		t.Fatalf("extended deadline %s", got)
+	}
+	e.ok("EMQ.DELAY", "q", idC, tok, "IN", "9007199254740000")
+	if got := e.zscore("emq:{q}:schedule", idC); got != max {
+		t.Fatalf("delayed %s", got)
+	}
+	if got := e.ok("EMQ.PROMOTE", "q", "9223372036854775807"); got != int64(0) {
+		t.Fatalf("promoted %v", got)
+	}
+}
+
+// Counters near the int64 limits are judged exactly.
+func largeCounters(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("HSET", "emq:{q}:job:"+idA, "state", "pending", "attempts", "9223372036854775806", "payload", "p", "failures", "1000")
+	e.ok("ZADD", "emq:{q}:pending", 0, idA)
+	_, tok, f := e.claim("q", 100)
+	if tok != "9223372036854775807" || f != 1000 {
+		t.Fatalf("token %s failures %d", tok, f)
+	}
+	if got := e.ok("EMQ.FAIL", "q", idA, tok, "9223372036854775807", 0, "x"); !reflect.DeepEqual(got, []any{"scheduled", int64(1001)}) {
+		t.Fatalf("fail %v", got)
+	}
+	if got := e.refused("EMQ.CLAIM", "q", 100); got != "ERR increment or decrement would overflow" {
+		t.Fatalf("token overflow: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idA, "attempts", "-9223372036854775808", "failures", "9223372036854775806")
+	_, tok, _ = e.claim("q", 100)
+	if tok != "-9223372036854775807" {
+		t.Fatalf("token from the minimum: %s", tok)
+	}
+	// f = 2^63-1 reaches max_attempts 2^63-1: dead. (The reply's integer is
+	// exact on emqd and a double's on the library: Differences.)
+	got := e.ok("EMQ.FAIL", "q", idA, tok, "9223372036854775807", 0, "x").([]any)
+	if got[0] != "dead" || e.field("q", idA, "failures") != "9223372036854775807" {
+		t.Fatalf("fail at the cap: %v %s", got, e.row("q", idA))
+	}
+	if tg.Native() && got[1] != int64(9223372036854775807) {
+		t.Fatalf("emqd's f %v", got[1])
+	}
+	e.ok("HSET", "emq:{q}:metrics:completed", "count", "9223372036854775807")
+	e.ok("EMQ.ENQUEUE", "q", idB, "p")
+	_, tok, _ = e.claim("q", 100)
+	if got := e.refused("EMQ.COMPLETE", "q", idB, tok); got != "ERR increment or decrement would overflow" {
+		t.Fatalf("completed overflow: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:metrics:completed", "count", "9223372036854775806")
+	e.ok("EMQ.COMPLETE", "q", idB, tok)
+	if got := e.ok("HGET", "emq:{q}:metrics:completed", "count"); got != "9223372036854775807" {
+		t.Fatalf("completed %v", got)
+	}
+}
+
+// BLOCK: on the library the call answers at once (Differences: "blocking
+// claims"); emqd's blocking is tested in verbs (e2e_block_test.go).
+func blockAnswersAtOnce(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	if tg.Native() {
+		t.Skip("emqd blocks: tested in verbs/e2e_block_test.go")
+	}
+	if got := e.ok("EMQ.CLAIM", "q", 1000, "BLOCK", 0); !reflect.DeepEqual(got, []any{}) {
+		t.Fatalf("BLOCK 0 on an empty queue: %#v", got)
+	}
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	if got := e.ok("EMQ.CLAIM", "q", 1000, "BLOCK", 5000, "COUNT", 3); !reflect.DeepEqual(got, []any{[]any{idA, "p", "1", int64(0)}}) {
+		t.Fatalf("BLOCK with a job: %#v", got)
+	}
+}
+
+// EMQ.DEBUG's argument checks, and the clock it moves.
+func debugRefused(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.DEBUG", "CLOCK"}, "ERR wrong number of arguments for 'emq.debug|clock' command"},
+		{[]any{"EMQ.DEBUG", "CLOCK", "BACK", 5}, "ERR syntax error"},
+		{[]any{"EMQ.DEBUG", "CLOCK", "ADVANCE", -5}, "ERR ms must be a non-negative integer"},
+		{[]any{"EMQ.DEBUG", "FOO"}, "ERR unknown subcommand 'FOO'. Try EMQ.DEBUG HELP."},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	e.ok("EMQ.ENQUEUE", "q", idA, "p", "DELAY", 1000)
+	e.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", 999)
+	if got := e.ok("EMQ.PROMOTE", "q"); got != int64(0) {
+		t.Fatal("promoted early")
+	}
+	e.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", 1)
+	if got := e.ok("EMQ.PROMOTE", "q"); got != int64(1) {
+		t.Fatal("not promoted at the due time")
+	}
+}

@@ -1,0 +1,1305 @@
+#!lua name=emq
+-- emq: the EMQ.* job verbs as a Valkey/Redis 7+ FUNCTION library, for a
+-- Valkey or Redis Cluster (docs/cluster.md). One function per verb, named
+-- after it (EMQ.CLAIM -> emq_claim), called with the queue name as the one
+-- declared key and the verb's other arguments after it:
+--
+--   FCALL emq_claim 1 <queue> <lease_ms> [COUNT count] [BLOCK block_ms]
+--
+-- Arguments, replies, refusal texts and the order of the checks are those of
+-- emqd's native verbs (docs/verbs.md): every argument is validated before any
+-- key is read; then every key the verb needs is read and judged; a refusal
+-- replies with the error having written nothing; only then are the writes
+-- made. Every key a call touches is emq:{<queue>}:..., in the slot of the
+-- declared key <queue>, so a call never crosses slots.
+--
+-- Where emqd depends on being the server (docs/cluster.md, "Differences"):
+--   * the clock is the node's TIME, read once per call;
+--   * the lease epoch is the node's run_id (INFO server), which changes when
+--     the process restarts and on a failover, so a lease stamped by an
+--     earlier process is exempt from the stall count, as natively;
+--   * minted ids come from a per-queue mint key emq:{<queue>}:mint (field
+--     last), not from the global {emq}:mint (another slot);
+--   * a function cannot block: EMQ.CLAIM's BLOCK is validated, then the call
+--     answers at once, as the native verb does inside MULTI (the Go client
+--     polls: docs/cluster.md, "Blocking claims").
+--
+-- Numbers: Lua numbers are doubles, so the 64-bit counters HINCRBY keeps
+-- (attempts, failures, stalled, metrics count) are judged here as decimal
+-- strings, exactly; only integers in replies above 2^53 lose precision.
+
+-- The test loader (cluster.Load with cluster.DebugClock) sets this to true:
+-- emq_debug then moves this node's clock for tests. Never true in production.
+local DEBUG_CLOCK = false
+
+-- ---------------------------------------------------------------------------
+-- Texts (docs/verbs.md, rules 8 and 9 and section 4)
+
+local E_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+local E_NOT_INT = 'ERR value is not an integer or out of range'
+local E_SYNTAX = 'ERR syntax error'
+local E_QUEUE = 'ERR invalid queue name'
+local E_KIND = 'EMQKIND job id must be JOB-namespaced'
+local E_GONE = 'EMQSTALE job gone'
+local E_LEASE_LOST = 'EMQSTALE lease lost'
+local E_LANE = 'EMQLANE lane rows are not served natively'
+local E_DEAD = 'EMQSTATE job is dead'
+local E_NOT_DEAD = 'EMQSTATE job is not dead'
+local E_ACTIVE = 'EMQSTATE job is active'
+local E_HASH_NOT_INT = 'ERR hash value is not an integer'
+local E_OVERFLOW = 'ERR increment or decrement would overflow'
+local E_EXHAUSTED = 'ERR job id space exhausted'
+local E_ONE_KEY = 'ERR emq functions take exactly one key, the queue name'
+local E_DEBUG_OFF = 'ERR EMQ.DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.'
+
+local function err(text)
+  return redis.error_reply(text)
+end
+
+local function e_arity(name)
+  return 'ERR wrong number of arguments for \'' .. name .. '\' command'
+end
+
+-- ---------------------------------------------------------------------------
+-- 64-bit integers as canonical decimal strings (Valkey's string2ll)
+
+local LLMAX = '9223372036854775807'
+local LLMIN_ABS = '9223372036854775808'
+
+-- bytes_lt compares two strings as bytes (Lua's < follows the locale).
+local function bytes_lt(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x < y
+    end
+  end
+  return #a < #b
+end
+
+-- dcmp compares two digit strings without leading zeros: -1, 0 or 1.
+local function dcmp(a, b)
+  if #a ~= #b then
+    return #a < #b and -1 or 1
+  end
+  if a == b then
+    return 0
+  end
+  return bytes_lt(a, b) and -1 or 1
+end
+
+-- ll returns s when Valkey's string2ll accepts it (then s is canonical:
+-- no sign but '-', no leading zero, within int64), else nil.
+local function ll(s)
+  if s == '0' then
+    return s
+  end
+  local neg = string.byte(s, 1) == 45
+  local d = neg and string.sub(s, 2) or s
+  if not string.find(d, '^[1-9][0-9]*$') or #d > 19 then
+    return nil
+  end
+  if #d == 19 then
+    local lim = neg and LLMIN_ABS or LLMAX
+    if dcmp(d, lim) > 0 then
+      return nil
+    end
+  end
+  return s
+end
+
+-- dadd adds two digit strings.
+local function dadd(a, b)
+  local out, carry = {}, 0
+  local i, j = #a, #b
+  while i > 0 or j > 0 or carry > 0 do
+    local x = i > 0 and string.byte(a, i) - 48 or 0
+    local y = j > 0 and string.byte(b, j) - 48 or 0
+    local s = x + y + carry
+    carry = s >= 10 and 1 or 0
+    out[#out + 1] = string.char(48 + s % 10)
+    i, j = i - 1, j - 1
+  end
+  return string.reverse(table.concat(out))
+end
+
+-- dsub subtracts digit strings, a >= b.
+local function dsub(a, b)
+  local out, borrow = {}, 0
+  local i, j = #a, #b
+  while i > 0 do
+    local x = string.byte(a, i) - 48 - borrow
+    local y = j > 0 and string.byte(b, j) - 48 or 0
+    if x < y then
+      x, borrow = x + 10, 1
+    else
+      borrow = 0
+    end
+    out[#out + 1] = string.char(48 + x - y)
+    i, j = i - 1, j - 1
+  end
+  local r = string.gsub(string.reverse(table.concat(out)), '^0+', '')
+  if r == '' then
+    return '0'
+  end
+  return r
+end
+
+-- cmp_ll compares two canonical int64 strings: -1, 0 or 1.
+local function cmp_ll(a, b)
+  local na, nb = string.byte(a, 1) == 45, string.byte(b, 1) == 45
+  if na ~= nb then
+    return na and -1 or 1
+  end
+  if na then
+    return dcmp(string.sub(b, 2), string.sub(a, 2))
+  end
+  return dcmp(a, b)
+end
+
+-- add_ll adds n (a non-negative Lua integer below 2^53) to the canonical
+-- int64 string s; nil when the sum leaves int64 (HINCRBY's overflow).
+local function add_ll(s, n)
+  local ns = string.format('%d', n)
+  if string.byte(s, 1) ~= 45 then
+    local r = dadd(s, ns)
+    if dcmp(r, LLMAX) > 0 then
+      return nil
+    end
+    return r
+  end
+  local m = string.sub(s, 2)
+  if dcmp(m, ns) > 0 then
+    return '-' .. dsub(m, ns)
+  end
+  return dsub(ns, m)
+end
+
+-- next_count is HINCRBY's rule (docs/verbs.md rule 5) for a stored counter
+-- v (false: absent, counts as 0) incremented by n: the new value as a
+-- string, or nil and the refusal text.
+local function next_count(v, n)
+  if not v then
+    return string.format('%d', n)
+  end
+  if not ll(v) then
+    return nil, E_HASH_NOT_INT
+  end
+  local r = add_ll(v, n)
+  if not r then
+    return nil, E_OVERFLOW
+  end
+  return r
+end
+
+-- int_arg parses a numeric argument (docs/verbs.md rule 8): min is 0 (may
+-- be zero) or 1 (positive). Returns the canonical string, or nil and the
+-- refusal text.
+local function int_arg(s, min, name)
+  if not ll(s) then
+    return nil, E_NOT_INT
+  end
+  if string.byte(s, 1) == 45 or (min == 1 and s == '0') then
+    if min == 1 then
+      return nil, 'ERR ' .. name .. ' must be a positive integer'
+    end
+    return nil, 'ERR ' .. name .. ' must be a non-negative integer'
+  end
+  return s
+end
+
+-- ---------------------------------------------------------------------------
+-- Time, scores, the lease epoch
+
+-- MAX_SCORE is 2^53-1 ms: later times are saturated to it, so a score reads
+-- back exactly (docs/verbs.md, EMQ.JOB).
+local MAX_SCORE = 9007199254740991
+
+local clock_pin, clock_offset = nil, 0 -- the test clock (DEBUG_CLOCK only)
+
+-- now_ms reads the node's clock: TIME in Unix ms.
+local function now_ms()
+  if clock_pin then
+    return clock_pin
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + clock_offset
+end
+
+-- add_ms is now+d saturated at MAX_SCORE (d >= 0).
+local function add_ms(now, d)
+  if d > 0 and now > MAX_SCORE - d then
+    return MAX_SCORE
+  end
+  return math.min(now + d, MAX_SCORE)
+end
+
+local function score_str(x)
+  return string.format('%d', x)
+end
+
+local run_id_cache = nil
+
+-- run_id is this node's run_id (INFO server), the lease epoch. It is fixed
+-- for the life of the process, as is this Lua state, so it is read once.
+local function run_id()
+  if not run_id_cache then
+    run_id_cache = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  end
+  return run_id_cache
+end
+
+-- format_ms prints a score that is a time in ms as EMQ.JOB does: an
+-- integral score in decimal, else the shortest decimal that reads back.
+local function format_ms(x)
+  if x == math.huge then
+    return 'inf'
+  elseif x == -math.huge then
+    return '-inf'
+  elseif x == math.floor(x) and math.abs(x) < 9223372036854775808 then
+    return string.format('%d', x)
+  end
+  local g
+  for p = 1, 17 do
+    g = string.format('%.' .. p .. 'g', x)
+    if tonumber(g) == x then
+      break
+    end
+  end
+  local mant, exp = string.match(g, '^-?([%d%.]+)e([-+]%d+)$')
+  local frac
+  if mant then
+    local dot = string.find(mant, '.', 1, true)
+    frac = (dot and #mant - dot or 0) - tonumber(exp)
+  else
+    local dot = string.find(g, '.', 1, true)
+    frac = dot and #g - dot or 0
+  end
+  if frac < 0 then
+    frac = 0
+  end
+  return string.format('%.' .. frac .. 'f', x)
+end
+
+-- ---------------------------------------------------------------------------
+-- Names: queues, ids, keys (docs/verbs.md section 2)
+
+local function valid_queue(q)
+  return #q >= 1 and #q <= 128 and not string.find(q, '[^A-Za-z0-9._%-]') and q ~= 'emq'
+end
+
+local function valid_id(id)
+  return #id == 14 and string.sub(id, 1, 3) == 'JOB' and not string.find(id, '[^0-9A-Za-z]', 4)
+end
+
+local B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+local MAX_ID = 'JOBAzL8n0Y58m7' -- the id of 2^63-1, the last mintable number
+
+local function b62val(c)
+  if c <= 57 then
+    return c - 48
+  elseif c <= 90 then
+    return c - 55
+  end
+  return c - 61
+end
+
+-- enc62 is the minted id of n (0 <= n < 2^53): base 62 at fixed width, so
+-- byte order is mint order.
+local function enc62(n)
+  local t = {}
+  for i = 11, 1, -1 do
+    local d = n % 62
+    t[i] = string.sub(B62, d + 1, d + 1)
+    n = (n - d) / 62
+  end
+  return 'JOB' .. table.concat(t)
+end
+
+-- inc62 is the id after id (a valid id below MAX_ID).
+local function inc62(id)
+  local d = { string.byte(id, 4, 14) }
+  local i = 11
+  while true do
+    local v = b62val(d[i]) + 1
+    if v < 62 then
+      d[i] = string.byte(B62, v + 1)
+      break
+    end
+    d[i] = 48
+    i = i - 1
+  end
+  return 'JOB' .. string.char(unpack(d))
+end
+
+-- keys returns the key names of queue q.
+local function keys(q)
+  local p = 'emq:{' .. q .. '}:'
+  return {
+    prefix = p,
+    pending = p .. 'pending',
+    active = p .. 'active',
+    schedule = p .. 'schedule',
+    dead = p .. 'dead',
+    completed = p .. 'metrics:completed',
+    failed = p .. 'metrics:failed',
+    meta = p .. 'meta',
+    mint = p .. 'mint',
+    job = p .. 'job:',
+  }
+end
+
+-- ---------------------------------------------------------------------------
+-- The read pass (docs/verbs.md rule 2): reads return plain values; a key of
+-- another type reads as WRONG.
+
+local ABSENT, OK, WRONG = 0, 1, 2
+
+local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group' }
+
+-- read_row reads a job row: {kind, state, attempts, failures, stalled,
+-- lease_epoch, payload, lane}; absent fields are false.
+local function read_row(key)
+  local r = redis.pcall('HMGET', key, unpack(ROW_FIELDS))
+  if r.err then
+    return { kind = WRONG }
+  end
+  local row = {
+    kind = OK,
+    state = r[1],
+    attempts = r[2],
+    failures = r[3],
+    stalled = r[4],
+    lease_epoch = r[5],
+    payload = r[6],
+    lane = r[7] and true or false,
+  }
+  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7]) then
+    if redis.call('EXISTS', key) == 0 then
+      row.kind = ABSENT
+    end
+  end
+  return row
+end
+
+-- hash_kind is ABSENT, OK (a hash) or WRONG.
+local function hash_kind(key)
+  local t = redis.call('TYPE', key).ok
+  if t == 'none' then
+    return ABSENT
+  elseif t == 'hash' then
+    return OK
+  end
+  return WRONG
+end
+
+-- zset_kind is ABSENT, OK (a sorted set) or WRONG.
+local function zset_kind(key)
+  local n = redis.pcall('ZCARD', key)
+  if type(n) == 'table' then
+    return WRONG
+  end
+  return n == 0 and ABSENT or OK
+end
+
+-- member reads id's score in the sorted set key: kind, in, score.
+local function member(key, id)
+  local s = redis.pcall('ZSCORE', key, id)
+  if type(s) == 'table' and s.err then
+    return WRONG, false, nil
+  end
+  if not s then
+    return OK, false, nil
+  end
+  return OK, true, tonumber(s)
+end
+
+-- read_field reads one hash field: kind, value (false when absent).
+local function read_field(key, field)
+  local v = redis.pcall('HGET', key, field)
+  if type(v) == 'table' and v.err then
+    return WRONG, false
+  end
+  return OK, v
+end
+
+-- counter_check judges a metrics hash that will get n HINCRBY count 1.
+local function counter_check(key, n)
+  local kind, v = read_field(key, 'count')
+  if kind == WRONG then
+    return E_WRONGTYPE
+  end
+  local _, e = next_count(v, n)
+  return e
+end
+
+-- read_due selects the members of the sorted set key with score <= now,
+-- lowest first, at most limit (a canonical string), with their rows:
+-- ZRANGEBYSCORE key -inf now LIMIT 0 limit. nil when key is not a zset.
+local function read_due(k, key, now, limit)
+  local r = redis.pcall('ZRANGEBYSCORE', key, '-inf', score_str(now), 'LIMIT', '0', limit)
+  if r.err then
+    return nil
+  end
+  local out = {}
+  for i = 1, #r do
+    out[i] = { id = r[i], key = k.job .. r[i], row = read_row(k.job .. r[i]) }
+  end
+  return out
+end
+
+-- ---------------------------------------------------------------------------
+-- Calling conventions
+
+-- check_call validates the key count and Valkey's arity (n exact, -n at
+-- least n, the verb's name and the queue counted), then the queue name.
+-- It returns the queue's keys, or nil and the refusal text.
+local function check_call(name, arity, keys_, args)
+  if #keys_ > 1 then
+    return nil, E_ONE_KEY
+  end
+  local n = #keys_ + #args + 1
+  if (arity >= 0 and n ~= arity) or (arity < 0 and n < -arity) then
+    return nil, e_arity(name)
+  end
+  if #keys_ == 0 then
+    return nil, E_ONE_KEY
+  end
+  if not valid_queue(keys_[1]) then
+    return nil, E_QUEUE
+  end
+  return keys(keys_[1])
+end
+
+-- verb registers fn(k, args) as the function fname for the verb name with
+-- Valkey arity arity. flags: function flags (no-writes, allow-oom).
+local function verb(fname, name, arity, flags, fn)
+  redis.register_function {
+    function_name = fname,
+    callback = function(keys_, args)
+      local k, e = check_call(name, arity, keys_, args)
+      if not k then
+        return err(e)
+      end
+      return fn(k, args)
+    end,
+    flags = flags,
+  }
+end
+
+-- ---------------------------------------------------------------------------
+-- EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms]
+
+verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
+  local sched, ms
+  local i = 3
+  while i <= #args do
+    if i + 1 > #args or sched then
+      return err(E_SYNTAX)
+    end
+    local opt, v, e = string.upper(args[i]), nil, nil
+    if opt == 'DELAY' then
+      sched = 'delay'
+      v, e = int_arg(args[i + 1], 0, 'delay_ms')
+    elseif opt == 'AT' then
+      sched = 'at'
+      v, e = int_arg(args[i + 1], 0, 'run_at_ms')
+    else
+      e = E_SYNTAX
+    end
+    ms = v and tonumber(v)
+    if e then
+      return err(e)
+    end
+    i = i + 2
+  end
+  local id, payload = args[1], args[2]
+  local mint = id == '*'
+  if not mint and not valid_id(id) then
+    return err(E_KIND)
+  end
+
+  -- Read pass.
+  local now = now_ms()
+  local row
+  if mint then
+    local mk, last = read_field(k.mint, 'last')
+    if mk == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    local n = now < 0 and 0 or now
+    id = enc62(n)
+    if last then
+      if not valid_id(last) or bytes_lt(MAX_ID, last) then
+        return err('EMQKIND ' .. k.mint .. ' last is not a minted job id')
+      end
+      if last == MAX_ID then
+        return err(E_EXHAUSTED)
+      end
+      local after = inc62(last)
+      if bytes_lt(id, after) then
+        id = after
+      end
+    end
+    -- Skip numbers a client already used as its own id.
+    while redis.call('EXISTS', k.job .. id) == 1 do
+      if id == MAX_ID then
+        return err(E_EXHAUSTED)
+      end
+      id = inc62(id)
+    end
+    row = ABSENT
+  else
+    row = hash_kind(k.job .. id)
+  end
+  if row == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  if row == OK then
+    return false -- a duplicate: nil, nothing written
+  end
+  local dest, state, score = k.pending, 'pending', 0
+  if sched == 'delay' then
+    dest, state, score = k.schedule, 'scheduled', add_ms(now, ms)
+  elseif sched == 'at' then
+    dest, state, score = k.schedule, 'scheduled', math.min(ms, MAX_SCORE)
+  end
+  if zset_kind(dest) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+
+  -- Write pass.
+  redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload)
+  redis.call('ZADD', dest, score_str(score), id)
+  if mint then
+    redis.call('HSET', k.mint, 'last', id)
+  end
+  return id
+end)
+
+-- ---------------------------------------------------------------------------
+-- The six token verbs: q id token first, then the common guard
+-- (docs/verbs.md section 4, in this order).
+
+local function token_guard(k, verb_name, id, token)
+  local row = read_row(k.job .. id)
+  if row.kind == WRONG then
+    return nil, E_WRONGTYPE
+  elseif not row.attempts then
+    return nil, E_GONE
+  elseif row.attempts ~= token then
+    return nil, 'EMQSTALE ' .. verb_name .. ' token mismatch'
+  elseif row.lane then
+    return nil, E_LANE
+  elseif row.state == 'dead' then
+    return nil, E_DEAD
+  end
+  local ak, in_active = member(k.active, id)
+  if ak == WRONG then
+    return nil, E_WRONGTYPE
+  elseif not in_active then
+    return nil, E_LEASE_LOST
+  end
+  return row
+end
+
+-- EMQ.COMPLETE q id token
+verb('emq_complete', 'emq.complete', 4, { 'allow-oom' }, function(k, args)
+  local id, token = args[1], args[2]
+  local _, e = token_guard(k, 'complete', id, token)
+  if e then
+    return err(e)
+  end
+  e = counter_check(k.completed, 1)
+  if e then
+    return err(e)
+  end
+  redis.call('ZREM', k.active, id)
+  redis.call('DEL', k.job .. id)
+  redis.call('HINCRBY', k.completed, 'count', '1')
+  return 1
+end)
+
+-- EMQ.FAIL q id token max_attempts delay_ms error
+verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
+  local id, token = args[1], args[2]
+  local max, e = int_arg(args[3], 1, 'max_attempts')
+  if not max then
+    return err(e)
+  end
+  local delay
+  delay, e = int_arg(args[4], 0, 'delay_ms')
+  if not delay then
+    return err(e)
+  end
+  delay = tonumber(delay)
+  local now = now_ms()
+  local row
+  row, e = token_guard(k, 'fail', id, token)
+  if e then
+    return err(e)
+  end
+  local f
+  f, e = next_count(row.failures, 1)
+  if e then
+    return err(e)
+  end
+  local rk = k.job .. id
+  if cmp_ll(f, max) >= 0 then
+    if zset_kind(k.dead) == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    e = counter_check(k.failed, 1)
+    if e then
+      return err(e)
+    end
+    redis.call('ZREM', k.active, id)
+    redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'dead')
+    redis.call('ZADD', k.dead, '0', id)
+    redis.call('HINCRBY', k.failed, 'count', '1')
+    return { 'dead', tonumber(f) }
+  end
+  if zset_kind(k.schedule) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  redis.call('ZREM', k.active, id)
+  redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'scheduled')
+  redis.call('ZADD', k.schedule, score_str(add_ms(now, delay)), id)
+  return { 'scheduled', tonumber(f) }
+end)
+
+-- EMQ.REQUEUE q id token
+verb('emq_requeue', 'emq.requeue', 4, { 'allow-oom' }, function(k, args)
+  local id, token = args[1], args[2]
+  local _, e = token_guard(k, 'requeue', id, token)
+  if e then
+    return err(e)
+  end
+  if zset_kind(k.pending) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  redis.call('ZREM', k.active, id)
+  redis.call('HSET', k.job .. id, 'state', 'pending')
+  redis.call('ZADD', k.pending, '0', id)
+  return 1
+end)
+
+-- EMQ.EXTEND q id token lease_ms
+verb('emq_extend', 'emq.extend', 5, { 'allow-oom' }, function(k, args)
+  local id, token = args[1], args[2]
+  local lease, e = int_arg(args[3], 1, 'lease_ms')
+  if not lease then
+    return err(e)
+  end
+  lease = tonumber(lease)
+  local now = now_ms()
+  local _
+  _, e = token_guard(k, 'extend', id, token)
+  if e then
+    return err(e)
+  end
+  redis.call('ZADD', k.active, score_str(add_ms(now, lease)), id)
+  redis.call('HSET', k.job .. id, 'lease_epoch', run_id())
+  return 1
+end)
+
+-- EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
+verb('emq_delay', 'emq.delay', 6, { 'allow-oom' }, function(k, args)
+  local id, token = args[1], args[2]
+  local mode, ms, e = string.upper(args[3]), nil, nil
+  if mode == 'IN' then
+    ms, e = int_arg(args[4], 0, 'delay_ms')
+  elseif mode == 'AT' then
+    ms, e = int_arg(args[4], 0, 'run_at_ms')
+  else
+    e = E_SYNTAX
+  end
+  if e then
+    return err(e)
+  end
+  ms = tonumber(ms)
+  local now = now_ms()
+  local _
+  _, e = token_guard(k, 'delay', id, token)
+  if e then
+    return err(e)
+  end
+  if zset_kind(k.schedule) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local score = math.min(ms, MAX_SCORE)
+  if mode == 'IN' then
+    score = add_ms(now, ms)
+  end
+  redis.call('ZREM', k.active, id)
+  redis.call('HSET', k.job .. id, 'state', 'scheduled')
+  redis.call('ZADD', k.schedule, score_str(score), id)
+  return 1
+end)
+
+-- EMQ.PROGRESS q id token value
+verb('emq_progress', 'emq.progress', 5, {}, function(k, args)
+  local id, token = args[1], args[2]
+  local _, e = token_guard(k, 'progress', id, token)
+  if e then
+    return err(e)
+  end
+  redis.call('HSET', k.job .. id, 'progress', args[3])
+  return 1
+end)
+
+-- ---------------------------------------------------------------------------
+-- Promotions: the due scheduled members, judged as EMQ.PROMOTE judges them
+-- (a ghost is dropped from schedule; a non-hash or lane row refuses the
+-- whole call). Returns the promoted entries, or nil and the refusal.
+
+local function judge_promotions(due)
+  for i = 1, #due do
+    local row = due[i].row
+    if row.kind == WRONG then
+      return nil, E_WRONGTYPE
+    elseif row.kind == OK and row.lane then
+      return nil, E_LANE
+    end
+  end
+  local out = {}
+  for i = 1, #due do
+    if due[i].row.kind == OK then
+      out[#out + 1] = due[i]
+    end
+  end
+  return out
+end
+
+local function write_promotions(k, due)
+  for i = 1, #due do
+    local d = due[i]
+    redis.call('ZREM', k.schedule, d.id)
+    if d.row.kind == OK then
+      redis.call('HSET', d.key, 'state', 'pending')
+      redis.call('ZADD', k.pending, '0', d.id)
+    end
+  end
+end
+
+-- ---------------------------------------------------------------------------
+-- EMQ.CLAIM q lease_ms [COUNT count] [BLOCK block_ms]
+
+local CLAIM_PROMOTE_MAX = '100'
+
+verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
+  local lease, e = int_arg(args[1], 1, 'lease_ms')
+  if not lease then
+    return err(e)
+  end
+  lease = tonumber(lease)
+  local count, have_count, block = 1, false, false
+  local i = 2
+  while i <= #args do
+    if i + 1 > #args then
+      return err(E_SYNTAX)
+    end
+    local opt = string.upper(args[i])
+    local v
+    if opt == 'COUNT' and not have_count then
+      have_count = true
+      v, e = int_arg(args[i + 1], 1, 'count')
+      if v then
+        count = tonumber(v)
+      end
+    elseif opt == 'BLOCK' and not block then
+      -- A function cannot block: BLOCK is validated and the call answers at
+      -- once, as the native verb does inside MULTI.
+      block = true
+      v, e = int_arg(args[i + 1], 0, 'block_ms')
+    else
+      e = E_SYNTAX
+    end
+    if e then
+      return err(e)
+    end
+    i = i + 2
+  end
+
+  -- Read pass.
+  local mk, paused = read_field(k.meta, 'paused')
+  if mk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  if paused then
+    return {}
+  end
+  local now = now_ms()
+  local due = read_due(k, k.schedule, now, CLAIM_PROMOTE_MAX)
+  if not due or zset_kind(k.pending) == WRONG or zset_kind(k.active) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local promoted
+  promoted, e = judge_promotions(due)
+  if not promoted then
+    return err(e)
+  end
+  -- The promoted ids join pending at score 0, so they sort by id among the
+  -- score-0 members (bytes); a promoted id already in pending moves to 0.
+  local in_prom = {}
+  for j = 1, #promoted do
+    in_prom[promoted[j].id] = true
+  end
+  table.sort(promoted, function(a, b)
+    return bytes_lt(a.id, b.id)
+  end)
+
+  -- Candidates from pending, in order, read in batches until enough rows.
+  local cands, fetched, exhausted = {}, 0, false
+  local function more()
+    if exhausted then
+      return false
+    end
+    local n = count + #promoted - #cands
+    if n < 1 then
+      n = 1
+    elseif n > 512 then
+      n = 512
+    end
+    local r = redis.call('ZRANGE', k.pending, fetched, fetched + n - 1, 'WITHSCORES')
+    if #r == 0 then
+      exhausted = true
+      return false
+    end
+    for j = 1, #r, 2 do
+      local id = r[j]
+      cands[#cands + 1] = { id = id, score = tonumber(r[j + 1]), key = k.job .. id, row = read_row(k.job .. id) }
+    end
+    fetched = fetched + #r / 2
+    return true
+  end
+
+  local jobs, ghosts, taken = {}, {}, {}
+  local ci, pj = 1, 1
+  while #jobs < count do
+    while true do
+      while ci <= #cands and in_prom[cands[ci].id] do
+        ci = ci + 1
+      end
+      if ci <= #cands or not more() then
+        break
+      end
+    end
+    local c
+    if ci <= #cands and pj <= #promoted then
+      local pc = cands[ci]
+      if pc.score < 0 or (pc.score == 0 and bytes_lt(pc.id, promoted[pj].id)) then
+        c, ci = pc, ci + 1
+      else
+        c, pj = promoted[pj], pj + 1
+      end
+    elseif ci <= #cands then
+      c, ci = cands[ci], ci + 1
+    elseif pj <= #promoted then
+      c, pj = promoted[pj], pj + 1
+    end
+    if not c then
+      break
+    end
+    local row = c.row
+    if row.kind == ABSENT then
+      ghosts[#ghosts + 1] = c.id
+    elseif row.kind == WRONG then
+      return err(E_WRONGTYPE)
+    elseif row.lane then
+      return err(E_LANE)
+    else
+      local tok
+      tok, e = next_count(row.attempts, 1)
+      if not tok then
+        return err(e)
+      end
+      local failures = 0
+      if row.failures then
+        if not ll(row.failures) then
+          return err(E_HASH_NOT_INT)
+        end
+        failures = tonumber(row.failures)
+      end
+      jobs[#jobs + 1] = { c.id, row.payload or '', tok, failures, key = c.key }
+      if in_prom[c.id] then
+        taken[c.id] = true
+      end
+    end
+  end
+
+  -- Write pass.
+  write_promotions(k, due)
+  for j = 1, #ghosts do
+    redis.call('ZREM', k.pending, ghosts[j])
+  end
+  if #jobs > 0 then
+    local deadline = score_str(add_ms(now, lease))
+    local epoch = run_id()
+    for j = 1, #jobs do
+      local job = jobs[j]
+      redis.call('ZREM', k.pending, job[1])
+      redis.call('HINCRBY', job.key, 'attempts', '1')
+      redis.call('HSET', job.key, 'state', 'active', 'lease_epoch', epoch)
+      redis.call('ZADD', k.active, deadline, job[1])
+      job.key = nil
+    end
+  end
+  return jobs
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.STALLED.CHECK q [max_stalled [limit]]
+
+verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, args)
+  if #args > 2 then
+    return err(E_SYNTAX)
+  end
+  local max, limit, e = '1', '100', nil
+  if #args >= 1 then
+    max, e = int_arg(args[1], 1, 'max_stalled')
+    if not max then
+      return err(e)
+    end
+  end
+  if #args >= 2 then
+    limit, e = int_arg(args[2], 1, 'limit')
+    if not limit then
+      return err(e)
+    end
+  end
+  local now = now_ms()
+  local expired = read_due(k, k.active, now, limit)
+  if not expired then
+    return err(E_WRONGTYPE)
+  end
+  if #expired == 0 then
+    return { {}, {} }
+  end
+  local epoch = run_id()
+  local verdicts, n_recovered, n_dead = {}, 0, 0
+  for i = 1, #expired do
+    local row = expired[i].row
+    if row.kind == ABSENT then
+      verdicts[i] = { kind = 'ghost' }
+    elseif row.kind == WRONG then
+      return err(E_WRONGTYPE)
+    elseif row.lane then
+      return err(E_LANE)
+    elseif row.lease_epoch ~= epoch then
+      -- The lease crossed a restart (or a failover): exempt, uncounted.
+      verdicts[i] = { kind = 'exempt' }
+      n_recovered = n_recovered + 1
+    else
+      local s
+      s, e = next_count(row.stalled, 1)
+      if not s then
+        return err(e)
+      end
+      if cmp_ll(s, max) >= 0 then
+        verdicts[i] = { kind = 'dead', s = s }
+        n_dead = n_dead + 1
+      else
+        verdicts[i] = { kind = 'recovered', s = s }
+        n_recovered = n_recovered + 1
+      end
+    end
+  end
+  if n_recovered > 0 and zset_kind(k.pending) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  if n_dead > 0 then
+    if zset_kind(k.dead) == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    e = counter_check(k.failed, n_dead)
+    if e then
+      return err(e)
+    end
+  end
+
+  local recovered, dead = {}, {}
+  for i = 1, #expired do
+    local id, rk, v = expired[i].id, expired[i].key, verdicts[i]
+    redis.call('ZREM', k.active, id)
+    if v.kind == 'exempt' then
+      redis.call('HSET', rk, 'state', 'pending')
+      redis.call('ZADD', k.pending, '0', id)
+      recovered[#recovered + 1] = id
+    elseif v.kind == 'recovered' then
+      redis.call('HSET', rk, 'state', 'pending', 'stalled', v.s)
+      redis.call('ZADD', k.pending, '0', id)
+      recovered[#recovered + 1] = id
+    elseif v.kind == 'dead' then
+      redis.call('HSET', rk, 'stalled', v.s, 'state', 'dead', 'last_error', 'stalled')
+      redis.call('ZADD', k.dead, '0', id)
+      redis.call('HINCRBY', k.failed, 'count', '1')
+      dead[#dead + 1] = id
+    end
+  end
+  return { recovered, dead }
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.PROMOTE q [limit]
+
+verb('emq_promote', 'emq.promote', -2, { 'allow-oom' }, function(k, args)
+  if #args > 1 then
+    return err(E_SYNTAX)
+  end
+  local limit, e = '100', nil
+  if #args == 1 then
+    limit, e = int_arg(args[1], 1, 'limit')
+    if not limit then
+      return err(e)
+    end
+  end
+  local now = now_ms()
+  local due = read_due(k, k.schedule, now, limit)
+  if not due then
+    return err(E_WRONGTYPE)
+  end
+  if #due == 0 then
+    return 0
+  end
+  local promoted
+  promoted, e = judge_promotions(due)
+  if not promoted then
+    return err(e)
+  end
+  if #promoted > 0 and zset_kind(k.pending) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  write_promotions(k, due)
+  return #promoted
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.REPROCESS q id [RESET]
+
+verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
+  if #args > 2 or (#args == 2 and string.upper(args[2]) ~= 'RESET') then
+    return err(E_SYNTAX)
+  end
+  local id, reset = args[1], #args == 2
+  local rk = k.job .. id
+  local dk, in_dead = member(k.dead, id)
+  if dk == WRONG then
+    return err(E_WRONGTYPE)
+  elseif not in_dead then
+    return err(E_NOT_DEAD)
+  end
+  local row = read_row(rk)
+  if row.kind == WRONG then
+    return err(E_WRONGTYPE)
+  elseif row.kind == ABSENT then
+    return err(E_GONE)
+  elseif row.lane then
+    return err(E_LANE)
+  elseif zset_kind(k.pending) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  redis.call('ZREM', k.dead, id)
+  if reset then
+    redis.call('HDEL', rk, 'last_error', 'failures', 'stalled')
+  else
+    redis.call('HDEL', rk, 'last_error')
+  end
+  redis.call('HSET', rk, 'state', 'pending')
+  redis.call('ZADD', k.pending, '0', id)
+  return 1
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.REMOVE q id
+
+verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
+  local id = args[1]
+  local rk = k.job .. id
+  local ak, in_active = member(k.active, id)
+  if ak == WRONG then
+    return err(E_WRONGTYPE)
+  elseif in_active then
+    return err(E_ACTIVE)
+  end
+  local row = read_row(rk)
+  if row.kind == WRONG then
+    return err(E_WRONGTYPE)
+  elseif row.kind == OK and row.lane then
+    return err(E_LANE)
+  end
+  local pk, in_pending = member(k.pending, id)
+  local sk, in_schedule = member(k.schedule, id)
+  local dk, in_dead = member(k.dead, id)
+  if pk == WRONG or sk == WRONG or dk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local n = 0
+  if in_pending then
+    n = n + redis.call('ZREM', k.pending, id)
+  end
+  if in_schedule then
+    n = n + redis.call('ZREM', k.schedule, id)
+  end
+  if in_dead then
+    n = n + redis.call('ZREM', k.dead, id)
+  end
+  if row.kind == OK then
+    n = n + redis.call('DEL', rk)
+  end
+  return n > 0 and 1 or 0
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.PAUSE q, EMQ.RESUME q
+
+verb('emq_pause', 'emq.pause', 2, { 'allow-oom' }, function(k)
+  if hash_kind(k.meta) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  redis.call('HSET', k.meta, 'paused', '1')
+  return redis.status_reply('OK')
+end)
+
+verb('emq_resume', 'emq.resume', 2, { 'allow-oom' }, function(k)
+  local mk, paused = read_field(k.meta, 'paused')
+  if mk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  if paused then
+    redis.call('HDEL', k.meta, 'paused')
+  end
+  return redis.status_reply('OK')
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.COUNTS q (a map: RESP3 map, RESP2 flat name/value array)
+
+local function metric(key)
+  local kind, v = read_field(key, 'count')
+  if kind == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  if not v then
+    return 0
+  end
+  if not ll(v) then
+    return nil, E_HASH_NOT_INT
+  end
+  return tonumber(v)
+end
+
+verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
+  local sizes = {}
+  for i, key in ipairs({ k.pending, k.active, k.schedule, k.dead }) do
+    local n = redis.pcall('ZCARD', key)
+    if type(n) == 'table' then
+      return err(E_WRONGTYPE)
+    end
+    sizes[i] = n
+  end
+  local done, e = metric(k.completed)
+  if not done then
+    return err(e)
+  end
+  local failed
+  failed, e = metric(k.failed)
+  if not failed then
+    return err(e)
+  end
+  return {
+    map = {
+      pending = sizes[1],
+      active = sizes[2],
+      scheduled = sizes[3],
+      dead = sizes[4],
+      completed = done,
+      failed = failed,
+    },
+  }
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.JOB q id (nil, or a map of the row's fields with lease_deadline_ms
+-- and run_at_ms)
+
+verb('emq_job', 'emq.job', 3, { 'no-writes' }, function(k, args)
+  local id = args[1]
+  local rk = k.job .. id
+  local all = redis.pcall('HGETALL', rk)
+  if all.err then
+    return err(E_WRONGTYPE)
+  end
+  if #all == 0 then
+    return false
+  end
+  local ak, in_active, deadline = member(k.active, id)
+  if ak == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local sk, in_schedule, run_at = member(k.schedule, id)
+  if sk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local m = {}
+  for i = 1, #all, 2 do
+    m[all[i]] = all[i + 1]
+  end
+  if in_active then
+    m.lease_deadline_ms = format_ms(deadline)
+  end
+  if in_schedule then
+    m.run_at_ms = format_ms(run_at)
+  end
+  return { map = m }
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.DEBUG CLOCK ADVANCE ms (and, test-only, CLOCK SET ms): refused as
+-- Valkey refuses DEBUG when enable-debug-command is off, unless the library
+-- was loaded for tests (cluster.DebugClock). The clock is this node's.
+
+redis.register_function {
+  function_name = 'emq_debug',
+  flags = { 'no-writes' },
+  callback = function(keys_, args)
+    local all = {}
+    for _, v in ipairs(keys_) do
+      all[#all + 1] = v
+    end
+    for _, v in ipairs(args) do
+      all[#all + 1] = v
+    end
+    if #all < 1 then
+      return err(e_arity('emq.debug'))
+    end
+    local is_clock = string.upper(all[1]) == 'CLOCK'
+    if is_clock and #all ~= 3 then
+      return err(e_arity('emq.debug|clock'))
+    end
+    if not DEBUG_CLOCK then
+      return err(E_DEBUG_OFF)
+    end
+    if not is_clock then
+      return err('ERR unknown subcommand \'' .. all[1] .. '\'. Try EMQ.DEBUG HELP.')
+    end
+    local sub = string.upper(all[2])
+    if sub ~= 'ADVANCE' and sub ~= 'SET' then
+      return err(E_SYNTAX)
+    end
+    local v, e = int_arg(all[3], 0, 'ms')
+    if not v then
+      return err(e)
+    end
+    local ms = tonumber(v)
+    if sub == 'SET' then
+      clock_pin = ms
+    elseif clock_pin then
+      clock_pin = clock_pin + ms
+    else
+      clock_offset = clock_offset + ms
+    end
+    return redis.status_reply('OK')
+  end,
+}
