@@ -42,7 +42,7 @@ func Function(verb string) string {
 var Functions = []string{
 	"emq_enqueue", "emq_claim", "emq_complete", "emq_fail", "emq_requeue", "emq_extend", "emq_delay",
 	"emq_progress", "emq_stalled_check", "emq_promote", "emq_reprocess", "emq_pause", "emq_resume",
-	"emq_remove", "emq_counts", "emq_job", "emq_debug",
+	"emq_remove", "emq_counts", "emq_job", "emq_list", "emq_debug",
 }
 
 // Option changes what Load loads.

@@ -1221,38 +1221,108 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
 end)
 
 -- ---------------------------------------------------------------------------
--- EMQ.JOB q id (nil, or a map of the row's fields with lease_deadline_ms
--- and run_at_ms)
+-- EMQ.JOB q id (docs/verbs.md §4.17): nil, or a map of the row's fields
+-- with lease_deadline_ms and run_at_ms
+
+-- job_map is EMQ.JOB's map of a row read with HGETALL (all), with the id's
+-- scores in active and schedule (nil: not a member).
+local function job_map(all, deadline, run_at)
+  local m = {}
+  for i = 1, #all, 2 do
+    m[all[i]] = all[i + 1]
+  end
+  if deadline then
+    m.lease_deadline_ms = format_ms(deadline)
+  end
+  if run_at then
+    m.run_at_ms = format_ms(run_at)
+  end
+  return { map = m }
+end
 
 verb('emq_job', 'emq.job', 3, { 'no-writes' }, function(k, args)
   local id = args[1]
-  local rk = k.job .. id
-  local all = redis.pcall('HGETALL', rk)
+  local all = redis.pcall('HGETALL', k.job .. id)
   if all.err then
     return err(E_WRONGTYPE)
   end
   if #all == 0 then
     return false
   end
-  local ak, in_active, deadline = member(k.active, id)
+  local ak, _, deadline = member(k.active, id)
   if ak == WRONG then
     return err(E_WRONGTYPE)
   end
-  local sk, in_schedule, run_at = member(k.schedule, id)
+  local sk, _, run_at = member(k.schedule, id)
   if sk == WRONG then
     return err(E_WRONGTYPE)
   end
-  local m = {}
-  for i = 1, #all, 2 do
-    m[all[i]] = all[i + 1]
+  return job_map(all, deadline, run_at)
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.LIST q state [offset count] (docs/verbs.md §4.18): one page of the
+-- jobs of one state, each [id, EMQ.JOB's map] ([id, nil] for a ghost).
+
+local LIST_SETS = { PENDING = 'pending', ACTIVE = 'active', SCHEDULED = 'schedule', DEAD = 'dead' }
+local LIST_MAX = '1000'
+
+verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
+  local set = LIST_SETS[string.upper(args[1])]
+  if not set then
+    return err('ERR state must be one of pending, active, scheduled, dead')
   end
-  if in_active then
-    m.lease_deadline_ms = format_ms(deadline)
+  if #args ~= 1 and #args ~= 3 then
+    return err(E_SYNTAX)
   end
-  if in_schedule then
-    m.run_at_ms = format_ms(run_at)
+  local offset, count, e = '0', 100, nil
+  if #args == 3 then
+    offset, e = int_arg(args[2], 0, 'offset')
+    if not offset then
+      return err(e)
+    end
+    local c
+    c, e = int_arg(args[3], 1, 'count')
+    if not c then
+      return err(e)
+    end
+    if cmp_ll(c, LIST_MAX) > 0 then
+      return err('ERR count must be at most 1000')
+    end
+    count = tonumber(c)
   end
-  return { map = m }
+  local key = k[set]
+  local size = redis.pcall('ZCARD', key)
+  if type(size) == 'table' then
+    return err(E_WRONGTYPE)
+  end
+  if cmp_ll(offset, string.format('%d', size)) >= 0 then
+    return {}
+  end
+  local from = tonumber(offset)
+  local ids = redis.call('ZRANGE', key, from, from + count - 1)
+  local out, checked = {}, false
+  for i = 1, #ids do
+    local id = ids[i]
+    local all = redis.pcall('HGETALL', k.job .. id)
+    if all.err then
+      return err(E_WRONGTYPE)
+    end
+    if #all == 0 then
+      out[i] = { id, false }
+    else
+      if not checked then
+        checked = true
+        if zset_kind(k.active) == WRONG or zset_kind(k.schedule) == WRONG then
+          return err(E_WRONGTYPE)
+        end
+      end
+      local _, _, deadline = member(k.active, id)
+      local _, _, run_at = member(k.schedule, id)
+      out[i] = { id, job_map(all, deadline, run_at) }
+    end
+  end
+  return out
 end)
 
 -- ---------------------------------------------------------------------------

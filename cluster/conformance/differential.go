@@ -155,6 +155,15 @@ func (s *side) render(verb string, v any) string {
 	if v == nil {
 		return "(nil)"
 	}
+	if verb == "EMQ.LIST" {
+		entries := v.([]any)
+		parts := make([]string, len(entries))
+		for i, x := range entries {
+			pair := x.([]any)
+			parts[i] = "[" + s.render("", pair[0]) + " " + s.render("EMQ.JOB", pair[1]) + "]"
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
 	if verb == "EMQ.COUNTS" || verb == "EMQ.JOB" {
 		m := asMap(s.t, v)
 		keys := make([]string, 0, len(m))
@@ -358,7 +367,7 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return args
 	}
-	switch rng.Intn(18) {
+	switch rng.Intn(19) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), pick(rng, id(), "*"), "payload"}
 		if a[2] == "*" && a[1] == "other" {
@@ -426,6 +435,15 @@ func randomCall(rng *rand.Rand) []string {
 		return []string{"EMQ.JOB", q(), id()}
 	case 16:
 		return maybe([]string{"EMQ.DEBUG", "CLOCK", pick(rng, "ADVANCE", "BACK"), pick(rng, "0", "1", "700", "-1", "x")}, "x")
+	case 17:
+		a := []string{"EMQ.LIST", q(), pick(rng, "pending", "active", "SCHEDULED", "dead", "done")}
+		switch rng.Intn(4) {
+		case 0:
+			a = append(a, num(), pick(rng, num(), "1001"))
+		case 1:
+			a = append(a, num())
+		}
+		return a
 	default:
 		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
 	}

@@ -78,6 +78,7 @@ var Scenarios = []Scenario{
 	{"LargeCounters", largeCounters},
 	{"BlockAnswersAtOnce", blockAnswersAtOnce},
 	{"DebugRefused", debugRefused},
+	{"List", list},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -950,5 +951,79 @@ func debugRefused(t *testing.T, tg Target) {
 	e.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", 1)
 	if got := e.ok("EMQ.PROMOTE", "q"); got != int64(1) {
 		t.Fatal("not promoted at the due time")
+	}
+}
+
+// EMQ.LIST: each state in its set's order, paging, ghosts, arguments, bad
+// rows (docs/verbs.md §4.18).
+func list(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	page := func(args ...any) []string {
+		t.Helper()
+		var out []string
+		for _, x := range e.ok(append([]any{"EMQ.LIST", "q"}, args...)...).([]any) {
+			pair := x.([]any)
+			if pair[1] == nil {
+				out = append(out, pair[0].(string)+":ghost")
+				continue
+			}
+			m := asMap(t, pair[1])
+			out = append(out, pair[0].(string)+":"+m["state"].(string))
+		}
+		return out
+	}
+	if got := page("pending"); len(got) != 0 {
+		t.Fatalf("empty queue: %v", got)
+	}
+	for _, id := range []string{idD, idB, idA} {
+		e.ok("EMQ.ENQUEUE", "q", id, "p")
+	}
+	e.ok("EMQ.ENQUEUE", "q", idC, "p", "DELAY", 50)
+	e.ok("ZADD", "emq:{q}:pending", 0, "JOB0000000000Z") // a ghost
+	if got := page("PENDING"); !reflect.DeepEqual(got, []string{idA + ":pending", idB + ":pending", idD + ":pending", "JOB0000000000Z:ghost"}) {
+		t.Fatalf("pending: %v", got)
+	}
+	if got := page("pending", 1, 2); !reflect.DeepEqual(got, []string{idB + ":pending", idD + ":pending"}) {
+		t.Fatalf("page: %v", got)
+	}
+	if got := page("pending", "9223372036854775807", 1000); len(got) != 0 {
+		t.Fatalf("past the end: %v", got)
+	}
+	e.claim("q", 300)
+	e.ok("EMQ.EXTEND", "q", idA, "1", 100)
+	e.claim("q", 200)
+	if got := page("active"); !reflect.DeepEqual(got, []string{idA + ":active", idB + ":active"}) {
+		t.Fatalf("active by deadline: %v", got)
+	}
+	entry := e.ok("EMQ.LIST", "q", "scheduled").([]any)[0].([]any)
+	if entry[0] != idC || asMap(t, entry[1])["run_at_ms"] != "1700000000050" {
+		t.Fatalf("scheduled: %v", entry)
+	}
+	d := e.dirty()
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.LIST", "q", "done"}, "ERR state must be one of pending, active, scheduled, dead"},
+		{[]any{"EMQ.LIST", "q", "dead", 1}, "ERR syntax error"},
+		{[]any{"EMQ.LIST", "q", "dead", -1, 1}, "ERR offset must be a non-negative integer"},
+		{[]any{"EMQ.LIST", "q", "dead", 0, 0}, "ERR count must be a positive integer"},
+		{[]any{"EMQ.LIST", "q", "dead", 0, 1001}, "ERR count must be at most 1000"},
+		{[]any{"EMQ.LIST", "q", "dead", "x", 1}, "ERR value is not an integer or out of range"},
+		{[]any{"EMQ.LIST", "q"}, "ERR wrong number of arguments for 'emq.list' command"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	e.ok("SET", "emq:{q}:job:"+idD, "x")
+	if got := e.refused("EMQ.LIST", "q", "pending"); got != wrongType {
+		t.Fatalf("bad row: %q", got)
+	}
+	if got := page("pending", 1, 1); !reflect.DeepEqual(got, []string{"JOB0000000000Z:ghost"}) {
+		t.Fatalf("a page without the bad row: %v", got)
+	}
+	if e.dirty() != d+1 {
+		t.Fatal("EMQ.LIST wrote")
 	}
 }
