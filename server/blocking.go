@@ -10,7 +10,8 @@ import (
 // Blocked clients, generic over store.BlockSpec (verbs.md EMQ.CLAIM BLOCK):
 // a handler that found nothing sets Ctx.Block; the connection is parked (no
 // reply yet; its later pipelined commands wait behind it). Parked clients
-// wait in a FIFO per (db, queue). Store.OnReady marks a queue ready; after
+// wait in a FIFO per (db, queue). The verbs' Ready (onReady) marks a queue
+// ready; after
 // the batch that did so, the server retries the queue's clients in arrival
 // order, each with a fresh NowMs, until one Retry returns false. A timer at
 // the earliest BlockSpec.Due time retries the queue too; at TimeoutMs
@@ -55,7 +56,8 @@ func newBlocking() *blocking {
 	}
 }
 
-// onReady is Store.OnReady: a job of queue in db may have become claimable.
+// onReady is the verbs' Ready (verbs.Config): a job of queue in db may have
+// become claimable.
 // Called under the store lock; the retry happens after the current batch.
 func (s *Server) onReady(db int, queue string) {
 	b := s.blk
@@ -78,7 +80,8 @@ func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.Bloc
 		spec: spec,
 		key:  queueKey{spec.DB, spec.Queue},
 	}
-	p.ctx = &store.Ctx{S: s.store, W: &c.aw, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	x := s.newCtx(&c.aw)
+	p.ctx = &x
 	q := b.queues[p.key]
 	if q == nil {
 		q = list.New()

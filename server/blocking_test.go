@@ -22,12 +22,14 @@ import (
 // The items live in a map per store, touched only under the store lock.
 var fakeItems = map[*store.Store]map[string]int{}
 
-func init() {
-	testCommands = append(testCommands,
-		store.NewCommand("test.put", 3, fakePut, store.FlagWrite).WithKeys(1, 1, 1),
+// fakeCommands are the TEST.* commands (Options.testCommands: startServer
+// adds them to every server it starts); ready is the server's wake-up.
+func fakeCommands(ready func(db int, queue string)) []*store.CommandSpec {
+	return []*store.CommandSpec{
+		store.NewCommand("test.put", 3, func(c *store.Ctx) { fakePut(c, ready) }, store.FlagWrite).WithKeys(1, 1, 1),
 		store.NewCommand("test.take", -3, fakeTake, store.FlagWrite, store.FlagBlocking).WithKeys(1, 1, 1),
 		store.NewCommand("test.items", 2, fakeCount, store.FlagReadonly).WithKeys(1, 1, 1),
-	)
+	}
 }
 
 func items(c *store.Ctx) map[string]int {
@@ -39,11 +41,11 @@ func items(c *store.Ctx) map[string]int {
 	return m
 }
 
-func fakePut(c *store.Ctx) {
+func fakePut(c *store.Ctx, ready func(db int, queue string)) {
 	n, _ := num.ParseInt(c.Argv[2])
 	q := string(c.Argv[1])
 	items(c)[q] += int(n)
-	c.S.OnReady(c.DB.Index, q)
+	ready(c.DB.Index, q)
 	c.W.Int(int64(items(c)[q]))
 }
 
@@ -244,7 +246,7 @@ func TestBlockingInsideMultiDoesNotBlock(t *testing.T) {
 
 // TestCloseWithParkedClient: Close ends parked connections promptly.
 func TestCloseWithParkedClient(t *testing.T) {
-	s, err := Start(Options{})
+	s, err := Start(Options{testCommands: fakeCommands})
 	if err != nil {
 		t.Fatal(err)
 	}

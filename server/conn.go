@@ -117,7 +117,7 @@ func newClient(s *Server, nc net.Conn) *client {
 			rc.Control(func(fd uintptr) { c.fd = int(fd) })
 		}
 	}
-	c.ctx = store.Ctx{S: s.store, W: &c.w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	c.ctx = s.newCtx(&c.w)
 	c.xc = c.ctx
 	return c
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/store/aof"
 	"github.com/emqd/emqd/verbs"
 )
 
@@ -36,19 +37,13 @@ type Options struct {
 	Config map[string]string
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+
+	// What this package's tests inject. aofFS is the file system of the
+	// append-only file (nil: the OS's); testCommands adds commands to the
+	// registry, given the server's wake-up of blocked claims.
+	aofFS        aof.FS
+	testCommands func(ready func(db int, queue string)) []*store.CommandSpec
 }
-
-// startHooks run in Start after the store exists and before the listener
-// opens (persistence loads here); an error fails Start. Files of this
-// package register them from init.
-var startHooks []func(s *Server) error
-
-// testCommands are extra commands the package's tests register (a fake
-// blocking command) before Start.
-var testCommands []*store.CommandSpec
-
-// registerStartHook adds a start hook (see startHooks).
-func registerStartHook(f func(s *Server) error) { startHooks = append(startHooks, f) }
 
 // Start configures, loads and starts a server listening on opts.Addr. The
 // returned server is serving; stop it with Close.
@@ -86,13 +81,16 @@ func Start(opts Options) (*Server, error) {
 	// on) must be read through NowMs so EMQ.DEBUG CLOCK ADVANCE moves it.
 	_, s.wall = s.clock.(clock.Wall)
 	s.store = store.New(int(atoi(s.Config("databases"))))
-	s.store.OnReady = s.onReady
-	s.reg = newRegistry(append(store.Commands(), testCommands...), verbs.Commands(), serverCommands())
-	for _, h := range startHooks {
-		if err := h(s); err != nil {
-			s.runCloseHooks()
-			return nil, err
-		}
+	s.verbs = verbs.New(verbs.Config{Ready: s.onReady, Logger: s.log})
+	storeCmds := store.Commands()
+	if opts.testCommands != nil {
+		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
+	}
+	s.reg = newRegistry(storeCmds, s.verbs.Commands(), serverCommands())
+	// Persistence replays the append-only file before the listener opens.
+	if err := s.startPersistence(opts.aofFS); err != nil {
+		s.runCloseHooks()
+		return nil, err
 	}
 	if err := s.startObservability(); err != nil {
 		s.runCloseHooks()

@@ -25,8 +25,8 @@ type observability struct {
 	refusedLog, protoLog      rateLog
 }
 
-// EMQStats is the server's transition accounting (verbs.StatsHolder: the
-// verbs count through it). Nil before Start has finished loading.
+// EMQStats is the server's transition accounting (the verbs count into it
+// once Start has replayed the append-only file). Nil before that.
 func (s *Server) EMQStats() *verbs.Stats {
 	if s.obs == nil {
 		return nil
@@ -42,6 +42,7 @@ func (s *Server) startObservability() error {
 	s.store.Lock()
 	discoverQueues(s, o.stats)
 	s.obs = o
+	s.verbs.SetStats(o.stats)
 	s.store.Unlock()
 	s.SetInfoSection("emq", s.emqInfo)
 	if addr := s.Config("metrics-addr"); addr != "" {
@@ -87,7 +88,7 @@ func (s *Server) emqInfo(add func(field, value string)) {
 	for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 		i("emq_"+t.String(), st.Total(t))
 	}
-	i("emq_bad_row_refusals", verbs.BadRowRefusals())
+	i("emq_bad_row_refusals", s.verbs.BadRowRefusals())
 	i("emq_sweep_interval_ms", atoi(s.Config("emq-sweep-interval-ms")))
 	i("emq_sweep_recovered", s.obs.sweepRecovered.Load())
 	i("emq_sweep_dead", s.obs.sweepDead.Load())

@@ -19,7 +19,7 @@ import (
 // the end.
 func startServer(t testing.TB, cfg map[string]string, clk clock.Clock) *Server {
 	t.Helper()
-	s, err := Start(Options{Config: cfg, Clock: clk})
+	s, err := Start(Options{Config: cfg, Clock: clk, testCommands: fakeCommands})
 	if err != nil {
 		t.Fatal(err)
 	}

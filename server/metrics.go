@@ -112,8 +112,8 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 			func() float64 { return float64(s.statConns.Load()) }),
 		counterFunc("emqd_rejected_connections_total", "Connections refused by maxclients (INFO rejected_connections).",
 			func() float64 { return float64(s.statRejected.Load()) }),
-		counterFunc("emqd_bad_row_refusals_total", "Verbs refused because of stored data (verbs.md rule 11; process-wide).",
-			func() float64 { return float64(verbs.BadRowRefusals()) }),
+		counterFunc("emqd_bad_row_refusals_total", "Verbs refused because of stored data (verbs.md rule 11; INFO emq_bad_row_refusals).",
+			func() float64 { return float64(s.verbs.BadRowRefusals()) }),
 		sweep("recovered", func() float64 { return float64(s.obs.sweepRecovered.Load()) }),
 		sweep("dead", func() float64 { return float64(s.obs.sweepDead.Load()) }),
 	}

@@ -6,12 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
 	"github.com/emqd/emqd/store/aof"
 )
 
@@ -24,28 +22,20 @@ import (
 // SIGTERM) fsyncs it. CONFIG SET appendonly turns it on (from a rewrite of
 // the live keyspace, as Valkey) and off while serving.
 
-func init() { registerStartHook(startPersistence) }
-
-// aofFS, when set (by tests), is the file system of the next servers'
-// append-only files instead of the OS one.
-var aofFS aof.FS
-
-// persistences maps a running *Server to its *persistence.
-var persistences sync.Map
-
-// persistence is a server's append-only file state: cur is nil while
-// appendonly is no.
+// persistence is a server's append-only file state (Server.persist): cur
+// is nil while appendonly is no.
 type persistence struct {
 	s   *Server
+	fs  aof.FS // nil: the OS's file system
 	cur atomic.Pointer[aof.AOF]
 }
 
 // AOF returns the server's append-only file, nil with appendonly no.
 func (s *Server) AOF() *aof.AOF {
-	if p, ok := persistences.Load(s); ok {
-		return p.(*persistence).cur.Load()
+	if s.persist == nil {
+		return nil
 	}
-	return nil
+	return s.persist.cur.Load()
 }
 
 // IsAOFLoadError reports whether err, from Start, says the append-only file
@@ -56,9 +46,13 @@ func IsAOFLoadError(err error) bool {
 	return errors.As(err, &le)
 }
 
-// startPersistence is the start hook.
-func startPersistence(s *Server) error {
-	p := &persistence{s: s}
+// startPersistence replays the append-only file (appendonly yes) and wires
+// persistence into the server: the commit hook, the write gate, the
+// BGREWRITEAOF hook, INFO persistence, the CONFIG SET hooks and the close
+// hook. Start calls it before the listener opens; fsys nil is the OS's
+// file system.
+func (s *Server) startPersistence(fsys aof.FS) error {
+	p := &persistence{s: s, fs: fsys}
 	if s.Config("appendonly") == "yes" {
 		a, err := p.boot()
 		if err != nil {
@@ -66,7 +60,7 @@ func startPersistence(s *Server) error {
 		}
 		p.cur.Store(a)
 	}
-	persistences.Store(s, p)
+	s.persist = p
 	s.SetCommitHook(func() error {
 		if a := p.cur.Load(); a != nil {
 			return a.Commit()
@@ -110,7 +104,6 @@ func startPersistence(s *Server) error {
 	s.OnConfigSet("auto-aof-rewrite-percentage", autoRewrite)
 	s.OnConfigSet("auto-aof-rewrite-min-size", autoRewrite)
 	s.OnClose(func() error {
-		persistences.Delete(s)
 		a := p.cur.Swap(nil)
 		if a == nil {
 			return nil
@@ -139,7 +132,7 @@ func (p *persistence) newAOF() (*aof.AOF, error) {
 		AutoRewriteMinSize:    atoi(s.Config("auto-aof-rewrite-min-size")),
 		Store:                 s.store,
 		Logger:                s.log,
-		FS:                    aofFS,
+		FS:                    p.fs,
 	}), nil
 }
 
@@ -215,7 +208,7 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 	st.Feed = nil
 	defer func() { st.Feed = feed }()
 	w := &resp.Writer{Proto: 2}
-	x := &store.Ctx{S: st, W: w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	x := s.newCtx(w)
 	errReplies := 0
 	var firstErr string
 	res, err := a.Load(func(db int, argv [][]byte) error {
@@ -230,7 +223,7 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 		x.ResetForCommand(argv)
 		x.DB = st.DB(db)
 		x.NowMs = s.clock.NowMs()
-		cmd.handler(x)
+		cmd.handler(&x)
 		if len(w.Buf) > 0 && w.Buf[0] == '-' {
 			errReplies++
 			if firstErr == "" {

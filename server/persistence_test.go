@@ -31,11 +31,17 @@ const pt0 = int64(1_700_000_000_000)
 // durable starts a server with appendonly yes in dir.
 func durable(t *testing.T, dir string, clk clock.Clock, extra ...string) *Server {
 	t.Helper()
+	return durableFS(t, nil, dir, clk, extra...)
+}
+
+// durableFS is durable with the append-only file on fsys (nil: the OS's).
+func durableFS(t *testing.T, fsys aof.FS, dir string, clk clock.Clock, extra ...string) *Server {
+	t.Helper()
 	cfg := map[string]string{"appendonly": "yes", "dir": dir, "appendfsync": "always"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		cfg[extra[i]] = extra[i+1]
 	}
-	s, err := Start(Options{Config: cfg, Clock: clk})
+	s, err := Start(Options{Config: cfg, Clock: clk, aofFS: fsys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,10 +355,7 @@ func TestAOFDiskFailureMISCONF(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := aof.NewFaultFS()
-			aofFS = fsys
-			defer func() { aofFS = nil }()
-			s := durable(t, "/d", nil)
-			aofFS = nil
+			s := durableFS(t, fsys, "/d", nil)
 			c := rclient(t, s, 0)
 			must(t, c, "SET", "a", "1")
 			must(t, c, "EMQ.ENQUEUE", "q", "JOB00000000001", "p")
@@ -393,9 +396,7 @@ func TestAOFDiskFailureMISCONF(t *testing.T) {
 			}
 			fsys.PowerLoss()
 			s.Close(context.Background())
-			aofFS = fsys
-			s2 := durable(t, "/d", nil)
-			aofFS = nil
+			s2 := durableFS(t, fsys, "/d", nil)
 			got := keyspace(s2)
 			// The refused writes (c, h, job 2) left nothing, in memory or
 			// in the file.

@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/verbs"
 )
 
 // Server is one running emqd.
@@ -26,6 +28,7 @@ type Server struct {
 	clock  clock.Clock
 	store  *store.Store
 	reg    *registry
+	verbs  *verbs.Verbs // the EMQ.* verbs, bound to this server
 	runID  string
 	replID string
 	debug  bool
@@ -63,6 +66,9 @@ type Server struct {
 	slowlog   slowlog
 	sweepT    clock.Timer
 	sweepStop bool
+
+	// persist is the append-only file wiring (persistence.go); set in Start.
+	persist *persistence
 
 	// obs is the transition accounting, the metrics endpoint and the
 	// rate-limited logs (emqstats.go); set once in Start.
@@ -160,4 +166,11 @@ func (s *Server) shutdown(reason string) {
 		defer cancel()
 		s.Close(ctx)
 	}()
+}
+
+// newCtx is the one constructor of the per-command context: the store, the
+// reply writer w, this boot's run_id, the clock and enable-debug-command.
+// Callers set DB and NowMs (and Argv through ResetForCommand) per command.
+func (s *Server) newCtx(w *resp.Writer) store.Ctx {
+	return store.Ctx{S: s.store, W: w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug}
 }

@@ -67,7 +67,7 @@ func (s *Server) sweepOnce() {
 	max := []byte(s.Config("emq-max-stalled"))
 	var w resp.Writer
 	w.Proto = 2
-	x := &store.Ctx{S: s.store, W: &w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, Server: s}
+	x := s.newCtx(&w)
 	for d := 0; d < s.store.NumDBs(); d++ {
 		db := s.store.DB(d)
 		var queues []string
@@ -84,7 +84,7 @@ func (s *Server) sweepOnce() {
 			x.NowMs = s.clock.NowMs()
 			w.Reset()
 			r0, d0 := s.sweepMark()
-			e.handler(x)
+			e.handler(&x)
 			s.sweepNote(d, q, r0, d0)
 			e.calls++
 			s.statCmds++

@@ -188,11 +188,6 @@ type Store struct {
 
 	// Feed, when set, receives every write (see Feed).
 	Feed Feed
-	// OnReady, when set, is called under the lock when a job of queue in db
-	// may have become claimable (EMQ.* verbs call it); the server's blocked
-	// claim registry uses it to wake waiters.
-	OnReady func(db int, queue string)
-
 	// OnTouch, when set, is called under the lock with every key a command
 	// changes (Ctx.Dirty, via Touch), and with key "" when FLUSHDB or
 	// FLUSHALL empties database db (-1: every database). The AOF rewrite
@@ -304,7 +299,9 @@ func (s *Store) TouchDB(db int) {
 }
 
 // Ctx is what a command handler runs with: the store (locked), the selected
-// database, the arguments and the reply writer.
+// database, the arguments and the reply writer. The server builds one per
+// connection (and for its own callers: the sweeper, the AOF replay, parked
+// clients) with one constructor, and resets it for every command.
 type Ctx struct {
 	S    *Store
 	DB   *DB
@@ -324,18 +321,16 @@ type Ctx struct {
 	// Block, set by a blocking handler (EMQ.CLAIM BLOCK) that found nothing to
 	// serve, asks the server to park the connection (see BlockSpec).
 	Block *BlockSpec
-	// Server gives verbs and admin commands access to server facilities.
-	Server any
 
 	dirty      int
 	propagated bool
 }
 
 // BlockSpec describes a parked connection: the server retries Retry (under
-// the store lock) in arrival order when OnReady names Queue of DB, or when
-// the earliest time Due reports passes; Retry writes the reply and reports
-// true when it served the client. After TimeoutMs (0: forever) the server
-// replies a nil array.
+// the store lock) in arrival order when it learns that a job of Queue in DB
+// may have become claimable, or when the earliest time Due reports passes;
+// Retry writes the reply and reports true when it served the client. After
+// TimeoutMs (0: forever) the server replies a nil array.
 type BlockSpec struct {
 	DB        int
 	Queue     string

@@ -12,7 +12,7 @@ import (
 // ---------------------------------------------------------------------------
 // EMQ.PAUSE q, EMQ.RESUME q
 
-func cmdPause(c *store.Ctx) {
+func (vs *Verbs) cmdPause(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -20,7 +20,7 @@ func cmdPause(c *store.Ctx) {
 	_, kind := hashKind(c.DB, k.Meta)
 	p, ref := judgePause(kind, k)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
@@ -37,7 +37,7 @@ func judgePause(meta keyKind, k *Keys) (*plan.Plan, refusal) {
 	return p, noRefusal
 }
 
-func cmdResume(c *store.Ctx) {
+func (vs *Verbs) cmdResume(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -49,11 +49,11 @@ func cmdResume(c *store.Ctx) {
 	}
 	p, ref := judgeResume(kind, paused, k)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	wake(c, k)
+	vs.wake(c, k)
 	c.W.OK()
 }
 
@@ -74,7 +74,7 @@ func judgeResume(meta keyKind, paused bool, k *Keys) (*plan.Plan, refusal) {
 // ---------------------------------------------------------------------------
 // EMQ.REMOVE q id
 
-func cmdRemove(c *store.Ctx) {
+func (vs *Verbs) cmdRemove(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -89,7 +89,7 @@ func cmdRemove(c *store.Ctx) {
 	r.Dead, r.InDead, _ = member(d, k.Dead, id)
 	p, ref := judgeRemove(&r, k, id, rowKey)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	if p == nil {
@@ -97,7 +97,7 @@ func cmdRemove(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
-	count(c, k, Removed, 1)
+	vs.count(c, k, Removed, 1)
 	c.W.Int(1)
 }
 
@@ -151,7 +151,7 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 // ---------------------------------------------------------------------------
 // EMQ.COUNTS q
 
-func cmdCounts(c *store.Ctx) {
+func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -169,7 +169,7 @@ func cmdCounts(c *store.Ctx) {
 	r.Failed = readCounter(d, k.Failed)
 	n, ref := judgeCounts(&r, k)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	w := c.W
@@ -238,7 +238,7 @@ func judgeCounts(r *countsRead, k *Keys) (queueCounts, refusal) {
 // ---------------------------------------------------------------------------
 // EMQ.JOB q id
 
-func cmdJob(c *store.Ctx) {
+func (vs *Verbs) cmdJob(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -247,7 +247,7 @@ func cmdJob(c *store.Ctx) {
 	d := c.DB
 	h, kind := hashKind(d, rowKey)
 	if kind == keyWrong {
-		refuseReply(c, wrongType(rowKey))
+		vs.refuseReply(c, wrongType(rowKey))
 		return
 	}
 	if h == nil {
@@ -256,12 +256,12 @@ func cmdJob(c *store.Ctx) {
 	}
 	ak, inActive, deadline := member(d, k.Active, id)
 	if ak == keyWrong {
-		refuseReply(c, wrongType(k.Active))
+		vs.refuseReply(c, wrongType(k.Active))
 		return
 	}
 	sk, inSched, runAt := member(d, k.Schedule, id)
 	if sk == keyWrong {
-		refuseReply(c, wrongType(k.Schedule))
+		vs.refuseReply(c, wrongType(k.Schedule))
 		return
 	}
 	n := h.Len()
@@ -345,7 +345,7 @@ type listed struct {
 	runAt    float64
 }
 
-func cmdList(c *store.Ctx) {
+func (vs *Verbs) cmdList(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -382,7 +382,7 @@ func cmdList(c *store.Ctx) {
 	d := c.DB
 	z, kind := zsetKind(d, setKey)
 	if kind == keyWrong {
-		refuseReply(c, wrongType(setKey))
+		vs.refuseReply(c, wrongType(setKey))
 		return
 	}
 	var out []listed
@@ -428,7 +428,7 @@ func cmdList(c *store.Ctx) {
 			return true
 		})
 		if ref.Refused() {
-			refuseReply(c, ref)
+			vs.refuseReply(c, ref)
 			return
 		}
 	}
@@ -476,7 +476,7 @@ type advancer interface{ Advance(int64) }
 
 // cmdDebug is the container alone or with a subcommand the server did not
 // route: refused like Valkey's DEBUG when debug is off.
-func cmdDebug(c *store.Ctx) {
+func (vs *Verbs) cmdDebug(c *store.Ctx) {
 	if !c.DebugEnabled {
 		c.W.Error(ErrDebugDisabled)
 		return
@@ -488,7 +488,7 @@ func cmdDebug(c *store.Ctx) {
 	c.W.Error("ERR unknown subcommand '" + string(c.Argv[1]) + "'. Try EMQ.DEBUG HELP.")
 }
 
-func cmdDebugClock(c *store.Ctx) {
+func (vs *Verbs) cmdDebugClock(c *store.Ctx) {
 	if !c.DebugEnabled {
 		c.W.Error(ErrDebugDisabled)
 		return

@@ -321,13 +321,13 @@ func TestListArguments(t *testing.T) {
 		{[]string{"EMQ.LIST", "q", "pending", "0", "1001"}, ErrListCount},
 		{[]string{"EMQ.LIST", "q", "pending", "1", "1000"}, "WRONGTYPE Operation against a key holding the wrong kind of value"},
 	}
-	bad := BadRowRefusals()
+	bad := h.v.BadRowRefusals()
 	for _, c := range cases {
 		if got := h.do(c.args...); got != replyErr(c.want) {
 			t.Errorf("%q: %v, want %q", c.args, got, c.want)
 		}
 	}
-	if got := BadRowRefusals() - bad; got != 1 {
+	if got := h.v.BadRowRefusals() - bad; got != 1 {
 		t.Fatalf("bad-row refusals %d, want 1 (the WRONGTYPE)", got)
 	}
 }
@@ -342,7 +342,7 @@ func TestListRefusesBadRows(t *testing.T) {
 	h.ok("EMQ.ENQUEUE", "q", tID, "a")
 	h.setString(tk.Row(tID2), "not a hash")
 	h.zadd(tk.Pending, 0, tID2)
-	bad := BadRowRefusals()
+	bad := h.v.BadRowRefusals()
 	before := digest(h.s)
 	if got := h.do("EMQ.LIST", "q", "pending"); got != replyErr(wrong) {
 		t.Fatalf("wrong-type row: %v", got)
@@ -362,7 +362,7 @@ func TestListRefusesBadRows(t *testing.T) {
 	if got := h.do("EMQ.LIST", "q", "active"); got != replyErr(wrong) {
 		t.Fatalf("wrong-type listed set: %v", got)
 	}
-	if got := BadRowRefusals() - bad; got != 3 {
+	if got := h.v.BadRowRefusals() - bad; got != 3 {
 		t.Fatalf("bad-row refusals %d, want 3", got)
 	}
 	h.s.DB(0).Remove(tk.Active)

@@ -2,7 +2,6 @@ package verbs
 
 import (
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -12,10 +11,12 @@ import (
 // once per key per badRowLogEvery, so an operator can find and repair the
 // key with plain commands.
 
-var badRows struct {
+// badRowLog counts and logs one server's refusals caused by stored data
+// (store lock held, except n, read from anywhere).
+type badRowLog struct {
 	n    atomic.Int64
-	mu   sync.Mutex
-	last map[string]time.Time
+	log  *slog.Logger
+	last map[string]time.Time // when each key was last logged
 }
 
 // badRowLogEvery is how often one key's refusal is logged again.
@@ -24,30 +25,21 @@ const badRowLogEvery = time.Minute
 // badRowLogKeys bounds the memory of logged keys.
 const badRowLogKeys = 4096
 
-// BadRowRefusals is the number of refusals caused by stored data since the
-// process started (INFO's emq_bad_row_refusals).
-func BadRowRefusals() int64 { return badRows.n.Load() }
-
-// noteBadRow counts r (when r.Bad) and logs it unless its key was logged
-// within badRowLogEvery.
-func noteBadRow(db int, r refusal) {
+// note counts r (when r.Bad) and logs it unless its key was logged within
+// badRowLogEvery.
+func (b *badRowLog) note(db int, r refusal) {
 	if !r.Bad {
 		return
 	}
-	badRows.n.Add(1)
+	b.n.Add(1)
 	now := time.Now()
-	badRows.mu.Lock()
-	if badRows.last == nil || len(badRows.last) >= badRowLogKeys {
-		badRows.last = make(map[string]time.Time)
+	if b.last == nil || len(b.last) >= badRowLogKeys {
+		b.last = make(map[string]time.Time)
 	}
-	t, seen := badRows.last[r.Key]
-	log := !seen || now.Sub(t) >= badRowLogEvery
-	if log {
-		badRows.last[r.Key] = now
+	if t, seen := b.last[r.Key]; seen && now.Sub(t) < badRowLogEvery {
+		return
 	}
-	badRows.mu.Unlock()
-	if log {
-		slog.Warn("emq: refused a verb because of stored data; repair the key with plain commands",
-			"db", db, "key", r.Key, "error", r.Text)
-	}
+	b.last[r.Key] = now
+	b.log.Warn("emq: refused a verb because of stored data; repair the key with plain commands",
+		"db", db, "key", r.Key, "error", r.Text)
 }

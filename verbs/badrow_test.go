@@ -2,19 +2,10 @@ package verbs
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 )
-
-// TestMain keeps the rule-11 warnings of the refusal tests off the test
-// output (TestBadRowLoggedOncePerKey checks them).
-func TestMain(m *testing.M) {
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	os.Exit(m.Run())
-}
 
 type countHandler struct {
 	mu   sync.Mutex
@@ -41,17 +32,14 @@ func (h *countHandler) WithGroup(string) slog.Handler      { return h }
 // refusal not caused by stored data is neither.
 func TestBadRowLoggedOncePerKey(t *testing.T) {
 	ch := &countHandler{}
-	prev := slog.Default()
-	slog.SetDefault(slog.New(ch))
-	defer slog.SetDefault(prev)
-
 	h := newTH(t)
+	h.bind(slog.New(ch))
 	k := NewKeys("badrows")
 	h.setString(k.Row(tID), "x")
 	h.zadd(k.Pending, 0, tID)
 	h.hset(k.Row(tID2), "state", "active", "attempts", "1", "group", "g")
 	h.zadd(k.Active, 0, tID2)
-	n := BadRowRefusals()
+	n := h.v.BadRowRefusals()
 	for i := 0; i < 3; i++ {
 		if got := h.do("EMQ.CLAIM", "badrows", "1000"); got != replyErr("WRONGTYPE Operation against a key holding the wrong kind of value") {
 			t.Fatal(got)
@@ -63,7 +51,7 @@ func TestBadRowLoggedOncePerKey(t *testing.T) {
 			t.Fatal(got)
 		}
 	}
-	if got := BadRowRefusals() - n; got != 6 {
+	if got := h.v.BadRowRefusals() - n; got != 6 {
 		t.Fatalf("counted %d bad-row refusals, want 6", got)
 	}
 	if len(ch.keys) != 2 || ch.keys[0] != k.Row(tID) || ch.keys[1] != k.Row(tID2) {

@@ -13,6 +13,7 @@ func BenchmarkJobCycle(b *testing.B) {
 	s := store.New(16)
 	s.Feed = nopFeed{}
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
 	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
 	claim := [][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("30000")}
 	complete := [][]byte{[]byte("EMQ.COMPLETE"), []byte("q"), nil, nil}
@@ -21,10 +22,10 @@ func BenchmarkJobCycle(b *testing.B) {
 		c.NowMs++
 		c.W.Reset()
 		c.ResetForCommand(enq)
-		cmdEnqueue(c)
+		vs.cmdEnqueue(c)
 		c.W.Reset()
 		c.ResetForCommand(claim)
-		cmdClaim(c)
+		vs.cmdClaim(c)
 		// *1 *4 $14 id ...
 		buf := c.W.Buf
 		complete[2] = buf[13 : 13+14]
@@ -33,7 +34,7 @@ func BenchmarkJobCycle(b *testing.B) {
 		cc := *c
 		cc.W = w
 		cc.ResetForCommand(complete)
-		cmdComplete(&cc)
+		vs.cmdComplete(&cc)
 		if string(w.Buf) != ":1\r\n" {
 			b.Fatalf("complete: %q (claim %q)", w.Buf, buf)
 		}
@@ -44,12 +45,13 @@ func BenchmarkEnqueue(b *testing.B) {
 	s := store.New(16)
 	s.Feed = nopFeed{}
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
 	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		c.W.Reset()
 		c.ResetForCommand(enq)
-		cmdEnqueue(c)
+		vs.cmdEnqueue(c)
 	}
 }
 

@@ -270,18 +270,18 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 
 // claimOnce runs one claim at c.NowMs: read, judge, apply, wake. It writes
 // the reply only for a refusal (refused true).
-func claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
+func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
 	r := readClaim(c.DB, a, c.NowMs)
 	v, p, ref := judgeClaim(&r, c.NowMs, runIDBytes(c.RunID), a)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return v, true
 	}
 	apply(c, p)
-	count(c, a.K, Promoted, v.Promoted)
-	count(c, a.K, Claimed, len(v.Jobs))
+	vs.count(c, a.K, Promoted, v.Promoted)
+	vs.count(c, a.K, Claimed, len(v.Jobs))
 	for range v.Woken {
-		wake(c, a.K)
+		vs.wake(c, a.K)
 	}
 	return v, false
 }
@@ -298,12 +298,12 @@ func writeClaimReply(c *store.Ctx, v *claimVerdict) {
 	}
 }
 
-func cmdClaim(c *store.Ctx) {
+func (vs *Verbs) cmdClaim(c *store.Ctx) {
 	var args claimArgs
 	if !parseClaim(c, &args) {
 		return
 	}
-	v, refused := claimOnce(c, &args)
+	v, refused := vs.claimOnce(c, &args)
 	if refused {
 		return
 	}
@@ -322,7 +322,7 @@ func cmdClaim(c *store.Ctx) {
 			if rc.DB == nil || rc.DB.Index != db {
 				rc.DB = rc.S.DB(db)
 			}
-			v, refused := claimOnce(rc, a)
+			v, refused := vs.claimOnce(rc, a)
 			if refused {
 				return true // the error ends the wait
 			}

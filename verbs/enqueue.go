@@ -25,7 +25,7 @@ type enqueueArgs struct {
 	Ms      int64
 }
 
-func cmdEnqueue(c *store.Ctx) {
+func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -74,7 +74,7 @@ func cmdEnqueue(c *store.Ctx) {
 		}
 		n, ref := judgeMint(m, c.NowMs)
 		if ref.Refused() {
-			refuseReply(c, ref)
+			vs.refuseReply(c, ref)
 			return
 		}
 		// Skip numbers a client already used as its own id.
@@ -86,7 +86,7 @@ func cmdEnqueue(c *store.Ctx) {
 				break
 			}
 			if n == maxMintNum {
-				refuseReply(c, badRow(ErrMintExhausted, MintKey))
+				vs.refuseReply(c, badRow(ErrMintExhausted, MintKey))
 				return
 			}
 			n++
@@ -108,7 +108,7 @@ func cmdEnqueue(c *store.Ctx) {
 	r.RowKey = rowKey
 	v, p, ref := judgeEnqueue(&r, c.NowMs, &a)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	if v.Dup {
@@ -116,11 +116,11 @@ func cmdEnqueue(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
-	count(c, k, Enqueued, 1)
+	vs.count(c, k, Enqueued, 1)
 	// A pending job wakes a claimer; a scheduled one too, so the server
 	// re-reads the earliest due time (and a run_at_ms in the past is
 	// claimable at once: EMQ.CLAIM promotes it).
-	wake(c, k)
+	vs.wake(c, k)
 	c.W.BulkString(v.ID)
 }
 

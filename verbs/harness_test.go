@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,8 @@ type th struct {
 	multi bool
 	block *store.BlockSpec
 	proto int
+	v     *Verbs                        // the verbs under test, bound to h
+	specs map[string]*store.CommandSpec // v's commands by name ("emq.debug|clock" too)
 }
 
 // recFeed records every Append (the AOF's view of the writes).
@@ -40,20 +43,22 @@ func (f *recFeed) Append(db int, cmds [][][]byte) { f.n++; f.ops += len(cmds) }
 func newTH(t testing.TB) *th {
 	h := &th{t: t, s: store.New(16), clk: clock.NewManual(tNow), run: tRun, feed: &recFeed{}, proto: 2}
 	h.s.Feed = h.feed
-	h.s.OnReady = func(db int, q string) { h.ready = append(h.ready, fmt.Sprintf("%d:%s", db, q)) }
+	h.bind(nil)
 	return h
 }
 
-var specIndex = func() map[string]*store.CommandSpec {
-	m := map[string]*store.CommandSpec{}
-	for _, c := range Commands() {
-		m[c.Name] = c
+// bind gives h fresh verbs logging to log (nil: nowhere) that record every
+// wake-up in h.ready.
+func (h *th) bind(log *slog.Logger) {
+	h.v = New(Config{Ready: func(db int, q string) { h.ready = append(h.ready, fmt.Sprintf("%d:%s", db, q)) }, Logger: log})
+	h.specs = map[string]*store.CommandSpec{}
+	for _, c := range h.v.Commands() {
+		h.specs[c.Name] = c
 		for _, s := range c.Subcommands {
-			m[s.Name] = s
+			h.specs[s.Name] = s
 		}
 	}
-	return m
-}()
+}
 
 func arityOK(a, n int) bool { return (a >= 0 && n == a) || (a < 0 && n >= -a) }
 
@@ -71,7 +76,7 @@ func (h *th) raw(args ...string) string {
 		argv[i] = []byte(a)
 	}
 	name := strings.ToLower(args[0])
-	spec := specIndex[name]
+	spec := h.specs[name]
 	if spec == nil {
 		return "-ERR unknown command\r\n"
 	}
@@ -79,7 +84,7 @@ func (h *th) raw(args ...string) string {
 		return "-" + errArity(name) + "\r\n"
 	}
 	if len(spec.Subcommands) > 0 && len(argv) > 1 {
-		if sub := specIndex[name+"|"+strings.ToLower(args[1])]; sub != nil {
+		if sub := h.specs[name+"|"+strings.ToLower(args[1])]; sub != nil {
 			if !arityOK(sub.Arity, len(argv)) {
 				return "-" + errArity(sub.Name) + "\r\n"
 			}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestReadmeVerbTable checks the "## Job verbs" reference table of the
-// README against verbs.Commands(): the same verbs, with the same arities.
+// README against the verbs' Commands(): the same verbs, with the same arities.
 func TestReadmeVerbTable(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -49,7 +49,7 @@ func TestReadmeVerbTable(t *testing.T) {
 		table[name] = arity
 	}
 	want := map[string]int{}
-	for _, c := range verbs.Commands() {
+	for _, c := range verbs.New(verbs.Config{}).Commands() {
 		if len(c.Subcommands) > 0 {
 			for _, s := range c.Subcommands {
 				want[s.Name] = s.Arity

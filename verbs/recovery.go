@@ -11,7 +11,7 @@ import (
 // ---------------------------------------------------------------------------
 // EMQ.STALLED.CHECK q [max_stalled [limit]]
 
-func cmdStalledCheck(c *store.Ctx) {
+func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -47,14 +47,14 @@ func cmdStalledCheck(c *store.Ctx) {
 	}
 	v, p, ref := judgeStalled(&r, runIDBytes(c.RunID), k, maxStalled)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, k, StallRecovered, len(v.Recovered))
-	count(c, k, StallDead, len(v.Dead))
+	vs.count(c, k, StallRecovered, len(v.Recovered))
+	vs.count(c, k, StallDead, len(v.Dead))
 	for range v.Recovered {
-		wake(c, k)
+		vs.wake(c, k)
 	}
 	c.W.Array(2)
 	c.W.Array(len(v.Recovered))
@@ -178,7 +178,7 @@ func judgeStalled(r *stalledRead, runID []byte, k *Keys, maxStalled int64) (stal
 // ---------------------------------------------------------------------------
 // EMQ.PROMOTE q [limit] (and the promotion EMQ.CLAIM runs first)
 
-func cmdPromote(c *store.Ctx) {
+func (vs *Verbs) cmdPromote(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -203,13 +203,13 @@ func cmdPromote(c *store.Ctx) {
 	_, r.Pending = zsetKind(d, k.Pending)
 	ids, p, ref := judgePromote(&r, k)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, k, Promoted, len(ids))
+	vs.count(c, k, Promoted, len(ids))
 	for range ids {
-		wake(c, k)
+		vs.wake(c, k)
 	}
 	c.W.Int(int64(len(ids)))
 }
@@ -273,7 +273,7 @@ func judgePromote(r *promoteRead, k *Keys) ([]string, *plan.Plan, refusal) {
 // ---------------------------------------------------------------------------
 // EMQ.REPROCESS q id [RESET]
 
-func cmdReprocess(c *store.Ctx) {
+func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	k := queueArg(c)
 	if k == nil {
 		return
@@ -293,12 +293,12 @@ func cmdReprocess(c *store.Ctx) {
 	_, r.Pending = zsetKind(d, k.Pending)
 	p, ref := judgeReprocess(&r, k, id, rowKey, reset)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, k, Reprocessed, 1)
-	wake(c, k)
+	vs.count(c, k, Reprocessed, 1)
+	vs.wake(c, k)
 	c.W.Int(1)
 }
 

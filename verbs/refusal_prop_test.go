@@ -27,7 +27,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		for i := 0; i < calls; i++ {
 			args := randomCall(rng)
 			before := digest(h.s)
-			feedN, dirty, ready, bad := h.feed.n, h.s.DirtyCount, len(h.ready), BadRowRefusals()
+			feedN, dirty, ready, bad := h.feed.n, h.s.DirtyCount, len(h.ready), h.v.BadRowRefusals()
 			out := h.raw(args...)
 			after := digest(h.s)
 			if strings.HasPrefix(out, "-") {
@@ -43,12 +43,12 @@ func TestRefusalWritesNothing(t *testing.T) {
 				if isBadRowText(text) {
 					wantBad = 1
 				}
-				if got := BadRowRefusals() - bad; got != wantBad {
+				if got := h.v.BadRowRefusals() - bad; got != wantBad {
 					t.Fatalf("%q refused with %q: bad-row count +%d, want +%d", args, text, got, wantBad)
 				}
 				continue
 			}
-			if BadRowRefusals() != bad {
+			if h.v.BadRowRefusals() != bad {
 				t.Fatalf("%q counted a bad row without refusing", args)
 			}
 			if after != before && h.feed.n == feedN {
@@ -67,7 +67,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 			t.Errorf("no refusal of class %q was exercised", cls)
 		}
 	}
-	for _, spec := range Commands() {
+	for _, spec := range New(Config{}).Commands() {
 		if verbSeen[strings.ToUpper(spec.Name)] == 0 {
 			t.Errorf("%s was never refused", spec.Name)
 		}

@@ -11,9 +11,8 @@ import (
 // Transition accounting (issue 5, "Observability"): every verb that applies
 // its plan counts the job state changes the plan made, per queue of a
 // database. A refusal applies nothing and counts nothing. The counts live
-// in a Stats the server hands to the verbs through store.Ctx.Server (see
-// StatsHolder); a Ctx without one (the verbs' own tests, the append-only
-// file's replay) counts nothing.
+// in the Stats the server hands its Verbs (SetStats); before that (the
+// append-only file's replay) nothing is counted.
 
 // Transition is one kind of counted job state change.
 type Transition uint8
@@ -88,10 +87,6 @@ type Stats struct {
 // NewStats returns empty accounting.
 func NewStats() *Stats { return &Stats{queues: make(map[queueID]*QueueStats)} }
 
-// StatsHolder is what store.Ctx.Server implements to collect the verbs'
-// counts (the server does). EMQStats may return nil: nothing is counted.
-type StatsHolder interface{ EMQStats() *Stats }
-
 // Total is the number of t transitions over every queue and database.
 func (s *Stats) Total(t Transition) int64 { return s.total[t].Load() }
 
@@ -149,16 +144,10 @@ func (s *Stats) add(db int, k *Keys, t Transition, n int64) {
 }
 
 // count adds n transitions t of k's queue to the server's accounting, if
-// the command runs with one. Call it after the plan was applied.
-func count(c *store.Ctx, k *Keys, t Transition, n int) {
-	if n <= 0 {
+// it has one. Call it after the plan was applied.
+func (vs *Verbs) count(c *store.Ctx, k *Keys, t Transition, n int) {
+	if n <= 0 || vs.stats == nil {
 		return
 	}
-	h, ok := c.Server.(StatsHolder)
-	if !ok {
-		return
-	}
-	if s := h.EMQStats(); s != nil {
-		s.add(c.DB.Index, k, t, int64(n))
-	}
+	vs.stats.add(c.DB.Index, k, t, int64(n))
 }

@@ -74,7 +74,7 @@ func tokenGuard(verb string, a *tokenArgs, r *tokenRead) refusal {
 // EMQ.COMPLETE q id token
 
 // EMQ.COMPLETE q id token
-func cmdComplete(c *store.Ctx) {
+func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	a, ok := parseTokenArgs(c)
 	if !ok {
 		return
@@ -82,11 +82,11 @@ func cmdComplete(c *store.Ctx) {
 	r := completeRead{tokenRead: readToken(c.DB, &a), Completed: readCounter(c.DB, a.K.Completed)}
 	p, ref := judgeComplete(&r, &a)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, a.K, Completed, 1)
+	vs.count(c, a.K, Completed, 1)
 	c.W.Int(1)
 }
 
@@ -116,7 +116,7 @@ func judgeComplete(r *completeRead, a *tokenArgs) (*plan.Plan, refusal) {
 // EMQ.FAIL q id token max_attempts delay_ms error
 
 // EMQ.FAIL q id token max_attempts delay_ms error
-func cmdFail(c *store.Ctx) {
+func (vs *Verbs) cmdFail(c *store.Ctx) {
 	a, ok := parseTokenArgs(c)
 	if !ok {
 		return
@@ -139,15 +139,15 @@ func cmdFail(c *store.Ctx) {
 	fa.Error = clone(c.Argv[6])
 	v, p, ref := judgeFail(&r, c.NowMs, &a, &fa)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, a.K, Failed, 1)
+	vs.count(c, a.K, Failed, 1)
 	if v.Dead {
-		count(c, a.K, FailedDead, 1)
+		vs.count(c, a.K, FailedDead, 1)
 	} else {
-		wake(c, a.K) // the retry's due time (see cmdEnqueue)
+		vs.wake(c, a.K) // the retry's due time (see cmdEnqueue)
 	}
 	c.W.Array(2)
 	if v.Dead {
@@ -220,7 +220,7 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 // EMQ.REQUEUE q id token
 
 // EMQ.REQUEUE q id token
-func cmdRequeue(c *store.Ctx) {
+func (vs *Verbs) cmdRequeue(c *store.Ctx) {
 	a, ok := parseTokenArgs(c)
 	if !ok {
 		return
@@ -229,12 +229,12 @@ func cmdRequeue(c *store.Ctx) {
 	_, r.Pending = zsetKind(c.DB, a.K.Pending)
 	p, ref := judgeRequeue(&r, &a)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, a.K, Requeued, 1)
-	wake(c, a.K)
+	vs.count(c, a.K, Requeued, 1)
+	vs.wake(c, a.K)
 	c.W.Int(1)
 }
 
@@ -264,7 +264,7 @@ func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 // EMQ.EXTEND q id token lease_ms
 
 // EMQ.EXTEND q id token lease_ms
-func cmdExtend(c *store.Ctx) {
+func (vs *Verbs) cmdExtend(c *store.Ctx) {
 	a, ok := parseTokenArgs(c)
 	if !ok {
 		return
@@ -277,7 +277,7 @@ func cmdExtend(c *store.Ctx) {
 	r := readToken(c.DB, &a)
 	p, ref := judgeExtend(&r, c.NowMs, runIDBytes(c.RunID), &a, lease)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
@@ -301,7 +301,7 @@ func judgeExtend(r *tokenRead, now int64, runID []byte, a *tokenArgs, leaseMs in
 // EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
 
 // EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
-func cmdDelay(c *store.Ctx) {
+func (vs *Verbs) cmdDelay(c *store.Ctx) {
 	a, ok := parseTokenArgs(c)
 	if !ok {
 		return
@@ -327,12 +327,12 @@ func cmdDelay(c *store.Ctx) {
 	_, r.Schedule = zsetKind(c.DB, a.K.Schedule)
 	p, ref := judgeDelay(&r, c.NowMs, &a, sched, ms)
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)
-	count(c, a.K, Delayed, 1)
-	wake(c, a.K) // the new due time (see cmdEnqueue)
+	vs.count(c, a.K, Delayed, 1)
+	vs.wake(c, a.K) // the new due time (see cmdEnqueue)
 	c.W.Int(1)
 }
 
@@ -366,7 +366,7 @@ func judgeDelay(r *delayRead, now int64, a *tokenArgs, sched uint8, ms int64) (*
 // EMQ.PROGRESS q id token value
 
 // EMQ.PROGRESS q id token value
-func cmdProgress(c *store.Ctx) {
+func (vs *Verbs) cmdProgress(c *store.Ctx) {
 	a, ok := parseTokenArgs(c)
 	if !ok {
 		return
@@ -374,7 +374,7 @@ func cmdProgress(c *store.Ctx) {
 	r := readToken(c.DB, &a)
 	p, ref := judgeProgress(&r, &a, clone(c.Argv[4]))
 	if ref.Refused() {
-		refuseReply(c, ref)
+		vs.refuseReply(c, ref)
 		return
 	}
 	apply(c, p)

@@ -16,9 +16,48 @@
 package verbs
 
 import (
+	"log/slog"
+
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/store"
 )
+
+// Verbs are the EMQ.* verbs of one server, bound to what they report to it:
+// the wake-up of blocked claimers, the transition accounting and the
+// refusals caused by stored data. Every method runs under the store lock.
+type Verbs struct {
+	ready   func(db int, queue string)
+	stats   *Stats // nil: nothing is counted (the append-only file's replay)
+	badRows badRowLog
+}
+
+// Config is what a server lends its verbs.
+type Config struct {
+	// Ready is called (under the store lock) when a job of queue in db may
+	// have become claimable: the server retries its blocked claims of that
+	// queue after the batch. Nil: nobody waits.
+	Ready func(db int, queue string)
+	// Logger receives the rate-limited warnings of refusals caused by
+	// stored data (docs/verbs.md §1); nil discards them.
+	Logger *slog.Logger
+}
+
+// New returns the verbs of one server. They count nothing until SetStats.
+func New(cfg Config) *Verbs {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Verbs{ready: cfg.Ready, badRows: badRowLog{log: log}}
+}
+
+// SetStats makes the verbs count the transitions they apply into st (nil:
+// stop counting). Call it under the store lock.
+func (vs *Verbs) SetStats(st *Stats) { vs.stats = st }
+
+// BadRowRefusals is the number of refusals caused by stored data since New
+// (INFO's emq_bad_row_refusals).
+func (vs *Verbs) BadRowRefusals() int64 { return vs.badRows.n.Load() }
 
 // verb builds a spec whose first argument, the queue name, is the declared
 // key (verbs.md section 2: the {q} tag puts every key of q in q's slot).
@@ -26,30 +65,30 @@ func verb(name string, arity int, h store.Handler, flags ...store.Flag) *store.C
 	return store.NewCommand(name, arity, h, flags...).WithKeys(1, 1, 1)
 }
 
-// Commands returns the command specs of every EMQ.* verb, for the server's
-// registry: names in lower case, Valkey-style arity (n exact, -n at least n,
-// argv[0] counted) and flags, key position 1.
-func Commands() []*store.CommandSpec {
+// Commands returns the command specs of every EMQ.* verb bound to vs, for
+// the server's registry: names in lower case, Valkey-style arity (n exact,
+// -n at least n, argv[0] counted) and flags, key position 1.
+func (vs *Verbs) Commands() []*store.CommandSpec {
 	return []*store.CommandSpec{
-		verb("emq.enqueue", -4, cmdEnqueue, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
-		verb("emq.claim", -3, cmdClaim, store.FlagWrite, store.FlagBlocking),
-		verb("emq.complete", 4, cmdComplete, store.FlagWrite, store.FlagFast),
-		verb("emq.fail", 7, cmdFail, store.FlagWrite, store.FlagFast),
-		verb("emq.requeue", 4, cmdRequeue, store.FlagWrite, store.FlagFast),
-		verb("emq.extend", 5, cmdExtend, store.FlagWrite, store.FlagFast),
-		verb("emq.delay", 6, cmdDelay, store.FlagWrite, store.FlagFast),
-		verb("emq.progress", 5, cmdProgress, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
-		verb("emq.stalled.check", -2, cmdStalledCheck, store.FlagWrite),
-		verb("emq.promote", -2, cmdPromote, store.FlagWrite),
-		verb("emq.reprocess", -3, cmdReprocess, store.FlagWrite, store.FlagFast),
-		verb("emq.pause", 2, cmdPause, store.FlagWrite, store.FlagFast),
-		verb("emq.resume", 2, cmdResume, store.FlagWrite, store.FlagFast),
-		verb("emq.remove", 3, cmdRemove, store.FlagWrite, store.FlagFast),
-		verb("emq.counts", 2, cmdCounts, store.FlagReadonly, store.FlagFast),
-		verb("emq.job", 3, cmdJob, store.FlagReadonly, store.FlagFast),
-		verb("emq.list", -3, cmdList, store.FlagReadonly),
-		store.NewCommand("emq.debug", -2, cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
-			store.NewCommand("emq.debug|clock", 4, cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),
+		verb("emq.enqueue", -4, vs.cmdEnqueue, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
+		verb("emq.claim", -3, vs.cmdClaim, store.FlagWrite, store.FlagBlocking),
+		verb("emq.complete", 4, vs.cmdComplete, store.FlagWrite, store.FlagFast),
+		verb("emq.fail", 7, vs.cmdFail, store.FlagWrite, store.FlagFast),
+		verb("emq.requeue", 4, vs.cmdRequeue, store.FlagWrite, store.FlagFast),
+		verb("emq.extend", 5, vs.cmdExtend, store.FlagWrite, store.FlagFast),
+		verb("emq.delay", 6, vs.cmdDelay, store.FlagWrite, store.FlagFast),
+		verb("emq.progress", 5, vs.cmdProgress, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
+		verb("emq.stalled.check", -2, vs.cmdStalledCheck, store.FlagWrite),
+		verb("emq.promote", -2, vs.cmdPromote, store.FlagWrite),
+		verb("emq.reprocess", -3, vs.cmdReprocess, store.FlagWrite, store.FlagFast),
+		verb("emq.pause", 2, vs.cmdPause, store.FlagWrite, store.FlagFast),
+		verb("emq.resume", 2, vs.cmdResume, store.FlagWrite, store.FlagFast),
+		verb("emq.remove", 3, vs.cmdRemove, store.FlagWrite, store.FlagFast),
+		verb("emq.counts", 2, vs.cmdCounts, store.FlagReadonly, store.FlagFast),
+		verb("emq.job", 3, vs.cmdJob, store.FlagReadonly, store.FlagFast),
+		verb("emq.list", -3, vs.cmdList, store.FlagReadonly),
+		store.NewCommand("emq.debug", -2, vs.cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
+			store.NewCommand("emq.debug|clock", 4, vs.cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),
 		),
 	}
 }
@@ -57,16 +96,18 @@ func Commands() []*store.CommandSpec {
 // Plumbing every family shares. The server has checked a command's arity
 // before its handler runs.
 
-// refuseReply answers r, counting and logging it when stored data caused it.
-func refuseReply(c *store.Ctx, r refusal) {
-	noteBadRow(c.DB.Index, r)
+// refuseReply answers r, counting and logging it when stored data caused
+// it.
+func (vs *Verbs) refuseReply(c *store.Ctx, r refusal) {
+	vs.badRows.note(c.DB.Index, r)
 	c.W.Error(r.Text)
 }
 
-// wake tells the server a job of k's queue became pending (blocked claimers).
-func wake(c *store.Ctx, k *Keys) {
-	if c.S.OnReady != nil {
-		c.S.OnReady(c.DB.Index, k.Queue)
+// wake tells the server a job of k's queue may have become claimable
+// (blocked claimers).
+func (vs *Verbs) wake(c *store.Ctx, k *Keys) {
+	if vs.ready != nil {
+		vs.ready(c.DB.Index, k.Queue)
 	}
 }
 

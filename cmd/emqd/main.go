@@ -101,10 +101,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		logOut = f
 	}
-	// log-format text (default) or json; slog's default logger too, which
-	// the verbs' stored-data refusals log through.
+	// log-format text (default) or json.
 	log := server.NewLogger(logOut, cfg["log-format"], level)
-	slog.SetDefault(log)
 
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
