@@ -400,7 +400,9 @@ func TestConfigGetSet(t *testing.T) {
 }
 
 func TestConfigHooks(t *testing.T) {
-	s := startServer(t, nil, nil)
+	// Persistence's own hook runs before the test's and starts a file in
+	// dir: keep it out of the source tree.
+	s := startServer(t, map[string]string{"dir": t.TempDir()}, nil)
 	var got []string
 	s.OnConfigSet("appendonly", func(v string) error {
 		got = append(got, v)
