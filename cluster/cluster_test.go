@@ -1,0 +1,137 @@
+package cluster_test
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/emqd/emqd/cluster"
+	"github.com/emqd/emqd/cluster/clustertest"
+	"github.com/emqd/emqd/cluster/conformance"
+	"github.com/emqd/emqd/verbs"
+	"github.com/redis/go-redis/v9"
+)
+
+// Every EMQ.* verb has its function, named as docs/cluster.md says, and
+// the library registers nothing else.
+func TestOneFunctionPerVerb(t *testing.T) {
+	var want []string
+	for _, c := range verbs.Commands() {
+		want = append(want, cluster.Function(c.Name))
+	}
+	sort.Strings(want)
+	got := append([]string(nil), cluster.Functions...)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("functions %v, verbs %v", got, want)
+	}
+	registered := regexp.MustCompile(`(?m)^verb\('(emq_\w+)'|function_name = '(emq_\w+)'`).FindAllStringSubmatch(cluster.Source(), -1)
+	var names []string
+	for _, m := range registered {
+		names = append(names, m[1]+m[2])
+	}
+	sort.Strings(names)
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("emq.lua registers %v, want %v", names, want)
+	}
+	if cluster.Function("EMQ.STALLED.CHECK") != "emq_stalled_check" {
+		t.Fatal(cluster.Function("EMQ.STALLED.CHECK"))
+	}
+}
+
+// DebugClock changes exactly one line of the source.
+func TestDebugClockSource(t *testing.T) {
+	prod, dbg := strings.Split(cluster.Source(), "\n"), strings.Split(cluster.SourceWith(cluster.DebugClock()), "\n")
+	if len(prod) != len(dbg) {
+		t.Fatal("line counts differ")
+	}
+	var diff []string
+	for i := range prod {
+		if prod[i] != dbg[i] {
+			diff = append(diff, prod[i]+" -> "+dbg[i])
+		}
+	}
+	if !reflect.DeepEqual(diff, []string{"local DEBUG_CLOCK = false -> local DEBUG_CLOCK = true"}) {
+		t.Fatalf("diff %v", diff)
+	}
+}
+
+// The production library on a single node: it loads (twice: REPLACE), its
+// clock is the node's TIME, and EMQ.DEBUG is refused as Valkey refuses
+// DEBUG with enable-debug-command off.
+func TestProductionLibrary(t *testing.T) {
+	n := clustertest.StartLibraryNode(t, clustertest.NodeOptions{})
+	c := n.Client(2)
+	ctx := context.Background()
+	if err := cluster.Load(ctx, c); err != nil {
+		t.Fatalf("second load: %v", err)
+	}
+	libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: cluster.LibraryName}).Result()
+	if err != nil || len(libs) != 1 || len(libs[0].Functions) != len(cluster.Functions) {
+		t.Fatalf("FUNCTION LIST: %v %v", libs, err)
+	}
+	flags := map[string][]string{}
+	for _, f := range libs[0].Functions {
+		flags[f.Name] = f.Flags
+	}
+	for name, want := range map[string][]string{
+		"emq_enqueue": {}, "emq_progress": {}, "emq_claim": {"allow-oom"}, "emq_complete": {"allow-oom"},
+		"emq_counts": {"no-writes"}, "emq_job": {"no-writes"}, "emq_list": {"no-writes"},
+	} {
+		if got := flags[name]; len(got) != len(want) || (len(want) > 0 && got[0] != want[0]) {
+			t.Errorf("%s flags %v, want %v", name, got, want)
+		}
+	}
+	err = c.FCall(ctx, "emq_debug", nil, "CLOCK", "ADVANCE", 5).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "ERR EMQ.DEBUG command not allowed.") {
+		t.Fatalf("emq_debug: %v", err)
+	}
+	before, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.FCall(ctx, "emq_enqueue", []string{"q"}, "*", "p").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0, _ := verbs.DecodeID([]byte(id))
+	if n0 < before.UnixMilli() || n0 > before.UnixMilli()+60_000 {
+		t.Fatalf("minted %s (%d) from a clock near %d", id, n0, before.UnixMilli())
+	}
+	// The lease epoch is the node's run_id.
+	v, err := c.FCall(ctx, "emq_claim", []string{"q"}, 1000).Slice()
+	if err != nil || len(v) != 1 {
+		t.Fatalf("claim %v %v", v, err)
+	}
+	if got := c.HGet(ctx, "emq:{q}:job:"+id, "lease_epoch").Val(); got != n.RunID() {
+		t.Fatalf("lease_epoch %q, run_id %q", got, n.RunID())
+	}
+	// Keys outside the declared key's slot are never touched: FCALL with no
+	// key, or two, is refused.
+	if err := c.FCall(ctx, "emq_counts", nil).Err(); err == nil || err.Error() != "ERR wrong number of arguments for 'emq.counts' command" {
+		t.Fatalf("no key: %v", err)
+	}
+	if err := c.FCall(ctx, "emq_counts", []string{"q", "r"}).Err(); err == nil || err.Error() != "ERR emq functions take exactly one key, the queue name" {
+		t.Fatalf("two keys: %v", err)
+	}
+	if err := c.FCall(ctx, "emq_job", nil, "q", "x").Err(); err == nil || err.Error() != "ERR emq functions take exactly one key, the queue name" {
+		t.Fatalf("queue not declared: %v", err)
+	}
+}
+
+// The differences the suite asserts are documented, each under its topic.
+func TestDifferencesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/cluster.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range conformance.Differences {
+		if !strings.Contains(string(doc), "**"+d.Topic+"**") {
+			t.Errorf("docs/cluster.md does not list the difference %q", d.Topic)
+		}
+	}
+}
