@@ -34,9 +34,9 @@ var layers = map[string]int{
 	"emq":      5, // Go client and worker library (imports no emqd package)
 	"cluster":  5, // FUNCTION library for Valkey/Redis Cluster
 
-	"cmd/emqd-migrate":    6, // copies queues from emqd to a cluster
 	"cluster/clustertest": 6, // redis-server nodes and clusters for tests
 	"cluster/conformance": 7, // the verb scenarios, run against emqd and the library
+	"cmd/emqd-migrate":    7, // copies queues from emqd to a cluster (its tests start one: clustertest)
 
 	// Benchmarks and load drivers.
 	"bench/internal/...": 6,
