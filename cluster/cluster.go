@@ -45,6 +45,24 @@ var Functions = []string{
 	"emq_remove", "emq_counts", "emq_job", "emq_list", "emq_debug",
 }
 
+// Slot is the cluster slot of queue q: CRC16/XMODEM of the bare name mod
+// 16384 (Valkey's keyHashSlot), which is the slot of every emq:{q}:... key
+// and of the key a function call declares (docs/verbs.md §1.1).
+func Slot(q string) int {
+	var crc uint16
+	for i := 0; i < len(q); i++ {
+		crc ^= uint16(q[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
+
 // Option changes what Load loads.
 type Option func(*options)
 

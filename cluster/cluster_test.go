@@ -20,7 +20,7 @@ import (
 // the library registers nothing else.
 func TestOneFunctionPerVerb(t *testing.T) {
 	var want []string
-	for _, c := range verbs.Commands() {
+	for _, c := range verbs.New(verbs.Config{}).Commands() {
 		want = append(want, cluster.Function(c.Name))
 	}
 	sort.Strings(want)
@@ -40,6 +40,24 @@ func TestOneFunctionPerVerb(t *testing.T) {
 	}
 	if cluster.Function("EMQ.STALLED.CHECK") != "emq_stalled_check" {
 		t.Fatal(cluster.Function("EMQ.STALLED.CHECK"))
+	}
+}
+
+// Slot agrees with the server's CLUSTER KEYSLOT for the bare name and for
+// the queue's keys.
+func TestSlot(t *testing.T) {
+	if cluster.Slot("123456789") != 0x31c3 { // CRC16/XMODEM's check value
+		t.Fatalf("slot %d", cluster.Slot("123456789"))
+	}
+	n := clustertest.StartNode(t, clustertest.NodeOptions{Cluster: true})
+	c := n.Client(2)
+	for _, q := range []string{"q", "emails", "load-17", "a.b_c-D", strings.Repeat("z", 128)} {
+		for _, key := range []string{q, "emq:{" + q + "}:pending", "emq:{" + q + "}:job:JOB00000000001"} {
+			got, err := c.ClusterKeySlot(context.Background(), key).Result()
+			if err != nil || int(got) != cluster.Slot(q) {
+				t.Fatalf("CLUSTER KEYSLOT %s = %d %v, Slot(%q) = %d", key, got, err, q, cluster.Slot(q))
+			}
+		}
 	}
 }
 

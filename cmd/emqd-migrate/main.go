@@ -587,19 +587,5 @@ func escapeGlob(s string) string {
 	return r.Replace(s)
 }
 
-// slot is the cluster slot of queue q (CRC16/XMODEM of the bare name mod
-// 16384, the slot of every emq:{q}:... key).
-func slot(q string) int {
-	var crc uint16
-	for i := 0; i < len(q); i++ {
-		crc ^= uint16(q[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
-}
+// slot is the cluster slot of queue q.
+func slot(q string) int { return cluster.Slot(q) }
