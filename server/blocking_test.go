@@ -263,3 +263,49 @@ func TestCloseWithParkedClient(t *testing.T) {
 	}
 	c.expectClosed()
 }
+
+// TestClientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR] (Valkey's
+// networking.c): a parked client gets its timeout reply (nil array) or the
+// UNBLOCKED error and takes nothing; the caller gets 1, or 0 for a client
+// that is not blocked; argument errors are Valkey's (checked against
+// redis-server 7.0).
+func TestClientUnblock(t *testing.T) {
+	s := startServer(t, nil, clock.NewManual(1_000_000))
+	admin := dial(t, s)
+	c := dial(t, s)
+	id := strings.TrimSuffix(strings.TrimPrefix(c.do("CLIENT", "ID"), ":"), "\r\n")
+	expectReplies(t, admin, [][2]any{
+		{a("CLIENT", "UNBLOCK", id), ":0\r\n"},
+		{a("CLIENT", "UNBLOCK", "999999"), ":0\r\n"},
+		{a("CLIENT", "UNBLOCK", "x"), "-ERR value is not an integer or out of range\r\n"},
+		{a("CLIENT", "UNBLOCK", id, "soon"), "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n"},
+		{a("CLIENT", "UNBLOCK", id, "timeout", "x"), "-ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.\r\n"},
+		{a("CLIENT", "UNBLOCK"), "-ERR wrong number of arguments for 'client|unblock' command\r\n"},
+	})
+	c.write(encode("TEST.TAKE", "q", "0"))
+	waitBlocked(t, admin, 1)
+	if r := admin.do("CLIENT", "UNBLOCK", id); r != ":1\r\n" {
+		t.Fatalf("unblock %q", r)
+	}
+	if r := c.read(); r != "*-1\r\n" {
+		t.Fatalf("unblocked reply %q", r)
+	}
+	waitBlocked(t, admin, 0)
+	c.write(encode("TEST.TAKE", "q", "0"))
+	waitBlocked(t, admin, 1)
+	if r := admin.do("CLIENT", "UNBLOCK", id, "ERROR"); r != ":1\r\n" {
+		t.Fatalf("unblock error %q", r)
+	}
+	if r := c.read(); r != "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n" {
+		t.Fatalf("unblocked error reply %q", r)
+	}
+	// An item put now stays: the unblocked client took nothing, and its
+	// connection serves the next command.
+	admin.do("TEST.PUT", "q", "1")
+	if r := c.do("TEST.ITEMS", "q"); r != ":1\r\n" {
+		t.Fatalf("items %q", r)
+	}
+	if r := c.do("CLIENT", "UNBLOCK", id); r != ":0\r\n" {
+		t.Fatalf("self unblock %q", r)
+	}
+}

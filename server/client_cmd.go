@@ -23,6 +23,7 @@ func clientSubcommands() []serverCmd {
 		{spec: store.NewCommand("client|setinfo", 4, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientSetInfo},
 		{spec: store.NewCommand("client|reply", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientReply},
 		{spec: store.NewCommand("client|kill", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientKill},
+		{spec: store.NewCommand("client|unblock", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientUnblock},
 		{spec: store.NewCommand("client|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("CLIENT",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
@@ -32,7 +33,8 @@ func clientSubcommands() []serverCmd {
 			"LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <client-id> [<client-id> ...]]", "    Return information about client connections.",
 			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
-			"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.")},
+			"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.")},
 	}
 }
 
@@ -225,6 +227,52 @@ func cmdClientKill(c *client, x *store.Ctx) {
 		killed++
 	}
 	x.W.Int(killed)
+}
+
+// cmdClientUnblock is CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
+// (Valkey's networking.c): a client parked by EMQ.CLAIM ... BLOCK gets its
+// timeout reply (a nil array; it took no job) or, with ERROR, the error
+// `UNBLOCKED client unblocked via CLIENT UNBLOCK`. Reply 1 when the client
+// was blocked, else 0. It runs under the store lock, so a parked claim is
+// either served or unblocked, never both.
+func cmdClientUnblock(c *client, x *store.Ctx) {
+	argv := x.Argv
+	if len(argv) > 4 {
+		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + string(argv[1]) + "'. Try CLIENT HELP.")
+		return
+	}
+	withError := false
+	if len(argv) == 4 {
+		switch strings.ToLower(string(argv[3])) {
+		case "timeout":
+		case "error":
+			withError = true
+		default:
+			x.W.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := num.ParseInt(argv[2])
+	if !ok {
+		x.W.Error(store.ErrNotInteger)
+		return
+	}
+	c.s.clientsMu.Lock()
+	target := c.s.clients[id]
+	c.s.clientsMu.Unlock()
+	if target == nil || target.park == nil || target.park.elem == nil {
+		x.W.Int(0)
+		return
+	}
+	p := target.park
+	c.s.blk.remove(p)
+	if withError {
+		target.aw.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+	} else {
+		target.aw.NilArray()
+	}
+	target.unpark()
+	x.W.Int(1)
 }
 
 // kill closes another client's connection (its goroutine cleans up).
