@@ -1,0 +1,320 @@
+package emq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// EnqueueOption sets an option of Client.Enqueue.
+type EnqueueOption func(*enqueueOpts)
+
+type enqueueOpts struct {
+	id      string
+	delay   time.Duration
+	runAt   time.Time
+	delayed bool
+	at      bool
+}
+
+// WithID admits the job under the caller's own id ("JOB" followed by 11
+// characters of 0-9A-Za-z; docs/verbs.md, "Job ids") instead of a minted
+// one: a second Enqueue with the same id writes nothing and returns
+// ErrDuplicate (idempotent admission).
+func WithID(id string) EnqueueOption { return func(o *enqueueOpts) { o.id = id } }
+
+// WithDelay schedules the job to run d from now on the server's clock
+// (EMQ.ENQUEUE ... DELAY delay_ms; d rounded up to whole ms).
+func WithDelay(d time.Duration) EnqueueOption {
+	return func(o *enqueueOpts) { o.delay, o.delayed, o.at = d, true, false }
+}
+
+// WithRunAt schedules the job to run at t (EMQ.ENQUEUE ... AT run_at_ms,
+// Unix ms; a time in the past is simply due).
+func WithRunAt(t time.Time) EnqueueOption {
+	return func(o *enqueueOpts) { o.runAt, o.at, o.delayed = t, true, false }
+}
+
+// Enqueue admits a job on queue q (EMQ.ENQUEUE, docs/verbs.md) and returns
+// its id. Errors: ErrDuplicate (with the id) when WithID names a job that
+// exists; an *Error of class EMQKIND for a malformed id; the server's
+// argument errors (`ERR invalid queue name`, ...) as go-redis errors.
+func (c *Client) Enqueue(ctx context.Context, q string, payload []byte, opts ...EnqueueOption) (string, error) {
+	var o enqueueOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	id := o.id
+	if id == "" {
+		id = "*"
+	}
+	args := []any{id, payload}
+	switch {
+	case o.delayed:
+		args = append(args, "DELAY", ms(o.delay))
+	case o.at:
+		args = append(args, "AT", max(o.runAt.UnixMilli(), 0))
+	}
+	v, err := c.do(ctx, "EMQ.ENQUEUE", q, args...)
+	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
+		return o.id, ErrDuplicate
+	}
+	if err != nil {
+		return "", err
+	}
+	s, ok := asString(v)
+	if !ok {
+		return "", badReply("EMQ.ENQUEUE", v)
+	}
+	return s, nil
+}
+
+// Counts are a queue's set sizes and its persistent metric counts
+// (EMQ.COUNTS).
+type Counts struct {
+	Pending, Active, Scheduled, Dead int64
+	// Completed and Failed are the queue's metrics:completed and
+	// metrics:failed counts (jobs completed; jobs that died).
+	Completed, Failed int64
+}
+
+// Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md).
+func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
+	v, err := c.do(ctx, "EMQ.COUNTS", q)
+	if err != nil {
+		return Counts{}, err
+	}
+	pairs, ok := asPairs(v)
+	if !ok {
+		return Counts{}, badReply("EMQ.COUNTS", v)
+	}
+	var n Counts
+	for _, p := range pairs {
+		name, _ := asString(p[0])
+		x, ok := asInt(p[1])
+		if !ok {
+			return Counts{}, badReply("EMQ.COUNTS", v)
+		}
+		switch name {
+		case "pending":
+			n.Pending = x
+		case "active":
+			n.Active = x
+		case "scheduled":
+			n.Scheduled = x
+		case "dead":
+			n.Dead = x
+		case "completed":
+			n.Completed = x
+		case "failed":
+			n.Failed = x
+		}
+	}
+	return n, nil
+}
+
+// JobInfo is a job row as EMQ.JOB and EMQ.LIST show it (docs/verbs.md,
+// "The job row"). Numbers that do not parse (a row repaired by hand) read
+// as 0; Fields keeps every field as sent.
+type JobInfo struct {
+	ID string
+	// Missing is true for a member of the listed set that has no row (a
+	// ghost, listed by EMQ.LIST as [id, nil]); the other fields are empty.
+	Missing bool
+	// State is pending, active, scheduled or dead.
+	State string
+	// Attempts is the fencing token as stored (EMQ.CLAIM adds 1).
+	Attempts string
+	Payload  []byte
+	// Failures and Stalled are the retry and stall budgets spent.
+	Failures, Stalled int64
+	// LastError is the error text of the last EMQ.FAIL, or "stalled".
+	LastError string
+	// LeaseEpoch is the run_id of the server that granted the lease.
+	LeaseEpoch string
+	// Progress is the last value sent with EMQ.PROGRESS.
+	Progress string
+	// LeaseDeadline is set while the job is in active; RunAt while it is
+	// in schedule (server clock).
+	LeaseDeadline, RunAt time.Time
+	// Fields holds every field of the reply, the two times included.
+	Fields map[string]string
+}
+
+func parseJob(verb, id string, v any) (*JobInfo, error) {
+	pairs, ok := asPairs(v)
+	if !ok {
+		return nil, badReply(verb, v)
+	}
+	j := &JobInfo{ID: id, Fields: make(map[string]string, len(pairs))}
+	for _, p := range pairs {
+		name, ok1 := asString(p[0])
+		val, ok2 := asString(p[1])
+		if !ok1 || !ok2 {
+			return nil, badReply(verb, v)
+		}
+		j.Fields[name] = val
+		n, _ := asInt(val)
+		switch name {
+		case "state":
+			j.State = val
+		case "attempts":
+			j.Attempts = val
+		case "payload":
+			j.Payload = []byte(val)
+		case "failures":
+			j.Failures = n
+		case "stalled":
+			j.Stalled = n
+		case "last_error":
+			j.LastError = val
+		case "lease_epoch":
+			j.LeaseEpoch = val
+		case "progress":
+			j.Progress = val
+		case "lease_deadline_ms":
+			j.LeaseDeadline = time.UnixMilli(n)
+		case "run_at_ms":
+			j.RunAt = time.UnixMilli(n)
+		}
+	}
+	return j, nil
+}
+
+// Job returns the row of job id in queue q (EMQ.JOB, docs/verbs.md), or
+// ErrNoJob.
+func (c *Client) Job(ctx context.Context, q, id string) (*JobInfo, error) {
+	v, err := c.do(ctx, "EMQ.JOB", q, id)
+	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
+		return nil, ErrNoJob
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseJob("EMQ.JOB", id, v)
+}
+
+// State names a job state, for List.
+type State string
+
+// The four states of a job row.
+const (
+	Pending   State = "pending"
+	Active    State = "active"
+	Scheduled State = "scheduled"
+	Dead      State = "dead"
+)
+
+// ListMax is the largest count List accepts (EMQ.LIST's cap).
+const ListMax = 1000
+
+// List returns up to count jobs of queue q in state, from offset in the
+// state's set order (EMQ.LIST, docs/verbs.md): pending and dead by id,
+// active by lease deadline, scheduled by run-at time. count 0 means the
+// verb's default (100); at most ListMax. Page with offset += len(result)
+// until a page is shorter than count. A member without a row comes back
+// with Missing set.
+func (c *Client) List(ctx context.Context, q string, state State, offset, count int) ([]JobInfo, error) {
+	var v any
+	var err error
+	if count == 0 && offset == 0 {
+		v, err = c.do(ctx, "EMQ.LIST", q, string(state))
+	} else {
+		if count == 0 {
+			count = 100
+		}
+		v, err = c.do(ctx, "EMQ.LIST", q, string(state), offset, count)
+	}
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, badReply("EMQ.LIST", v)
+	}
+	out := make([]JobInfo, 0, len(arr))
+	for _, e := range arr {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, badReply("EMQ.LIST", v)
+		}
+		id, ok := asString(pair[0])
+		if !ok {
+			return nil, badReply("EMQ.LIST", v)
+		}
+		if pair[1] == nil {
+			out = append(out, JobInfo{ID: id, Missing: true})
+			continue
+		}
+		j, err := parseJob("EMQ.LIST", id, pair[1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *j)
+	}
+	return out, nil
+}
+
+// ReprocessOption sets an option of Client.Reprocess.
+type ReprocessOption func(*bool)
+
+// Reset gives the job a fresh budget: EMQ.REPROCESS ... RESET deletes
+// `failures` and `stalled` (never `attempts`, so tokens only grow).
+func Reset() ReprocessOption { return func(r *bool) { *r = true } }
+
+// Reprocess returns dead job id of queue q to pending (EMQ.REPROCESS,
+// docs/verbs.md). Errors: ErrState (`job is not dead`), ErrStale (`job
+// gone`: a dead member without a row), ErrLane.
+func (c *Client) Reprocess(ctx context.Context, q, id string, opts ...ReprocessOption) error {
+	var reset bool
+	for _, o := range opts {
+		o(&reset)
+	}
+	var err error
+	if reset {
+		_, err = c.do(ctx, "EMQ.REPROCESS", q, id, "RESET")
+	} else {
+		_, err = c.do(ctx, "EMQ.REPROCESS", q, id)
+	}
+	return err
+}
+
+// Remove deletes job id of queue q unless it is held (EMQ.REMOVE,
+// docs/verbs.md): true when something was removed, false when there was
+// no such job. Errors: ErrState (`job is active`), ErrLane.
+func (c *Client) Remove(ctx context.Context, q, id string) (bool, error) {
+	v, err := c.do(ctx, "EMQ.REMOVE", q, id)
+	if err != nil {
+		return false, err
+	}
+	n, ok := asInt(v)
+	if !ok {
+		return false, badReply("EMQ.REMOVE", v)
+	}
+	return n == 1, nil
+}
+
+// Pause stops queue q from handing out jobs (EMQ.PAUSE): claims get
+// nothing, blocked claimers keep waiting.
+func (c *Client) Pause(ctx context.Context, q string) error {
+	_, err := c.do(ctx, "EMQ.PAUSE", q)
+	return err
+}
+
+// Resume lets queue q hand out jobs again (EMQ.RESUME) and wakes its
+// blocked claimers.
+func (c *Client) Resume(ctx context.Context, q string) error {
+	_, err := c.do(ctx, "EMQ.RESUME", q)
+	return err
+}
+
+// String is the job's id, state and budgets, for logs.
+func (j JobInfo) String() string {
+	if j.Missing {
+		return j.ID + " (no row)"
+	}
+	return fmt.Sprintf("%s %s attempts=%s failures=%d stalled=%d", j.ID, j.State, j.Attempts, j.Failures, j.Stalled)
+}

@@ -1,0 +1,237 @@
+package emq_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/emqd/emqd/emq"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestTypedErrors: every EMQ refusal class comes back as *emq.Error,
+// matched by errors.Is against its sentinel only, with the reply's detail,
+// and still unwraps to the go-redis error reply; other replies (WRONGTYPE)
+// stay plain go-redis errors.
+func TestTypedErrors(t *testing.T) {
+	e := newEnv(t)
+	sentinels := []error{emq.ErrStale, emq.ErrState, emq.ErrLane, emq.ErrKind}
+	check := func(err, want error, class, detail string) {
+		t.Helper()
+		var me *emq.Error
+		if !errors.As(err, &me) || me.Class != class || me.Detail != detail || me.Error() != class+" "+detail {
+			t.Fatalf("%v: want %s %s", err, class, detail)
+		}
+		for _, s := range sentinels {
+			if errors.Is(err, s) != (s == want) {
+				t.Fatalf("%v: errors.Is(%v) = %v", err, s, errors.Is(err, s))
+			}
+		}
+		var re redis.Error
+		if !errors.As(err, &re) || re.Error() != class+" "+detail {
+			t.Fatalf("%v does not unwrap to the go-redis reply", err)
+		}
+	}
+
+	_, err := e.c.Enqueue(e.ctx, "q", []byte("x"), emq.WithID("job-1"))
+	check(err, emq.ErrKind, "EMQKIND", "job id must be JOB-namespaced")
+
+	id := e.enqueue("q", "x", emq.WithID("JOB00000000001"))
+	if id != "JOB00000000001" {
+		t.Fatalf("id %q", id)
+	}
+	if id2, err := e.c.Enqueue(e.ctx, "q", []byte("y"), emq.WithID(id)); !errors.Is(err, emq.ErrDuplicate) || id2 != id {
+		t.Fatalf("duplicate: %q %v", id2, err)
+	}
+	err = e.c.Reprocess(e.ctx, "q", id)
+	check(err, emq.ErrState, "EMQSTATE", "job is not dead")
+
+	jobs, err := e.c.Claim(e.ctx, "q", time.Second)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim %v %v", jobs, err)
+	}
+	check(e.c.Complete(e.ctx, "q", id, "2"), emq.ErrStale, "EMQSTALE", "complete token mismatch")
+	_, err = e.c.Remove(e.ctx, "q", id)
+	check(err, emq.ErrState, "EMQSTATE", "job is active")
+
+	e.rdb.HSet(e.ctx, "emq:{q}:job:"+id, "group", "g")
+	check(e.c.Extend(e.ctx, "q", id, "1", time.Second), emq.ErrLane, "EMQLANE", "lane rows are not served natively")
+
+	e.rdb.Set(e.ctx, "emq:{q}:job:JOB00000000009", "x", 0)
+	err = e.c.Complete(e.ctx, "q", "JOB00000000009", "1")
+	var me *emq.Error
+	if errors.As(err, &me) || err == nil || err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
+		t.Fatalf("WRONGTYPE: %v", err)
+	}
+	if _, err := e.c.Job(e.ctx, "q", "JOB0000000000Z"); !errors.Is(err, emq.ErrNoJob) {
+		t.Fatalf("missing job: %v", err)
+	}
+}
+
+// TestClientVerbs drives every Client method against emqd, in RESP2 and
+// RESP3 (go-redis decodes maps differently), and checks each reply's
+// decoding against the row the verb left.
+func TestClientVerbs(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			e := newEnvProto(t, proto)
+			ctx := e.ctx
+			a := e.enqueue("q", "a")
+			b := e.enqueue("q", "b", emq.WithDelay(1500*time.Microsecond)) // rounded up: 2 ms
+			c := e.enqueue("q", "c", emq.WithRunAt(e.now().Add(time.Hour)))
+			if j := e.job("q", b); j.State != "scheduled" || !j.RunAt.Equal(e.now().Add(2*time.Millisecond)) {
+				t.Fatalf("delayed %+v", j)
+			}
+			if j := e.job("q", c); !j.RunAt.Equal(e.now().Add(time.Hour)) || string(j.Payload) != "c" || j.Attempts != "0" {
+				t.Fatalf("run-at %+v", j)
+			}
+			if err := e.c.Pause(ctx, "q"); err != nil {
+				t.Fatal(err)
+			}
+			if jobs, err := e.c.Claim(ctx, "q", time.Second, emq.Count(5)); err != nil || len(jobs) != 0 {
+				t.Fatalf("claim while paused %v %v", jobs, err)
+			}
+			if err := e.c.Resume(ctx, "q"); err != nil {
+				t.Fatal(err)
+			}
+			e.clk.Advance(2)
+			jobs, err := e.c.Claim(ctx, "q", 10*time.Second, emq.Count(5), emq.Block(time.Second))
+			if err != nil || !reflect.DeepEqual(jobs, []emq.Claimed{
+				{ID: a, Payload: []byte("a"), Token: "1"}, {ID: b, Payload: []byte("b"), Token: "1"},
+			}) {
+				t.Fatalf("claim %+v %v", jobs, err)
+			}
+			if err := e.c.Progress(ctx, "q", a, "1", "50%"); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.c.Extend(ctx, "q", a, "1", 20*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			j := e.job("q", a)
+			if j.Progress != "50%" || !j.LeaseDeadline.Equal(e.now().Add(20*time.Second)) || j.LeaseEpoch != e.srv.RunID() ||
+				j.Fields["progress"] != "50%" || j.State != "active" {
+				t.Fatalf("extended %+v", j)
+			}
+			v, err := e.c.Fail(ctx, "q", b, "1", 1, 0, "bad")
+			if err != nil || v != (emq.FailVerdict{Dead: true, Failures: 1}) {
+				t.Fatalf("fail %+v %v", v, err)
+			}
+			if err := e.c.Delay(ctx, "q", a, "1", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			n := e.counts("q")
+			if n != (emq.Counts{Scheduled: 2, Dead: 1, Failed: 1}) {
+				t.Fatalf("counts %+v", n)
+			}
+			list, err := e.c.List(ctx, "q", emq.Scheduled, 0, 0)
+			if err != nil || len(list) != 2 || list[0].ID != a || list[1].ID != c || !list[0].RunAt.Equal(e.now().Add(time.Minute)) {
+				t.Fatalf("list scheduled %v %v", list, err)
+			}
+			dead, err := e.c.List(ctx, "q", emq.Dead, 0, 10)
+			if err != nil || len(dead) != 1 || dead[0].ID != b || dead[0].LastError != "bad" || dead[0].Failures != 1 {
+				t.Fatalf("list dead %v %v", dead, err)
+			}
+			e.rdb.ZAdd(ctx, "emq:{q}:dead", redis.Z{Member: "JOBzzzzzzzzzzz"})
+			if dead, err := e.c.List(ctx, "q", emq.Dead, 1, 5); err != nil || len(dead) != 1 || !dead[0].Missing || dead[0].ID != "JOBzzzzzzzzzzz" {
+				t.Fatalf("list ghost %v %v", dead, err)
+			}
+			e.rdb.ZRem(ctx, "emq:{q}:dead", "JOBzzzzzzzzzzz")
+			if _, err := e.c.List(ctx, "q", emq.Dead, 0, emq.ListMax+1); err == nil || err.Error() != "ERR count must be at most 1000" {
+				t.Fatalf("list over the cap: %v", err)
+			}
+			if err := e.c.Reprocess(ctx, "q", b, emq.Reset()); err != nil {
+				t.Fatal(err)
+			}
+			if j := e.job("q", b); j.State != "pending" || j.Fields["failures"] != "" {
+				t.Fatalf("reprocessed %+v", j)
+			}
+			if ok, err := e.c.Remove(ctx, "q", b); !ok || err != nil {
+				t.Fatalf("remove %v %v", ok, err)
+			}
+			if ok, err := e.c.Remove(ctx, "q", b); ok || err != nil {
+				t.Fatalf("remove twice %v %v", ok, err)
+			}
+			e.clk.Advance(time.Minute.Milliseconds())
+			if n, err := e.c.Promote(ctx, "q", 0); n != 1 || err != nil {
+				t.Fatalf("promote %d %v", n, err)
+			}
+			jobs, _ = e.c.Claim(ctx, "q", time.Second)
+			if len(jobs) != 1 || jobs[0].ID != a || jobs[0].Token != "2" {
+				t.Fatalf("reclaim %+v", jobs)
+			}
+			if err := e.c.Requeue(ctx, "q", a, "2"); err != nil {
+				t.Fatal(err)
+			}
+			jobs, _ = e.c.Claim(ctx, "q", time.Second)
+			e.clk.Advance(1000)
+			rec, dl, err := e.c.StalledCheck(ctx, "q", 0, 0) // the verb's defaults: max_stalled 1
+			if err != nil || len(rec) != 0 || !reflect.DeepEqual(dl, []string{a}) {
+				t.Fatalf("sweep %v %v %v", rec, dl, err)
+			}
+			if err := e.c.Reprocess(ctx, "q", a); err != nil {
+				t.Fatal(err)
+			}
+			jobs, _ = e.c.Claim(ctx, "q", time.Second)
+			if err := e.c.Complete(ctx, "q", a, jobs[0].Token); err != nil || jobs[0].Token != "4" {
+				t.Fatalf("complete %v %+v", err, jobs)
+			}
+			if n := e.counts("q"); n.Completed != 1 || n.Failed != 2 || n.Scheduled != 1 {
+				t.Fatalf("final counts %+v", n)
+			}
+		})
+	}
+}
+
+// TestFunctionsArgv: the Functions target's command for a verb.
+func TestFunctionsArgv(t *testing.T) {
+	for verb, fn := range map[string]string{
+		"EMQ.ENQUEUE": "emq_enqueue", "EMQ.STALLED.CHECK": "emq_stalled_check", "EMQ.LIST": "emq_list",
+	} {
+		if got := emq.FunctionName(verb); got != fn {
+			t.Fatalf("%s -> %s, want %s", verb, got, fn)
+		}
+	}
+}
+
+// TestSweeper: RunSweeper sends EMQ.STALLED.CHECK every Interval on its
+// clock and reports what it recovered.
+func TestSweeper(t *testing.T) {
+	e := newEnv(t)
+	id := e.enqueue("q", "x")
+	if _, err := e.c.Claim(e.ctx, "q", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sweeps := make(chan []string, 10)
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.c.RunSweeper(ctx, "q", emq.SweeperOptions{
+			Interval: time.Second, MaxStalled: 2, Clock: manualClock{e.clk}, Logger: quiet,
+			OnSweep: func(rec, dead []string, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+				sweeps <- append(rec, dead...)
+			},
+		})
+	}()
+	for i := 0; i < 2; i++ { // at once, then after 1 s: the lease (2 s) has not run out
+		if got := recv(t, sweeps, "sweep"); len(got) != 0 {
+			t.Fatalf("sweep %d: %v", i, got)
+		}
+		e.clk.Advance(1000)
+	}
+	if got := recv(t, sweeps, "sweep"); !reflect.DeepEqual(got, []string{id}) {
+		t.Fatalf("third sweep %v", got)
+	}
+	cancel()
+	if err := recv(t, done, "return"); err != nil {
+		t.Fatal(err)
+	}
+	if j := e.job("q", id); j.State != "pending" || j.Stalled != 1 {
+		t.Fatalf("row %+v", j)
+	}
+}

@@ -1,0 +1,82 @@
+package emq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// SweeperOptions configure RunSweeper. Zero values take the defaults noted.
+type SweeperOptions struct {
+	// Interval between sweeps (default 5 s).
+	Interval time.Duration
+	// MaxStalled is EMQ.STALLED.CHECK's max_stalled (default 1, the verb's:
+	// the first counted stall dead-letters the job; 2 or more give a
+	// stalled job more runs).
+	MaxStalled int
+	// Limit is EMQ.STALLED.CHECK's limit (default 100). A sweep repeats the
+	// verb while it returns a full batch.
+	Limit int
+	// Clock runs the interval (default WallClock).
+	Clock Clock
+	// Logger receives refused sweeps (default slog.Default()).
+	Logger *slog.Logger
+	// OnSweep, when set, is called after each EMQ.STALLED.CHECK with its
+	// result.
+	OnSweep func(recovered, dead []string, err error)
+}
+
+// RunSweeper sends EMQ.STALLED.CHECK for queue q at once and then every
+// Interval until ctx ends, and returns nil then. It is the recovery of expired leases for
+// deployments that do not turn on emqd's own sweeper
+// (`emq-sweep-interval-ms`); run one per queue (more are harmless: each
+// expired lease is recovered once). Refusals and transport errors are
+// logged and the next interval tries again.
+func (c *Client) RunSweeper(ctx context.Context, q string, o SweeperOptions) error {
+	if !ValidQueue(q) {
+		return fmt.Errorf("emq: invalid queue name %q", q)
+	}
+	if o.Interval <= 0 {
+		o.Interval = 5 * time.Second
+	}
+	if o.MaxStalled <= 0 {
+		o.MaxStalled = 1
+	}
+	if o.Limit <= 0 {
+		o.Limit = 100
+	}
+	if o.Clock == nil {
+		o.Clock = WallClock
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	bg := context.WithoutCancel(ctx)
+	// The next interval's timer is armed before each sweep, so sweeps keep
+	// their cadence and a test that advances its clock after OnSweep moves
+	// it. The first sweep runs at once.
+	for {
+		tick := make(chan struct{})
+		t := o.Clock.AfterFunc(o.Interval, func() { close(tick) })
+		for {
+			rec, dead, err := c.StalledCheck(bg, q, o.MaxStalled, o.Limit)
+			if o.OnSweep != nil {
+				o.OnSweep(rec, dead, err)
+			}
+			if err != nil {
+				o.Logger.Warn("emq: EMQ.STALLED.CHECK failed", "queue", q, "err", err)
+				break
+			}
+			if len(rec)+len(dead) < o.Limit || ctx.Err() != nil {
+				break
+			}
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		}
+	}
+}
