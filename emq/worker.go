@@ -358,8 +358,9 @@ func (w *Worker) Run(ctx context.Context, q string, h Handler) error {
 		held:  make(map[*held]struct{}),
 	}
 	if sc, ok := w.c.rdb.(interface{ Conn() *redis.Conn }); ok && w.c.target == Native {
+		r.newConn = sc.Conn
 		r.conn = sc.Conn()
-		defer r.conn.Close()
+		defer func() { r.conn.Close() }() // the last one: fetch has returned
 	}
 	fetched := make(chan struct{})
 	go func() {
@@ -427,7 +428,8 @@ type run struct {
 
 	// The native blocking claim runs on its own connection, so that
 	// shutdown can end it with CLIENT UNBLOCK <connID>.
-	conn      *redis.Conn
+	conn      *redis.Conn // owned by fetch
+	newConn   func() *redis.Conn
 	connID    atomic.Int64
 	inClaim   atomic.Bool
 	noUnblock atomic.Bool
@@ -435,7 +437,7 @@ type run struct {
 
 const (
 	errWaitMin = 10 * time.Millisecond
-	errWaitMax = 5 * time.Second
+	errWaitMax = time.Second
 	pollMin    = 10 * time.Millisecond
 )
 
@@ -508,6 +510,7 @@ func (r *run) claim(ctx context.Context, n int) ([]Claimed, error) {
 		case IsReply(err):
 			r.noUnblock.Store(true) // no CLIENT ID: shutdown waits for the BLOCK timeout
 		default:
+			r.redial()
 			return nil, err
 		}
 	}
@@ -518,9 +521,18 @@ func (r *run) claim(ctx context.Context, n int) ([]Claimed, error) {
 	}
 	jobs, err := r.c.claimOn(r.base, r.conn, r.q, o.Lease, n, o.BlockTimeout)
 	if err != nil && !IsReply(err) {
-		r.connID.Store(0) // the connection is redialled with a new id
+		r.redial()
 	}
 	return jobs, err
+}
+
+// redial replaces the claim connection after a transport error (a
+// go-redis Conn whose connection broke stays broken); the next claim asks
+// the new one's CLIENT ID.
+func (r *run) redial() {
+	r.connID.Store(0)
+	r.conn.Close()
+	r.conn = r.newConn()
 }
 
 // unblock ends the fetcher's blocked claim (CLIENT UNBLOCK) until the
@@ -686,7 +698,7 @@ func (a *held) run() {
 	}
 	a.settled = true
 	a.stopTimers()
-	lost, lostErr := a.lost, a.lostErr
+	lost, lostErr, expired := a.lost, a.lostErr, a.expired
 	a.mu.Unlock()
 	var o Outcome
 	switch {
@@ -699,6 +711,10 @@ func (a *held) run() {
 	case errors.Is(err, ErrNoRetry):
 		o = r.fail(a.job, 1, 0, err)
 	default:
+		if expired && !errors.Is(err, ErrLeaseExpired) {
+			// The worker cancelled the handler: say so in last_error.
+			err = fmt.Errorf("%w: %w", ErrLeaseExpired, err)
+		}
 		o = r.fail(a.job, r.o.MaxAttempts, r.o.Backoff(a.job.Failures), err)
 	}
 	a.cancel(context.Canceled)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/emqd/emqd/emq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,18 +57,16 @@ type driver struct {
 	latMu sync.Mutex
 	lat   []time.Duration
 
-	stopWorkers chan struct{}
-	payload     string
+	payload string
 	sup         *supervisor
 }
 
 func newDriver(cfg Config) *driver {
 	return &driver{
-		cfg:         cfg,
-		tag:         randString(4),
-		jobs:        make(map[string]*job),
-		stopWorkers: make(chan struct{}),
-		payload:     strings.Repeat("p", cfg.PayloadBytes),
+		cfg:     cfg,
+		tag:     randString(4),
+		jobs:    make(map[string]*job),
+		payload: strings.Repeat("p", cfg.PayloadBytes),
 	}
 }
 
@@ -146,16 +147,15 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	for w := 0; w < cfg.Workers; w++ {
-		workWG.Add(1)
-		go func(w int) {
-			defer workWG.Done()
-			d.worker(rand.New(rand.NewPCG(seed, uint64(w))))
-		}(w)
-	}
+	workCtx, stopWorkers := context.WithCancel(context.Background())
+	defer stopWorkers()
+	workWG.Add(1)
+	go func() { defer workWG.Done(); d.runWorkers(workCtx, seed) }()
 	stopBG := make(chan struct{})
+	sweepCtx, stopSweeper := context.WithCancel(context.Background())
+	defer stopSweeper()
 	bgWG.Add(1)
-	go func() { defer bgWG.Done(); d.sweeper(stopBG) }()
+	go func() { defer bgWG.Done(); d.sweeper(sweepCtx) }()
 	if cfg.Progress != nil {
 		bgWG.Add(1)
 		go func() { defer bgWG.Done(); d.progress(stopBG) }()
@@ -177,8 +177,9 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 		// sweeper and workers take one more lease's worth of time.
 		d.drainFor(2*time.Duration(cfg.LeaseMs)*time.Millisecond + 2*time.Second)
 	}
-	close(d.stopWorkers)
+	stopWorkers()
 	workWG.Wait()
+	stopSweeper()
 	close(stopBG)
 	bgWG.Wait()
 	if cfg.Progress != nil && cfg.ProgressTTY {
@@ -312,116 +313,156 @@ func (d *driver) producer(ctx context.Context) {
 	}
 }
 
-// claimedJob is one entry of an EMQ.CLAIM reply.
-type claimedJob struct {
-	id, token string
-	failures  int64
+// The workers are one emq.Worker (package emq) with Concurrency Workers:
+// the library claims with BLOCK, heartbeats, fails with backoff, resends
+// its outcome verbs through transport errors and reports each outcome to
+// the hooks below, so the zero-loss runs test the library.
+
+// errSimulated is a handler's simulated failure (EMQ.FAIL's last_error).
+var errSimulated = errors.New("simulated failure")
+
+// runWorkers runs the workers until ctx ends and the library has settled
+// every job it held.
+func (d *driver) runWorkers(ctx context.Context, seed uint64) {
+	cfg := d.cfg
+	c := emq.New(d.rdb)
+	w := emq.NewWorker(c, emq.WorkerOptions{
+		Concurrency:   cfg.Workers,
+		Lease:         time.Duration(cfg.LeaseMs) * time.Millisecond,
+		Heartbeat:     cfg.Heartbeat,
+		MaxAttempts:   cfg.MaxAttempts,
+		Backoff:       d.backoff,
+		BlockTimeout:  time.Duration(cfg.BlockMs) * time.Millisecond,
+		ShutdownGrace: 2 * time.Duration(cfg.LeaseMs) * time.Millisecond,
+		AckTimeout:    cfg.RetryFor,
+		Logger:        slog.New(&claimLog{d: d}),
+		Hooks: emq.Hooks{
+			Claimed: d.onClaimed,
+			Heartbeat: func(*emq.Job, error) {
+				d.extends.Add(1)
+			},
+			Done: d.onDone,
+		},
+	})
+	_ = w.Run(ctx, cfg.Queue, func(ctx context.Context, j *emq.Job) error {
+		return d.handle(ctx, j, seed)
+	})
 }
 
-func parseClaim(v any) ([]claimedJob, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("EMQ.CLAIM reply %T %v", v, v)
+// handle is the simulated work of one run of a job: crash (drop it without
+// a word), work, then fail or complete. The choice is drawn from the seed,
+// the job and its token, so a run's choices repeat with its seed.
+func (d *driver) handle(ctx context.Context, j *emq.Job, seed uint64) error {
+	h := fnv.New64a()
+	h.Write([]byte(j.ID))
+	h.Write([]byte(j.Token))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	roll := rng.Float64()
+	if roll < d.cfg.CrashRate {
+		d.crashes.Add(1)
+		return emq.ErrAbandon // the lease expires, the sweep recovers it
 	}
-	out := make([]claimedJob, 0, len(arr))
-	for _, e := range arr {
-		t, ok := e.([]any)
-		if !ok || len(t) != 4 {
-			return nil, fmt.Errorf("EMQ.CLAIM entry %v", e)
+	if d.cfg.Work > 0 {
+		t := time.NewTimer(time.Duration(rng.Int64N(int64(2*d.cfg.Work) + 1)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			// The lease was lost (nothing is sent) or ran out with no
+			// heartbeat answered (a server restart: the worker fails the
+			// job, charging one failure).
+			return ctx.Err()
 		}
-		id, ok1 := t[0].(string)
-		tok, ok2 := t[2].(string)
-		f, ok3 := t[3].(int64)
-		if !ok1 || !ok2 || !ok3 {
-			return nil, fmt.Errorf("EMQ.CLAIM entry %v", e)
-		}
-		out = append(out, claimedJob{id, tok, f})
 	}
-	return out, nil
+	if roll < d.cfg.CrashRate+d.cfg.FailRate {
+		return errSimulated
+	}
+	return nil
 }
 
-func (d *driver) stopped() bool {
-	select {
-	case <-d.stopWorkers:
-		return true
-	default:
-		return false
-	}
-}
-
-func (d *driver) worker(rng *rand.Rand) {
-	bg := context.Background()
-	backoff := 10 * time.Millisecond
-	for !d.stopped() {
-		v, err := d.rdb.Do(bg, "EMQ.CLAIM", d.cfg.Queue, d.cfg.LeaseMs, "COUNT", d.cfg.ClaimCount, "BLOCK", d.cfg.BlockMs).Result()
-		if errors.Is(err, redis.Nil) {
-			continue // BLOCK timed out
-		}
-		if err != nil {
-			if isReply(err) {
-				d.problem("EMQ.CLAIM refused: %v", err)
-			}
-			// A lost CLAIM reply leaves its job leased to nobody: the
-			// sweep recovers it once the lease expires.
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 200*time.Millisecond)
-			continue
-		}
-		backoff = 10 * time.Millisecond
-		jobs, err := parseClaim(v)
-		if err != nil {
-			d.problem("%v", err)
-			continue
-		}
-		d.holding.Add(int64(len(jobs)))
-		for _, cj := range jobs {
-			d.process(rng, cj)
-			d.holding.Add(-1)
-		}
-	}
-}
-
-func (d *driver) process(rng *rand.Rand, cj claimedJob) {
-	bg := context.Background()
-	q := d.cfg.Queue
-	j := d.get(cj.id)
+// onClaimed records that a worker saw the job claimed (under the job's
+// lock: see the package doc on resent ENQUEUEs).
+func (d *driver) onClaimed(ej *emq.Job) {
+	d.holding.Add(1)
+	j := d.get(ej.ID)
 	if j == nil {
-		d.problem("claimed job %s that this run never enqueued", cj.id)
+		d.problem("claimed job %s that this run never enqueued", ej.ID)
 		return
 	}
 	j.mu.Lock()
 	j.claimed = true
 	j.mu.Unlock()
+}
 
-	roll := rng.Float64()
-	if roll < d.cfg.CrashRate {
-		d.crashes.Add(1)
-		return // drop it without a word: the lease expires, the sweep recovers it
-	}
-	// Work, heartbeating.
-	if d.cfg.Work > 0 {
-		left := time.Duration(rng.Int64N(int64(2*d.cfg.Work) + 1))
-		for left > 0 {
-			step := min(left, d.cfg.Heartbeat)
-			time.Sleep(step)
-			left -= step
-			if left <= 0 {
-				break
-			}
-			d.extends.Add(1)
-			err := d.rdb.Do(bg, "EMQ.EXTEND", q, cj.id, cj.token, d.cfg.LeaseMs).Err()
-			if err != nil && isReply(err) {
-				d.stale.Add(1) // the lease was recovered: someone else has it now
-				return
-			}
-		}
-	}
-	if roll < d.cfg.CrashRate+d.cfg.FailRate {
-		d.fail(j, cj)
+// onDone records the library's outcome of one claimed job.
+func (d *driver) onDone(ej *emq.Job, o emq.Outcome) {
+	defer d.holding.Add(-1)
+	j := d.get(ej.ID)
+	if j == nil {
 		return
 	}
-	d.complete(j, cj)
+	switch o.Kind {
+	case emq.Completed:
+		now := time.Now()
+		j.mu.Lock()
+		if o.LostReply {
+			// The row is gone: an applied COMPLETE deleted it, and its reply
+			// was lost (see the package doc).
+			d.lostReplyCompletions.Add(1)
+			j.gone++
+		} else {
+			j.acked++
+		}
+		first := !j.resolved
+		d.resolve(j)
+		j.mu.Unlock()
+		if first {
+			d.latMu.Lock()
+			d.lat = append(d.lat, now.Sub(j.enqAt))
+			d.latMu.Unlock()
+		}
+	case emq.Retried:
+		d.failed.Add(1)
+	case emq.DeadLettered:
+		d.failed.Add(1)
+		j.mu.Lock()
+		j.deadSeen = true
+		d.resolve(j)
+		j.mu.Unlock()
+	case emq.LeaseLost:
+		// Not ours any more (recovered by the sweep, or a lost FAIL's reply
+		// that was applied): either way the job goes on.
+		if !errors.Is(o.Err, emq.ErrStale) && !errors.Is(o.Err, emq.ErrState) {
+			d.problem("job %s: refused: %v", ej.ID, o.Err)
+		}
+		d.stale.Add(1)
+	case emq.Unreported:
+		d.problem("job %s: no reply to its outcome within %v: %v", ej.ID, d.cfg.RetryFor, o.Err)
+	case emq.Released, emq.Abandoned:
+	}
 }
+
+// claimLog turns the library's claim-failure log lines into problems when
+// the server refused the claim (a transport error while the server
+// restarts is expected and retried).
+type claimLog struct{ d *driver }
+
+func (h *claimLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h *claimLog) Handle(_ context.Context, r slog.Record) error {
+	var err error
+	r.Attrs(func(a slog.Attr) bool {
+		if e, ok := a.Value.Any().(error); ok {
+			err = e
+		}
+		return true
+	})
+	if err == nil || emq.IsReply(err) {
+		h.d.problem("emq: %s: %v", r.Message, err)
+	}
+	return nil
+}
+func (h *claimLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *claimLog) WithGroup(string) slog.Handler      { return h }
 
 func (d *driver) backoff(failures int64) time.Duration {
 	b := d.cfg.BackoffBase
@@ -431,128 +472,25 @@ func (d *driver) backoff(failures int64) time.Duration {
 	return min(b, d.cfg.BackoffMax)
 }
 
-func (d *driver) fail(j *job, cj claimedJob) {
-	bg := context.Background()
-	delay := d.backoff(cj.failures).Milliseconds()
-	var v any
-	lost, err := d.retry(func() error {
-		var e error
-		v, e = d.rdb.Do(bg, "EMQ.FAIL", d.cfg.Queue, cj.id, cj.token, d.cfg.MaxAttempts, delay, "simulated failure").Result()
-		return e
-	})
-	switch {
-	case err == nil:
-		arr, ok := v.([]any)
-		if !ok || len(arr) != 2 {
-			d.problem("EMQ.FAIL %s: reply %v", cj.id, v)
-			return
-		}
-		d.failed.Add(1)
-		if arr[0] == "dead" {
-			j.mu.Lock()
-			j.deadSeen = true
-			d.resolve(j)
-			j.mu.Unlock()
-		} else if arr[0] != "scheduled" {
-			d.problem("EMQ.FAIL %s: verdict %v", cj.id, arr[0])
-		}
-	case isReply(err):
-		msg := err.Error()
-		switch {
-		case lost && msg == "EMQSTATE job is dead":
-			// The lost FAIL was applied and dead-lettered the job.
-			d.failed.Add(1)
-			j.mu.Lock()
-			j.deadSeen = true
-			d.resolve(j)
-			j.mu.Unlock()
-		case strings.HasPrefix(msg, "EMQSTALE") || strings.HasPrefix(msg, "EMQSTATE"):
-			// Not ours any more (recovered by the sweep), or the lost FAIL
-			// was applied (scheduled): either way the job goes on.
-			d.stale.Add(1)
-		default:
-			d.problem("EMQ.FAIL %s: %v", cj.id, err)
-		}
-	default:
-		d.problem("EMQ.FAIL %s: no reply within %v: %v", cj.id, d.cfg.RetryFor, err)
-	}
-}
-
-func (d *driver) complete(j *job, cj claimedJob) {
-	bg := context.Background()
-	lost, err := d.retry(func() error {
-		return d.rdb.Do(bg, "EMQ.COMPLETE", d.cfg.Queue, cj.id, cj.token).Err()
-	})
-	switch {
-	case err == nil:
-		now := time.Now()
-		j.mu.Lock()
-		j.acked++
-		first := !j.resolved
-		d.resolve(j)
-		j.mu.Unlock()
-		if first {
-			d.latMu.Lock()
-			d.lat = append(d.lat, now.Sub(j.enqAt))
-			d.latMu.Unlock()
-		}
-	case isReply(err):
-		msg := err.Error()
-		switch {
-		case lost && msg == "EMQSTALE job gone":
-			// The row is gone: an applied COMPLETE deleted it, and its
-			// reply was lost (see the package doc).
-			now := time.Now()
-			d.lostReplyCompletions.Add(1)
-			j.mu.Lock()
-			j.gone++
-			first := !j.resolved
-			d.resolve(j)
-			j.mu.Unlock()
-			if first {
-				d.latMu.Lock()
-				d.lat = append(d.lat, now.Sub(j.enqAt))
-				d.latMu.Unlock()
-			}
-		case strings.HasPrefix(msg, "EMQSTALE") || strings.HasPrefix(msg, "EMQSTATE"):
-			d.stale.Add(1)
-		default:
-			d.problem("EMQ.COMPLETE %s: %v", cj.id, err)
-		}
-	default:
-		d.problem("EMQ.COMPLETE %s: no reply within %v: %v", cj.id, d.cfg.RetryFor, err)
-	}
-}
-
-func (d *driver) sweeper(stop <-chan struct{}) {
-	bg := context.Background()
-	t := time.NewTicker(d.cfg.SweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		for {
-			v, err := d.rdb.Do(bg, "EMQ.STALLED.CHECK", d.cfg.Queue, d.cfg.MaxStalled, d.cfg.SweepLimit).Result()
+// sweeper is the library's sweeper (EMQ.STALLED.CHECK every SweepEvery),
+// recording what it recovered and what it dead-lettered.
+func (d *driver) sweeper(ctx context.Context) {
+	c := emq.New(d.rdb)
+	_ = c.RunSweeper(ctx, d.cfg.Queue, emq.SweeperOptions{
+		Interval:   d.cfg.SweepEvery,
+		MaxStalled: d.cfg.MaxStalled,
+		Limit:      d.cfg.SweepLimit,
+		Logger:     slog.New(slog.DiscardHandler),
+		OnSweep: func(rec, dead []string, err error) {
 			if err != nil {
-				if isReply(err) {
+				if emq.IsReply(err) {
 					d.problem("EMQ.STALLED.CHECK: %v", err)
 				}
-				break
+				return
 			}
-			arr, ok := v.([]any)
-			if !ok || len(arr) != 2 {
-				d.problem("EMQ.STALLED.CHECK reply %v", v)
-				break
-			}
-			rec, _ := arr[0].([]any)
-			dead, _ := arr[1].([]any)
 			d.recovered.Add(int64(len(rec)))
 			d.stallDead.Add(int64(len(dead)))
-			for _, x := range dead {
-				id, _ := x.(string)
+			for _, id := range dead {
 				if j := d.get(id); j != nil {
 					j.mu.Lock()
 					j.deadSeen = true
@@ -560,23 +498,8 @@ func (d *driver) sweeper(stop <-chan struct{}) {
 					j.mu.Unlock()
 				}
 			}
-			if len(rec)+len(dead) < d.cfg.SweepLimit {
-				break
-			}
-		}
-		for {
-			n, err := d.rdb.Do(bg, "EMQ.PROMOTE", d.cfg.Queue, d.cfg.SweepLimit).Int64()
-			if err != nil {
-				if isReply(err) {
-					d.problem("EMQ.PROMOTE: %v", err)
-				}
-				break
-			}
-			if n < int64(d.cfg.SweepLimit) {
-				break
-			}
-		}
-	}
+		},
+	})
 }
 
 func (d *driver) restarter(stop <-chan struct{}) {

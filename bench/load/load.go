@@ -6,14 +6,16 @@
 // # The run
 //
 // Producers admit jobs with EMQ.ENQUEUE and client-supplied ids (idempotent
-// admission). Workers claim with EMQ.CLAIM ... BLOCK, work for a while
-// (heartbeating with EMQ.EXTEND), then complete (EMQ.COMPLETE), fail
-// (EMQ.FAIL with max_attempts and a backoff computed from the `failures` the
-// claim returned), or crash: drop the job without a word, leaving its lease
-// to expire. A sweeper sends EMQ.STALLED.CHECK (max_stalled large by default,
-// so crashed jobs are recovered rather than dead-lettered) and EMQ.PROMOTE on
-// an interval. The run stops after Jobs jobs (or Duration), then drains:
-// waits until every admitted job is completed or dead.
+// admission). The workers are the emq library's Worker (Concurrency
+// Workers): it claims with EMQ.CLAIM ... BLOCK, heartbeats with EMQ.EXTEND
+// while the handler works, and completes (EMQ.COMPLETE) or fails (EMQ.FAIL
+// with max_attempts and a backoff computed from the `failures` the claim
+// returned) as the handler says; the handler may also crash: drop the job
+// without a word (emq.ErrAbandon), leaving its lease to expire. The
+// library's sweeper sends EMQ.STALLED.CHECK (max_stalled large by default,
+// so crashed jobs are recovered rather than dead-lettered) on an interval.
+// The run stops after Jobs jobs (or Duration), then drains: waits until
+// every admitted job is completed or dead.
 //
 // # What "completed exactly once" means, across crashes
 //
@@ -77,8 +79,8 @@ type Config struct {
 	Jobs int
 	// Duration bounds the producing phase when Jobs is 0.
 	Duration time.Duration
-	// Producers (default 4) and Workers (default 16) are goroutines, each
-	// with its own connection while it works.
+	// Producers (default 4) are goroutines, each with its own connection
+	// while it works; Workers (default 16) is the worker's Concurrency.
 	Producers, Workers int
 	// PayloadBytes is the payload size (default 64).
 	PayloadBytes int
@@ -89,10 +91,9 @@ type Config struct {
 	// Heartbeat is how often a working worker sends EMQ.EXTEND (default
 	// LeaseMs/3).
 	Heartbeat time.Duration
-	// BlockMs is the claim's BLOCK block_ms (default 500).
+	// BlockMs is the claim's BLOCK block_ms (default 500); the worker claims
+	// COUNT as many jobs as it has free slots.
 	BlockMs int
-	// ClaimCount is the claim's COUNT (default 1).
-	ClaimCount int
 	// FailRate is the probability that a worker fails a job it holds
 	// (EMQ.FAIL); CrashRate that it drops it without a word.
 	FailRate, CrashRate float64
@@ -106,7 +107,7 @@ type Config struct {
 	// MaxStalled is EMQ.STALLED.CHECK's max_stalled (default 1000, so a
 	// crashed job is recovered, not dead-lettered).
 	MaxStalled int
-	// SweepLimit is the limit of EMQ.STALLED.CHECK and EMQ.PROMOTE (100).
+	// SweepLimit is the limit of EMQ.STALLED.CHECK (100).
 	SweepLimit int
 	// MaxBacklog bounds admitted but unfinished jobs; producers wait above
 	// it (default 20 per worker).
@@ -171,7 +172,6 @@ func (c *Config) defaults() error {
 	def(&c.LeaseMs, 2000)
 	defd(&c.Heartbeat, time.Duration(c.LeaseMs)*time.Millisecond/3)
 	def(&c.BlockMs, 500)
-	def(&c.ClaimCount, 1)
 	def(&c.MaxAttempts, 5)
 	defd(&c.BackoffBase, 10*time.Millisecond)
 	defd(&c.BackoffMax, time.Second)

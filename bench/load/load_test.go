@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/bench/internal/procs"
+	"github.com/emqd/emqd/emq"
 	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -106,20 +107,17 @@ func TestVerifyFindsLossDuplicatesAndLeftovers(t *testing.T) {
 	}
 	// Claim the dead one (lowest id first: left was enqueued first, so claim
 	// both and requeue left).
-	v, err := d.rdb.Do(ctx, "EMQ.CLAIM", q, 10000, "COUNT", 2).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := parseClaim(v)
+	ec := emq.New(d.rdb)
+	cl, err := ec.Claim(ctx, q, 10*time.Second, emq.Count(2))
 	if err != nil || len(cl) != 2 {
 		t.Fatalf("claim %v %v", cl, err)
 	}
 	for _, c := range cl {
 		var err error
-		if c.id == left.id {
-			err = d.rdb.Do(ctx, "EMQ.REQUEUE", q, c.id, c.token).Err()
+		if c.ID == left.id {
+			err = ec.Requeue(ctx, q, c.ID, c.Token)
 		} else {
-			err = d.rdb.Do(ctx, "EMQ.FAIL", q, c.id, c.token, 1, 0, "boom").Err()
+			_, err = ec.Fail(ctx, q, c.ID, c.Token, 1, 0, "boom")
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -28,21 +28,20 @@ func main() {
 	fs.IntVar(&c.Jobs, "jobs", 100000, "jobs to produce (0: produce for --duration)")
 	fs.DurationVar(&c.Duration, "duration", 0, "produce for this long (with --jobs 0)")
 	fs.IntVar(&c.Producers, "producers", 8, "producer goroutines")
-	fs.IntVar(&c.Workers, "workers", 32, "worker goroutines")
+	fs.IntVar(&c.Workers, "workers", 32, "jobs run at once (the emq worker's Concurrency)")
 	fs.IntVar(&c.PayloadBytes, "payload-bytes", 64, "payload size")
 	fs.DurationVar(&c.Work, "work", 0, "mean simulated work per job (uniform in [0, 2*work]); heartbeats while working")
 	fs.IntVar(&c.LeaseMs, "lease-ms", 2000, "lease_ms of EMQ.CLAIM and EMQ.EXTEND")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", 0, "EMQ.EXTEND interval while working (default lease/3)")
 	fs.IntVar(&c.BlockMs, "block-ms", 500, "EMQ.CLAIM BLOCK block_ms")
-	fs.IntVar(&c.ClaimCount, "claim-count", 1, "EMQ.CLAIM COUNT")
 	fs.Float64Var(&c.FailRate, "fail-rate", 0, "probability a worker fails a job (EMQ.FAIL)")
 	fs.Float64Var(&c.CrashRate, "crash-rate", 0, "probability a worker drops a job mid-work without a word")
 	fs.IntVar(&c.MaxAttempts, "max-attempts", 5, "EMQ.FAIL max_attempts (the cap on failures)")
 	fs.DurationVar(&c.BackoffBase, "backoff", 10*time.Millisecond, "retry delay after f failures: min(backoff << f, --backoff-max)")
 	fs.DurationVar(&c.BackoffMax, "backoff-max", time.Second, "cap of the retry delay")
-	fs.DurationVar(&c.SweepEvery, "sweep-every", 250*time.Millisecond, "interval of EMQ.STALLED.CHECK and EMQ.PROMOTE")
+	fs.DurationVar(&c.SweepEvery, "sweep-every", 250*time.Millisecond, "interval of EMQ.STALLED.CHECK")
 	fs.IntVar(&c.MaxStalled, "max-stalled", 1000, "EMQ.STALLED.CHECK max_stalled (large: crashed jobs are recovered, not dead-lettered)")
-	fs.IntVar(&c.SweepLimit, "sweep-limit", 100, "limit of EMQ.STALLED.CHECK and EMQ.PROMOTE")
+	fs.IntVar(&c.SweepLimit, "sweep-limit", 100, "limit of EMQ.STALLED.CHECK")
 	fs.IntVar(&c.MaxBacklog, "max-backlog", 0, "admitted but unfinished jobs above which producers wait (default 20 per worker)")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 0, "how long to wait for the last jobs (default 30s + 3 leases)")
 	fs.StringVar(&c.RestartCmd, "restart-cmd", "", "shell command that starts emqd on --addr (with a fixed --dir); the driver runs it")
@@ -54,10 +53,11 @@ func main() {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: emqload [flags]
 
-Producers enqueue jobs (client-supplied ids); workers claim with BLOCK,
-heartbeat with EMQ.EXTEND, and complete, fail (--fail-rate, backoff from
-the failures count) or crash (--crash-rate: drop the job without a word);
-a sweeper sends EMQ.STALLED.CHECK and EMQ.PROMOTE every --sweep-every.
+Producers enqueue jobs (client-supplied ids); the workers (the emq
+library's Worker) claim with BLOCK, heartbeat with EMQ.EXTEND, and
+complete, fail (--fail-rate, backoff from the failures count) or crash
+(--crash-rate: drop the job without a word); the library's sweeper sends
+EMQ.STALLED.CHECK every --sweep-every.
 At the end every job must be completed exactly once or dead with a reason,
 nothing left pending, active or scheduled, and EMQ.COUNTS must agree.
 Prints throughput and enqueue-to-complete latency (p50 p99 p999); exits 1
