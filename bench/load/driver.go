@@ -58,7 +58,7 @@ type driver struct {
 	lat   []time.Duration
 
 	payload string
-	sup         *supervisor
+	sup     *supervisor
 }
 
 func newDriver(cfg Config) *driver {
