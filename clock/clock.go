@@ -38,22 +38,23 @@ const maxTimerMs = int64(math.MaxInt64 / int64(time.Millisecond))
 
 // AfterFunc is time.AfterFunc; dMs is clamped to [0, ~292 years].
 func (Wall) AfterFunc(dMs int64, f func()) Timer {
-	if dMs < 0 {
-		dMs = 0
-	}
-	if dMs > maxTimerMs {
-		dMs = maxTimerMs
-	}
-	return time.AfterFunc(time.Duration(dMs)*time.Millisecond, f)
+	return time.AfterFunc(wallDelay(dMs), f)
+}
+
+// wallDelay is dMs as a time.Duration, clamped to [0, maxTimerMs] ms.
+func wallDelay(dMs int64) time.Duration {
+	return time.Duration(min(max(dMs, 0), maxTimerMs)) * time.Millisecond
 }
 
 // Manual is a clock that only moves when told to. Its zero value is not
 // usable; create it with NewManual. Safe for concurrent use.
 type Manual struct {
-	mu     sync.Mutex
-	now    int64
-	seq    int64
-	timers []*manualTimer
+	mu      sync.Mutex
+	now     int64
+	seq     int64
+	timers  []*manualTimer
+	running int       // callback goroutines started and not yet returned
+	idle    sync.Cond // signalled when running drops to 0 (L is &mu)
 }
 
 type manualTimer struct {
@@ -65,7 +66,41 @@ type manualTimer struct {
 }
 
 // NewManual returns a manual clock reading startMs (Unix ms).
-func NewManual(startMs int64) *Manual { return &Manual{now: startMs} }
+func NewManual(startMs int64) *Manual {
+	m := &Manual{now: startMs}
+	m.idle.L = &m.mu
+	return m
+}
+
+// goRun runs fs one after another in a new goroutine, counted in running
+// (m.mu held).
+func (m *Manual) goRun(fs ...func()) {
+	m.running++
+	go func() {
+		for _, f := range fs {
+			f()
+		}
+		m.mu.Lock()
+		m.running--
+		if m.running == 0 {
+			m.idle.Broadcast()
+		}
+		m.mu.Unlock()
+	}()
+}
+
+// Wait returns once every timer callback the clock has started (by
+// Advance, Set or a due AfterFunc) has returned, the callbacks those start
+// meanwhile included. It is a test's synchronisation point: after
+// Advance(d) and Wait, whatever the timers due by then do is done, so a
+// check that something did not happen is not a guess.
+func (m *Manual) Wait() {
+	m.mu.Lock()
+	for m.running > 0 {
+		m.idle.Wait()
+	}
+	m.mu.Unlock()
+}
 
 // NowMs returns the clock's reading.
 func (m *Manual) NowMs() int64 {
@@ -83,7 +118,7 @@ func (m *Manual) AfterFunc(dMs int64, f func()) Timer {
 	t := &manualTimer{c: m, at: m.now + dMs, seq: m.seq, f: f}
 	if dMs <= 0 {
 		t.off = true
-		go f()
+		m.goRun(f)
 		return t
 	}
 	m.timers = append(m.timers, t)
@@ -126,21 +161,21 @@ func (m *Manual) Set(ms int64) {
 		}
 	}
 	m.timers = keep
-	m.mu.Unlock()
 	sort.Slice(due, func(i, j int) bool {
 		if due[i].at != due[j].at {
 			return due[i].at < due[j].at
 		}
 		return due[i].seq < due[j].seq
 	})
-	if len(due) == 0 {
-		return
-	}
-	// Callbacks run outside the caller's goroutine (the caller may hold the
-	// store lock, e.g. EMQ.DEBUG CLOCK ADVANCE), one after another in order.
-	go func() {
-		for _, t := range due {
-			t.f()
+	if len(due) > 0 {
+		// Callbacks run outside the caller's goroutine (the caller may hold
+		// the store lock, e.g. EMQ.DEBUG CLOCK ADVANCE), one after another
+		// in order.
+		fs := make([]func(), len(due))
+		for i, t := range due {
+			fs[i] = t.f
 		}
-	}()
+		m.goRun(fs...)
+	}
+	m.mu.Unlock()
 }

@@ -8,15 +8,49 @@ import (
 )
 
 // TestWallAfterFuncHugeDelay: a delay past what time.Duration holds must not
-// overflow into an immediate (or negative) timer.
+// overflow into an immediate (or negative) timer: the timer's delay is
+// clamped to about 292 years, so it is still pending.
 func TestWallAfterFuncHugeDelay(t *testing.T) {
+	const years290 = 290 * 365 * 24 * time.Hour
 	for _, ms := range []int64{9223372036855, 18446744073710, math.MaxInt64} {
+		if d := wallDelay(ms); d < years290 {
+			t.Fatalf("AfterFunc(%d ms) waits %v", ms, d)
+		}
 		var fired atomic.Bool
 		tm := Wall{}.AfterFunc(ms, func() { fired.Store(true) })
-		time.Sleep(20 * time.Millisecond)
 		if !tm.Stop() || fired.Load() {
 			t.Fatalf("AfterFunc(%d ms) fired at once", ms)
 		}
+	}
+	if wallDelay(-5) != 0 || wallDelay(1500) != 1500*time.Millisecond {
+		t.Fatalf("wallDelay(-5) = %v, wallDelay(1500) = %v", wallDelay(-5), wallDelay(1500))
+	}
+}
+
+// TestManualWait: Wait returns once the callbacks of the timers that came
+// due have returned, callbacks they start included.
+func TestManualWait(t *testing.T) {
+	m := NewManual(0)
+	var n atomic.Int64
+	m.AfterFunc(10, func() {
+		n.Add(1)
+		m.AfterFunc(0, func() { n.Add(10) })
+	})
+	m.AfterFunc(20, func() { n.Add(100) })
+	m.Advance(10)
+	m.Wait()
+	if n.Load() != 11 {
+		t.Fatalf("after Advance(10) and Wait: %d, want 11", n.Load())
+	}
+	m.Advance(9)
+	m.Wait()
+	if n.Load() != 11 {
+		t.Fatalf("a timer fired early: %d", n.Load())
+	}
+	m.Advance(1)
+	m.Wait()
+	if n.Load() != 111 {
+		t.Fatalf("after Advance(1) and Wait: %d, want 111", n.Load())
 	}
 }
 

@@ -49,7 +49,7 @@ func TestSweeperOff(t *testing.T) {
 	c.do("EMQ.ENQUEUE", "q", "JOB00000000001", "p")
 	c.do("EMQ.CLAIM", "q", "50")
 	clk.Advance(5000)
-	time.Sleep(50 * time.Millisecond)
+	clk.Wait() // the sweeper's timers due by now have run
 	if r := c.do("EMQ.JOB", "q", "JOB00000000001"); !strings.Contains(r, "$5\r\nstate\r\n$6\r\nactive\r\n") {
 		t.Fatalf("swept while off: %q", r)
 	}

@@ -2,7 +2,6 @@ package verbs_test
 
 import (
 	"testing"
-	"time"
 )
 
 // Blocking claims end to end (verbs.md EMQ.CLAIM BLOCK), over raw sockets.
@@ -36,7 +35,7 @@ func TestE2EBlockTimeout(t *testing.T) {
 	a.send(claimCmd("500"))
 	e.waitBlocked(1)
 	e.advance(499)
-	time.Sleep(20 * time.Millisecond)
+	e.clk.Wait() // every timer due by now has run: none may have ended the wait
 	if e.blocked() != 1 {
 		t.Fatal("timed out early")
 	}
@@ -93,7 +92,7 @@ func TestE2EBlockedClaimerGetsDelayedJob(t *testing.T) {
 	e.waitBlocked(1)
 	e.ok("EMQ.ENQUEUE", "q", idA, "later", "DELAY", 1000)
 	e.advance(999)
-	time.Sleep(20 * time.Millisecond)
+	e.clk.Wait() // every timer due by now has run: the job is not due yet
 	if e.blocked() != 1 {
 		t.Fatal("served before the job came due")
 	}
@@ -142,7 +141,9 @@ func TestE2EBlockedClaimerWakeSources(t *testing.T) {
 	e.waitBlocked(1)
 	e.ok("EMQ.ENQUEUE", "q", idB, "b")
 	e.ok("EMQ.ENQUEUE", "q", idC, "c")
-	time.Sleep(20 * time.Millisecond)
+	// The server retries the queue's parked claims before it sends the
+	// replies of the batch that made jobs ready (docs/architecture.md §3), so
+	// once ENQUEUE's reply is here the claimer had its chance.
 	if e.blocked() != 1 {
 		t.Fatal("a paused queue served a claimer")
 	}

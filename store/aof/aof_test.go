@@ -389,7 +389,7 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 			"MISCONF Errors writing to the AOF file: Input/output error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, nil, tc.policy, func(c *Config) { c.CronInterval = 20 * time.Millisecond })
+			h := newHarness(t, nil, tc.policy, func(c *Config) { c.manualCron = true })
 			noErr(t, h.do(0, cmd("SET", "before", "1")))
 			noErr(t, h.a.Sync())
 			size, _ := h.fs.Contents(aofPath)
@@ -400,8 +400,11 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 			}
 			eq(t, tc.msg, h.a.WriteError(), "MISCONF text")
 			eq(t, "err", infoField(h.a, "aof_last_write_status"), "aof_last_write_status")
-			// Still failing after a few background retries.
-			time.Sleep(60 * time.Millisecond)
+			// Still failing after a few background retries (cron rounds,
+			// run here one by one).
+			for range 3 {
+				h.cron()
+			}
 			eq(t, tc.msg, h.a.WriteError(), "still failing")
 			// What the file holds now still loads (a torn tail at most).
 			now, _ := h.fs.Contents(aofPath)
@@ -410,7 +413,7 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 			_, _, _, err = reload(t, snap, aofPath)
 			noErr(t, err)
 			h.fs.Heal()
-			waitFor(t, "the error to clear", func() bool { return h.a.WriteError() == "" })
+			waitFor(t, "the error to clear", func() bool { h.cron(); return h.a.WriteError() == "" })
 			eq(t, "ok", infoField(h.a, "aof_last_write_status"), "aof_last_write_status")
 			noErr(t, h.do(0, cmd("SET", "after", "3")))
 			noErr(t, h.a.Sync())
