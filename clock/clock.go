@@ -1,5 +1,5 @@
 // Package clock is the server clock: every score a verb computes comes from
-// it (verbs.md section 6). The binary uses Wall; tests use Manual and advance it.
+// it (docs/verbs.md §4.19). The binary uses Wall; tests use Manual and advance it.
 package clock
 
 import (

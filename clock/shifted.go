@@ -5,7 +5,7 @@ import "sync"
 // Shifted is a clock that reads its base clock plus an offset that only
 // grows through Advance: the server clock of a binary started with
 // enable-debug-command yes, so EMQ.DEBUG CLOCK ADVANCE can move it
-// (verbs.md section 6). Timers fire at their deadline on the shifted time.
+// (docs/verbs.md §4.19). Timers fire at their deadline on the shifted time.
 type Shifted struct {
 	base Clock
 	mu   sync.Mutex

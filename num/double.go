@@ -9,14 +9,14 @@ import (
 )
 
 // This file holds Valkey's double parsing and formatting rules
-// (valkey-subset.md 2.2, 2.3 and 2.4): string2d for scores given as values,
+// (Valkey 8.0 util.c and t_zset.c; docs/compat.md §3.3): string2d for
+// scores given as values,
 // zslParseRange's plain strtod for range bounds, and d2string (an integer
 // when the value is integral and |v| <= 2^62, otherwise the digits of
 // fpconv_dtoa's Grisu2 laid out by its emit_digits rules) for every score
 // the server prints.
 
-// ParseDouble parses b as Valkey's string2d does (util.c, valkey-subset.md
-// 2.2): C strtod syntax covering the whole of b, with no leading white
+// ParseDouble parses b as Valkey's string2d does (util.c): C strtod syntax covering the whole of b, with no leading white
 // space. It accepts "inf", "+inf", "-inf", "infinity" in any case, "1e3",
 // ".5", "5.", "+1", "01", and hex floats ("0x10", "0x1p3", "0x1.8" with no
 // "p" exponent). It rejects "", "nan", trailing bytes, overflow ("1e400")
@@ -35,7 +35,7 @@ func ParseDouble(b []byte) (v float64, ok bool) {
 
 // ParseRangeBound parses one score bound of ZRANGEBYSCORE, ZCOUNT,
 // ZREMRANGEBYSCORE and ZRANGE BYSCORE as zslParseRange does (t_zset.c,
-// valkey-subset.md 2.3): a leading "(" makes the bound exclusive, the rest
+// Valkey 8.0): a leading "(" makes the bound exclusive, the rest
 // is read with plain strtod, so leading white space is accepted, "" (and
 // "(" alone) means 0, an overflow such as "1e400" means ±inf and an
 // underflow means 0. Trailing bytes and NaN are refused (ok false). As in
@@ -263,8 +263,8 @@ func parseHex(h []byte, neg bool) (float64, int, bool) {
 	return f, 0, true
 }
 
-// FormatScore formats v as Valkey's d2string (util.c, valkey-subset.md
-// 2.4): "nan", "inf", "-inf", "0", "-0"; an integral value with
+// FormatScore formats v as Valkey's d2string (util.c; docs/compat.md
+// §3.3): "nan", "inf", "-inf", "0", "-0"; an integral value with
 // |v| <= 2^62 as a plain integer ("100000000000000000"); anything else as
 // fpconv_dtoa's Grisu2 digits with the emit_digits layout ("1.5",
 // "0.000025", "1e+20", "1e-7", "8.716973141899057e+5", "5e-324").

@@ -66,7 +66,7 @@ func TestParseRangeBound(t *testing.T) {
 }
 
 func TestFormatScoreVerified(t *testing.T) {
-	// valkey-subset.md 2.4 and shared/compat/zset.jsonl.
+	// docs/compat.md §3.3 and server/testdata/valkey/zset.jsonl.
 	tenth := 0.1 // a variable, so 0.1+0.2 is computed in float64
 	cases := []struct {
 		v    float64
@@ -94,7 +94,7 @@ func TestFormatScoreVerified(t *testing.T) {
 
 // Grisu2 is not always shortest: these values print differently from
 // Go's shortest formatting. Each expected text was checked against
-// fpconv_dtoa itself (valkey-subset.md 2.4).
+// fpconv_dtoa itself (docs/compat.md §3.3).
 func TestFormatScoreGrisuNotShortest(t *testing.T) {
 	cases := []struct {
 		bits  uint64

@@ -6,7 +6,7 @@ import (
 )
 
 // This file emulates the x87 80-bit `long double` arithmetic that Valkey on
-// x86-64 uses for HINCRBYFLOAT and INCRBYFLOAT (valkey-subset.md 2.5):
+// x86-64 uses for HINCRBYFLOAT and INCRBYFLOAT (docs/compat.md §3.4):
 // string2ld (strtold plus Valkey's rejections) to read the increment and the
 // stored value, one addition rounded to a 64-bit mantissa, and ld2string in
 // LD_STR_HUMAN mode ("%.17Lf", trailing zeros and point trimmed, "-0" -> "0")

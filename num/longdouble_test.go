@@ -30,7 +30,7 @@ func ldIncr(value, incr string) string {
 	return FormatLongDouble(sum)
 }
 
-// The expected values come from valkey-subset.md 2.5 and from Valkey's
+// The expected values come from docs/compat.md §3.4 and from Valkey's
 // string2ld/ld2string compiled with gcc on x86-64 (80-bit long double),
 // which agreed with this emulation on 200,000 random cases.
 func TestLongDoubleArithmetic(t *testing.T) {
@@ -109,7 +109,7 @@ func TestLongDoubleArithmetic(t *testing.T) {
 }
 
 // 1e308 prints every digit of its long double value, which is just below
-// 10^308: 308 digits (valkey-subset.md 2.5 says "a 309-digit integer";
+// 10^308: 308 digits (docs/compat.md §3.4 says "a 309-digit integer";
 // gcc's x87 printf gives these 308).
 func TestLongDoubleLargeInteger(t *testing.T) {
 	want := "99999999999999999996685879655845645660560099847415567207797047994921734868838061872100126921888539320446747225054013223152134749593960583597420814430196418767959100019603190778663109604507106667939153395788938914560543563061268364901618630217086589253444881623791300855757318142424510452728255046343928578048"
@@ -118,7 +118,7 @@ func TestLongDoubleLargeInteger(t *testing.T) {
 	}
 }
 
-// 1.1 added three times prints 3.3 (valkey-subset.md 2.5).
+// 1.1 added three times prints 3.3 (docs/compat.md §3.4).
 func TestLongDoubleRepeatedAdd(t *testing.T) {
 	v := ""
 	for i := 0; i < 3; i++ {

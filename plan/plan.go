@@ -1,7 +1,7 @@
 // Package plan is the write plan of a job verb: an ordered list of primitive
 // ops (HSET, HDEL, HINCRBY, ZADD, ZREM, DEL) that the store applies as one
 // atomic unit and that the append-only file records as one all-or-nothing
-// MULTI/EXEC group (architecture.md, "Data flow of one command", step 4).
+// MULTI/EXEC group (docs/architecture.md §2.5, §2.6).
 //
 // A plan is built by a verb's pure judgement from what its read pass saw, so
 // every op is known to succeed when applied: the store applies plans without

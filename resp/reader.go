@@ -6,7 +6,7 @@ import (
 	"github.com/emqd/emqd/num"
 )
 
-// Request limits, Valkey's defaults (valkey-subset.md 1.3; networking.c).
+// Request limits, Valkey's defaults (docs/compat.md §1.6; networking.c).
 const (
 	// DefaultMaxBulkLen is proto-max-bulk-len: the largest bulk argument.
 	DefaultMaxBulkLen = 512 << 20

@@ -7,7 +7,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Blocked clients, generic over store.BlockSpec (verbs.md EMQ.CLAIM BLOCK):
+// Blocked clients, generic over store.BlockSpec (docs/verbs.md §4.3.3):
 // a handler that found nothing sets Ctx.Block; the connection is parked (no
 // reply yet; its later pipelined commands wait behind it). Parked clients
 // wait in a FIFO per (db, queue). The verbs' Ready (onReady) marks a queue

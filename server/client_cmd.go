@@ -10,7 +10,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// CLIENT subcommands (valkey-subset.md 3.7). TRACKING, CACHING, NO-EVICT,
+// CLIENT subcommands (docs/compat.md §1.5). TRACKING, CACHING, NO-EVICT,
 // NO-TOUCH, CAPA and MAINT_NOTIFICATIONS are deliberately absent: they get
 // "unknown subcommand" (a client must not believe tracking works).
 func clientSubcommands() []serverCmd {

@@ -6,7 +6,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// COMMAND, COMMAND COUNT/INFO/DOCS/GETKEYS/LIST (valkey-subset.md 3.7).
+// COMMAND, COMMAND COUNT/INFO/DOCS/GETKEYS/LIST (docs/compat.md §1.5).
 
 func commandSubcommands() []serverCmd {
 	return []serverCmd{
@@ -81,7 +81,7 @@ func (r *registry) lookupFullName(name string) *command {
 }
 
 // cmdCommandDocs answers an empty map: emqd ships no command docs
-// (valkey-subset.md 4.1: every client checked copes).
+// (docs/compat.md §2.6: every client checked copes).
 func cmdCommandDocs(c *client, x *store.Ctx) { x.W.Map(0) }
 
 // cmdCommandGetKeys is COMMAND GETKEYS (and GETKEYSANDFLAGS) with

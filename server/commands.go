@@ -10,7 +10,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Connection and server commands (valkey-subset.md 3.7).
+// Connection and server commands (docs/compat.md §1.5).
 
 // serverCommands is the server's part of the registry.
 func serverCommands() []serverCmd {
@@ -163,7 +163,7 @@ func validName(b []byte) bool {
 }
 
 // cmdHello is Valkey 8's HELLO [protover [AUTH user pass] [SETNAME
-// name]], answering server "emqd", version "8.0.1" (compat.md "Choices").
+// name]], answering server "emqd", version "8.0.1" (docs/compat.md §4).
 func cmdHello(c *client, x *store.Ctx) {
 	argv := x.Argv
 	ver := int64(0)
@@ -292,7 +292,7 @@ func cmdShutdown(c *client, x *store.Ctx) {
 
 // cmdCluster answers every CLUSTER subcommand with Valkey's text for a
 // server without cluster support (cluster-probing clients fall back to a
-// single node when the text contains CLUSTER, valkey-subset.md 4.3).
+// single node when the text contains CLUSTER, docs/compat.md §2.3).
 func cmdCluster(c *client, x *store.Ctx) {
 	x.W.Error("ERR This instance has cluster support disabled")
 }

@@ -13,8 +13,8 @@ import (
 )
 
 // The config table: valkey.conf directives, shared by the command line, the
-// config file, Options.Config and CONFIG GET/SET (architecture.md, "The
-// command line"; valkey-subset.md 3.7 CONFIG rows).
+// config file, Options.Config and CONFIG GET/SET (docs/architecture.md
+// §8.3; docs/compat.md §1.5 CONFIG rows).
 
 type paramKind uint8
 
@@ -102,7 +102,7 @@ func paramTable() []*param {
 		ints("list-compress-depth", "0", 0, maxInt),
 		ints("auto-aof-rewrite-percentage", "100", 0, maxInt),
 		mem("auto-aof-rewrite-min-size", "67108864", 0, 1<<62),
-		// emqd's own: the opt-in stalled-job sweep (verbs.md EMQ.STALLED.CHECK).
+		// emqd's own: the opt-in stalled-job sweep (docs/verbs.md §4.11).
 		ints("emq-sweep-interval-ms", "0", 0, 1<<62),
 		ints("emq-max-stalled", "1", 1, maxInt),
 		// emqd's own: the Prometheus endpoint ("" off; metrics.go) and the

@@ -6,7 +6,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// CONFIG GET/SET/RESETSTAT/REWRITE (valkey-subset.md 3.7; Valkey 8 config.c).
+// CONFIG GET/SET/RESETSTAT/REWRITE (docs/compat.md §1.5; Valkey 8 config.c).
 
 func configSubcommands() []serverCmd {
 	return []serverCmd{

@@ -23,7 +23,7 @@ import (
 // redis-server (Redis 7.0, started here on a free loopback port) and to an
 // in-process emqd over raw RESP connections, replies compared byte for byte.
 //
-// Exceptions, all from valkey-subset.md section 6 (emqd follows Valkey
+// Exceptions, all from docs/compat.md §6.2 (emqd follows Valkey
 // 8.0, the reference is Redis 7.0) or from orders both servers leave
 // unspecified:
 //   - scores and doubles: Redis prints %.17g, Valkey Grisu2; the texts are
@@ -182,7 +182,7 @@ func diffSameNumber(x, y string) bool {
 
 // diffEqual compares two replies; with scores, bulk strings and doubles
 // that differ as text but denote the same double are equal (Redis 7.0
-// prints %.17g, Valkey Grisu2: valkey-subset.md section 6).
+// prints %.17g, Valkey Grisu2: docs/compat.md §6.2).
 func diffEqual(a, b *diffNode, scores bool) bool {
 	if a.typ != b.typ || a.null != b.null || len(a.kids) != len(b.kids) {
 		return false
@@ -1664,7 +1664,7 @@ func TestDifferential(t *testing.T) {
 }
 
 // TestDifferentialValkeyOnly asserts the replies where emqd follows
-// Valkey 8.0 and Redis 7.0 differs (valkey-subset.md section 6), with the
+// Valkey 8.0 and Redis 7.0 differs (docs/compat.md §6.2), with the
 // known texts, and that Redis really answers differently.
 func TestDifferentialValkeyOnly(t *testing.T) {
 	emqdAddr, redisAddr := diffStart(t)

@@ -152,7 +152,7 @@ func newServer(opts Options) *Server {
 }
 
 // newRunID draws 40 random hex characters (Valkey's run_id; never persisted,
-// verbs.md: the lease epoch).
+// docs/verbs.md §1.5: the lease epoch).
 func newRunID() string {
 	var b [20]byte
 	if _, err := rand.Read(b[:]); err != nil {

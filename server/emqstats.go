@@ -8,7 +8,7 @@ import (
 	"github.com/emqd/emqd/verbs"
 )
 
-// Observability (issue 5): the EMQ.* transition accounting (verbs.Stats),
+// Observability (docs/architecture.md §6): the EMQ.* transition accounting (verbs.Stats),
 // the "# EMQ" INFO section, the opt-in sweeper's own counts, the
 // Prometheus endpoint (metrics.go) and the rate-limited log lines
 // (logging.go). It starts after the start hooks, so the append-only
@@ -18,7 +18,7 @@ import (
 // lock once, before the listener opens.
 type observability struct {
 	stats *verbs.Stats
-	// The opt-in sweeper's jobs (verbs.md EMQ.STALLED.CHECK; a part of the
+	// The opt-in sweeper's jobs (docs/verbs.md §4.11; a part of the
 	// stall counts, which also count the sweeps clients send).
 	sweepRecovered, sweepDead atomic.Int64
 	metrics                   *metricsServer // nil: metrics-addr is empty
@@ -77,7 +77,7 @@ func discoverQueues(s *Server, st *verbs.Stats) {
 // emqInfo generates INFO's "# EMQ" section: the queues known (seen by a
 // verb since start, or present at boot), the transition totals since
 // start (names as verbs.Transition), the refusals caused by stored data
-// (verbs.md rule 11) and the opt-in sweeper's share of the stall counts.
+// (docs/verbs.md §2.11) and the opt-in sweeper's share of the stall counts.
 func (s *Server) emqInfo(add func(field, value string)) {
 	i := func(k string, v int64) { add(k, strconv.FormatInt(v, 10)) }
 	st := s.EMQStats()

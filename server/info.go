@@ -13,7 +13,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// INFO (valkey-subset.md 3.7; Valkey 8 genValkeyInfoString): sections in
+// INFO (docs/compat.md §1.5; Valkey 8 genValkeyInfoString): sections in
 // Valkey's fixed order, "# Name" headers, fields "name:value\r\n", a blank
 // line between sections; an unknown section gives an empty bulk. RESP3
 // replies a verbatim string.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Structured logs (issue 5, "Observability"): emqd logs through log/slog.
+// Structured logs (docs/architecture.md §6): emqd logs through log/slog.
 // At the default level (loglevel notice = slog.LevelInfo) it logs start-up
 // (version, port, run_id, dir, appendonly), shutdown, persistence events,
 // the metrics endpoint, the opt-in sweeper's recoveries, refused

@@ -14,7 +14,7 @@ import (
 	"github.com/emqd/emqd/verbs"
 )
 
-// The Prometheus endpoint (issue 5, "Observability"): with metrics-addr
+// The Prometheus endpoint (docs/architecture.md §6): with metrics-addr
 // set (off by default), emqd serves GET /metrics on that address in the
 // Prometheus text format, from its own registry (never the global one, so
 // several embedded servers can run in one process):
@@ -25,7 +25,7 @@ import (
 //	emqd_command_duration_seconds{command}     histogram: handler time per command (commandstats names)
 //	emqd_connected_clients, emqd_blocked_clients               gauges
 //	emqd_connections_received_total, emqd_rejected_connections_total
-//	emqd_bad_row_refusals_total                counter: verbs.md rule 11
+//	emqd_bad_row_refusals_total                counter: docs/verbs.md §2.11
 //	emqd_sweep_jobs_total{result}              counter: the opt-in sweeper's recovered / dead
 //	emqd_build_info{version}                   gauge 1
 //	go_*, process_*                            the client library's runtime collectors
@@ -112,7 +112,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 			func() float64 { return float64(s.statConns.Load()) }),
 		counterFunc("emqd_rejected_connections_total", "Connections refused by maxclients (INFO rejected_connections).",
 			func() float64 { return float64(s.statRejected.Load()) }),
-		counterFunc("emqd_bad_row_refusals_total", "Verbs refused because of stored data (verbs.md rule 11; INFO emq_bad_row_refusals).",
+		counterFunc("emqd_bad_row_refusals_total", "Verbs refused because of stored data (docs/verbs.md §2.11; INFO emq_bad_row_refusals).",
 			func() float64 { return float64(s.verbs.BadRowRefusals()) }),
 		sweep("recovered", func() float64 { return float64(s.obs.sweepRecovered.Load()) }),
 		sweep("dead", func() float64 { return float64(s.obs.sweepDead.Load()) }),

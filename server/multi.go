@@ -4,8 +4,8 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// MULTI/EXEC/DISCARD/WATCH/UNWATCH (valkey-subset.md 1.2 and 3.7; Valkey 8
-// multi.c). Dispatch-level errors inside MULTI mark the transaction dirty
+// MULTI/EXEC/DISCARD/WATCH/UNWATCH (docs/compat.md §1.5, docs/architecture.md
+// §4; Valkey 8 multi.c). Dispatch-level errors inside MULTI mark the transaction dirty
 // (see client.reject); MULTI and WATCH inside MULTI are refused by their
 // no_multi flag, which also marks it dirty.
 

@@ -13,7 +13,7 @@ import (
 	"github.com/emqd/emqd/store/aof"
 )
 
-// Persistence (issue 4, architecture.md "Persistence"): with appendonly yes
+// Persistence (docs/durability.md; docs/architecture.md §5): with appendonly yes
 // the append-only file in dir is replayed before the listener opens, a new
 // run_id is drawn after the replay, and from then on every write reaches
 // the file through store.Feed; a batch that wrote is committed (appendfsync)
@@ -152,8 +152,8 @@ func (p *persistence) boot() (*aof.AOF, error) {
 		s.log.Info(fmt.Sprintf("DB loaded from append only file: %.3f seconds", time.Since(start).Seconds()),
 			"commands", res.Commands, "bytes", res.Size)
 	}
-	// The run_id is drawn after the replay (verbs.md: leases granted before
-	// the restart carry an old lease_epoch).
+	// The run_id is drawn after the replay (docs/verbs.md §1.5: leases
+	// granted before the restart carry an old lease_epoch).
 	s.runID = newRunID()
 	if err := a.Start(); err != nil {
 		return nil, fmt.Errorf("can't open the append only file %s: %w", a.Path(), err)

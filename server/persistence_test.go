@@ -22,8 +22,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Tests of issue 4 that need a server: restart with a full keyspace
-// compare, minted ids across restarts, the seed's restart table, disk
+// Persistence tests that need a server (docs/durability.md §7): restart
+// with a full keyspace compare, minted ids across restarts, the restart
+// exemption (docs/verbs.md §1.5), disk
 // failures through the fault-injecting file layer, INFO and CONFIG.
 
 const pt0 = int64(1_700_000_000_000)
@@ -259,7 +260,7 @@ func TestAOFMintedIDsIncreaseAcrossRestarts(t *testing.T) {
 	}
 }
 
-// TestAOFSeedRestartTable is the seed's restart row end to end: a lease
+// TestAOFSeedRestartTable is docs/verbs.md §1.5 end to end: a lease
 // granted before a restart is recovered without charging stalled; the same
 // expiry without a restart is counted and, at max_stalled 1, dead.
 func TestAOFSeedRestartTable(t *testing.T) {

@@ -3,8 +3,7 @@
 // blocked clients, HELLO/RESP3, AUTH, INFO, CONFIG, COMMAND, SLOWLOG, and
 // the embedding API used by every test (Start, Close).
 //
-// Specs: architecture.md ("Data flow of one command"), valkey-subset.md
-// sections 1 and 3.7, compat.md ("Choices").
+// Specs: docs/architecture.md §2; docs/compat.md §1.5, §1.6, §2 and §3.
 package server
 
 import (

@@ -8,8 +8,8 @@ import (
 	"github.com/emqd/emqd/verbs"
 )
 
-// The opt-in stalled-job sweep (verbs.md, EMQ.STALLED.CHECK: "emqd's own
-// opt-in sweeper, which sends exactly this verb"): every
+// The opt-in stalled-job sweep (docs/verbs.md §4.11: "emqd's own opt-in
+// sweeper"): every
 // emq-sweep-interval-ms (0: off) of the server clock, for every queue that
 // has an active set in any database, the server runs
 // EMQ.STALLED.CHECK q <emq-max-stalled> under the store lock, exactly as a

@@ -105,7 +105,7 @@ func quoteShort(s string) string {
 	return strings.TrimSpace(strings.ReplaceAll(strings.ReplaceAll(s, "\r", "\\r"), "\n", "\\n"))
 }
 
-// sameReply compares per mode (compat.md, "The golden transcripts").
+// sameReply compares per mode (docs/compat.md §6.1).
 func sameReply(t *testing.T, mode, got, want string) bool {
 	switch mode {
 	case "exact", "":

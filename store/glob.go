@@ -2,7 +2,7 @@ package store
 
 // GlobMatch reports whether s matches the glob pattern, with the semantics of
 // Valkey's stringmatchlen (util.c), used by KEYS, SCAN/HSCAN/ZSCAN MATCH and
-// (nocase) CONFIG GET (valkey-subset.md 3.3, KEYS row):
+// (nocase) CONFIG GET (docs/compat.md §1.4, KEYS row):
 //
 //   - `*` matches any run of bytes (including none), `?` exactly one byte;
 //   - `[abc]` one of the listed bytes, `[^abc]` any other byte, `[a-z]` a range

@@ -8,7 +8,7 @@ import (
 // Cases checked against Valkey's stringmatchlen (util.c) compiled with gcc
 // on x86-64 (a differential run of 300,000 random patterns and strings over
 // `ab*?[]^-\!`, NUL and 0xff agreed on every one), and against
-// valkey-subset.md 3.3 (KEYS row).
+// docs/compat.md §1.4 (KEYS row).
 func TestGlobMatch(t *testing.T) {
 	cases := []struct {
 		pat, s string

@@ -179,7 +179,7 @@ type goldenLine struct {
 	Compare string   `json:"compare"`
 }
 
-// goldenDir is where the Valkey 8.0.1 transcripts live (compat.md).
+// goldenDir is where the Valkey 8.0.1 transcripts live (docs/compat.md §6.1).
 const goldenDir = "/work/shared/compat/"
 
 // loadGolden reads a transcript; JSON strings hold the reply bytes as

@@ -1,7 +1,7 @@
 package store
 
 // Hash is a field/value map that iterates in insertion order (as Valkey's
-// listpack-encoded hashes do; compat.md "Choices"). Deleting a field leaves a
+// listpack-encoded hashes do; docs/compat.md §3.1). Deleting a field leaves a
 // hole that is compacted once holes outnumber live fields.
 type Hash struct {
 	idx     map[string]int

@@ -10,8 +10,8 @@ import (
 	"github.com/emqd/emqd/num"
 )
 
-// Hash commands (valkey-subset.md 3.1) with Valkey 8.0's replies and check
-// order (t_hash.c). Fields iterate in insertion order (compat.md "Choices").
+// Hash commands (docs/compat.md §1.1) with Valkey 8.0's replies and check
+// order (t_hash.c). Fields iterate in insertion order (docs/compat.md §3.1).
 
 func hashCommands() []*CommandSpec {
 	return []*CommandSpec{
@@ -289,7 +289,7 @@ func cmdHIncrBy(c *Ctx) {
 
 // HINCRBYFLOAT key field increment: the new value as a bulk string in both
 // protocols, computed in x87 long double and printed by ld2string's human
-// mode (num/longdouble.go, valkey-subset.md 2.5). Checks, in Valkey's order:
+// mode (num/longdouble.go, docs/compat.md §3.4). Checks, in Valkey's order:
 // the increment (`ERR value is not a valid float`, NaN included), an
 // infinite increment (`ERR value is NaN or Infinity`), WRONGTYPE, the stored
 // value (`ERR hash value is not a float`), the sum

@@ -77,7 +77,7 @@ func TestHashBasicsRESP3(t *testing.T) {
 }
 
 // Fields keep their first insertion position; a deleted and re-added field
-// goes to the end (listpack order, compat.md "Choices").
+// goes to the end (listpack order, docs/compat.md §3.1).
 func TestHashInsertionOrder(t *testing.T) {
 	s := New(16)
 	runExpect(t, s, 2, []expectStep{

@@ -6,7 +6,7 @@ import (
 	"github.com/emqd/emqd/num"
 )
 
-// Keyspace commands (valkey-subset.md 3.3) with Valkey 8.0's replies and
+// Keyspace commands (docs/compat.md §1.4) with Valkey 8.0's replies and
 // check order (db.c), and MEMORY USAGE (object.c).
 
 func keyspaceCommands() []*CommandSpec {

@@ -166,7 +166,7 @@ func (d *DB) resetScan() { d.scan = scanCache{} }
 // leading zeros ("01", " 5", "+5") and a negated value modulo 2^64
 // ("-18446744073709551615" is 1), and refuses "", trailing bytes and values
 // above 2^64-1. The text ends at the first NUL byte, as in C. Refusal is
-// `ERR invalid cursor` (valkey-subset.md 1.5).
+// `ERR invalid cursor` (Valkey's db.c parseScanCursorOrReply).
 func ParseScanCursor(b []byte) (uint64, bool) {
 	for i, c := range b {
 		if c == 0 {

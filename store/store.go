@@ -1,8 +1,8 @@
 // Package store is emqd's keyspace: numbered databases of keys holding
 // strings, hashes (insertion-ordered) and sorted sets (tidwall/btree ordered by
 // score then member bytes, plus a member index), and the Valkey commands over
-// them with Valkey 8.0's replies and error texts (spec: compat.md,
-// valkey-subset.md section 3).
+// them with Valkey 8.0's replies and error texts (docs/compat.md §1,
+// §3).
 //
 // Concurrency: the Store has one writer. Callers take Lock/Unlock around a
 // batch of commands (a pipeline, an EXEC, a verb) and run every command of the
@@ -307,7 +307,7 @@ type Ctx struct {
 	DB   *DB
 	Argv [][]byte
 	W    *resp.Writer
-	// NowMs is the server clock reading for this command (verbs.md rule 4);
+	// NowMs is the server clock reading for this command (docs/verbs.md §2.4);
 	// set by the server before the handler runs.
 	NowMs int64
 	// RunID is the server's boot run_id (40 hex characters).

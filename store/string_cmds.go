@@ -8,7 +8,7 @@ import (
 	"github.com/emqd/emqd/num"
 )
 
-// String commands (valkey-subset.md 3.5): GET SET INCR INCRBY DECR DECRBY
+// String commands (docs/compat.md §1.3): GET SET INCR INCRBY DECR DECRBY
 // MGET MSET STRLEN APPEND, with Valkey 8.0's replies and check order
 // (t_string.c).
 
@@ -158,7 +158,7 @@ func cmdSet(c *Ctx) {
 				return
 			}
 		}
-		// Key expiry is not implemented yet (compat.md "Then"): refuse
+		// Key expiry is not implemented yet (docs/compat.md §1.7): refuse
 		// rather than store the key without its TTL.
 		c.W.Error(ErrSyntax)
 		return

@@ -46,7 +46,7 @@ func (z *ZSet) Score(member string) (float64, bool) {
 	return s, ok
 }
 
-// Add sets member's score (a -0 score is stored as 0, compat.md) and reports
+// Add sets member's score (a -0 score is stored as 0, docs/compat.md §3.2) and reports
 // whether the member is new.
 func (z *ZSet) Add(member string, score float64) bool {
 	if score == 0 {

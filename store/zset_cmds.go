@@ -10,7 +10,7 @@ import (
 )
 
 // The sorted set commands, with Valkey 8.0's replies, error texts and
-// check order (valkey-subset.md 3.2; t_zset.c). Arguments are validated
+// check order (docs/compat.md §1.2; t_zset.c). Arguments are validated
 // before the key lookup (1.4); refusals write nothing to the store.
 
 func zsetCommands() []*CommandSpec {
@@ -670,7 +670,7 @@ func (e *rangeEmitter) header(n int) int {
 }
 
 // zrangeGeneric is Valkey's zrangeGenericCommand for ZRANGE, ZREVRANGE,
-// Z[REV]RANGEBYSCORE and Z[REV]RANGEBYLEX (valkey-subset.md 3.2, ZRANGE
+// Z[REV]RANGEBYSCORE and Z[REV]RANGEBYLEX (docs/compat.md §1.2, ZRANGE
 // row): the option loop, the LIMIT/WITHSCORES conflicts, the range parse,
 // then the key.
 func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
@@ -1121,7 +1121,7 @@ const ZSetScanAllMax = 128
 
 // cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count] [NOSCORES]:
 // `*2` [cursor, flat member, score... array] in both protocols, scores as
-// FormatScore text in bulk strings (valkey-subset.md 2.6: a big Valkey set
+// FormatScore text in bulk strings (docs/compat.md §3.3: a big Valkey set
 // prints %.17Lg instead; emqd always prints d2string). The cursor is parsed
 // first, then the key (a missing key answers `*2 "0" *0` without reading
 // the options), then the options (scan.go). A set of at most

@@ -468,7 +468,7 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 }
 
 // ---------------------------------------------------------------------------
-// EMQ.DEBUG CLOCK ADVANCE ms (verbs.md section 6)
+// EMQ.DEBUG CLOCK ADVANCE ms (docs/verbs.md §4.19)
 
 // advancer is a clock EMQ.DEBUG CLOCK ADVANCE can move (clock.Manual,
 // clock.Shifted).

@@ -5,7 +5,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Error texts of the verbs (verbs.md rules 8 and 9, section 4). Job-level
+// Error texts of the verbs (docs/verbs.md §2.8, §2.9, §4). Job-level
 // refusals are typed: clients match the first word.
 const (
 	ErrInvalidQueue  = "ERR invalid queue name"
@@ -26,7 +26,7 @@ const (
 	ErrClockFixed = "ERR the server clock cannot be advanced"
 )
 
-// errStale is `EMQSTALE <verb> token mismatch` (verbs.md section 4, guard 3).
+// errStale is `EMQSTALE <verb> token mismatch` (docs/verbs.md §4.4, guard 3).
 func errStale(verb string) string { return "EMQSTALE " + verb + " token mismatch" }
 
 // errArity is Valkey's wrong-number-of-arguments text for name (lower case).

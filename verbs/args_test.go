@@ -6,7 +6,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// TestArgumentsBeforeReads is verbs.md rule 1 with rule 8's texts: every
+// TestArgumentsBeforeReads is docs/verbs.md §2.1 with §2.8's texts: every
 // argument error is given before any key is read, so a queue whose keys all
 // hold the wrong type still answers the argument error.
 func TestArgumentsBeforeReads(t *testing.T) {

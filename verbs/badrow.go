@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Rule 11 (verbs.md section 1): a refusal caused by stored data (a wrong
+// docs/verbs.md §2.11: a refusal caused by stored data (a wrong
 // type, a lane row, a counter HINCRBY would refuse) is counted, and logged
 // once per key per badRowLogEvery, so an operator can find and repair the
 // key with plain commands.

@@ -27,7 +27,7 @@ func (h *countHandler) Handle(_ context.Context, r slog.Record) error {
 func (h *countHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *countHandler) WithGroup(string) slog.Handler      { return h }
 
-// TestBadRowLoggedOncePerKey is verbs.md rule 11: every refusal caused by
+// TestBadRowLoggedOncePerKey is docs/verbs.md §2.11: every refusal caused by
 // stored data is counted; each key is logged once (rate-limited), and a
 // refusal not caused by stored data is neither.
 func TestBadRowLoggedOncePerKey(t *testing.T) {

@@ -139,10 +139,10 @@ type claimVerdict struct {
 	Promoted int
 }
 
-// claimPromoteMax bounds the promotion EMQ.CLAIM runs first (verbs.md).
+// claimPromoteMax bounds the promotion EMQ.CLAIM runs first (docs/verbs.md §4.3.2).
 const claimPromoteMax = 100
 
-// judgeClaim is EMQ.CLAIM (verbs.md section 4): a paused queue hands out
+// judgeClaim is EMQ.CLAIM (docs/verbs.md §4.3): a paused queue hands out
 // nothing; the due scheduled members are judged as EMQ.PROMOTE judges them;
 // then pending (with the promoted ids at score 0) is walked in order until
 // Count jobs are found: a ghost is dropped and does not use up Count; a

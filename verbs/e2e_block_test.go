@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// Blocking claims end to end (verbs.md EMQ.CLAIM BLOCK), over raw sockets.
+// Blocking claims end to end (docs/verbs.md §4.3.3), over raw sockets.
 
 func claimCmd(block string, extra ...string) []string {
 	return append([]string{"EMQ.CLAIM", "q", "1000", "BLOCK", block}, extra...)

@@ -12,7 +12,7 @@ import (
 )
 
 // End to end through go-redis, what only emqd has: the exact AOF record of a
-// verb, and EMQ.DEBUG refused with debug off. The seed's scenarios (the cap
+// verb, and EMQ.DEBUG refused with debug off. The contract's scenarios (the cap
 // on failures, the counters table, the sweep, the three recoveries, the
 // restart exemption, fencing, arguments before reads, MULTI/WATCH, RESP3
 // maps) are written once in cluster/conformance and run there against emqd

@@ -131,7 +131,7 @@ type mintRead struct {
 }
 
 // judgeMint gives the number of the next minted id: max(now, last+1)
-// (verbs.md section 2). The read pass then skips numbers whose row exists.
+// (docs/verbs.md §1.4). The read pass then skips numbers whose row exists.
 func judgeMint(m mintRead, now int64) (int64, refusal) {
 	if m.Kind == keyWrong {
 		return 0, wrongType(MintKey)
@@ -169,7 +169,7 @@ type enqueueVerdict struct {
 	Pending bool
 }
 
-// judgeEnqueue is EMQ.ENQUEUE's judgement (verbs.md section 4).
+// judgeEnqueue is EMQ.ENQUEUE's judgement (docs/verbs.md §4.2).
 func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *plan.Plan, refusal) {
 	k := a.K
 	rowKey := r.RowKey

@@ -7,15 +7,15 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// What the judgements of several families share (architecture.md "Keep the
-// judgement pure"): each judgement takes what its verb's read pass saw,
+// What the judgements of several families share (docs/architecture.md
+// §2.5): each judgement takes what its verb's read pass saw,
 // `now`, the run_id and the parsed arguments, and returns a verdict and the
 // write plan, or a Refusal. A refusal comes with no plan: nothing is written
-// (verbs.md rule 2).
+// (docs/verbs.md §2.2).
 
 // refusal is a judgement's "no": Text is the full error reply. Bad marks a
 // refusal caused by stored data (a wrong type, a lane row, a counter HINCRBY
-// would refuse: verbs.md rule 11), Key the key holding that data.
+// would refuse: docs/verbs.md §2.11), Key the key holding that data.
 type refusal struct {
 	Text string
 	Key  string
@@ -51,7 +51,7 @@ func counterCheck(c counter, key string, n int64) refusal {
 	return noRefusal
 }
 
-// nextCount applies HINCRBY's rule (verbs.md rule 5; Valkey t_hash.c) to a
+// nextCount applies HINCRBY's rule (docs/verbs.md §2.5; Valkey t_hash.c) to a
 // stored counter incremented by incr (> 0): a missing field counts as 0; a
 // value string2ll refuses gives "ERR hash value is not an integer"; a sum
 // beyond int64 gives "ERR increment or decrement would overflow".

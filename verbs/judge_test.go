@@ -8,8 +8,8 @@ import (
 )
 
 // Helpers of the judgement table tests (one file per family: token_test.go,
-// claim_test.go, ...): the seed's cases, verbs.md sections 3
-// and 5. Plans are compared as the Valkey commands they render to.
+// claim_test.go, ...): the cases of docs/verbs.md §3
+// and §5. Plans are compared as the Valkey commands they render to.
 
 const (
 	tRun  = "1111111111111111111111111111111111111111"
@@ -50,7 +50,7 @@ func eqLines(t *testing.T, got, want []string) {
 // fieldOf is a present field holding s.
 func fieldOf(s string) rowField { return rowField{Val: []byte(s), Present: true} }
 
-// live is the seed's LIVE: an active row whose attempts is 1 and that has
+// live is the row docs/verbs.md §4.6 starts from: an active row whose attempts is 1 and that has
 // no failures field, leased by the current run.
 func live() jobRow {
 	return jobRow{Kind: keyOK, State: fieldOf("active"), Attempts: fieldOf("1"), LeaseEpoch: fieldOf(tRun), Payload: fieldOf("p")}

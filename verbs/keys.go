@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Keys names the keys of one queue q (verbs.md section 2). Every key carries
+// Keys names the keys of one queue q (docs/verbs.md §1.1). Every key carries
 // the hash tag {q}, so all of them live in the slot of the bare name q.
 type Keys struct {
 	Queue     string // q itself
@@ -20,7 +20,7 @@ type Keys struct {
 }
 
 // MintKey is the hash whose field `last` holds the greatest id the server
-// has minted (verbs.md section 2, "Job ids").
+// has minted (docs/verbs.md §1.4).
 const MintKey = "{emq}:mint"
 
 // Row is the key of the job row of id.
@@ -114,7 +114,7 @@ func keysFor(b []byte) *Keys {
 }
 
 // validQueue reports whether b is a queue name: ^[A-Za-z0-9._-]{1,128}$ and
-// not "emq" (verbs.md rule 8; `emq` is the tag of {emq}:mint).
+// not "emq" (docs/verbs.md §2.8; `emq` is the tag of {emq}:mint).
 func validQueue(b []byte) bool {
 	if len(b) == 0 || len(b) > 128 {
 		return false
@@ -129,7 +129,7 @@ func validQueue(b []byte) bool {
 	return string(b) != "emq"
 }
 
-// Job ids (verbs.md section 2): "JOB" followed by 11 characters of 0-9A-Za-z.
+// Job ids (docs/verbs.md §1.4): "JOB" followed by 11 characters of 0-9A-Za-z.
 // Minted ids encode a number in base 62 with that alphabet, which is in
 // ASCII order, at fixed width: byte order equals numeric (mint) order.
 const (
@@ -199,8 +199,8 @@ func DecodeID(b []byte) (int64, bool) {
 }
 
 // mintNumber is the number of the next minted id: the larger of now and
-// last+1 (hasLast false: no id minted yet), never below 0 (verbs.md
-// section 2: minted ids are strictly increasing for the life of the data).
+// last+1 (hasLast false: no id minted yet), never below 0 (docs/verbs.md
+// §1.4: minted ids are strictly increasing for the life of the data).
 // ok is false when the id space is exhausted.
 func mintNumber(now int64, last int64, hasLast bool) (int64, bool) {
 	n := now

@@ -15,7 +15,7 @@ func claimOne(t *testing.T, h *th, lease string) (id, token string, failures int
 	return j[0].(string), j[2].(string), j[3].(int64)
 }
 
-// TestCountersTable walks one job through every verb of verbs.md section 3
+// TestCountersTable walks one job through every verb of docs/verbs.md §3
 // and reads the row after each: which of attempts, failures, stalled and
 // lease_epoch each verb wrote.
 func TestCountersTable(t *testing.T) {

@@ -2,7 +2,7 @@ package verbs
 
 import "github.com/emqd/emqd/store"
 
-// The read pass (verbs.md rule 2) looks at the store through these plain
+// The read pass (docs/verbs.md §2.2) looks at the store through these plain
 // values; the judgements take nothing else, so they are pure and table
 // tested. Byte slices point into the store and are only valid until the
 // verb's write pass.
@@ -14,7 +14,7 @@ type keyKind uint8
 const (
 	keyAbsent keyKind = iota // no such key
 	keyOK                    // the type the verb expects (hash or zset)
-	keyWrong                 // another type: WRONGTYPE (rule 7)
+	keyWrong                 // another type: WRONGTYPE (docs/verbs.md §2.7)
 )
 
 // rowField is one hash field as read: Present is false when the field (or the
@@ -24,7 +24,7 @@ type rowField struct {
 	Present bool
 }
 
-// jobRow is a job row as read (verbs.md section 2). Kind is keyAbsent for no
+// jobRow is a job row as read (docs/verbs.md §1.3). Kind is keyAbsent for no
 // row and keyWrong when the row key holds a non-hash (the fields are then unset).
 type jobRow struct {
 	Kind       keyKind

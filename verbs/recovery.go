@@ -85,8 +85,8 @@ type stalledVerdict struct {
 	Dead      []string
 }
 
-// judgeStalled is EMQ.STALLED.CHECK (the seed's stalled_check; verbs.md
-// section 4): every expired member is judged before anything is written,
+// judgeStalled is EMQ.STALLED.CHECK (docs/verbs.md
+// §4.11): every expired member is judged before anything is written,
 // in order: a ghost is removed from active and listed nowhere; a non-hash
 // row or a lane row refuses the whole call; a lease_epoch other than runID
 // (or none) is exempt: back to pending, stalled neither read nor written; a
@@ -250,7 +250,7 @@ func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
 	return out, noRefusal
 }
 
-// judgePromote is EMQ.PROMOTE (verbs.md section 4): it returns the promoted
+// judgePromote is EMQ.PROMOTE (docs/verbs.md §4.12): it returns the promoted
 // ids (the reply is their number). Charges nothing.
 func judgePromote(r *promoteRead, k *Keys) ([]string, *plan.Plan, refusal) {
 	if r.Schedule == keyWrong {

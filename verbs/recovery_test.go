@@ -105,7 +105,7 @@ func TestStalledCheck(t *testing.T) {
 	}
 }
 
-// TestThreeRecoveries is verbs.md section 5: one expired lease from the
+// TestThreeRecoveries is docs/verbs.md §5: one expired lease from the
 // previous process, max_stalled 1: the native sweep exempts it; the same
 // row leased by this run is counted and dead-lettered.
 func TestThreeRecoveries(t *testing.T) {

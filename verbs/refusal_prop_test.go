@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestRefusalWritesNothing is the property of verbs.md rule 2 over random
+// TestRefusalWritesNothing is the property of docs/verbs.md §2.2 over random
 // states and random calls of every verb: a refused call leaves the whole
 // keyspace (digest of every db, key, field, member, score) as it was, sends
 // nothing to the Feed, counts no change, wakes nobody, and counts a bad-row
-// refusal (rule 11) exactly when stored data caused it. And every change a
+// refusal (docs/verbs.md §2.11) exactly when stored data caused it. And every change a
 // successful call makes reaches the Feed.
 func TestRefusalWritesNothing(t *testing.T) {
 	rng := rand.New(rand.NewSource(20240601))
@@ -100,7 +100,7 @@ var propIDs = []string{"JOB00000000001", "JOB00000000002", "JOB00000000003", "JO
 func pick(rng *rand.Rand, xs ...string) string { return xs[rng.Intn(len(xs))] }
 
 // randomState fills queue q with jobs in every state, some of them broken
-// in the ways verbs.md names (ghosts, lane rows, wrong types, bad
+// in the ways docs/verbs.md §2.11 names (ghosts, lane rows, wrong types, bad
 // counters), and sometimes breaks the queue's own keys.
 func randomState(h *th, rng *rand.Rand) {
 	k := NewKeys("q")

@@ -8,7 +8,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Transition accounting (issue 5, "Observability"): every verb that applies
+// Transition accounting (docs/architecture.md §6): every verb that applies
 // its plan counts the job state changes the plan made, per queue of a
 // database. A refusal applies nothing and counts nothing. The counts live
 // in the Stats the server hands its Verbs (SetStats); before that (the

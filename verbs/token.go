@@ -47,7 +47,7 @@ func readToken(d *store.DB, a *tokenArgs) tokenRead {
 }
 
 // tokenGuard is the common guard of the six token verbs, in the order of
-// verbs.md section 4: WRONGTYPE, gone, token mismatch (bytes, rule 6),
+// docs/verbs.md §4.4: WRONGTYPE, gone, token mismatch (bytes, docs/verbs.md §2.6),
 // lane, dead, not in active. A lease past its deadline but not swept still
 // passes: the guard looks at membership, not at the clock.
 func tokenGuard(verb string, a *tokenArgs, r *tokenRead) refusal {
@@ -173,14 +173,14 @@ type failRead struct {
 	Failed   counter
 }
 
-// failVerdict is the seed's decide_fail outcome: retried (scheduled) or
+// failVerdict is EMQ.FAIL's verdict (docs/verbs.md §4.6): retried (scheduled) or
 // dead, with f, the failures count after this failure.
 type failVerdict struct {
 	Dead bool
 	F    int64
 }
 
-// judgeFail is the seed's decide_fail (verbs.md section 4, EMQ.FAIL): the
+// judgeFail is EMQ.FAIL (docs/verbs.md §4.6): the
 // token is compared as bytes, then failures is read through HINCRBY's rule
 // and f = failures+1 is capped by max_attempts. attempts is never written.
 func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict, *plan.Plan, refusal) {
@@ -244,7 +244,7 @@ type requeueRead struct {
 	Pending keyKind
 }
 
-// judgeRequeue is EMQ.REQUEUE, the seed's requeue_plan: exactly three
+// judgeRequeue is EMQ.REQUEUE (docs/verbs.md §4.7): exactly three
 // writes (ZREM active, HSET state pending, ZADD pending 0), no counter.
 func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 	if ref := tokenGuard("requeue", a, &r.tokenRead); ref.Refused() {

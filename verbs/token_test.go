@@ -8,7 +8,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// driveFail is the seed's drive_fail: token, max_attempts, the row.
+// driveFail is one EMQ.FAIL judgement (docs/verbs.md §4.6): token, max_attempts, the row.
 func driveFail(t *testing.T, token string, max int64, row jobRow) (failVerdict, *plan.Plan, refusal) {
 	t.Helper()
 	return judgeFail(failReadOf(row), tNow, targs(token), &failArgs{MaxAttempts: max, DelayMs: 500, Error: []byte(tErr)})

@@ -1,5 +1,5 @@
-// Package verbs implements the EMQ.* job verbs (spec: verbs.md; semantics:
-// the seed, "Failures and recovery"). Every verb runs the same steps: parse
+// Package verbs implements the EMQ.* job verbs (the contract:
+// docs/verbs.md). Every verb runs the same steps (docs/verbs.md §2): parse
 // and validate all its arguments (args.go), a read pass over the store
 // (read.go), a pure judgement that returns a plan.Plan or a refusal, then
 // store.Ctx.ApplyPlan and the reply. A refusal writes nothing.
@@ -11,8 +11,8 @@
 // (EMQ.PAUSE, EMQ.RESUME, EMQ.REMOVE, EMQ.COUNTS, EMQ.JOB, EMQ.DEBUG). The
 // key layout is keys.go; the command table is Commands below.
 //
-// There is deliberately no EMQ.REAP (verbs.md section 4, the seed's "The
-// reaper has no native twin"): EMQ.STALLED.CHECK is the one recovery verb.
+// There is deliberately no EMQ.REAP (docs/verbs.md
+// §4.20): EMQ.STALLED.CHECK is the one recovery verb.
 package verbs
 
 import (
@@ -60,7 +60,7 @@ func (vs *Verbs) SetStats(st *Stats) { vs.stats = st }
 func (vs *Verbs) BadRowRefusals() int64 { return vs.badRows.n.Load() }
 
 // verb builds a spec whose first argument, the queue name, is the declared
-// key (verbs.md section 2: the {q} tag puts every key of q in q's slot).
+// key (docs/verbs.md §1.1: the {q} tag puts every key of q in q's slot).
 func verb(name string, arity int, h store.Handler, flags ...store.Flag) *store.CommandSpec {
 	return store.NewCommand(name, arity, h, flags...).WithKeys(1, 1, 1)
 }
@@ -118,7 +118,7 @@ func clone(b []byte) []byte {
 	return out
 }
 
-// queueArg validates argv[1] as a queue name (rule 8) and returns its keys.
+// queueArg validates argv[1] as a queue name (docs/verbs.md §2.8) and returns its keys.
 func queueArg(c *store.Ctx) *Keys {
 	if !validQueue(c.Argv[1]) {
 		c.W.Error(ErrInvalidQueue)

@@ -292,7 +292,7 @@ func randString(n int) string {
 }
 
 // jobID is "JOB" + tag (4 base-62 characters) + n in 7 base-62 digits: a
-// well-formed 14-byte id (verbs.md "Job ids"), sorting by n within a run.
+// well-formed 14-byte id (docs/verbs.md §1.4), sorting by n within a run.
 func jobID(tag string, n int64) string {
 	var b [14]byte
 	copy(b[:], "JOB")

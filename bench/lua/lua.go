@@ -1,7 +1,8 @@
 // Package lua holds the scripted job transitions the benchmarks run on a real
 // redis-server through EVALSHA, over the same keyspace as the native EMQ.*
-// verbs (verbs.md section 2): enqueue, claim, complete, the seed's @retry
-// (capped on attempts) and the seed's @sweep_stalled (every expiry counted).
+// verbs (docs/verbs.md §1.1): enqueue, claim, complete, a scripted retry
+// (capped on attempts, where EMQ.FAIL caps on failures: docs/verbs.md §4.6)
+// and the scripted sweep of docs/verbs.md §5 (every expiry counted).
 package lua
 
 import (
@@ -47,7 +48,7 @@ var (
 // All lists every script, for SCRIPT LOAD.
 func All() []Script { return []Script{Enqueue, Claim, Complete, Retry, SweepStalled} }
 
-// Keys of queue q (verbs.md section 2).
+// Keys of queue q (docs/verbs.md §1.1).
 type Keys struct{ Q string }
 
 // Prefix is "emq:{q}:".

@@ -98,7 +98,7 @@ const (
 	oldRun    = "0000000000000000000000000000000000000000"
 )
 
-// The seed's "the cap moved to failures" (docs/verbs.md, EMQ.FAIL).
+// The cap is on failures, not attempts (docs/verbs.md §4.6).
 func capIsOnFailures(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
 	e.ok("EMQ.ENQUEUE", "q", idA, "p")
@@ -166,7 +166,7 @@ func requeueThreeWrites(t *testing.T, tg Target) {
 	}
 }
 
-// The counters table (docs/verbs.md section 3): the row after each verb.
+// The counters table (docs/verbs.md §3): the row after each verb.
 func countersTable(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
 	run := tg.RunID()
@@ -320,7 +320,7 @@ func stalledCheck(t *testing.T, tg Target) {
 	}
 }
 
-// The seed's table (docs/verbs.md section 5): one expired lease, the native
+// The table of docs/verbs.md §5: one expired lease, the native
 // exit. A lease from the previous process is exempt; from this one, counted.
 func threeRecoveries(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
@@ -461,7 +461,7 @@ func fencing(t *testing.T, tg Target) {
 	}
 }
 
-// Arguments are validated before any key is read (rule 1, rule 8's texts).
+// Arguments are validated before any key is read (docs/verbs.md §2.1, §2.8).
 func argumentsBeforeReads(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
 	for _, k := range []string{"pending", "active", "schedule", "dead", "meta", "metrics:failed", "job:" + idA} {

@@ -1,5 +1,5 @@
 // Package conformance is one suite of job-verb scenarios (docs/verbs.md:
-// the seed's cases, the guard order, refusal-writes-nothing, the counters
+// its worked cases, the guard order, refusal-writes-nothing, the counters
 // table, the restart exemption, the three recoveries) written once against
 // a small Target and run against two: emqd embedded (EmqdTarget, a manual
 // clock) and a redis-server 7 with the emq FUNCTION library loaded

@@ -20,7 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestCrashKeepsAcknowledgedWrites is issue 4's crash test: the real emqd
+// TestCrashKeepsAcknowledgedWrites is the crash test of docs/durability.md
+// §7: the real emqd
 // binary with appendfsync always, concurrent writers recording every
 // acknowledged reply, SIGKILL at random points (some while a rewrite runs),
 // a restart, and a check that every acknowledged write is there and the job

@@ -1,4 +1,4 @@
-// Package aof is emqd's append-only file (issue 4, architecture.md
+// Package aof is emqd's append-only file (docs/durability.md,
 // "Persistence"): every write the store makes is recorded as RESP commands
 // in Valkey's AOF format, made durable per appendfsync (always, everysec,
 // no), replayed at boot, and compacted by a rewrite that runs while the

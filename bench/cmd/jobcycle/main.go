@@ -1,6 +1,6 @@
 // Command jobcycle measures the native EMQ.* verbs of emqd against the
 // scripted executor (the Lua scripts in bench/lua run through EVALSHA on a
-// real redis-server), over the same keyspace (verbs.md section 2), in one run.
+// real redis-server), over the same keyspace (docs/verbs.md §1.1), in one run.
 //
 // The job cycle, per job: ENQUEUE, CLAIM, COMPLETE; and a variant with one
 // failure: ENQUEUE, CLAIM, FAIL (retry, delay 0), CLAIM (promotes the due
@@ -254,7 +254,8 @@ func randTag() string {
 }
 
 // jobID returns the n-th id of a run: "JOB" + 11 base-62 digits, fixed width,
-// so ids of one run sort by n (verbs.md: ids sort by bytes in mint order).
+// so ids of one run sort by n (docs/verbs.md §1.4: ids sort by bytes in
+// mint order).
 func jobID(base uint64, n uint64) string {
 	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	v := base + n

@@ -85,7 +85,8 @@ func TestScriptedSweep(t *testing.T) {
 	}
 }
 
-// The scripted retry caps on attempts (the seed's @retry): a job claimed,
+// The scripted retry caps on attempts (docs/verbs.md §4.6 contrasts the
+// native cap on failures): a job claimed,
 // released and claimed again (token 2) dies at max_attempts 2 on its first
 // failure, where the native verb would retry it.
 func TestScriptedRetryCapsOnAttempts(t *testing.T) {
