@@ -1,6 +1,9 @@
 // Command jobcycle measures the native EMQ.* verbs of emqd against the
 // scripted executor (the Lua scripts in bench/lua run through EVALSHA on a
-// real redis-server), over the same keyspace (docs/verbs.md §1.1), in one run.
+// real redis-server) and against the cluster library (cluster/emq.lua,
+// FCALL, on one redis-server and on a 3-primary Redis Cluster with the
+// queues on one primary or spread over three), over the same keyspace
+// (docs/verbs.md §1.1), in one run.
 //
 // The job cycle, per job: ENQUEUE, CLAIM, COMPLETE; and a variant with one
 // failure: ENQUEUE, CLAIM, FAIL (retry, delay 0), CLAIM (promotes the due
@@ -14,9 +17,11 @@
 // (native) and sweep_stalled.lua (scripted) are called, `sweep-limit` per
 // call, until the sweep comes back empty.
 //
-// By default it starts the servers itself, one after the other (emqd from
-// --emqd-bin, then redis-server; persistence off, free loopback ports): each
-// runs only while its side is measured, so they never share the cores.
+// By default it starts the servers itself, one side after the other (emqd
+// from --emqd-bin, then redis-server, ...; persistence off, free loopback
+// ports): each runs only while its side is measured, so the sides never
+// share the cores (the three primaries of a cluster side do). --sides
+// picks the sides.
 // --emqd-addr and --redis-addr use running servers instead (a fresh queue
 // name per run keeps runs apart; nothing is flushed).
 //
@@ -48,7 +53,10 @@ import (
 
 type config struct {
 	emqdAddr, redisAddr string
+	libraryAddr         string
 	emqdBin, redisBin   string
+	redisCli            string
+	sides               []string
 	jobs                int
 	workers1, workersP  int
 	batch               int
@@ -78,15 +86,20 @@ func main() {
 	fs.IntVar(&c.sweepLimit, "sweep-limit", 100, "limit per sweep call")
 	fs.IntVar(&c.maxStalled, "max-stalled", 1, "max_stalled of the sweep (1: every expiry is dead-lettered; 2+: recovered)")
 	fs.StringVar(&c.only, "only", "all", "what to run: all, cycle or sweep")
+	fs.StringVar(&c.libraryAddr, "library-addr", "", "address of a running redis-server for the library side (default: start --redis-bin); the library is loaded on it")
+	fs.StringVar(&c.redisCli, "redis-cli", "redis-cli", "redis-cli binary (creates the cluster of the cluster sides)")
+	sides := fs.String("sides", "emqd,redis,library,cluster/3,cluster/1", "sides to run, in order: emqd (native verbs), redis (Lua scripts, EVALSHA), library (FCALL, one redis-server), cluster/3 and cluster/1 (FCALL on a 3-primary cluster, the workers' queues spread over 3 primaries or all on 1)")
 	fs.StringVar(&c.client, "client", "raw", "job-cycle client: raw (lean RESP over net.Conn, pre-encoded commands) or go-redis; the sweep always uses go-redis")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: jobcycle [flags]
 
 Runs the job cycle (enqueue, claim, complete; and enqueue, claim, fail,
-claim, complete) with concurrent workers against emqd's native EMQ.* verbs
-and against Lua scripts (EVALSHA) on redis-server, unpipelined and pipelined,
-then times EMQ.STALLED.CHECK against the scripted sweep over expired leases.
-Prints jobs/s (and sweep time) for both and the ratio emqd/redis.
+claim, complete) with concurrent workers against emqd's native EMQ.* verbs,
+against Lua scripts (EVALSHA) on redis-server, and against the cluster
+library (FCALL) on one redis-server and on a 3-primary cluster, unpipelined
+and pipelined, then times EMQ.STALLED.CHECK against the scripted sweep and
+the library's over expired leases. Prints jobs/s (and sweep time) per side
+and each side's ratio to emqd.
 
 Example (servers started by the driver):
   go build -o bench/bin/emqd ./cmd/emqd && go run ./bench/cmd/jobcycle
@@ -96,6 +109,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])
+	c.sides = strings.Split(*sides, ",")
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "jobcycle:", err)
 		os.Exit(1)
@@ -127,35 +141,70 @@ func run(c config) error {
 				cy: cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, leaseMs: c.leaseMs, payload: payload}})
 		}
 	}
+	known := map[string]bool{"emqd": true, "redis": true, "library": true, "cluster/3": true, "cluster/1": true}
+	for _, sd := range c.sides {
+		if !known[sd] {
+			return fmt.Errorf("unknown side %q (emqd, redis, library, cluster/3, cluster/1)", sd)
+		}
+	}
 	// One side after the other: a server the driver starts runs only
-	// while its side is measured, so the two never share the cores.
-	var res [2]sideResult
+	// while its side is measured, so the sides never share the cores.
+	res := make([]sideResult, len(c.sides))
 	tag := randTag()
-	for i, name := range []string{"emqd", "redis"} {
-		r, err := runSide(c, i == 0, tag, cells)
+	for i, name := range c.sides {
+		r, err := runSide(c, name, tag, cells)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		res[i] = r
 	}
-	fmt.Printf("emqd %s   redis-server %s   payload %d B   client %s\n", res[0].addr, res[1].addr, c.payloadBytes, c.client)
+	for i, name := range c.sides {
+		fmt.Printf("%-10s %s\n", name, res[i].addr)
+	}
+	fmt.Printf("payload %d B, client %s\n", c.payloadBytes, c.client)
+	base := -1 // the column ratios are taken against (emqd when run)
+	for i, name := range c.sides {
+		if name == "emqd" {
+			base = i
+		}
+	}
 	if c.only != "sweep" {
-		fmt.Printf("\njob cycle, %d jobs per cell (lease_ms %d)\n", c.jobs, c.leaseMs)
-		fmt.Printf("%-26s %7s %5s %14s %16s %8s\n", "cycle", "workers", "batch", "emqd jobs/s", "redis+lua jobs/s", "ratio")
-		for i, cl := range cells {
-			e, r := res[0].rates[i], res[1].rates[i]
-			fmt.Printf("%-26s %7d %5d %14.0f %16.0f %7.2fx   (%s)\n", cl.name, cl.cy.workers, cl.cy.batch, e, r, e/r, cl.mode)
+		fmt.Printf("\njob cycle, %d jobs per cell (lease_ms %d), jobs/s\n", c.jobs, c.leaseMs)
+		fmt.Printf("%-26s %7s %5s", "cycle", "workers", "batch")
+		for _, name := range c.sides {
+			fmt.Printf(" %10s", name)
+		}
+		fmt.Println()
+		for ci, cl := range cells {
+			fmt.Printf("%-26s %7d %5d", cl.name, cl.cy.workers, cl.cy.batch)
+			for i := range c.sides {
+				fmt.Printf(" %10.0f", res[i].rates[ci])
+			}
+			fmt.Printf("   (%s)\n", cl.mode)
+		}
+		if base >= 0 && len(c.sides) > 1 {
+			fmt.Printf("\neach side / emqd\n")
+			for ci, cl := range cells {
+				fmt.Printf("%-26s %7d %5d", cl.name, cl.cy.workers, cl.cy.batch)
+				for i := range c.sides {
+					fmt.Printf(" %9.2fx", res[i].rates[ci]/res[base].rates[ci])
+				}
+				fmt.Printf("   (%s)\n", cl.mode)
+			}
 		}
 	}
 	if c.only != "cycle" {
 		fmt.Printf("\nstall sweep over %d expired leases, limit %d per call, max_stalled %d\n", c.sweepLeases, c.sweepLimit, c.maxStalled)
-		fmt.Printf("%-26s %10s %8s %12s %14s\n", "sweep", "time", "calls", "us/call", "leases/s")
-		for i, label := range []string{"EMQ.STALLED.CHECK (emqd)", "sweep_stalled.lua (redis)"} {
+		fmt.Printf("%-28s %10s %8s %12s %14s\n", "sweep", "time", "calls", "us/call", "leases/s")
+		labels := map[string]string{"emqd": "EMQ.STALLED.CHECK (emqd)", "redis": "sweep_stalled.lua (redis)", "library": "emq_stalled_check (library)"}
+		for i, name := range c.sides {
 			r := res[i].sweep
-			fmt.Printf("%-26s %10s %8d %12.1f %14.0f\n", label, r.elapsed.Round(time.Millisecond), r.calls,
+			if r.calls == 0 {
+				continue // the cluster sides run no sweep (one queue is one node: the library's)
+			}
+			fmt.Printf("%-28s %10s %8d %12.1f %14.0f\n", labels[name], r.elapsed.Round(time.Millisecond), r.calls,
 				float64(r.elapsed.Microseconds())/float64(r.calls), float64(r.swept)/r.elapsed.Seconds())
 		}
-		fmt.Printf("ratio emqd/redis (leases/s): %.2fx\n", res[1].sweep.elapsed.Seconds()/res[0].sweep.elapsed.Seconds())
 	}
 	return nil
 }
@@ -172,54 +221,74 @@ type sideResult struct {
 	sweep sweepResult
 }
 
-// runSide measures one side (native: emqd; else redis-server with the
-// scripts): it starts the server unless an address was given, runs every
-// cell and the sweep, and stops the server.
-func runSide(c config, native bool, tag string, cells []cell) (sideResult, error) {
-	var res sideResult
+// startSide starts the servers of one side (or uses the given address).
+func startSide(c config, name string) (*env, error) {
+	switch name {
+	case "library":
+		return startLibrary(c)
+	case "cluster/3":
+		return startCluster(c, 3)
+	case "cluster/1":
+		return startCluster(c, 1)
+	}
+	native := name == "emqd"
 	addr, bin, start := c.redisAddr, c.redisBin, procs.StartRedis
 	if native {
 		addr, bin, start = c.emqdAddr, c.emqdBin, func(bin string) (*procs.Proc, error) { return procs.StartEmqd(bin) }
 	}
+	stop := func() {}
 	if addr == "" {
 		p, err := start(bin)
 		if err != nil {
 			if native {
 				err = fmt.Errorf("%w (build it: go build -o bench/bin/emqd ./cmd/emqd)", err)
 			}
-			return res, err
+			return nil, err
 		}
-		defer p.Stop(5 * time.Second)
-		addr = p.Addr
+		addr, stop = p.Addr, func() { p.Stop(5 * time.Second) }
 	}
-	res.addr = addr
-	ctx := context.Background()
 	rdb := newClient(addr, c.workers1+4)
-	defer rdb.Close()
-	var ex executor = &nativeExec{rdb: rdb}
-	var side rawSide = rawNative{}
+	e := &env{addr: addr, ex: &nativeExec{rdb: rdb}, raw: rawNative{}, route: func(string) string { return addr },
+		stop: func() { rdb.Close(); stop() }, sweep: true}
 	if !native {
-		ex, side = &scriptExec{rdb: rdb}, rawScripted{}
+		e.ex, e.raw = &scriptExec{rdb: rdb}, rawScripted{}
 		for _, s := range lua.All() {
-			if err := rdb.ScriptLoad(ctx, s.Src).Err(); err != nil {
-				return res, fmt.Errorf("SCRIPT LOAD %s: %w", s.Name, err)
+			if err := rdb.ScriptLoad(context.Background(), s.Src).Err(); err != nil {
+				e.stop()
+				return nil, fmt.Errorf("SCRIPT LOAD %s: %w", s.Name, err)
 			}
 		}
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return res, fmt.Errorf("%s: %w", addr, err)
+	return e, nil
+}
+
+// runSide measures one side: it starts its servers unless an address was
+// given, runs every cell and the sweep, and stops the servers.
+func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
+	var res sideResult
+	e, err := startSide(c, name)
+	if err != nil {
+		return res, err
+	}
+	defer e.stop()
+	res.addr = e.addr
+	ctx := context.Background()
+	ex := e.ex
+	if err := ex.client().Ping(ctx).Err(); err != nil {
+		return res, fmt.Errorf("%s: %w", e.addr, err)
 	}
 	if c.only != "sweep" {
 		for _, cl := range cells {
-			fmt.Fprintf(os.Stderr, "%s: %s, %s ...\n", ex.name(), cl.name, cl.mode)
-			q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, ex.name(), cl.cy.batch, cl.cy.retry)
+			fmt.Fprintf(os.Stderr, "%s: %s, %s ...\n", name, cl.name, cl.mode)
+			q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, strings.ReplaceAll(name, "/", ""), cl.cy.batch, cl.cy.retry)
+			cy := cl.cy
+			cy.place = e.place
 			var r float64
 			var err error
 			if c.client == "raw" {
-				cy := cl.cy
-				r, err = cy.runRaw(addr, side, q, func(q string) error { return cy.check(ctx, rdb, q) })
+				r, err = cy.runRaw(e.route, e.raw, q, func(q string) error { return cy.check(ctx, ex.client(), q) })
 			} else {
-				r, err = cl.cy.run(ctx, ex, q)
+				r, err = cy.run(ctx, ex, q)
 			}
 			if err != nil {
 				return res, fmt.Errorf("%s %s: %w", cl.mode, cl.name, err)
@@ -227,9 +296,9 @@ func runSide(c config, native bool, tag string, cells []cell) (sideResult, error
 			res.rates = append(res.rates, r)
 		}
 	}
-	if c.only != "cycle" {
-		fmt.Fprintf(os.Stderr, "%s: sweep ...\n", ex.name())
-		r, err := sweep(ctx, ex, fmt.Sprintf("sw.%s.%s", tag, ex.name()), c, payload(c))
+	if c.only != "cycle" && e.sweep {
+		fmt.Fprintf(os.Stderr, "%s: sweep ...\n", name)
+		r, err := sweep(ctx, ex, fmt.Sprintf("sw.%s.%s", tag, name), c, payload(c))
 		if err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
@@ -271,7 +340,7 @@ func jobID(base uint64, n uint64) string {
 // executor builds the commands of one transition for one side.
 type executor interface {
 	name() string
-	client() *redis.Client
+	client() redis.UniversalClient
 	enqueue(ctx context.Context, q, id, payload string) *redis.Cmd
 	claim(ctx context.Context, q string, leaseMs int) *redis.Cmd
 	complete(ctx context.Context, q, id, token string) *redis.Cmd
@@ -284,8 +353,8 @@ type executor interface {
 
 type nativeExec struct{ rdb *redis.Client }
 
-func (e *nativeExec) name() string          { return "emqd" }
-func (e *nativeExec) client() *redis.Client { return e.rdb }
+func (e *nativeExec) name() string                  { return "emqd" }
+func (e *nativeExec) client() redis.UniversalClient { return e.rdb }
 func (e *nativeExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
 	return redis.NewCmd(ctx, "EMQ.ENQUEUE", q, id, payload)
 }
@@ -317,8 +386,8 @@ func evalsha(ctx context.Context, s lua.Script, keys []string, args ...any) *red
 	return redis.NewCmd(ctx, a...)
 }
 
-func (e *scriptExec) name() string          { return "redis" }
-func (e *scriptExec) client() *redis.Client { return e.rdb }
+func (e *scriptExec) name() string                  { return "redis" }
+func (e *scriptExec) client() redis.UniversalClient { return e.rdb }
 func (e *scriptExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
 	k := lua.Keys{Q: q}
 	return evalsha(ctx, lua.Enqueue, []string{k.Row(id), k.Pending()}, id, payload)
@@ -344,7 +413,7 @@ func (e *scriptExec) claimMany(ctx context.Context, q string, leaseMs, n int) *r
 // send runs cmds in one round trip (one command: a plain call; more: a
 // pipeline) and returns the first transport error. Error replies stay on
 // their commands.
-func send(ctx context.Context, rdb *redis.Client, cmds []*redis.Cmd) error {
+func send(ctx context.Context, rdb redis.UniversalClient, cmds []*redis.Cmd) error {
 	if len(cmds) == 1 {
 		err := rdb.Process(ctx, cmds[0])
 		if err != nil && !isReply(err) {
@@ -400,6 +469,18 @@ type cycle struct {
 	retry                bool
 	leaseMs              int
 	payload              string
+	// place, when set, gives the queue of a worker's name "<q>.<w>" (the
+	// cluster sides put it on a chosen primary).
+	place func(name string) string
+}
+
+// qname is the queue of worker w of run q.
+func (cy cycle) qname(q string, w int) string {
+	name := fmt.Sprintf("%s.%d", q, w)
+	if cy.place != nil {
+		return cy.place(name)
+	}
+	return name
 }
 
 // run drives the cycle with its workers, each on its own queue q.<w>, and
@@ -415,7 +496,7 @@ func (cy cycle) run(ctx context.Context, ex executor, q string) (float64, error)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			if err := cy.worker(ctx, ex, fmt.Sprintf("%s.%d", q, w), base, &next); err != nil {
+			if err := cy.worker(ctx, ex, cy.qname(q, w), base, &next); err != nil {
 				errs <- err
 			}
 		}(w)
@@ -434,10 +515,10 @@ func (cy cycle) run(ctx context.Context, ex executor, q string) (float64, error)
 
 // check verifies the outcome of a run on queues q.<w>: exactly `jobs`
 // completions counted and nothing pending, active, scheduled or dead.
-func (cy cycle) check(ctx context.Context, rdb *redis.Client, q string) error {
+func (cy cycle) check(ctx context.Context, rdb redis.UniversalClient, q string) error {
 	var total int64
 	for w := 0; w < cy.workers; w++ {
-		k := lua.Keys{Q: fmt.Sprintf("%s.%d", q, w)}
+		k := lua.Keys{Q: cy.qname(q, w)}
 		p := rdb.Pipeline()
 		done := p.HGet(ctx, k.Completed(), "count")
 		sets := []*redis.IntCmd{p.ZCard(ctx, k.Pending()), p.ZCard(ctx, k.Active()), p.ZCard(ctx, k.Schedule()), p.ZCard(ctx, k.Dead())}

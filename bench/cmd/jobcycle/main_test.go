@@ -158,7 +158,7 @@ func TestRawCycle(t *testing.T) {
 		for _, batch := range []int{1, 25} {
 			for _, retry := range []bool{false, true} {
 				cy := cycle{jobs: 300, workers: 3, batch: batch, retry: retry, leaseMs: 30000, payload: "p"}
-				r, err := cy.runRaw(sd.addr, sd.side, "raw."+randTag(), func(q string) error { return cy.check(ctx, sd.rdb, q) })
+				r, err := cy.runRaw(fixed(sd.addr), sd.side, "raw."+randTag(), func(q string) error { return cy.check(ctx, sd.rdb, q) })
 				if err != nil {
 					t.Fatalf("%s batch %d retry %v: %v", sd.name, batch, retry, err)
 				}
@@ -179,7 +179,7 @@ func TestRawCycleCheckCounts(t *testing.T) {
 	ctx := context.Background()
 	cy := cycle{jobs: 50, workers: 2, batch: 10, leaseMs: 30000, payload: "p"}
 	q := "raw." + randTag()
-	if _, err := cy.runRaw(s.Addr(), rawNative{}, q, func(q string) error { return cy.check(ctx, rdb, q) }); err != nil {
+	if _, err := cy.runRaw(fixed(s.Addr()), rawNative{}, q, func(q string) error { return cy.check(ctx, rdb, q) }); err != nil {
 		t.Fatal(err)
 	}
 	cy.jobs = 51
@@ -209,6 +209,83 @@ func TestRawReplyParser(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("reply %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+// fixed routes every queue to addr.
+func fixed(addr string) func(string) string { return func(string) string { return addr } }
+
+// needRedis skips (or fails, EMQD_REQUIRE_REFERENCE=1) without redis-server
+// and redis-cli.
+func needRedis(t *testing.T) {
+	t.Helper()
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
+				t.Fatalf("%s not found (Debian packages redis-server, redis-tools)", bin)
+			}
+			t.Skipf("%s not found (Debian packages redis-server, redis-tools)", bin)
+		}
+	}
+}
+
+// The library side (FCALL on one redis-server) runs the cycle with both
+// clients and the sweep: every reply checked, the counts checked.
+func TestLibrarySide(t *testing.T) {
+	needRedis(t)
+	c := config{redisBin: "redis-server", redisCli: "redis-cli", workers1: 4}
+	e, err := startLibrary(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.stop()
+	ctx := context.Background()
+	for _, batch := range []int{1, 25} {
+		for _, retry := range []bool{false, true} {
+			cy := cycle{jobs: 200, workers: 3, batch: batch, retry: retry, leaseMs: 30000, payload: "p"}
+			if _, err := cy.runRaw(e.route, e.raw, "lib."+randTag(), func(q string) error { return cy.check(ctx, e.ex.client(), q) }); err != nil {
+				t.Fatalf("raw batch %d retry %v: %v", batch, retry, err)
+			}
+			if _, err := cy.run(ctx, e.ex, "lib."+randTag()); err != nil {
+				t.Fatalf("go-redis batch %d retry %v: %v", batch, retry, err)
+			}
+		}
+	}
+	r, err := sweep(ctx, e.ex, "sw."+randTag(), config{sweepLeases: 250, sweepLimit: 100, maxStalled: 2}, "p")
+	if err != nil || r.calls != 4 || r.swept != 250 {
+		t.Fatalf("sweep %+v %v", r, err)
+	}
+}
+
+// The cluster sides place the workers' queues on 3 primaries or on 1, and
+// the lean client reaches each queue's primary directly (a MOVED reply
+// would fail the cycle's reply checks).
+func TestClusterSides(t *testing.T) {
+	needRedis(t)
+	c := config{redisBin: "redis-server", redisCli: "redis-cli", workers1: 4}
+	ctx := context.Background()
+	e, err := startCluster(c, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.stop()
+	for _, spread := range []int{3, 1} {
+		e.place = placer(e.addrs, e.route, spread)
+		cy := cycle{jobs: 120, workers: 6, batch: 10, retry: true, leaseMs: 30000, payload: "p", place: e.place}
+		q := "cl." + randTag()
+		used := map[string]bool{}
+		for w := 0; w < cy.workers; w++ {
+			used[e.route(cy.qname(q, w))] = true
+		}
+		if len(used) != spread {
+			t.Fatalf("spread %d: queues on %d primaries", spread, len(used))
+		}
+		if _, err := cy.runRaw(e.route, e.raw, q, func(q string) error { return cy.check(ctx, e.ex.client(), q) }); err != nil {
+			t.Fatalf("spread %d raw: %v", spread, err)
+		}
+		if _, err := cy.run(ctx, e.ex, "cl."+randTag()); err != nil {
+			t.Fatalf("spread %d go-redis: %v", spread, err)
 		}
 	}
 }

@@ -297,11 +297,12 @@ func (rawScripted) fail(e *enc, k *qkeys, id, token string) {
 }
 
 // runRaw is cycle.run with the lean client: the workers' connections are
-// opened before the clock starts; the outcome is checked by check.
-func (cy cycle) runRaw(addr string, side rawSide, q string, check func(q string) error) (float64, error) {
+// opened before the clock starts, each to the address route gives for its
+// queue; the outcome is checked by check.
+func (cy cycle) runRaw(route func(q string) string, side rawSide, q string, check func(q string) error) (float64, error) {
 	conns := make([]*rawConn, cy.workers)
 	for w := range conns {
-		c, err := dialRaw(addr)
+		c, err := dialRaw(route(cy.qname(q, w)))
 		if err != nil {
 			return 0, err
 		}
@@ -317,7 +318,7 @@ func (cy cycle) runRaw(addr string, side rawSide, q string, check func(q string)
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			k := newQKeys(fmt.Sprintf("%s.%d", q, w), cy.leaseMs)
+			k := newQKeys(cy.qname(q, w), cy.leaseMs)
 			if err := cy.workerRaw(conns[w], side, k, base, &next); err != nil {
 				errs <- err
 			}

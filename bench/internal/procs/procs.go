@@ -167,3 +167,77 @@ func StartRedis(bin string) (*Proc, error) {
 		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
 	return startIn("redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), dir)
 }
+
+// StartRedisNode starts redis-server on a free port (with port+10000, the
+// cluster bus, free too) with persistence off, working in a temporary
+// directory removed at exit, with the extra arguments given.
+func StartRedisNode(bin string, extra ...string) (*Proc, error) {
+	var port int
+	for i := 0; ; i++ {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if p+10000 <= 65535 {
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000)); err == nil {
+				l.Close()
+				port = p
+				break
+			}
+		}
+		if i == 50 {
+			return nil, fmt.Errorf("no free port pair")
+		}
+	}
+	dir, err := os.MkdirTemp("", "bench-redis-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, extra...)
+	return startIn("redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), dir)
+}
+
+// StartRedisCluster starts n redis-server primaries with cluster-enabled
+// (persistence off), joins them with `redis-cli --cluster create ...
+// --cluster-replicas 0 --cluster-yes` (the slots split evenly) and waits
+// until every node reports cluster_state:ok. On error the nodes already
+// started are killed.
+func StartRedisCluster(bin, cli string, n int) ([]*Proc, error) {
+	var nodes []*Proc
+	fail := func(err error) ([]*Proc, error) {
+		for _, p := range nodes {
+			p.Kill()
+		}
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		p, err := StartRedisNode(bin, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+		if err != nil {
+			return fail(err)
+		}
+		nodes = append(nodes, p)
+	}
+	args := []string{"--cluster", "create"}
+	for _, p := range nodes {
+		args = append(args, p.Addr)
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("redis-cli %s: %v: %s", strings.Join(args, " "), err, out))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range nodes {
+		for {
+			out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", p.Addr[strings.LastIndexByte(p.Addr, ':')+1:], "CLUSTER", "INFO").Output()
+			if err == nil && strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fail(fmt.Errorf("%s: no cluster_state:ok within 30 s", p.Addr))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nodes, nil
+}
