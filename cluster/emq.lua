@@ -333,11 +333,18 @@ local function inc62(id)
   return 'JOB' .. string.char(unpack(d))
 end
 
--- keys returns the key names of queue q.
+-- keys returns the key names of queue q (a valid name). The tables of
+-- recently used queues are kept, so a call does not build ten strings;
+-- once 4096 are kept the cache starts again.
+local key_cache, key_cache_n = {}, 0
+
 local function keys(q)
+  local k = key_cache[q]
+  if k then
+    return k
+  end
   local p = 'emq:{' .. q .. '}:'
-  return {
-    prefix = p,
+  k = {
     pending = p .. 'pending',
     active = p .. 'active',
     schedule = p .. 'schedule',
@@ -348,6 +355,12 @@ local function keys(q)
     mint = p .. 'mint',
     job = p .. 'job:',
   }
+  if key_cache_n >= 4096 then
+    key_cache, key_cache_n = {}, 0
+  end
+  key_cache[q] = k
+  key_cache_n = key_cache_n + 1
+  return k
 end
 
 -- ---------------------------------------------------------------------------
@@ -466,10 +479,15 @@ local function check_call(name, arity, keys_, args)
   if #keys_ == 0 then
     return nil, E_ONE_KEY
   end
-  if not valid_queue(keys_[1]) then
+  local q = keys_[1]
+  local k = key_cache[q]
+  if k then
+    return k
+  end
+  if not valid_queue(q) then
     return nil, E_QUEUE
   end
-  return keys(keys_[1])
+  return keys(q)
 end
 
 -- verb registers fn(k, args) as the function fname for the verb name with
@@ -832,7 +850,17 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
   end
   local now = now_ms()
   local due = read_due(k, k.schedule, now, CLAIM_PROMOTE_MAX)
-  if not due or zset_kind(k.pending) == WRONG or zset_kind(k.active) == WRONG then
+  if not due then
+    return err(E_WRONGTYPE)
+  end
+  -- The first members of pending: the read doubles as pending's type check
+  -- (read before any row is judged, as docs/verbs.md §4.3.2 orders them).
+  local first = count + #due
+  if first > 512 then
+    first = 512
+  end
+  local r0 = redis.pcall('ZRANGE', k.pending, 0, first - 1, 'WITHSCORES')
+  if r0.err or zset_kind(k.active) == WRONG then
     return err(E_WRONGTYPE)
   end
   local promoted
@@ -846,12 +874,25 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
   for j = 1, #promoted do
     in_prom[promoted[j].id] = true
   end
-  table.sort(promoted, function(a, b)
-    return bytes_lt(a.id, b.id)
-  end)
+  if #promoted > 1 then
+    table.sort(promoted, function(a, b)
+      return bytes_lt(a.id, b.id)
+    end)
+  end
 
   -- Candidates from pending, in order, read in batches until enough rows.
   local cands, fetched, exhausted = {}, 0, false
+  local function add(r)
+    for j = 1, #r, 2 do
+      local id = r[j]
+      cands[#cands + 1] = { id = id, score = tonumber(r[j + 1]), key = k.job .. id, row = read_row(k.job .. id) }
+    end
+    fetched = fetched + #r / 2
+  end
+  if #r0 < 2 * first then
+    exhausted = true
+  end
+  add(r0)
   local function more()
     if exhausted then
       return false
@@ -863,15 +904,13 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
       n = 512
     end
     local r = redis.call('ZRANGE', k.pending, fetched, fetched + n - 1, 'WITHSCORES')
-    if #r == 0 then
+    if #r < 2 * n then
       exhausted = true
+    end
+    if #r == 0 then
       return false
     end
-    for j = 1, #r, 2 do
-      local id = r[j]
-      cands[#cands + 1] = { id = id, score = tonumber(r[j + 1]), key = k.job .. id, row = read_row(k.job .. id) }
-    end
-    fetched = fetched + #r / 2
+    add(r)
     return true
   end
 

@@ -128,22 +128,31 @@ func startLibrary(c config) (*env, error) {
 // the workers' queues on `spread` primaries (1: all on the first; 3: worker
 // w's queue on primary w%3).
 func startCluster(c config, spread int) (*env, error) {
-	cli, err := exec.LookPath(c.redisCli)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.redisCli, err)
-	}
-	nodes, err := procs.StartRedisCluster(c.redisBin, cli, 3)
-	if err != nil {
-		return nil, err
-	}
 	var addrs []string
-	for _, p := range nodes {
-		addrs = append(addrs, p.Addr)
-	}
-	stopNodes := func() {
-		for _, p := range nodes {
-			p.Stop(5e9)
+	stopNodes := func() {}
+	if len(c.clusterAddrs) > 0 {
+		addrs = c.clusterAddrs // a running cluster: its primaries, in this order
+	} else {
+		cli, err := exec.LookPath(c.redisCli)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.redisCli, err)
 		}
+		nodes, err := procs.StartRedisCluster(c.redisBin, cli, 3)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range nodes {
+			addrs = append(addrs, p.Addr)
+		}
+		stopNodes = func() {
+			for _, p := range nodes {
+				p.Stop(5e9)
+			}
+		}
+	}
+	if spread > len(addrs) {
+		stopNodes()
+		return nil, fmt.Errorf("%d primaries, cannot spread over %d", len(addrs), spread)
 	}
 	ctx := context.Background()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: c.workers1 + 4, MaxRetries: -1})
@@ -165,7 +174,7 @@ func startCluster(c config, spread int) (*env, error) {
 		}
 	}
 	route := func(q string) string { return owner[cluster.Slot(q)] }
-	return &env{addr: fmt.Sprintf("%d primaries", len(nodes)), ex: &functionsExec{label: fmt.Sprintf("cluster/%d", spread), rdb: rdb},
+	return &env{addr: fmt.Sprintf("%d primaries", len(addrs)), ex: &functionsExec{label: fmt.Sprintf("cluster/%d", spread), rdb: rdb},
 		raw: rawFunctions{}, route: route, place: placer(addrs, route, spread), stop: func() { rdb.Close(); stopNodes() },
 		nodes: spread, addrs: addrs}, nil
 }

@@ -54,6 +54,7 @@ import (
 type config struct {
 	emqdAddr, redisAddr string
 	libraryAddr         string
+	clusterAddrs        []string
 	emqdBin, redisBin   string
 	redisCli            string
 	sides               []string
@@ -88,6 +89,7 @@ func main() {
 	fs.StringVar(&c.only, "only", "all", "what to run: all, cycle or sweep")
 	fs.StringVar(&c.libraryAddr, "library-addr", "", "address of a running redis-server for the library side (default: start --redis-bin); the library is loaded on it")
 	fs.StringVar(&c.redisCli, "redis-cli", "redis-cli", "redis-cli binary (creates the cluster of the cluster sides)")
+	clusterAddrs := fs.String("cluster-addrs", "", "primaries of a running cluster (host:port,...; the library is loaded on them) for the cluster sides (default: start 3 redis-server primaries here)")
 	sides := fs.String("sides", "emqd,redis,library,cluster/3,cluster/1", "sides to run, in order: emqd (native verbs), redis (Lua scripts, EVALSHA), library (FCALL, one redis-server), cluster/3 and cluster/1 (FCALL on a 3-primary cluster, the workers' queues spread over 3 primaries or all on 1)")
 	fs.StringVar(&c.client, "client", "raw", "job-cycle client: raw (lean RESP over net.Conn, pre-encoded commands) or go-redis; the sweep always uses go-redis")
 	fs.Usage = func() {
@@ -110,6 +112,9 @@ Flags:
 	}
 	_ = fs.Parse(os.Args[1:])
 	c.sides = strings.Split(*sides, ",")
+	if *clusterAddrs != "" {
+		c.clusterAddrs = strings.Split(*clusterAddrs, ",")
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "jobcycle:", err)
 		os.Exit(1)
