@@ -18,20 +18,23 @@ import (
 // (0 = forever) the client gets a nil array. Everything here runs under the
 // store lock.
 
+// queueKey names a FIFO of parked clients: a queue of EMQ.CLAIM ... BLOCK
+// (isKey false) or a key a blocking sorted-set pop waits on (isKey true).
 type queueKey struct {
 	db    int
 	queue string
+	isKey bool
 }
 
-// parked is one parked command.
+// parked is one parked command, in the FIFO of each of its keys.
 type parked struct {
 	c     *client
 	cmd   *command
 	argv  [][]byte
 	spec  *store.BlockSpec
-	key   queueKey
+	keys  []queueKey
+	elems []*list.Element // nil once removed
 	ctx   *store.Ctx
-	elem  *list.Element
 	timer clock.Timer
 }
 
@@ -46,6 +49,9 @@ type blocking struct {
 	readySet map[queueKey]bool
 	due      map[queueKey]*dueTimer
 	count    int
+	// keyWaiters counts the FIFOs of keys (not queues), so writes skip the
+	// ready check when no pop is blocked.
+	keyWaiters int
 }
 
 func newBlocking() *blocking {
@@ -61,7 +67,7 @@ func newBlocking() *blocking {
 // Called under the store lock; the retry happens after the current batch.
 func (s *Server) onReady(db int, queue string) {
 	b := s.blk
-	k := queueKey{db, queue}
+	k := queueKey{db, queue, false}
 	if b.queues[k] == nil || b.readySet[k] {
 		return
 	}
@@ -69,7 +75,8 @@ func (s *Server) onReady(db int, queue string) {
 	b.ready = append(b.ready, k)
 }
 
-// park parks c's command described by spec.
+// park parks c's command described by spec: in the FIFO of its queue, or
+// of each of its keys.
 func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.BlockSpec) {
 	s := c.s
 	c.aw.Proto = c.w.Proto
@@ -78,49 +85,100 @@ func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.Bloc
 		cmd:  cmd,
 		argv: argv,
 		spec: spec,
-		key:  queueKey{spec.DB, spec.Queue},
+	}
+	if spec.Keys != nil {
+		for _, k := range spec.Keys {
+			p.keys = append(p.keys, queueKey{spec.DB, k, true})
+		}
+	} else {
+		p.keys = []queueKey{{spec.DB, spec.Queue, false}}
 	}
 	x := s.newCtx(&c.aw)
 	p.ctx = &x
-	q := b.queues[p.key]
-	if q == nil {
-		q = list.New()
-		b.queues[p.key] = q
+	for _, k := range p.keys {
+		q := b.queues[k]
+		if q == nil {
+			q = list.New()
+			b.queues[k] = q
+			if k.isKey {
+				b.keyWaiters++
+			}
+		}
+		p.elems = append(p.elems, q.PushBack(p))
 	}
-	p.elem = q.PushBack(p)
 	b.count++
 	c.park = p
 	c.setParked()
 	if spec.TimeoutMs > 0 {
 		p.timer = s.clock.AfterFunc(spec.TimeoutMs, func() { s.blockTimeout(p) })
 	}
-	b.armDue(s, p.key)
+	if spec.Keys == nil {
+		b.armDue(s, p.keys[0])
+	}
 }
 
-// remove takes p out of its queue (served, timed out, or disconnected).
+// remove takes p out of its FIFOs (served, timed out, or disconnected).
 func (b *blocking) remove(p *parked) {
-	if p.elem == nil {
+	if p.elems == nil {
 		return
 	}
-	q := b.queues[p.key]
-	q.Remove(p.elem)
-	p.elem = nil
+	for i, k := range p.keys {
+		q := b.queues[k]
+		q.Remove(p.elems[i])
+		if q.Len() == 0 {
+			delete(b.queues, k)
+			if k.isKey {
+				b.keyWaiters--
+			}
+			if d := b.due[k]; d != nil {
+				d.t.Stop()
+				delete(b.due, k)
+			}
+		}
+	}
+	p.elems = nil
 	b.count--
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	if q.Len() == 0 {
-		delete(b.queues, p.key)
-		if d := b.due[p.key]; d != nil {
-			d.t.Stop()
-			delete(b.due, p.key)
+}
+
+// onKeyReady is Store.OnKeyReady: key of db was written. When a pop waits
+// on it, it is retried after the current batch.
+func (s *Server) onKeyReady(db int, key string) {
+	b := s.blk
+	if b.keyWaiters == 0 {
+		return
+	}
+	k := queueKey{db, key, true}
+	if b.queues[k] == nil || b.readySet[k] {
+		return
+	}
+	b.readySet[k] = true
+	b.ready = append(b.ready, k)
+}
+
+// onDBReady is Store.OnDBReady: SWAPDB replaced every key of db, so every
+// key a pop waits on in db is retried (Valkey's scanDatabaseForReadyKeys).
+func (s *Server) onDBReady(db int) {
+	b := s.blk
+	if b.keyWaiters == 0 {
+		return
+	}
+	for k := range b.queues {
+		if k.isKey && k.db == db && !b.readySet[k] {
+			b.readySet[k] = true
+			b.ready = append(b.ready, k)
 		}
 	}
 }
 
 // serveReady retries the parked clients of every ready queue, in arrival
-// order, until one Retry returns false. Called under the store lock at the
-// end of a batch and from timers.
+// order, until one Retry returns false. The clients blocked on a key are
+// retried only while the key holds a sorted set (Valkey's
+// handleClientsBlockedOnKey: a key of another type, or a key that a
+// transaction created and emptied again, serves no one). Called under the
+// store lock at the end of a batch and from timers.
 func (b *blocking) serveReady(s *Server) {
 	for len(b.ready) > 0 {
 		k := b.ready[0]
@@ -131,12 +189,20 @@ func (b *blocking) serveReady(s *Server) {
 			if q == nil || q.Len() == 0 {
 				break
 			}
+			if k.isKey {
+				s.store.SetNow(s.clock.NowMs())
+				if v := s.store.DB(k.db).Peek(k.queue); v == nil || v.Kind != store.KindZSet {
+					break
+				}
+			}
 			p := q.Front().Value.(*parked)
 			if !b.retry(s, p) {
 				break
 			}
 		}
-		b.armDue(s, k)
+		if !k.isKey {
+			b.armDue(s, k)
+		}
 	}
 	b.ready = b.ready[:0]
 }
@@ -148,6 +214,7 @@ func (b *blocking) retry(s *Server, p *parked) bool {
 	x.ResetForCommand(p.argv)
 	x.DB = s.store.DB(p.c.db)
 	x.NowMs = s.clock.NowMs()
+	s.store.SetNow(x.NowMs)
 	x.InMulti = false
 	mark := len(p.c.aw.Buf)
 	if !p.spec.Retry(x) {
@@ -169,7 +236,7 @@ func (b *blocking) retry(s *Server, p *parked) bool {
 func (s *Server) blockTimeout(p *parked) {
 	s.store.Lock()
 	defer s.store.Unlock()
-	if p.elem == nil || p.c.park != p {
+	if p.elems == nil || p.c.park != p {
 		return
 	}
 	s.blk.remove(p)
@@ -194,6 +261,7 @@ func (b *blocking) armDue(s *Server, k queueKey) {
 	}
 	p.ctx.DB = s.store.DB(p.c.db)
 	p.ctx.NowMs = s.clock.NowMs()
+	s.store.SetNow(p.ctx.NowMs)
 	at, ok := p.spec.Due(p.ctx)
 	now := p.ctx.NowMs
 	if !ok || at <= now {

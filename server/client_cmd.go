@@ -260,7 +260,7 @@ func cmdClientUnblock(c *client, x *store.Ctx) {
 	c.s.clientsMu.Lock()
 	target := c.s.clients[id]
 	c.s.clientsMu.Unlock()
-	if target == nil || target.park == nil || target.park.elem == nil {
+	if target == nil || target.park == nil || target.park.elems == nil {
 		x.W.Int(0)
 		return
 	}

@@ -93,7 +93,7 @@ func cmdCommandGetKeys(c *client, x *store.Ctx) {
 		x.W.Error("ERR Invalid command specified")
 		return
 	}
-	if e.spec.FirstKey == 0 {
+	if e.spec.FirstKey == 0 && e.spec.Keys == nil {
 		x.W.Error("ERR The command has no key arguments")
 		return
 	}
@@ -102,6 +102,13 @@ func cmdCommandGetKeys(c *client, x *store.Ctx) {
 		return
 	}
 	keys := keyPositions(e.spec, len(args))
+	if e.spec.Keys != nil {
+		keys = e.spec.Keys(args)
+		if len(keys) == 0 {
+			x.W.Error("ERR Invalid arguments specified for command")
+			return
+		}
+	}
 	withFlags := strings.EqualFold(string(x.Argv[1]), "getkeysandflags")
 	x.W.Array(len(keys))
 	for _, k := range keys {

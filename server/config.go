@@ -90,8 +90,14 @@ func paramTable() []*param {
 		mem("maxmemory", "0", 0, 1<<62),
 		enum("maxmemory-policy", "noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
 			"allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"),
-		// Encoding parameters: stored, no effect (emqd has one encoding per type).
-		alias(mem("hash-max-listpack-entries", "128", 0, 1<<62), "hash-max-ziplist-entries"),
+		// OBJECT FREQ's counter under an LFU policy, and the active expire
+		// cycle's effort (expiry.go).
+		ints("lfu-log-factor", "10", 0, maxInt),
+		ints("lfu-decay-time", "1", 0, maxInt),
+		ints("active-expire-effort", "1", 1, 10),
+		// Encoding thresholds: OBJECT ENCODING follows the hash and sorted-set
+		// ones (expiry.go, docs/compat.md §3.6); the others are stored only.
+		alias(mem("hash-max-listpack-entries", "512", 0, 1<<62), "hash-max-ziplist-entries"),
 		alias(mem("hash-max-listpack-value", "64", 0, 1<<62), "hash-max-ziplist-value"),
 		alias(mem("zset-max-listpack-entries", "128", 0, 1<<62), "zset-max-ziplist-entries"),
 		alias(mem("zset-max-listpack-value", "64", 0, 1<<62), "zset-max-ziplist-value"),

@@ -133,11 +133,17 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	// One clock read per command: a command starts when the previous one
 	// of the batch ended (runBatch reads the clock at the batch start).
 	start := c.tick
-	if s.wall {
+	switch {
+	case c.execing:
+		// Inside EXEC every command sees the time EXEC started (Valkey's
+		// command time snapshot): no key expires halfway through.
+		x.NowMs = c.ctx.NowMs
+	case s.wall:
 		x.NowMs = (c.batchWall + (start - c.batchMono)) / 1e6
-	} else {
+	default:
 		x.NowMs = s.clock.NowMs()
 	}
+	s.store.SetNow(x.NowMs)
 	if cmd.run != nil {
 		cmd.run(c, x)
 	} else if cmd.handler != nil {

@@ -81,12 +81,17 @@ func Start(opts Options) (*Server, error) {
 	// on) must be read through NowMs so EMQ.DEBUG CLOCK ADVANCE moves it.
 	_, s.wall = s.clock.(clock.Wall)
 	s.store = store.New(int(atoi(s.Config("databases"))))
+	s.store.OnKeyReady = s.onKeyReady
+	s.store.OnDBReady = s.onDBReady
 	s.verbs = verbs.New(verbs.Config{Ready: s.onReady, Logger: s.log})
 	storeCmds := store.Commands()
 	if opts.testCommands != nil {
 		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
 	}
 	s.reg = newRegistry(storeCmds, s.verbs.Commands(), serverCommands())
+	// The directives the store follows (encoding thresholds, ...) before the
+	// replay builds any key; the active expire cycle.
+	s.startExpiry()
 	// Persistence replays the append-only file before the listener opens.
 	if err := s.startPersistence(opts.aofFS); err != nil {
 		s.runCloseHooks()

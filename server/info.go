@@ -194,7 +194,7 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		i("total_net_input_bytes", s.statNetIn.Load())
 		i("total_net_output_bytes", s.statNetOut.Load())
 		i("rejected_connections", s.statRejected.Load())
-		add("expired_keys", "0")
+		s.expireInfo(add)
 		add("evicted_keys", "0")
 		add("keyspace_hits", "0")
 		add("keyspace_misses", "0")
@@ -255,18 +255,10 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		for d := 0; d < s.store.NumDBs(); d++ {
 			db := s.store.DB(d)
 			if n := db.Len(); n > 0 {
-				add("db"+strconv.Itoa(d), fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, expiresOf(db)))
+				add("db"+strconv.Itoa(d), fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", n, db.ExpiresLen(), db.AvgTTL()))
 			}
 		}
 	}
-}
-
-// expiresOf is the number of keys with a TTL, when the store tracks them.
-func expiresOf(db *store.DB) int {
-	if e, ok := any(db).(interface{ ExpiresLen() int }); ok {
-		return e.ExpiresLen()
-	}
-	return 0
 }
 
 // humanBytes is Valkey's bytesToHuman.

@@ -160,6 +160,12 @@ func (p *persistence) boot() (*aof.AOF, error) {
 	}
 	s.store.Lock()
 	s.store.Feed = a
+	// Keys whose TTL passed while the server was down go now, recorded as
+	// DEL (docs/durability.md §3).
+	s.store.SetNow(s.clock.NowMs())
+	if n := s.store.PurgeExpired(); n > 0 {
+		s.log.Info("Expired keys deleted after loading the append only file", "keys", n)
+	}
 	s.store.Unlock()
 	return a, nil
 }
@@ -206,7 +212,11 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 	defer st.Unlock()
 	feed := st.Feed
 	st.Feed = nil
-	defer func() { st.Feed = feed }()
+	st.SetLoading(true) // nothing expires while replaying (Valkey's server.loading)
+	defer func() {
+		st.Feed = feed
+		st.SetLoading(false)
+	}()
 	w := &resp.Writer{Proto: 2}
 	x := s.newCtx(w)
 	errReplies := 0
@@ -223,6 +233,7 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 		x.ResetForCommand(argv)
 		x.DB = st.DB(db)
 		x.NowMs = s.clock.NowMs()
+		st.SetNow(x.NowMs)
 		cmd.handler(&x)
 		if len(w.Buf) > 0 && w.Buf[0] == '-' {
 			errReplies++

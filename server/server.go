@@ -65,6 +65,7 @@ type Server struct {
 	slowlog   slowlog
 	sweepT    clock.Timer
 	sweepStop bool
+	exp       *expiry // the active expire cycle (expiry.go)
 
 	// persist is the append-only file wiring (persistence.go); set in Start.
 	persist *persistence

@@ -82,6 +82,7 @@ func (s *Server) sweepOnce() {
 			x.ResetForCommand(argv)
 			x.DB = db
 			x.NowMs = s.clock.NowMs()
+			s.store.SetNow(x.NowMs)
 			w.Reset()
 			r0, d0 := s.sweepMark()
 			e.handler(&x)

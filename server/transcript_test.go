@@ -11,17 +11,18 @@ import (
 )
 
 // TestTranscripts replays every golden transcript recorded from Valkey
-// 8.0.1 (testdata/valkey, a copy of shared/compat) against emqd, each file
-// on one fresh connection after FLUSHALL, comparing each reply as the line
-// says: exact bytes, unordered (aggregates as multisets), or shape.
+// 8.0.1 (testdata/valkey, docs/compat.md §6.1) against emqd, each file on a
+// fresh server (wall clock, default configuration) and one connection,
+// comparing each reply as the line says: exact bytes, unordered
+// (aggregates as multisets), or shape.
 func TestTranscripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/valkey/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no transcripts: %v", err)
 	}
-	s := startServer(t, nil, nil)
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) {
+			s := startServer(t, nil, nil)
 			replayTranscript(t, s, f)
 		})
 	}

@@ -7,6 +7,10 @@ type Hash struct {
 	idx     map[string]int
 	entries []hashEntry
 	live    int
+	// big: Valkey would hold it as a hash table (encoding.go); lim are
+	// the store's thresholds (nil: the defaults).
+	big bool
+	lim *Limits
 }
 
 type hashEntry struct {
@@ -37,12 +41,27 @@ func (h *Hash) Get(field string) ([]byte, bool) {
 func (h *Hash) Set(field string, value []byte) bool {
 	if i, ok := h.idx[field]; ok {
 		h.entries[i].value = value
+		h.noteSet(field, len(value))
 		return false
 	}
 	h.idx[field] = len(h.entries)
 	h.entries = append(h.entries, hashEntry{field: field, value: value})
 	h.live++
+	h.noteSet(field, len(value))
 	return true
+}
+
+// Copy returns a copy of h (COPY), with the same encoding; values are
+// shared (the store never modifies a value in place).
+func (h *Hash) Copy() *Hash {
+	out := &Hash{idx: make(map[string]int, h.live), entries: make([]hashEntry, 0, h.live), big: h.big, lim: h.lim}
+	h.Range(func(f string, v []byte) bool {
+		out.idx[f] = len(out.entries)
+		out.entries = append(out.entries, hashEntry{field: f, value: v})
+		out.live++
+		return true
+	})
+	return out
 }
 
 // Del removes field and reports whether it existed.

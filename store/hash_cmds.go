@@ -55,6 +55,7 @@ func hsetGeneric(name string, okReply bool) Handler {
 			c.W.Error(e)
 			return
 		}
+		h.NoteBulk((len(c.Argv) - 2) / 2)
 		created := 0
 		for i := 2; i+1 < len(c.Argv); i += 2 {
 			if h.Set(string(c.Argv[i]), cloneBytes(c.Argv[i+1])) {
@@ -80,6 +81,7 @@ func cmdHSetNX(c *Ctx) {
 		return
 	}
 	if _, ok := hashField(h, c.Argv[2]); ok {
+		h.noteSet(field, len(c.Argv[3])) // hashTypeTryConversion runs first
 		c.W.Int(0)
 		return
 	}

@@ -46,7 +46,7 @@ func cmdDel(c *Ctx) {
 func cmdExists(c *Ctx) {
 	n := 0
 	for _, k := range c.Argv[1:] {
-		if c.DB.Get(string(k)) != nil {
+		if c.DB.Peek(string(k)) != nil {
 			n++
 		}
 	}
@@ -55,7 +55,7 @@ func cmdExists(c *Ctx) {
 
 // TYPE key: simple string `none`, `string`, `hash` or `zset`.
 func cmdType(c *Ctx) {
-	v := c.DB.Get(string(c.Argv[1]))
+	v := c.DB.Peek(string(c.Argv[1]))
 	if v == nil {
 		c.W.Simple("none")
 		return
@@ -100,7 +100,7 @@ func cmdScan(c *Ctx) {
 	names, next := c.DB.scanKeysPage(cursor, o.count)
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		v := c.DB.Get(n.name)
+		v := c.DB.Peek(n.name)
 		if v == nil {
 			continue
 		}
@@ -120,7 +120,8 @@ func cmdScan(c *Ctx) {
 
 // RENAME key newkey: `+OK`; `ERR no such key` when key is missing (also when
 // newkey is the same); key == newkey existing is `+OK` with no change; an
-// existing newkey of any type is overwritten.
+// existing newkey of any type is overwritten. The key's TTL (or none)
+// replaces newkey's.
 func cmdRename(c *Ctx) { renameGeneric(c, false) }
 
 // RENAMENX key newkey: `:1` renamed, `:0` when newkey exists (or equals
@@ -146,8 +147,12 @@ func renameGeneric(c *Ctx, nx bool) {
 		c.W.Int(0)
 		return
 	}
+	at, hasTTL := c.DB.ExpireAt(src)
 	c.DB.Remove(src)
 	c.DB.Put(dst, v)
+	if hasTTL {
+		c.DB.SetExpire(dst, at)
+	}
 	c.Dirty(src)
 	c.Dirty(dst)
 	if nx {
@@ -249,7 +254,7 @@ func cmdMemoryUsage(c *Ctx) {
 		return
 	}
 	key := string(argv[2])
-	v := c.DB.Get(key)
+	v := c.DB.Peek(key)
 	if v == nil {
 		c.W.Nil()
 		return

@@ -55,44 +55,104 @@ func (k Kind) TypeName() string {
 }
 
 // Value is what one key holds. Exactly one of Str, Hash, ZSet is in use,
-// as Kind says. Empty hashes and sorted sets are never stored.
+// as Kind says. Empty hashes and sorted sets are never stored. A key's TTL
+// is kept by its database, not here (expire.go).
 type Value struct {
 	Kind Kind
 	Str  []byte
 	Hash *Hash
 	ZSet *ZSet
+
+	// enc is the encoding OBJECT ENCODING reports for a string (encoding.go).
+	enc strEnc
+	// access is the last access on the server clock (ms) or, under an LFU
+	// maxmemory-policy, the LFU counter and its decay time (object.go).
+	access int64
 }
 
 // DB is one numbered database (SELECT n).
 type DB struct {
 	Index int
 	keys  map[string]*Value
-	s     *Store
-	scan  scanCache // SCAN/HSCAN/ZSCAN cursor snapshots (scan.go)
+	// expires holds the absolute expire time (Unix ms) of every key that
+	// has one (expire.go).
+	expires map[string]int64
+	// avgTTL is the estimate INFO keyspace reports (ms), kept by the
+	// active expire cycle as Valkey's db->avg_ttl.
+	avgTTL int64
+	s      *Store
+	scan   scanCache // SCAN/HSCAN/ZSCAN cursor snapshots (scan.go)
 }
 
-// Get returns the value at key, or nil.
-func (d *DB) Get(key string) *Value { return d.keys[key] }
+// Get returns the value at key, or nil. A key whose TTL has passed is
+// deleted first (lazy expiry, expire.go) and reads as missing; an existing
+// key's access time is updated (OBJECT IDLETIME). Use Peek for the commands
+// Valkey looks up without touching (TYPE, EXISTS, TTL, OBJECT).
+func (d *DB) Get(key string) *Value {
+	v := d.keys[key]
+	if v == nil {
+		return nil
+	}
+	if len(d.expires) > 0 && d.expireIfNeeded(key) {
+		return nil
+	}
+	d.s.touchAccess(v)
+	return v
+}
 
-// Len is the number of keys (DBSIZE).
+// Peek is Get without updating the access time.
+func (d *DB) Peek(key string) *Value {
+	v := d.keys[key]
+	if v == nil {
+		return nil
+	}
+	if len(d.expires) > 0 && d.expireIfNeeded(key) {
+		return nil
+	}
+	return v
+}
+
+// Len is the number of keys (DBSIZE), counting keys whose TTL has passed
+// but that no read or expire cycle has deleted yet, as Valkey does.
 func (d *DB) Len() int { return len(d.keys) }
 
-// Put stores v at key, replacing what was there. It does not touch watchers
-// nor count a change; callers use Ctx.Dirty for that.
-func (d *DB) Put(key string, v *Value) { d.keys[key] = v }
+// Put stores v at key, replacing what was there, and clears the key's TTL
+// (Valkey's setKey without KEEPTTL). It does not touch watchers nor count a
+// change; callers use Ctx.Dirty for that.
+func (d *DB) Put(key string, v *Value) {
+	d.keys[key] = v
+	if len(d.expires) > 0 {
+		delete(d.expires, key)
+	}
+	d.s.touchAccess(v)
+}
 
-// Remove deletes key and reports whether it existed.
+// Replace stores v at key keeping the key's TTL (Valkey's dbReplaceValue,
+// SET ... KEEPTTL).
+func (d *DB) Replace(key string, v *Value) {
+	d.keys[key] = v
+	d.s.touchAccess(v)
+}
+
+// Remove deletes key (and its TTL) and reports whether it existed.
 func (d *DB) Remove(key string) bool {
 	if _, ok := d.keys[key]; !ok {
 		return false
 	}
 	delete(d.keys, key)
+	if len(d.expires) > 0 {
+		delete(d.expires, key)
+	}
 	return true
 }
 
-// Keys calls fn for every key until fn returns false. Order is unspecified.
+// Keys calls fn for every key until fn returns false, skipping keys whose
+// TTL has passed (without deleting them, as KEYS). Order is unspecified.
 func (d *DB) Keys(fn func(key string, v *Value) bool) {
 	for k, v := range d.keys {
+		if len(d.expires) > 0 && d.isExpired(k) {
+			continue
+		}
 		if !fn(k, v) {
 			return
 		}
@@ -100,12 +160,16 @@ func (d *DB) Keys(fn func(key string, v *Value) bool) {
 }
 
 // Clear removes every key.
-func (d *DB) Clear() { d.keys = make(map[string]*Value) }
+func (d *DB) Clear() {
+	d.keys = make(map[string]*Value)
+	d.expires = make(map[string]int64)
+	d.avgTTL = 0
+}
 
 // LookupHash returns the hash at key: (nil, "") when the key is missing,
 // (nil, ErrWrongType) when it holds another type.
 func (d *DB) LookupHash(key string) (*Hash, string) {
-	v := d.keys[key]
+	v := d.Get(key)
 	if v == nil {
 		return nil, ""
 	}
@@ -118,7 +182,7 @@ func (d *DB) LookupHash(key string) (*Hash, string) {
 // LookupZSet returns the sorted set at key: (nil, "") when the key is
 // missing, (nil, ErrWrongType) when it holds another type.
 func (d *DB) LookupZSet(key string) (*ZSet, string) {
-	v := d.keys[key]
+	v := d.Get(key)
 	if v == nil {
 		return nil, ""
 	}
@@ -133,10 +197,11 @@ func (d *DB) LookupZSet(key string) (*ZSet, string) {
 // that ends up writing nothing into a created hash must remove it again
 // (DropIfEmpty).
 func (d *DB) HashForWrite(key string) (*Hash, string) {
-	v := d.keys[key]
+	v := d.Get(key)
 	if v == nil {
 		h := NewHash()
-		d.keys[key] = &Value{Kind: KindHash, Hash: h}
+		h.lim = &d.s.limits
+		d.Put(key, &Value{Kind: KindHash, Hash: h})
 		return h, ""
 	}
 	if v.Kind != KindHash {
@@ -147,10 +212,11 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 
 // ZSetForWrite is HashForWrite for sorted sets.
 func (d *DB) ZSetForWrite(key string) (*ZSet, string) {
-	v := d.keys[key]
+	v := d.Get(key)
 	if v == nil {
 		z := NewZSet()
-		d.keys[key] = &Value{Kind: KindZSet, ZSet: z}
+		z.lim = &d.s.limits
+		d.Put(key, &Value{Kind: KindZSet, ZSet: z})
 		return z, ""
 	}
 	if v.Kind != KindZSet {
@@ -167,7 +233,7 @@ func (d *DB) DropIfEmpty(key string) bool {
 		return false
 	}
 	if (v.Kind == KindHash && v.Hash.Len() == 0) || (v.Kind == KindZSet && v.ZSet.Len() == 0) {
-		delete(d.keys, key)
+		d.Remove(key)
 		return true
 	}
 	return false
@@ -194,9 +260,44 @@ type Store struct {
 	// uses it to learn which keys changed while it copied the keyspace.
 	OnTouch func(db int, key string)
 
-	watched map[watchKey]map[*Watcher]struct{}
+	// OnKeyReady, when set, is called under the lock with every key a
+	// command changes (with Touch) and with the keys that MOVE, COPY and
+	// SWAPDB bring into a database: the server's blocked sorted-set pops
+	// (BZPOPMIN ...) use it to retry their clients.
+	OnKeyReady func(db int, key string)
+	// OnDBReady, when set, is called under the lock when SWAPDB changed
+	// every key of database db.
+	OnDBReady func(db int)
+
+	// watched maps a key to its watchers; the value is the watcher's
+	// "expired when watched" flag (Valkey's watchedKey.expired, expire.go).
+	watched map[watchKey]map[*Watcher]bool
 	// Dirty counts changes since start, as Valkey's server.dirty.
 	DirtyCount int64
+
+	// now is the running command's time (Unix ms, the server clock): every
+	// TTL check of the command uses it (SetNow).
+	now int64
+	// loading is true while the AOF is replayed: nothing expires then
+	// (Valkey's server.loading).
+	loading bool
+	// limits are the encoding thresholds (hash-max-listpack-*,
+	// zset-max-listpack-*) OBJECT ENCODING follows (encoding.go).
+	limits Limits
+	// lfu is set when maxmemory-policy is an LFU policy, with its
+	// lfu-log-factor and lfu-decay-time (object.go).
+	lfu              bool
+	lfuLog, lfuDecay int64
+	// expireDB is where the next active expire cycle starts.
+	expireDB int
+	// ProtoMaxBulkLen is proto-max-bulk-len (0: MaxStringLen): the longest
+	// string APPEND and SETRANGE may build.
+	ProtoMaxBulkLen int64
+	// Expiry statistics (INFO stats), see expire.go.
+	ExpiredKeys          int64
+	ExpiredStalePerc     float64
+	ExpiredTimeCapCount  int64
+	ExpireCycleCPUMicros int64
 }
 
 type watchKey struct {
@@ -213,10 +314,10 @@ type Watcher struct {
 
 // New returns a store with n databases (16 by default in the server).
 func New(n int) *Store {
-	s := &Store{watched: make(map[watchKey]map[*Watcher]struct{})}
+	s := &Store{watched: make(map[watchKey]map[*Watcher]bool), limits: DefaultLimits, lfuLog: 10, lfuDecay: 1}
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
-		s.dbs[i] = &DB{Index: i, keys: make(map[string]*Value), s: s}
+		s.dbs[i] = &DB{Index: i, keys: make(map[string]*Value), expires: make(map[string]int64), s: s}
 	}
 	return s
 }
@@ -238,13 +339,13 @@ func (s *Store) Watch(w *Watcher, db int, key string) {
 	k := watchKey{db, key}
 	m := s.watched[k]
 	if m == nil {
-		m = make(map[*Watcher]struct{})
+		m = make(map[*Watcher]bool)
 		s.watched[k] = m
 	}
 	if _, ok := m[w]; ok {
 		return
 	}
-	m[w] = struct{}{}
+	m[w] = s.dbs[db].isExpired(key)
 	w.keys = append(w.keys, k)
 }
 
@@ -266,21 +367,35 @@ func (s *Store) Unwatch(w *Watcher) {
 // WatchCount is the number of keys w watches.
 func (w *Watcher) WatchCount() int { return len(w.keys) }
 
-// Touch marks every watcher of key in db as touched.
+// Touch marks every watcher of key in db as touched (Valkey's
+// touchWatchedKey): a watcher that watched the key when it had already
+// expired is not touched; once the key is gone it watches it as a missing
+// key from then on.
 func (s *Store) Touch(db int, key string) {
 	if s.OnTouch != nil {
 		s.OnTouch(db, key)
 	}
+	if s.OnKeyReady != nil {
+		s.OnKeyReady(db, key)
+	}
 	if len(s.watched) == 0 {
 		return
 	}
-	for w := range s.watched[watchKey{db, key}] {
+	m := s.watched[watchKey{db, key}]
+	for w, expired := range m {
+		if expired {
+			if s.dbs[db].keys[key] == nil {
+				m[w] = false
+			}
+			continue
+		}
 		w.Touched = true
 	}
 }
 
 // TouchDB marks every watcher of any key in db (db < 0: in every db) that
-// exists as touched (FLUSHDB, FLUSHALL).
+// exists as touched (FLUSHDB, FLUSHALL): Valkey's touchAllWatchedKeysInDb
+// without a replacement database.
 func (s *Store) TouchDB(db int) {
 	if s.OnTouch != nil {
 		s.OnTouch(db, "")
@@ -292,7 +407,11 @@ func (s *Store) TouchDB(db int) {
 		if s.dbs[k.db].keys[k.key] == nil {
 			continue
 		}
-		for w := range m {
+		for w, expired := range m {
+			if expired {
+				m[w] = false // the stale key is deleted: no logical change
+				continue
+			}
 			w.Touched = true
 		}
 	}
@@ -328,12 +447,17 @@ type Ctx struct {
 
 // BlockSpec describes a parked connection: the server retries Retry (under
 // the store lock) in arrival order when it learns that a job of Queue in DB
-// may have become claimable, or when the earliest time Due reports passes;
+// may have become claimable, or, for a spec with Keys, when a write leaves
+// one of those keys of DB holding a sorted set (OnKeyReady), or when the
+// earliest time Due reports passes;
 // Retry writes the reply and reports true when it served the client. After
 // TimeoutMs (0: forever) the server replies a nil array.
 type BlockSpec struct {
-	DB        int
-	Queue     string
+	DB    int
+	Queue string
+	// Keys are the keys a blocking sorted-set pop waits on (instead of a
+	// Queue).
+	Keys      []string
 	TimeoutMs int64
 	Retry     func(c *Ctx) bool
 	// Due reports the earliest time (Unix ms) at which something may become
@@ -401,6 +525,7 @@ const (
 	FlagNoAsyncLoading                  // refused during async loading
 	FlagNoMulti                         // refused inside MULTI (MULTI, WATCH)
 	FlagAllowBusy                       // allowed while a script is busy
+	FlagMovableKeys                     // keys found from the arguments (numkeys): WithKeyFunc
 )
 
 var flagNames = map[Flag]string{
@@ -408,6 +533,7 @@ var flagNames = map[Flag]string{
 	FlagNoScript: "noscript", FlagBlocking: "blocking", FlagLoading: "loading", FlagStale: "stale",
 	FlagSkipSlowlog: "skip_slowlog", FlagFast: "fast", FlagNoAuth: "no_auth", FlagSentinel: "sentinel",
 	FlagNoAsyncLoading: "no_async_loading", FlagNoMulti: "no_multi", FlagAllowBusy: "allow_busy",
+	FlagMovableKeys: "movablekeys",
 }
 
 // String is the flag's name in COMMAND INFO ("write", "no_auth", ...).
@@ -428,6 +554,10 @@ type CommandSpec struct {
 	LastKey  int
 	Step     int
 	Handler  Handler // nil for a server command (it runs with the connection)
+	// Keys, when set, gives the key positions of a command whose keys move
+	// with its arguments (numkeys: ZUNION, ZMPOP, ...; COMMAND GETKEYS);
+	// FirstKey, LastKey and Step are then 0 as in Valkey's COMMAND INFO.
+	Keys func(argv [][]byte) []int
 	// Subcommands of a container command (CLIENT, CONFIG, MEMORY, ...).
 	Subcommands []*CommandSpec
 }
@@ -447,6 +577,13 @@ func (cs *CommandSpec) WithKeys(first, last, step int) *CommandSpec {
 	return cs
 }
 
+// WithKeyFunc sets the function giving the key positions of a command
+// whose keys move with its arguments (FlagMovableKeys) and returns cs.
+func (cs *CommandSpec) WithKeyFunc(f func(argv [][]byte) []int) *CommandSpec {
+	cs.Keys = f
+	return cs
+}
+
 // WithSubcommands makes cs a container of subs and returns cs.
 func (cs *CommandSpec) WithSubcommands(subs ...*CommandSpec) *CommandSpec {
 	cs.Subcommands = subs
@@ -462,11 +599,12 @@ func (cs *CommandSpec) FlagSet() Flag {
 	return m
 }
 
-// Commands returns every command the store implements: the hash, keyspace,
-// string and sorted set commands.
+// Commands returns every command the store implements: the hash, keyspace
+// (and expiry), string and sorted set commands.
 func Commands() []*CommandSpec {
 	var out []*CommandSpec
-	for _, f := range []func() []*CommandSpec{hashCommands, keyspaceCommands, stringCommands, zsetCommands} {
+	for _, f := range []func() []*CommandSpec{hashCommands, keyspaceCommands, moreKeyspaceCommands, expireCommands,
+		stringCommands, moreStringCommands, zsetCommands, zsetAlgebraCommands, zsetPopCommands} {
 		out = append(out, f()...)
 	}
 	return out

@@ -3,7 +3,6 @@ package store
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/emqd/emqd/num"
 )
@@ -27,8 +26,9 @@ func stringCommands() []*CommandSpec {
 	}
 }
 
-// MaxStringLen is the largest string APPEND may build: Valkey's default
-// proto-max-bulk-len, 512 MiB.
+// MaxStringLen is the largest string APPEND and SETRANGE may build by
+// default: Valkey's default proto-max-bulk-len, 512 MiB (Store.ProtoMaxBulkLen
+// follows CONFIG SET).
 const MaxStringLen = 512 << 20
 
 // cloneBytes copies b so the store never keeps a slice of a request buffer.
@@ -75,133 +75,6 @@ func cmdGet(c *Ctx) {
 	}
 }
 
-// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]
-// (t_string.c parseExtendedStringArgumentsOrReply, setGenericCommand).
-//
-// Options are read left to right; a conflicting, unknown or incomplete one
-// is `ERR syntax error` (NX after XX, EX after PX, ...; repeating the same
-// one is allowed). Then the expire value: not an integer gives
-// `ERR value is not an integer or out of range`, <= 0 or an overflow
-// `ERR invalid expire time in 'set' command`. Then, with GET, the old value
-// is read (WRONGTYPE when it is not a string, and nothing is written). NX on
-// an existing key or XX on a missing one writes nothing and replies nil
-// (or, with GET, the old value). Otherwise the key is overwritten whatever
-// its type: `+OK`, or the old value with GET.
-//
-// emqd has no key expiry yet: an EX/PX/EXAT/PXAT that passes Valkey's checks
-// is refused with `ERR syntax error` rather than stored without its TTL.
-// KEEPTTL is accepted (no key has a TTL, so keeping it is exact).
-func cmdSet(c *Ctx) {
-	const (
-		fNX = 1 << iota
-		fXX
-		fGet
-		fKeepTTL
-		fEX
-		fPX
-		fEXAT
-		fPXAT
-	)
-	argv := c.Argv
-	flags := 0
-	var expire []byte
-	for j := 3; j < len(argv); j++ {
-		opt := strings.ToLower(cstr(argv[j]))
-		hasNext := j+1 < len(argv)
-		switch {
-		case opt == "nx" && flags&fXX == 0:
-			flags |= fNX
-		case opt == "xx" && flags&fNX == 0:
-			flags |= fXX
-		case opt == "get":
-			flags |= fGet
-		case opt == "keepttl" && flags&(fEX|fEXAT|fPX|fPXAT) == 0:
-			flags |= fKeepTTL
-		case opt == "ex" && flags&(fKeepTTL|fEXAT|fPX|fPXAT) == 0 && hasNext:
-			flags |= fEX
-			expire = argv[j+1]
-			j++
-		case opt == "px" && flags&(fKeepTTL|fEX|fEXAT|fPXAT) == 0 && hasNext:
-			flags |= fPX
-			expire = argv[j+1]
-			j++
-		case opt == "exat" && flags&(fKeepTTL|fEX|fPX|fPXAT) == 0 && hasNext:
-			flags |= fEXAT
-			expire = argv[j+1]
-			j++
-		case opt == "pxat" && flags&(fKeepTTL|fEX|fEXAT|fPX) == 0 && hasNext:
-			flags |= fPXAT
-			expire = argv[j+1]
-			j++
-		default:
-			c.W.Error(ErrSyntax)
-			return
-		}
-	}
-	if expire != nil {
-		ms, ok := num.ParseInt(expire)
-		if !ok {
-			c.W.Error(ErrNotInteger)
-			return
-		}
-		seconds := flags&(fEX|fEXAT) != 0
-		if ms <= 0 || (seconds && ms > math.MaxInt64/1000) {
-			c.W.Error("ERR invalid expire time in 'set' command")
-			return
-		}
-		if seconds {
-			ms *= 1000
-		}
-		if flags&(fEX|fPX) != 0 {
-			if ms > math.MaxInt64-c.NowMs {
-				c.W.Error("ERR invalid expire time in 'set' command")
-				return
-			}
-		}
-		// Key expiry is not implemented yet (docs/compat.md §1.7): refuse
-		// rather than store the key without its TTL.
-		c.W.Error(ErrSyntax)
-		return
-	}
-	key := string(argv[1])
-	if flags&fGet != 0 {
-		// getGenericCommand: the old value is the reply, whatever follows.
-		old, found, e := lookupString(c.DB, key)
-		switch {
-		case e != "":
-			c.W.Error(e)
-			return
-		case found:
-			c.W.Bulk(old)
-		default:
-			c.W.Nil()
-		}
-	}
-	exists := c.DB.Get(key) != nil
-	if (flags&fNX != 0 && exists) || (flags&fXX != 0 && !exists) {
-		if flags&fGet == 0 {
-			c.W.Nil()
-		}
-		return
-	}
-	c.DB.Put(key, &Value{Kind: KindString, Str: cloneBytes(argv[2])})
-	if flags&fGet == 0 {
-		c.W.OK()
-	}
-	c.Dirty(key)
-	if flags&fGet != 0 {
-		// Valkey propagates SET without its GET arguments.
-		out := make([][]byte, 0, len(argv))
-		for j, a := range argv {
-			if j >= 3 && strings.EqualFold(cstr(a), "get") {
-				continue
-			}
-			out = append(out, a)
-		}
-		c.Propagate([][][]byte{out})
-	}
-}
-
 // incrDecr adds incr to the integer at argv[1] (incrDecrCommand):
 // WRONGTYPE, then `ERR value is not an integer or out of range` when the
 // stored string fails string2ll, then `ERR increment or decrement would
@@ -229,7 +102,8 @@ func incrDecr(c *Ctx, incr int64) {
 	n := old + incr
 	text := strconv.AppendInt(nil, n, 10)
 	if v := c.DB.Get(key); v != nil {
-		v.Str = text // in place: whatever else the key carries stays
+		v.Str = text // in place: the TTL stays
+		v.enc = encAuto
 	} else {
 		c.DB.Put(key, &Value{Kind: KindString, Str: text})
 	}
@@ -325,11 +199,11 @@ func cmdAppend(c *Ctx) {
 			c.W.Error(ErrWrongType)
 			return
 		}
-		if int64(len(v.Str))+int64(len(add)) > MaxStringLen {
-			c.W.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		if !checkStringLength(c, int64(len(v.Str)), int64(len(add))) {
 			return
 		}
 		v.Str = append(v.Str, add...)
+		v.enc = encRaw
 	}
 	c.W.Int(int64(len(v.Str)))
 	c.Dirty(key)

@@ -65,11 +65,6 @@ func TestStringGetSet(t *testing.T) {
 		{"ERR invalid expire time in 'set' command", []string{"SET", "k", "v", "EXAT", "9223372036854776"}},
 		{"ERR invalid expire time in 'set' command", []string{"SET", "k", "v", "PX", "9223372036854775807"}},
 		{"ERR invalid expire time in 'set' command", []string{"SET", "k", "v", "EX", "10", "EX", "0"}}, // the last EX counts
-		// Valid expiry options: refused until key expiry exists (see cmdSet).
-		{ErrSyntax, []string{"SET", "k", "v", "EX", "10"}},
-		{ErrSyntax, []string{"SET", "k", "v", "px", "100", "GET"}},
-		{ErrSyntax, []string{"SET", "k", "v", "EXAT", "9223372036854775"}},
-		{ErrSyntax, []string{"SET", "k", "v", "PXAT", "9223372036854775807"}},
 	} {
 		refuse(t, s, 2, errReply(c.want), c.args...)
 	}

@@ -27,6 +27,20 @@ func zless(a, b ZItem) bool {
 type ZSet struct {
 	tree *btree.BTreeG[ZItem]
 	dict map[string]float64
+	// big: Valkey would hold it as a skiplist (encoding.go); lim are the
+	// store's thresholds (nil: the defaults).
+	big bool
+	lim *Limits
+}
+
+// Copy returns a copy of z (COPY) with the same encoding; the tree is
+// copied on write, the member index in O(n).
+func (z *ZSet) Copy() *ZSet {
+	d := make(map[string]float64, len(z.dict))
+	for m, s := range z.dict {
+		d[m] = s
+	}
+	return &ZSet{tree: z.tree.Copy(), dict: d, big: z.big, lim: z.lim}
 }
 
 // NewZSet returns an empty sorted set.
@@ -61,6 +75,9 @@ func (z *ZSet) Add(member string, score float64) bool {
 	}
 	z.dict[member] = score
 	z.tree.Set(ZItem{score, member})
+	if !ok {
+		z.noteAdd(member)
+	}
 	return !ok
 }
 
@@ -177,6 +194,7 @@ func (z *ZSet) AddBytes(member []byte, score float64) bool {
 	m := string(member)
 	z.dict[m] = score
 	z.tree.Set(ZItem{score, m})
+	z.noteAdd(m)
 	return true
 }
 

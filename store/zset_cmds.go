@@ -34,6 +34,8 @@ func zsetCommands() []*CommandSpec {
 		spec("zrank", -3, rf, func(c *Ctx) { zrankGeneric(c, false) }),
 		spec("zrevrank", -3, rf, func(c *Ctx) { zrankGeneric(c, true) }),
 		spec("zrange", -4, ro, func(c *Ctx) { zrangeGeneric(c, zrangeAuto, dirAuto) }),
+		NewCommand("zrangestore", -5, func(c *Ctx) { zrangeGenericStore(c, zrangeAuto, dirAuto, true) },
+			FlagWrite, FlagDenyOOM).WithKeys(1, 2, 1),
 		spec("zrangebyscore", -4, ro, func(c *Ctx) { zrangeGeneric(c, zrangeScore, dirForward) }),
 		spec("zrevrangebyscore", -4, ro, func(c *Ctx) { zrangeGeneric(c, zrangeScore, dirReverse) }),
 		spec("zrangebylex", -4, ro, func(c *Ctx) { zrangeGeneric(c, zrangeLex, dirForward) }),
@@ -220,9 +222,9 @@ options:
 			}
 			return
 		}
-		z = NewZSet()
-		c.DB.Put(key, &Value{Kind: KindZSet, ZSet: z})
+		z, _ = c.DB.ZSetForWrite(key)
 	}
+	z.NoteHint(elements, zaddMaxLen(argv[idx:]))
 
 	added, updated, processed := 0, 0, 0
 	var score float64
@@ -274,6 +276,15 @@ options:
 	} else {
 		c.W.Int(int64(added))
 	}
+}
+
+// zaddMaxLen is the longest member of ZADD's score/member pairs.
+func zaddMaxLen(pairs [][]byte) int {
+	m := 0
+	for j := 1; j < len(pairs); j += 2 {
+		m = max(m, len(pairs[j]))
+	}
+	return m
 }
 
 // ---- ZREM ZSCORE ZMSCORE ZCARD
@@ -644,6 +655,9 @@ type rangeEmitter struct {
 	withScores bool
 	pairs      bool // RESP3 nested pairs
 	n          int
+	// collect, when set, receives the results instead of w (ZRANGESTORE;
+	// w is then a scratch writer).
+	collect *[]ZItem
 }
 
 func newRangeEmitter(w *resp.Writer, withScores bool) rangeEmitter {
@@ -651,6 +665,11 @@ func newRangeEmitter(w *resp.Writer, withScores bool) rangeEmitter {
 }
 
 func (e *rangeEmitter) emit(it ZItem) {
+	if e.collect != nil {
+		*e.collect = append(*e.collect, it)
+		e.n++
+		return
+	}
 	if e.pairs {
 		e.w.Array(2)
 	}
@@ -673,16 +692,24 @@ func (e *rangeEmitter) header(n int) int {
 // Z[REV]RANGEBYSCORE and Z[REV]RANGEBYLEX (docs/compat.md §1.2, ZRANGE
 // row): the option loop, the LIMIT/WITHSCORES conflicts, the range parse,
 // then the key.
-func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
+func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) { zrangeGenericStore(c, rt, dir, false) }
+
+// zrangeGenericStore is zrangeGeneric, or with store ZRANGESTORE dst src
+// min max [BYSCORE|BYLEX] [REV] [LIMIT offset count] (no WITHSCORES).
+func zrangeGenericStore(c *Ctx, rt zrangeType, dir zrangeDir, store bool) {
 	argv := c.Argv
-	minIdx, maxIdx := 2, 3
+	at := 1 // the source key
+	if store {
+		at = 2
+	}
+	minIdx, maxIdx := at+1, at+2
 	withScores := false
 	offset, limit := int64(0), int64(-1)
-	for j := 4; j < len(argv); j++ {
+	for j := at + 3; j < len(argv); j++ {
 		left := len(argv) - j - 1
 		a := argv[j]
 		switch {
-		case argIs(a, "withscores"):
+		case !store && argIs(a, "withscores"):
 			withScores = true
 		case argIs(a, "limit") && left >= 2:
 			var ok bool
@@ -730,8 +757,17 @@ func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
 		return
 	}
 
-	z, wrong := lookupZSetOrReply(c, argv[1])
+	z, wrong := lookupZSetOrReply(c, argv[at])
 	if wrong {
+		return
+	}
+	if store {
+		var items []ZItem
+		if z != nil {
+			e := rangeEmitter{w: &resp.Writer{Proto: 2}, collect: &items}
+			zrangeEmit(&e, z, rt, &b, offset, limit, reverse)
+		}
+		storeZSetResult(c, string(argv[1]), items)
 		return
 	}
 	if z == nil {
@@ -739,13 +775,18 @@ func zrangeGeneric(c *Ctx, rt zrangeType, dir zrangeDir) {
 		return
 	}
 	e := newRangeEmitter(c.W, withScores)
+	zrangeEmit(&e, z, rt, &b, offset, limit, reverse)
+}
+
+// zrangeEmit runs the range of type rt over z into e.
+func zrangeEmit(e *rangeEmitter, z *ZSet, rt zrangeType, b *zrangeBounds, offset, limit int64, reverse bool) {
 	switch rt {
 	case zrangeRank:
-		zrangeByRank(&e, z, b.start, b.end, reverse)
+		zrangeByRank(e, z, b.start, b.end, reverse)
 	case zrangeScore:
-		zrangeByScore(&e, z, &b.score, offset, limit, reverse)
+		zrangeByScore(e, z, &b.score, offset, limit, reverse)
 	case zrangeLex:
-		zrangeByLex(&e, z, &b.lex, offset, limit, reverse)
+		zrangeByLex(e, z, &b.lex, offset, limit, reverse)
 	}
 }
 

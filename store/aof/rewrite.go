@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -362,14 +363,17 @@ func (a *AOF) copyDB(w *rwWriter, i int) error {
 		done := false
 		var big *store.ZSetSnapshot
 		var bigKey string
+		var bigAt int64
+		db := st.DB(i)
 		for n := 0; n < chunkKeys && len(w.out) < chunkBytes; n++ {
 			k, v, ok := next()
 			if !ok {
 				done = true
 				break
 			}
-			if big = w.encode(i, k, v, false); big != nil {
-				bigKey = k
+			at, _ := db.ExpireAt(k)
+			if big = w.encode(i, k, v, at, false); big != nil {
+				bigKey, bigAt = k, at
 				break
 			}
 		}
@@ -378,7 +382,7 @@ func (a *AOF) copyDB(w *rwWriter, i int) error {
 			return err
 		}
 		if big != nil {
-			if err := w.writeZSet(bigKey, big); err != nil {
+			if err := w.writeZSet(bigKey, big, bigAt); err != nil {
 				return err
 			}
 		}
@@ -405,12 +409,15 @@ func (a *AOF) writeChanged(w *rwWriter, d map[dkey]struct{}, flushed []bool) err
 		a.lockStore()
 		var big *store.ZSetSnapshot
 		var bigKey string
+		var bigAt int64
 		n := 0
 		for n < len(keys) && n < chunkKeys && len(w.out) < chunkBytes {
 			k := keys[n]
 			n++
-			if big = w.encode(k.db, k.key, st.DB(k.db).Get(k.key), true); big != nil {
-				bigKey = k.key
+			db := st.DB(k.db)
+			at, _ := db.ExpireAt(k.key)
+			if big = w.encode(k.db, k.key, db.Lookup(k.key), at, true); big != nil {
+				bigKey, bigAt = k.key, at
 				break
 			}
 		}
@@ -420,7 +427,7 @@ func (a *AOF) writeChanged(w *rwWriter, d map[dkey]struct{}, flushed []bool) err
 			if err := w.flushOut(); err != nil {
 				return err
 			}
-			if err := w.writeZSet(bigKey, big); err != nil {
+			if err := w.writeZSet(bigKey, big, bigAt); err != nil {
 				return err
 			}
 		}
@@ -446,6 +453,7 @@ type keyCopy struct {
 	str   []byte
 	pairs [][]byte
 	z     *store.ZSetSnapshot
+	at    int64 // expire time (Unix ms), 0: none
 }
 
 // captureKeys copies the keys of d (under the store lock): strings are
@@ -456,7 +464,8 @@ func captureKeys(st *store.Store, d map[dkey]struct{}) []keyCopy {
 	out := make([]keyCopy, len(keys))
 	for i, k := range keys {
 		c := keyCopy{db: k.db, key: k.key}
-		if v := st.DB(k.db).Get(k.key); v != nil {
+		if v := st.DB(k.db).Lookup(k.key); v != nil {
+			c.at, _ = st.DB(k.db).ExpireAt(k.key)
 			c.kind = v.Kind
 			switch v.Kind {
 			case store.KindString:
@@ -497,9 +506,12 @@ func (w *rwWriter) writeCaptured(flushed []bool, caps []keyCopy) error {
 			if err := w.flushOut(); err != nil {
 				return err
 			}
-			if err := w.writeZSet(c.key, c.z); err != nil {
+			if err := w.writeZSet(c.key, c.z, c.at); err != nil {
 				return err
 			}
+		}
+		if c.kind != store.KindZSet {
+			w.appendExpire(key, c.at)
 		}
 		if len(w.out) >= chunkBytes {
 			if err := w.flushOut(); err != nil {
@@ -538,10 +550,11 @@ func (w *rwWriter) flushOut() error {
 
 // encode appends key's value v (under the store lock) to w.out, preceded
 // by DEL when del: SET, or HSET / ZADD with up to rewriteItemsPerCmd items
-// each (Valkey's rewriteAppendOnlyFileRio, with HSET for HMSET). A sorted
-// set larger than bigZSet is not encoded: its snapshot is returned for
-// writeZSet, which the caller runs once the lock is released.
-func (w *rwWriter) encode(db int, k string, v *store.Value, del bool) *store.ZSetSnapshot {
+// each (Valkey's rewriteAppendOnlyFileRio, with HSET for HMSET), then
+// PEXPIREAT key at when at is not 0. A sorted set larger than bigZSet is
+// not encoded: its snapshot is returned for writeZSet, which the caller
+// runs once the lock is released.
+func (w *rwWriter) encode(db int, k string, v *store.Value, at int64, del bool) *store.ZSetSnapshot {
 	w.selectDB(db)
 	key := []byte(k)
 	if del {
@@ -572,7 +585,18 @@ func (w *rwWriter) encode(db int, k string, v *store.Value, del bool) *store.ZSe
 		}
 		w.appendZAdds(key, v.ZSet.AscendAll)
 	}
+	w.appendExpire(key, at)
 	return nil
+}
+
+// appendExpire appends PEXPIREAT key at (at 0: nothing), the absolute
+// expire time (never a relative one: the file may be replayed any time
+// later).
+func (w *rwWriter) appendExpire(key []byte, at int64) {
+	if at == 0 {
+		return
+	}
+	w.out = AppendCommand(w.out, [][]byte{[]byte("PEXPIREAT"), key, strconv.AppendInt(nil, at, 10)})
 }
 
 // appendZAdds appends ZADD commands for the members scan yields.
@@ -596,8 +620,9 @@ func (w *rwWriter) appendZAdds(key []byte, scan func(func(store.ZItem) bool)) {
 }
 
 // writeZSet writes a sorted-set snapshot (without the store lock), in
-// chunks; the SELECT of its database is already written.
-func (w *rwWriter) writeZSet(key string, z *store.ZSetSnapshot) error {
+// chunks, then its PEXPIREAT (at 0: none); the SELECT of its database is
+// already written.
+func (w *rwWriter) writeZSet(key string, z *store.ZSetSnapshot, at int64) error {
 	var err error
 	k := []byte(key)
 	w.argv = append(w.argv[:0], []byte("ZADD"), k)
@@ -624,6 +649,7 @@ func (w *rwWriter) writeZSet(key string, z *store.ZSetSnapshot) error {
 	if len(w.argv) > 2 {
 		w.out = AppendCommand(w.out, w.argv)
 	}
+	w.appendExpire(k, at)
 	return w.flushOut()
 }
 

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/store"
+)
+
+// Key expiry on the server side (docs/compat.md §1.7): the active expire
+// cycle, and the directives the store follows (the encoding thresholds
+// OBJECT ENCODING reports, maxmemory-policy and the LFU parameters of
+// OBJECT FREQ, proto-max-bulk-len for SETRANGE and APPEND).
+//
+// The cycle runs hz times a second of the server clock (so clock.Manual
+// and EMQ.DEBUG CLOCK ADVANCE drive it in tests), each run doing up to
+// Valkey's slow-cycle budget (25% of the period at active-expire-effort 1)
+// in slices of at most expireSlice of real time under the store lock, so a
+// client never waits behind it for longer than one slice.
+
+// expireSlice is the longest the cycle holds the store lock at once.
+const expireSlice = time.Millisecond
+
+// expiry is the cycle's state (store lock).
+type expiry struct {
+	t    clock.Timer
+	stop bool
+	// runs counts finished cycles (tests wait on it: waitExpireCycle).
+	runs atomic.Int64
+}
+
+// startExpiry applies the store's directives and arms the cycle (Start,
+// before the AOF is replayed).
+func (s *Server) startExpiry() {
+	s.exp = &expiry{}
+	st := s.store
+	st.Lock()
+	s.applyStoreConfig()
+	st.Unlock()
+	for _, name := range []string{"hash-max-listpack-entries", "hash-max-listpack-value",
+		"zset-max-listpack-entries", "zset-max-listpack-value", "maxmemory-policy",
+		"lfu-log-factor", "lfu-decay-time", "proto-max-bulk-len"} {
+		s.OnConfigSet(name, func(string) error { s.applyStoreConfig(); return nil })
+	}
+	st.Lock()
+	s.armExpireLocked()
+	st.Unlock()
+	s.OnClose(func() error {
+		st.Lock()
+		defer st.Unlock()
+		s.exp.stop = true
+		if s.exp.t != nil {
+			s.exp.t.Stop()
+		}
+		return nil
+	})
+}
+
+// applyStoreConfig copies the directives the store follows into it (store
+// lock held).
+func (s *Server) applyStoreConfig() {
+	st := s.store
+	st.SetLimits(store.Limits{
+		HashEntries: atoi(s.Config("hash-max-listpack-entries")),
+		HashValue:   atoi(s.Config("hash-max-listpack-value")),
+		ZSetEntries: atoi(s.Config("zset-max-listpack-entries")),
+		ZSetValue:   atoi(s.Config("zset-max-listpack-value")),
+	})
+	pol := s.Config("maxmemory-policy")
+	st.SetLFU(pol == "volatile-lfu" || pol == "allkeys-lfu", atoi(s.Config("lfu-log-factor")), atoi(s.Config("lfu-decay-time")))
+	st.ProtoMaxBulkLen = atoi(s.Config("proto-max-bulk-len"))
+}
+
+// armExpireLocked schedules the next cycle 1000/hz ms of server clock from
+// now (store lock held).
+func (s *Server) armExpireLocked() {
+	if s.exp.stop {
+		return
+	}
+	hz := max(atoi(s.Config("hz")), 1)
+	s.exp.t = s.clock.AfterFunc(1000/hz, s.expireTick)
+}
+
+// expireTick runs one cycle: slices of at most expireSlice under the store
+// lock while the store reports it hit its time limit, up to the slow
+// cycle's budget (Valkey: 25 + 2*(effort-1) percent of 1000/hz ms).
+func (s *Server) expireTick() {
+	st := s.store
+	hz := max(atoi(s.Config("hz")), 1)
+	effort := int(atoi(s.Config("active-expire-effort")))
+	budget := time.Duration((25+2*(effort-1))*10000/int(hz)) * time.Microsecond
+	var spent time.Duration
+	for {
+		st.Lock()
+		if s.exp.stop {
+			st.Unlock()
+			return
+		}
+		start := time.Now()
+		st.SetNow(s.clock.NowMs())
+		more := st.ActiveExpireCycle(min(expireSlice, budget-spent), effort)
+		spent += time.Since(start)
+		if !more || spent >= budget {
+			s.armExpireLocked()
+			st.Unlock()
+			break
+		}
+		st.Unlock()
+		runtime.Gosched()
+	}
+	s.exp.runs.Add(1)
+}
+
+// expireInfo adds the expiry fields of INFO stats (store lock held).
+func (s *Server) expireInfo(add func(field, value string)) {
+	st := s.store
+	add("expired_keys", strconv.FormatInt(st.ExpiredKeys, 10))
+	add("expired_stale_perc", strconv.FormatFloat(st.ExpiredStalePerc*100, 'f', 2, 64))
+	add("expired_time_cap_reached_count", strconv.FormatInt(st.ExpiredTimeCapCount, 10))
+	add("expire_cycle_cpu_milliseconds", strconv.FormatInt(st.ExpireCycleCPUMicros/1000, 10))
+}

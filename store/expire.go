@@ -1,0 +1,261 @@
+package store
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Key expiry (docs/compat.md §1.7; Valkey's db.c and expire.c). A key's TTL
+// is an absolute time in Unix milliseconds on the server clock, kept in its
+// database's expires map. A key is expired once the command time is past
+// its expire time (now > at, Valkey's keyIsExpired: at the expire time
+// itself the key still exists, with PTTL 0). An expired key is deleted
+// when a command looks it up (lazy expiry) or when the active expire cycle
+// samples it, whichever comes first; either way the deletion counts in
+// expired_keys, touches WATCHers of the key and reaches the AOF as DEL.
+// Nothing expires while the AOF is replayed (SetLoading); PurgeExpired
+// then removes what expired meanwhile.
+
+// SetNow sets the time (Unix ms, server clock) of the command about to run:
+// every TTL check of the command uses it, as Valkey's command time snapshot.
+// The server calls it before each command (and each retry of a blocked
+// one, and each expire cycle).
+func (s *Store) SetNow(ms int64) { s.now = ms }
+
+// Now is the time set by SetNow.
+func (s *Store) Now() int64 { return s.now }
+
+// SetLoading marks the AOF replay: while loading, no key expires (a key
+// that was set with an expire time now in the past is kept, so the
+// records that follow it replay as they were recorded).
+func (s *Store) SetLoading(on bool) { s.loading = on }
+
+// Loading reports whether the AOF is being replayed.
+func (s *Store) Loading() bool { return s.loading }
+
+// isExpired reports whether key has a TTL that has passed (without
+// deleting it). Never while loading.
+func (d *DB) isExpired(key string) bool {
+	if len(d.expires) == 0 || d.s.loading {
+		return false
+	}
+	at, ok := d.expires[key]
+	return ok && d.s.now > at
+}
+
+// expireIfNeeded deletes key when its TTL has passed and reports whether it
+// did.
+func (d *DB) expireIfNeeded(key string) bool {
+	if !d.isExpired(key) {
+		return false
+	}
+	d.deleteExpired(key)
+	return true
+}
+
+// delArgv is the record of an expired key's deletion.
+var delName = []byte("DEL")
+
+// deleteExpired removes key as expired: expired_keys, WATCH (Valkey's
+// deleteExpiredKeyAndPropagate signals the key as modified), the AOF (DEL)
+// and the change count.
+func (d *DB) deleteExpired(key string) {
+	delete(d.keys, key)
+	delete(d.expires, key)
+	s := d.s
+	s.ExpiredKeys++
+	s.DirtyCount++
+	s.Touch(d.Index, key)
+	if s.Feed != nil {
+		s.Feed.Append(d.Index, [][][]byte{{delName, []byte(key)}})
+	}
+}
+
+// Lookup returns the value at key, or nil when it is missing or its TTL
+// has passed, without any side effect (no deletion, no access time): for
+// readers outside a command, such as the AOF rewrite.
+func (d *DB) Lookup(key string) *Value {
+	v := d.keys[key]
+	if v == nil || d.isExpired(key) {
+		return nil
+	}
+	return v
+}
+
+// ExpireAt returns key's expire time (Unix ms) and whether it has one. It
+// does not check whether the key itself is expired (callers look the key up
+// first).
+func (d *DB) ExpireAt(key string) (int64, bool) {
+	if len(d.expires) == 0 {
+		return 0, false
+	}
+	at, ok := d.expires[key]
+	return at, ok
+}
+
+// SetExpire sets key's expire time (Unix ms). The key must exist.
+func (d *DB) SetExpire(key string, at int64) {
+	if _, ok := d.keys[key]; !ok {
+		panic("store: SetExpire on a missing key " + key)
+	}
+	d.expires[key] = at
+}
+
+// Persist removes key's TTL and reports whether it had one.
+func (d *DB) Persist(key string) bool {
+	if _, ok := d.expires[key]; !ok {
+		return false
+	}
+	delete(d.expires, key)
+	return true
+}
+
+// ExpiresLen is the number of keys with a TTL (INFO keyspace expires=).
+func (d *DB) ExpiresLen() int { return len(d.expires) }
+
+// AvgTTL is the estimated average TTL of the keys with one, in ms, as the
+// active expire cycle samples it (INFO keyspace avg_ttl=).
+func (d *DB) AvgTTL() int64 { return d.avgTTL }
+
+// PurgeExpired deletes every key whose TTL has passed at the time set by
+// SetNow, in every database, as expired keys (counted, recorded as DEL) and
+// returns how many. The server runs it once the AOF is replayed, so keys
+// that expired while the server was down are gone at once.
+func (s *Store) PurgeExpired() int {
+	if s.loading {
+		return 0
+	}
+	n := 0
+	for _, d := range s.dbs {
+		for k, at := range d.expires {
+			if s.now > at {
+				d.deleteExpired(k)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// The active expire cycle's parameters (Valkey's expire.c): keys sampled
+// per loop and the stale percentage above which a database is sampled
+// again, both at active-expire-effort 1 (ExpireKeysPerLoop and
+// ExpireAcceptableStale scale them with the effort), databases visited per
+// cycle, iterations between two looks at the clock, smoothing factors.
+const (
+	expireKeysPerLoop     = 20
+	expireAcceptableStale = 10
+	expireDBsPerCycle     = 16
+	expireTimeCheckEvery  = 16
+	expireStaleSmoothing  = 0.05
+	expireAvgTTLSmoothing = 50
+)
+
+// ActiveExpireCycle is one run of Valkey's slow active expire cycle at the
+// time set by SetNow and the given active-expire-effort (1..10): up to 16
+// databases (continuing round robin where the last run stopped), each
+// sampled 20 keys at a time (more with more effort); expired ones are
+// deleted, and a database is sampled again while more than 10% (less with
+// more effort) of a sample was expired. It stops when budget (real time)
+// is spent and then reports true (the cycle hit its time limit; the caller
+// runs another one soon, releasing the store lock in between so clients
+// never wait longer than one budget). Call under the store lock.
+func (s *Store) ActiveExpireCycle(budget time.Duration, effort int) (timeLimit bool) {
+	if s.loading {
+		return false
+	}
+	effort = min(max(effort, 1), 10) - 1
+	keysPerLoop := expireKeysPerLoop + expireKeysPerLoop/4*effort
+	acceptable := expireAcceptableStale - effort
+	start := time.Now()
+	var totalSampled, totalExpired int64
+	iteration := 0
+	for j := 0; j < expireDBsPerCycle && j < len(s.dbs) && !timeLimit; j++ {
+		d := s.dbs[s.expireDB%len(s.dbs)]
+		s.expireDB++
+		for {
+			n := len(d.expires)
+			if n == 0 {
+				d.avgTTL = 0
+				break
+			}
+			if n > keysPerLoop {
+				n = keysPerLoop
+			}
+			sampled, expired := 0, 0
+			var ttlSum, ttlSamples int64
+			// Go's map iteration starts at a random place: a sample.
+			for k, at := range d.expires {
+				if sampled >= n {
+					break
+				}
+				sampled++
+				if s.now > at {
+					d.deleteExpired(k)
+					expired++
+				} else if ttl := at - s.now; ttl > 0 {
+					ttlSum += ttl
+					ttlSamples++
+				}
+			}
+			totalSampled += int64(sampled)
+			totalExpired += int64(expired)
+			if ttlSamples > 0 {
+				avg := ttlSum / ttlSamples
+				if d.avgTTL == 0 {
+					d.avgTTL = avg
+				} else {
+					d.avgTTL = d.avgTTL/expireAvgTTLSmoothing*(expireAvgTTLSmoothing-1) + avg/expireAvgTTLSmoothing
+				}
+			}
+			iteration++
+			if iteration%expireTimeCheckEvery == 0 && time.Since(start) > budget {
+				timeLimit = true
+				break
+			}
+			if sampled != 0 && expired*100/sampled <= acceptable {
+				break
+			}
+		}
+		if time.Since(start) > budget {
+			timeLimit = true
+		}
+	}
+	s.ExpireCycleCPUMicros += time.Since(start).Microseconds()
+	if timeLimit {
+		s.ExpiredTimeCapCount++
+	}
+	perc := 0.0
+	if totalSampled > 0 {
+		perc = float64(totalExpired) / float64(totalSampled)
+	}
+	s.ExpiredStalePerc = perc*expireStaleSmoothing + s.ExpiredStalePerc*(1-expireStaleSmoothing)
+	return timeLimit
+}
+
+// RandomKey returns a random key of d that is not expired, deleting the
+// expired ones it meets (Valkey's dbRandomKey), or "" and false when d is
+// empty.
+func (d *DB) RandomKey() (string, bool) {
+	for len(d.keys) > 0 {
+		// Go's map iteration starts at a random place; stepping a random
+		// number of keys in spreads the choice further.
+		skip := 0
+		if n := len(d.keys); n > 1 {
+			skip = rand.IntN(min(n, 16))
+		}
+		var key string
+		for k := range d.keys {
+			key = k
+			if skip == 0 {
+				break
+			}
+			skip--
+		}
+		if d.expireIfNeeded(key) {
+			continue
+		}
+		return key, true
+	}
+	return "", false
+}

@@ -1,0 +1,87 @@
+package store
+
+import "math/rand/v2"
+
+// Access tracking for OBJECT IDLETIME and OBJECT FREQ (Valkey's object.c,
+// evict.c). A lookup (DB.Get) and every write update the key's access
+// time on the server clock, or, under an LFU maxmemory-policy, its LFU
+// counter (logarithmic, decaying by lfu-decay-time minutes). DB.Peek (TYPE,
+// EXISTS, TTL, OBJECT) does not.
+
+// LFU parameters (Valkey's LFU_INIT_VAL and the lfu-log-factor and
+// lfu-decay-time defaults).
+const (
+	lfuInitVal = 5
+)
+
+// SetLFU switches access tracking to LFU counters (maxmemory-policy
+// volatile-lfu or allkeys-lfu) or back to access times, with lfu-log-factor
+// and lfu-decay-time (minutes). As in Valkey, values keep what they held:
+// after a switch they take some accesses to mean something again.
+func (s *Store) SetLFU(on bool, logFactor, decayMinutes int64) {
+	s.lfu = on
+	s.lfuLog = logFactor
+	s.lfuDecay = decayMinutes
+}
+
+// LFU reports whether an LFU policy is selected.
+func (s *Store) LFU() bool { return s.lfu }
+
+// minutes is the server clock in minutes modulo 2^16 (LFUGetTimeInMinutes).
+func (s *Store) minutes() int64 { return (s.now / 60000) & 0xffff }
+
+// touchAccess records an access to v.
+func (s *Store) touchAccess(v *Value) {
+	if !s.lfu {
+		v.access = s.now
+		return
+	}
+	c := s.lfuDecr(v)
+	if c < 255 {
+		base := float64(c - lfuInitVal)
+		if base < 0 {
+			base = 0
+		}
+		if rand.Float64() < 1.0/(base*float64(s.lfuLog)+1) {
+			c++
+		}
+	}
+	v.access = s.minutes()<<8 | c
+}
+
+// lfuDecr is LFUDecrAndReturn: v's counter after the decay of the minutes
+// since its last access. A value last touched outside LFU mode starts at
+// LFU_INIT_VAL.
+func (s *Store) lfuDecr(v *Value) int64 {
+	if v.access < 0 || v.access > 0xffffff {
+		return lfuInitVal
+	}
+	ldt, c := v.access>>8, v.access&255
+	now := s.minutes()
+	elapsed := now - ldt
+	if elapsed < 0 {
+		elapsed += 65536
+	}
+	if s.lfuDecay > 0 {
+		if periods := elapsed / s.lfuDecay; periods > 0 {
+			if periods > c {
+				c = 0
+			} else {
+				c -= periods
+			}
+		}
+	}
+	return c
+}
+
+// IdleMs is how long ago (ms, server clock) v was last accessed (OBJECT
+// IDLETIME divides it by 1000).
+func (s *Store) IdleMs(v *Value) int64 {
+	if s.lfu || v.access > s.now {
+		return 0
+	}
+	return s.now - v.access
+}
+
+// Freq is v's LFU counter after decay (OBJECT FREQ).
+func (s *Store) Freq(v *Value) int64 { return s.lfuDecr(v) }
