@@ -90,7 +90,7 @@ func cmdExec(c *client, x *store.Ctx) {
 		x.W.Error("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
-	if c.watcher.Touched {
+	if c.watcher.Touched || c.s.store.WatchedKeyExpired(&c.watcher) {
 		c.discardTransaction()
 		x.W.NilArray()
 		return

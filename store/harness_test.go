@@ -88,8 +88,15 @@ func runCtx(t testing.TB, s *Store, db, proto int, args ...string) (string, *Ctx
 	if cs.Handler == nil {
 		t.Fatalf("command %q has no handler", cs.Name)
 	}
-	m := clock.NewManual(harnessNowMs)
-	c := &Ctx{S: s, DB: s.DB(db), W: w, NowMs: m.NowMs(), Clock: m}
+	// The command time: harnessNowMs unless a test moved the store's
+	// (SetNow), as the server sets it before each command.
+	now := s.Now()
+	if now == 0 {
+		now = harnessNowMs
+		s.SetNow(now)
+	}
+	m := clock.NewManual(now)
+	c := &Ctx{S: s, DB: s.DB(db), W: w, NowMs: now, Clock: m}
 	c.ResetForCommand(argv)
 	s.Lock()
 	cs.Handler(c)
@@ -124,6 +131,9 @@ func dump(s *Store) string {
 		for _, k := range keys {
 			v := d.Get(k)
 			fmt.Fprintf(&b, "db%d %q %s:", i, k, v.Kind.TypeName())
+			if at, ok := d.ExpireAt(k); ok {
+				fmt.Fprintf(&b, " ttl@%d", at)
+			}
 			switch v.Kind {
 			case KindString:
 				fmt.Fprintf(&b, " %q", v.Str)

@@ -364,6 +364,22 @@ func (s *Store) Unwatch(w *Watcher) {
 	w.Touched = false
 }
 
+// WatchedKeyExpired reports whether a key w watches has expired since it
+// was watched (Valkey's isWatchedKeyExpired, checked by EXEC): a key that
+// had already expired when watched does not count. Call under the lock,
+// after SetNow.
+func (s *Store) WatchedKeyExpired(w *Watcher) bool {
+	for _, k := range w.keys {
+		if expired := s.watched[k][w]; expired {
+			continue
+		}
+		if s.dbs[k.db].isExpired(k.key) {
+			return true
+		}
+	}
+	return false
+}
+
 // WatchCount is the number of keys w watches.
 func (w *Watcher) WatchCount() int { return len(w.keys) }
 
