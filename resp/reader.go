@@ -62,46 +62,6 @@ type Reader struct {
 	counts  []int
 	scratch []byte // unescaped inline tokens
 	cmds    [][][]byte
-
-	// Slabs the argument bytes and argv headers of small batches are cut
-	// from: each region is handed out once and never written again, so
-	// the contract of Parse holds while a batch costs no allocation most
-	// of the time.
-	slab    []byte
-	hdrSlab [][]byte
-}
-
-// Slab sizes: a batch needing more than a quarter of a slab gets its own
-// allocation, so a retained argument pins at most one slab.
-const (
-	slabBytes   = 16 << 10
-	slabHeaders = 512
-)
-
-// takeBytes returns n fresh bytes (cap n) never handed out before.
-func (r *Reader) takeBytes(n int) []byte {
-	if n > slabBytes/4 {
-		return make([]byte, n)
-	}
-	if cap(r.slab)-len(r.slab) < n {
-		r.slab = make([]byte, 0, slabBytes)
-	}
-	l := len(r.slab)
-	r.slab = r.slab[:l+n]
-	return r.slab[l : l+n : l+n]
-}
-
-// takeHeaders returns n fresh argv headers (cap n) never handed out before.
-func (r *Reader) takeHeaders(n int) [][]byte {
-	if n > slabHeaders/4 {
-		return make([][]byte, n)
-	}
-	if cap(r.hdrSlab)-len(r.hdrSlab) < n {
-		r.hdrSlab = make([][]byte, 0, slabHeaders)
-	}
-	l := len(r.hdrSlab)
-	r.hdrSlab = r.hdrSlab[:l+n]
-	return r.hdrSlab[l : l+n : l+n]
 }
 
 // span locates one argument: in buf, or in scratch when inScratch.
@@ -186,9 +146,9 @@ func (r *Reader) compact() {
 // have not authenticated yet (10 arguments, 16384-byte bulks).
 //
 // Each command is its argv (argv[0] the command name). The argument bytes
-// and the argv slices are never reused (they are cut from fresh memory:
-// small batches from a slab, see takeBytes), so a handler may keep them;
-// the outer slice is reused by the next call.
+// and the argv slices are never reused (one fresh allocation of each per
+// call), so a handler may keep them; the outer slice is reused by the next
+// call.
 // Empty inline lines, "*0" and "*-1" yield nothing.
 //
 // A non-nil error is a *ProtocolError found after the returned commands:
@@ -251,8 +211,8 @@ func (r *Reader) build() [][][]byte {
 	for _, s := range r.spans {
 		total += s.hi - s.lo
 	}
-	arena := r.takeBytes(total)
-	argv := r.takeHeaders(len(r.spans))
+	arena := make([]byte, total)
+	argv := make([][]byte, len(r.spans))
 	off := 0
 	for i, s := range r.spans {
 		src := r.buf

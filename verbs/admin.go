@@ -13,7 +13,7 @@ import (
 // EMQ.PAUSE q, EMQ.RESUME q
 
 func (vs *Verbs) cmdPause(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -38,7 +38,7 @@ func judgePause(meta keyKind, k *Keys) (*plan.Plan, refusal) {
 }
 
 func (vs *Verbs) cmdResume(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -75,7 +75,7 @@ func judgeResume(meta keyKind, paused bool, k *Keys) (*plan.Plan, refusal) {
 // EMQ.REMOVE q id
 
 func (vs *Verbs) cmdRemove(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -152,7 +152,7 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 // EMQ.COUNTS q
 
 func (vs *Verbs) cmdCounts(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -239,7 +239,7 @@ func judgeCounts(r *countsRead, k *Keys) (queueCounts, refusal) {
 // EMQ.JOB q id
 
 func (vs *Verbs) cmdJob(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -346,7 +346,7 @@ type listed struct {
 }
 
 func (vs *Verbs) cmdList(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}

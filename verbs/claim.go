@@ -22,8 +22,8 @@ type claimArgs struct {
 	BlockMs int64
 }
 
-func parseClaim(c *store.Ctx, a *claimArgs) bool {
-	k := queueArg(c)
+func (vs *Verbs) parseClaim(c *store.Ctx, a *claimArgs) bool {
+	k := vs.queueArg(c)
 	if k == nil {
 		return false
 	}
@@ -272,7 +272,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 // the reply only for a refusal (refused true).
 func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
 	r := readClaim(c.DB, a, c.NowMs)
-	v, p, ref := judgeClaim(&r, c.NowMs, runIDBytes(c.RunID), a)
+	v, p, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), a)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return v, true
@@ -300,7 +300,7 @@ func writeClaimReply(c *store.Ctx, v *claimVerdict) {
 
 func (vs *Verbs) cmdClaim(c *store.Ctx) {
 	var args claimArgs
-	if !parseClaim(c, &args) {
+	if !vs.parseClaim(c, &args) {
 		return
 	}
 	v, refused := vs.claimOnce(c, &args)

@@ -26,7 +26,7 @@ type enqueueArgs struct {
 }
 
 func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}

@@ -1,9 +1,6 @@
 package verbs
 
-import (
-	"strings"
-	"sync"
-)
+import "strings"
 
 // Keys names the keys of one queue q (docs/verbs.md §1.1). Every key carries
 // the hash tag {q}, so all of them live in the slot of the bare name q.
@@ -86,30 +83,20 @@ func ParseQueueKey(key string) (queue, part string, ok bool) {
 	return queue, part, true
 }
 
-// keyCache keeps the Keys of recently used queues so a verb does not build
-// eight strings per call. Bounded: once full it is emptied and refilled.
-var keyCache = struct {
-	sync.RWMutex
-	m map[string]*Keys
-}{m: make(map[string]*Keys)}
-
+// keyCacheMax bounds Verbs.keys (queue names come from clients): once full
+// it is emptied and refilled.
 const keyCacheMax = 4096
 
 // keysFor returns the (shared, read-only) Keys of queue name b.
-func keysFor(b []byte) *Keys {
-	keyCache.RLock()
-	k := keyCache.m[string(b)]
-	keyCache.RUnlock()
-	if k != nil {
+func (vs *Verbs) keysFor(b []byte) *Keys {
+	if k := vs.keys[string(b)]; k != nil {
 		return k
 	}
-	k = NewKeys(string(b))
-	keyCache.Lock()
-	if len(keyCache.m) >= keyCacheMax {
-		keyCache.m = make(map[string]*Keys)
+	if vs.keys == nil || len(vs.keys) >= keyCacheMax {
+		vs.keys = make(map[string]*Keys)
 	}
-	keyCache.m[k.Queue] = k
-	keyCache.Unlock()
+	k := NewKeys(string(b))
+	vs.keys[k.Queue] = k
 	return k
 }
 

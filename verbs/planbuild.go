@@ -2,32 +2,16 @@ package verbs
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"github.com/emqd/emqd/plan"
 )
 
-// Allocation-light plan building: a plan of up to planInline ops is one
-// allocation, and the field lists that never change are shared read-only
+// Plan building: the field lists that never change are shared read-only
 // slices (the store keeps value slices and never modifies them; the Feed
 // copies what it records).
 
-const planInline = 4
-
-type planBuf struct {
-	p   plan.Plan
-	ops [planInline]plan.Op
-}
-
 // newPlan returns an empty plan with room for n ops.
-func newPlan(n int) *plan.Plan {
-	if n <= planInline {
-		b := &planBuf{}
-		b.p.Ops = b.ops[:0]
-		return &b.p
-	}
-	return &plan.Plan{Ops: make([]plan.Op, 0, n)}
-}
+func newPlan(n int) *plan.Plan { return &plan.Plan{Ops: make([]plan.Op, 0, n)} }
 
 var (
 	fvStatePending   = [][]byte{fState, vPending}
@@ -64,23 +48,4 @@ func (k *Keys) rowOf(id []byte) (rowKey, idStr string) {
 	sb.Write(id)
 	rk := sb.String()
 	return rk, rk[len(k.JobPrefix):]
-}
-
-// runIDBytes returns s as bytes, shared between calls while the run_id does
-// not change (it is fixed for the life of a server).
-var runIDCache atomic.Pointer[struct {
-	s string
-	b []byte
-}]
-
-func runIDBytes(s string) []byte {
-	if c := runIDCache.Load(); c != nil && c.s == s {
-		return c.b
-	}
-	c := &struct {
-		s string
-		b []byte
-	}{s, []byte(s)}
-	runIDCache.Store(c)
-	return c.b
 }

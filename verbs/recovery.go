@@ -12,7 +12,7 @@ import (
 // EMQ.STALLED.CHECK q [max_stalled [limit]]
 
 func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -45,7 +45,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		_, r.Dead = zsetKind(d, k.Dead)
 		r.Failed = readCounter(d, k.Failed)
 	}
-	v, p, ref := judgeStalled(&r, runIDBytes(c.RunID), k, maxStalled)
+	v, p, ref := judgeStalled(&r, []byte(c.RunID), k, maxStalled)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
@@ -179,7 +179,7 @@ func judgeStalled(r *stalledRead, runID []byte, k *Keys, maxStalled int64) (stal
 // EMQ.PROMOTE q [limit] (and the promotion EMQ.CLAIM runs first)
 
 func (vs *Verbs) cmdPromote(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
@@ -274,7 +274,7 @@ func judgePromote(r *promoteRead, k *Keys) ([]string, *plan.Plan, refusal) {
 // EMQ.REPROCESS q id [RESET]
 
 func (vs *Verbs) cmdReprocess(c *store.Ctx) {
-	k := queueArg(c)
+	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}

@@ -76,12 +76,6 @@ type Stats struct {
 	mu     sync.Mutex
 	queues map[queueID]*QueueStats
 	total  [NumTransitions]atomic.Int64
-
-	// A one-entry cache of the last queue counted (store lock): a verb
-	// stream on one queue finds its counters without a map lookup.
-	lastK  *Keys
-	lastDB int
-	lastQ  *QueueStats
 }
 
 // NewStats returns empty accounting.
@@ -132,15 +126,9 @@ func (s *Stats) Queues() []*QueueStats {
 // add counts n transitions t of k's queue in db (store lock held).
 func (s *Stats) add(db int, k *Keys, t Transition, n int64) {
 	s.total[t].Add(n)
-	qs := s.lastQ
-	if k != s.lastK || db != s.lastDB || qs == nil {
-		qs = s.Known(db, k.Queue)
-		if qs == nil {
-			return
-		}
-		s.lastK, s.lastDB, s.lastQ = k, db, qs
+	if qs := s.Known(db, k.Queue); qs != nil {
+		qs.n[t].Add(n)
 	}
-	qs.n[t].Add(n)
 }
 
 // count adds n transitions t of k's queue to the server's accounting, if

@@ -29,8 +29,8 @@ type tokenRead struct {
 }
 
 // parseTokenArgs parses `q id token` (argv[1..3]).
-func parseTokenArgs(c *store.Ctx) (tokenArgs, bool) {
-	k := queueArg(c)
+func (vs *Verbs) parseTokenArgs(c *store.Ctx) (tokenArgs, bool) {
+	k := vs.queueArg(c)
 	if k == nil {
 		return tokenArgs{}, false
 	}
@@ -75,7 +75,7 @@ func tokenGuard(verb string, a *tokenArgs, r *tokenRead) refusal {
 
 // EMQ.COMPLETE q id token
 func (vs *Verbs) cmdComplete(c *store.Ctx) {
-	a, ok := parseTokenArgs(c)
+	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
@@ -117,7 +117,7 @@ func judgeComplete(r *completeRead, a *tokenArgs) (*plan.Plan, refusal) {
 
 // EMQ.FAIL q id token max_attempts delay_ms error
 func (vs *Verbs) cmdFail(c *store.Ctx) {
-	a, ok := parseTokenArgs(c)
+	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
@@ -221,7 +221,7 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 
 // EMQ.REQUEUE q id token
 func (vs *Verbs) cmdRequeue(c *store.Ctx) {
-	a, ok := parseTokenArgs(c)
+	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
@@ -265,7 +265,7 @@ func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 
 // EMQ.EXTEND q id token lease_ms
 func (vs *Verbs) cmdExtend(c *store.Ctx) {
-	a, ok := parseTokenArgs(c)
+	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
@@ -275,7 +275,7 @@ func (vs *Verbs) cmdExtend(c *store.Ctx) {
 		return
 	}
 	r := readToken(c.DB, &a)
-	p, ref := judgeExtend(&r, c.NowMs, runIDBytes(c.RunID), &a, lease)
+	p, ref := judgeExtend(&r, c.NowMs, []byte(c.RunID), &a, lease)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
@@ -302,7 +302,7 @@ func judgeExtend(r *tokenRead, now int64, runID []byte, a *tokenArgs, leaseMs in
 
 // EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
 func (vs *Verbs) cmdDelay(c *store.Ctx) {
-	a, ok := parseTokenArgs(c)
+	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
@@ -367,7 +367,7 @@ func judgeDelay(r *delayRead, now int64, a *tokenArgs, sched uint8, ms int64) (*
 
 // EMQ.PROGRESS q id token value
 func (vs *Verbs) cmdProgress(c *store.Ctx) {
-	a, ok := parseTokenArgs(c)
+	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
