@@ -27,6 +27,7 @@ var layers = map[string]int{
 
 	"store/aof": 3, // the append-only file
 	"verbs":     3, // the EMQ.* verbs
+	"dashboard": 3, // the web dashboard (a RESP client of the server; imports clock only)
 
 	"server": 4, // listener, dispatch, registry, persistence wiring, embedding API
 
@@ -50,6 +51,8 @@ var layers = map[string]int{
 var only = map[string][]string{
 	"cmd/emqd": {"server", "clock"},
 	"emq":      {},
+	// The dashboard reaches the data only over RESP (docs/architecture.md §6.1).
+	"dashboard": {"clock"},
 }
 
 // layerOf returns the layer of rel (a path relative to the module).

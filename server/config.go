@@ -114,6 +114,8 @@ func paramTable() []*param {
 		// emqd's own: the Prometheus endpoint ("" off; metrics.go) and the
 		// binary's log format (logging.go).
 		immutable(str("metrics-addr", "")),
+		// emqd's own: the web dashboard on the metrics listener (dashboard.go).
+		immutable(boolean("dashboard", "yes")),
 		immutable(enum("log-format", "text", "text", "json")),
 		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
 		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),

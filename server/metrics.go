@@ -47,6 +47,8 @@ type metricsServer struct {
 	hist *prometheus.HistogramVec
 	ln   net.Listener
 	srv  *http.Server
+	// dashboard stops the web dashboard (nil: directive dashboard no).
+	dashboard func() error
 }
 
 // cmdHist is a command's latency histogram child, created on the
@@ -132,9 +134,19 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 	m.ln = ln
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	if s.Config("dashboard") == "yes" {
+		m.dashboard = s.mountDashboard(mux)
+	}
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go m.srv.Serve(ln)
 	s.log.Info("Metrics endpoint listening", "addr", "http://"+ln.Addr().String()+"/metrics")
+	if m.dashboard != nil {
+		s.log.Info("Dashboard listening", "addr", "http://"+ln.Addr().String()+dashboardPrefix)
+		if !s.passwordSet() && !isLoopback(ln.Addr()) {
+			s.log.Warn("The dashboard is served beyond loopback without requirepass: anyone who reaches it can pause queues and remove jobs (set requirepass, or dashboard no)",
+				"addr", ln.Addr().String())
+		}
+	}
 	return m, nil
 }
 
@@ -146,6 +158,9 @@ func (m *metricsServer) close() error {
 	err := m.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = m.srv.Close()
+	}
+	if m.dashboard != nil {
+		m.dashboard()
 	}
 	return err
 }

@@ -1,0 +1,344 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The dashboard's only way to the data: a RESP connection per HTTP request,
+// authenticated with the operator's password, on which it sends the same
+// commands any client would (EMQ.COUNTS, EMQ.LIST, EMQ.JOB, EMQ.PAUSE, ...).
+// RESP2 keeps the field order of EMQ.JOB's map (a flat array), which is the
+// row's order (docs/verbs.md §1.3, §4.17).
+
+// conn is one request's connection.
+type conn struct {
+	rdb *redis.Client
+	c   *redis.Conn
+	db  int // the database selected on c (-1: none yet)
+}
+
+// open dials a fresh connection authenticated with password ("" when the
+// server requires none) and checks it with PING, so a wrong password or a
+// server that now requires one is reported here (errAuth).
+func (d *Dashboard) open(ctx context.Context, password string) (*conn, error) {
+	select {
+	case d.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	rdb := redis.NewClient(&redis.Options{
+		Addr: "emqd-internal",
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return d.o.Dial(ctx, network, addr)
+		},
+		Password:        password,
+		Protocol:        2,
+		ClientName:      "emqd-dashboard",
+		DisableIdentity: true,
+		PoolSize:        1,
+		MaxRetries:      -1,
+	})
+	c := rdb.Conn()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		rdb.Close()
+		<-d.sem
+		if isAuthError(err) {
+			return nil, errAuth
+		}
+		return nil, err
+	}
+	return &conn{rdb: rdb, c: c, db: 0}, nil
+}
+
+// close releases the connection (the server sees the client go away).
+func (d *Dashboard) closeConn(c *conn) {
+	c.c.Close()
+	c.rdb.Close()
+	<-d.sem
+}
+
+// errAuth is a refused or missing password (NOAUTH, WRONGPASS).
+var errAuth = errors.New("authentication required")
+
+// isAuthError reports whether err is the server asking for a password.
+func isAuthError(err error) bool {
+	if errors.Is(err, errAuth) {
+		return true
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		return strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS")
+	}
+	return false
+}
+
+// use selects database db on the connection (SELECT, once per change).
+func (c *conn) use(ctx context.Context, db int) error {
+	if c.db == db {
+		return nil
+	}
+	if err := c.c.Select(ctx, db).Err(); err != nil {
+		return err
+	}
+	c.db = db
+	return nil
+}
+
+// do runs one command and returns its reply (go-redis's RESP2 values:
+// string, int64, []any, nil for a nil reply) or the server's error.
+func (c *conn) do(ctx context.Context, db int, args ...any) (any, error) {
+	if err := c.use(ctx, db); err != nil {
+		return nil, err
+	}
+	v, err := c.c.Do(ctx, args...).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	return v, err
+}
+
+// counts are EMQ.COUNTS' reply (docs/verbs.md §4.16) and the paused flag.
+type counts struct {
+	Pending, Active, Scheduled, Dead, Completed, Failed int64
+	Paused                                              bool
+	Err                                                 string // a refusal (WRONGTYPE, ...) instead of counts
+}
+
+// state returns the size of a state's set.
+func (n counts) state(s string) int64 {
+	switch s {
+	case "pending":
+		return n.Pending
+	case "active":
+		return n.Active
+	case "scheduled":
+		return n.Scheduled
+	case "dead":
+		return n.Dead
+	}
+	return 0
+}
+
+// queueRef names one queue of one database.
+type queueRef struct {
+	DB   int
+	Name string
+}
+
+// metaKey is the hash that holds a queue's paused flag (docs/verbs.md
+// §1.1: emq:{q}:meta, field paused; EMQ.PAUSE writes it, §4.14).
+func metaKey(q string) string { return "emq:{" + q + "}:meta" }
+
+// countsOf reads EMQ.COUNTS and the paused flag of every queue of qs, one
+// pipeline per database. A refusal of one queue is kept in its Err; an
+// error of the connection is returned.
+func (c *conn) countsOf(ctx context.Context, qs []queueRef) ([]counts, error) {
+	out := make([]counts, len(qs))
+	byDB := map[int][]int{}
+	var dbs []int
+	for i, q := range qs {
+		if _, ok := byDB[q.DB]; !ok {
+			dbs = append(dbs, q.DB)
+		}
+		byDB[q.DB] = append(byDB[q.DB], i)
+	}
+	for _, db := range dbs {
+		if err := c.use(ctx, db); err != nil {
+			return nil, err
+		}
+		idx := byDB[db]
+		cmds, err := c.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range idx {
+				p.Do(ctx, "EMQ.COUNTS", qs[i].Name)
+				p.Do(ctx, "HEXISTS", metaKey(qs[i].Name), "paused")
+			}
+			return nil
+		})
+		if err != nil && !isReplyError(err) {
+			return nil, err
+		}
+		for k, i := range idx {
+			cc, pc := cmds[2*k].(*redis.Cmd), cmds[2*k+1].(*redis.Cmd)
+			if err := cc.Err(); err != nil {
+				if isAuthError(err) {
+					return nil, errAuth
+				}
+				out[i].Err = err.Error()
+				continue
+			}
+			n, err := parseCounts(cc.Val())
+			if err != nil {
+				out[i].Err = err.Error()
+				continue
+			}
+			if v, err := pc.Int64(); err == nil {
+				n.Paused = v == 1
+			} else {
+				n.Err = err.Error()
+			}
+			out[i] = n
+		}
+	}
+	return out, nil
+}
+
+// isReplyError reports whether err is an error reply (the connection is
+// fine) rather than a broken connection.
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// counts reads one queue's counts and paused flag.
+func (c *conn) counts(ctx context.Context, q queueRef) (counts, error) {
+	r, err := c.countsOf(ctx, []queueRef{q})
+	if err != nil {
+		return counts{}, err
+	}
+	if r[0].Err != "" {
+		return counts{}, errors.New(r[0].Err)
+	}
+	return r[0], nil
+}
+
+func parseCounts(v any) (counts, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr)%2 != 0 {
+		return counts{}, fmt.Errorf("unexpected EMQ.COUNTS reply %v", v)
+	}
+	var n counts
+	for i := 0; i < len(arr); i += 2 {
+		name, _ := arr[i].(string)
+		x, _ := arr[i+1].(int64)
+		switch name {
+		case "pending":
+			n.Pending = x
+		case "active":
+			n.Active = x
+		case "scheduled":
+			n.Scheduled = x
+		case "dead":
+			n.Dead = x
+		case "completed":
+			n.Completed = x
+		case "failed":
+			n.Failed = x
+		}
+	}
+	return n, nil
+}
+
+// field is one field of a job row, in the row's order.
+type field struct{ Name, Value string }
+
+// job is one entry of EMQ.LIST or EMQ.JOB's reply.
+type job struct {
+	ID     string
+	Ghost  bool // a member of the set without a row (docs/verbs.md §4.18)
+	Fields []field
+}
+
+// get returns a field's value ("" when absent).
+func (j *job) get(name string) string {
+	for _, f := range j.Fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+func parseFields(v any) ([]field, bool) {
+	arr, ok := v.([]any)
+	if !ok || len(arr)%2 != 0 {
+		return nil, false
+	}
+	fs := make([]field, 0, len(arr)/2)
+	for i := 0; i < len(arr); i += 2 {
+		name, ok1 := arr[i].(string)
+		val, ok2 := arr[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		fs = append(fs, field{name, val})
+	}
+	return fs, true
+}
+
+// list runs EMQ.LIST q state offset count (docs/verbs.md §4.18).
+func (c *conn) list(ctx context.Context, q queueRef, state string, offset, count int) ([]job, error) {
+	v, err := c.do(ctx, q.DB, "EMQ.LIST", q.Name, state, offset, count)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected EMQ.LIST reply %v", v)
+	}
+	out := make([]job, 0, len(arr))
+	for _, e := range arr {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("unexpected EMQ.LIST entry %v", e)
+		}
+		id, _ := pair[0].(string)
+		if pair[1] == nil {
+			out = append(out, job{ID: id, Ghost: true})
+			continue
+		}
+		fs, ok := parseFields(pair[1])
+		if !ok {
+			return nil, fmt.Errorf("unexpected EMQ.LIST entry %v", e)
+		}
+		out = append(out, job{ID: id, Fields: fs})
+	}
+	return out, nil
+}
+
+// job runs EMQ.JOB q id (docs/verbs.md §4.17); nil when there is no row.
+func (c *conn) job(ctx context.Context, q queueRef, id string) (*job, error) {
+	v, err := c.do(ctx, q.DB, "EMQ.JOB", q.Name, id)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	fs, ok := parseFields(v)
+	if !ok {
+		return nil, fmt.Errorf("unexpected EMQ.JOB reply %v", v)
+	}
+	return &job{ID: id, Fields: fs}, nil
+}
+
+// info reads INFO's fields of the given sections.
+func (c *conn) info(ctx context.Context, sections ...string) (map[string]string, error) {
+	args := []any{"INFO"}
+	for _, s := range sections {
+		args = append(args, s)
+	}
+	v, err := c.do(ctx, c.db, args...)
+	if err != nil {
+		return nil, err
+	}
+	text, _ := v.(string)
+	out := map[string]string{}
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, val, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			out[k] = val
+		}
+	}
+	return out, nil
+}
+
+// atoi parses a decimal field, 0 when it is not one.
+func atoi(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}

@@ -1,0 +1,807 @@
+// Package dashboard is emqd's web dashboard: server-rendered pages
+// (html/template, assets embedded with go:embed, no script needed, nothing
+// loaded from outside) that show every queue of a server, browse a queue's
+// jobs by state and act on them: pause and resume a queue, reprocess a dead
+// job (with or without RESET), remove a job.
+//
+// The dashboard holds no data and no privilege of its own: it is a RESP
+// client of the server (go-redis), and every page and every action is an
+// ordinary command sent over a connection that Options.Dial opens,
+// authenticated with the password the operator typed (docs/architecture.md
+// §6.1). So a refused action writes nothing, exactly as the verb refuses it
+// (docs/verbs.md §2.2), and AUTH decides who may look. It imports no emqd
+// package but clock; the server mounts it on the metrics listener under
+// Prefix (docs/operations.md §5).
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emqd/emqd/clock"
+)
+
+// Prefix is the path the dashboard is served under.
+const Prefix = "/dashboard/"
+
+// Queue is one queue the server knows, with its transition totals since the
+// server started (the INFO emq / emqd_jobs_total counts of that queue).
+type Queue struct {
+	DB   int
+	Name string
+	// Enqueued: rows EMQ.ENQUEUE created; Completed: EMQ.COMPLETE;
+	// Failed: EMQ.FAIL, either verdict; Died: jobs dead-lettered (by
+	// EMQ.FAIL or by the stalled-job sweep).
+	Enqueued, Completed, Failed, Died int64
+}
+
+// Options configure a Dashboard.
+type Options struct {
+	// Dial opens a RESP connection to the server (go-redis's
+	// Options.Dialer; network and addr are not used by the server's own
+	// in-process dialer). Required.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// AuthRequired reports whether the server requires a password now
+	// (requirepass); nil means never. The dashboard then asks for it at
+	// a login form and sends it with AUTH on each of its connections.
+	AuthRequired func() bool
+	// Queues lists the queues to show on the server page, with their
+	// totals; nil lists none (a queue's page is still reachable by URL).
+	Queues func() []Queue
+	// Clock is the server clock (times shown relative to it; throughput
+	// sampled on it); nil is the wall clock.
+	Clock clock.Clock
+	// Logger receives the dashboard's few log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// Dashboard is an http.Handler serving Prefix.
+type Dashboard struct {
+	o     Options
+	clk   clock.Clock
+	log   *slog.Logger
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	ss    *sessions
+	samp  *sampler
+	// sem bounds the connections the dashboard holds at once.
+	sem chan struct{}
+}
+
+// maxConns is the most connections the dashboard opens at once (HTTP
+// requests beyond it wait for one).
+const maxConns = 8
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// New builds a dashboard and starts its throughput sampler; Close stops it.
+func New(o Options) *Dashboard {
+	d := &Dashboard{
+		o:   o,
+		clk: o.Clock,
+		log: o.Logger,
+		ss:  &sessions{m: map[string]*session{}},
+		sem: make(chan struct{}, maxConns),
+	}
+	if d.clk == nil {
+		d.clk = clock.Wall{}
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.o.AuthRequired == nil {
+		d.o.AuthRequired = func() bool { return false }
+	}
+	if d.o.Queues == nil {
+		d.o.Queues = func() []Queue { return nil }
+	}
+	d.pages = parsePages()
+	d.samp = newSampler(d.clk, d.o.Queues)
+
+	static, _ := fs.Sub(staticFS, "static")
+	m := http.NewServeMux()
+	m.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", staticHandler(http.FileServerFS(static))))
+	m.HandleFunc("GET "+Prefix+"{$}", d.page(d.overview))
+	m.HandleFunc("GET "+Prefix+"open", d.page(d.openQueue))
+	m.HandleFunc("GET "+Prefix+"q/{db}/{queue}", d.page(d.queue))
+	m.HandleFunc("GET "+Prefix+"q/{db}/{queue}/job/{id}", d.page(d.job))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/pause", d.action(d.pause))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/resume", d.action(d.resume))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/reprocess", d.action(d.reprocess))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/remove", d.action(d.remove))
+	m.HandleFunc("GET "+Prefix+"login", d.loginForm)
+	m.HandleFunc("POST "+Prefix+"login", d.login)
+	m.HandleFunc("POST "+Prefix+"logout", d.logout)
+	d.mux = m
+	return d
+}
+
+// Close stops the throughput sampler.
+func (d *Dashboard) Close() { d.samp.close() }
+
+// ServeHTTP serves the dashboard's pages, with headers that keep a page
+// from loading anything from elsewhere or being framed.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "+
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	d.mux.ServeHTTP(w, r)
+}
+
+func staticHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// view is what every page's layout shows.
+type view struct {
+	Title        string
+	Prefix       string
+	CSRF         string
+	AuthRequired bool
+	LoggedIn     bool // show the logout button
+	Flash        *flash
+	Crumbs       []crumb
+	Now          string
+	Body         any
+}
+
+type crumb struct{ Label, URL string }
+
+// reqCtx is one page's or action's request: its session and its connection.
+type reqCtx struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	s    *session
+	c    *conn
+	now  int64
+	view view
+}
+
+// errStatus is an error with the HTTP status to answer.
+type errStatus struct {
+	code int
+	msg  string
+}
+
+func (e *errStatus) Error() string { return e.msg }
+
+// page wraps a GET handler: a session (made on the first visit), the login
+// when the server requires a password, one connection for the request, and
+// the rendering of the template the handler names.
+func (d *Dashboard) page(h func(rc *reqCtx) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		s := d.ss.get(r)
+		if s == nil {
+			if d.o.AuthRequired() {
+				d.toLogin(w, r)
+				return
+			}
+			s = d.ss.create(w, r)
+		}
+		ok, pw := d.creds(s)
+		if !ok {
+			d.toLogin(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		c, err := d.open(ctx, pw)
+		if err != nil {
+			if isAuthError(err) {
+				d.ss.logout(s)
+				d.toLogin(w, r)
+				return
+			}
+			d.fail(w, r, s, err)
+			return
+		}
+		defer d.closeConn(c)
+		rc := &reqCtx{w: w, r: r, s: s, c: c, now: d.clk.NowMs()}
+		rc.view = view{Prefix: Prefix, CSRF: s.csrf, AuthRequired: d.o.AuthRequired(), LoggedIn: d.o.AuthRequired(),
+			Flash: d.ss.takeFlash(s), Now: fmtMs(rc.now)}
+		name, err := h(rc)
+		if err != nil {
+			if isAuthError(err) {
+				d.ss.logout(s)
+				d.toLogin(w, r)
+				return
+			}
+			d.fail(w, r, s, err)
+			return
+		}
+		if name == "" {
+			return // the handler answered (a redirect)
+		}
+		d.render(w, http.StatusOK, name, rc.view)
+	}
+}
+
+// toLogin redirects to the login form, coming back here after it.
+func (d *Dashboard) toLogin(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, Prefix+"login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+}
+
+// fail renders the error page: a refusal of the server is a 400 with its
+// text, a failed connection a 503.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	code := http.StatusServiceUnavailable
+	var es *errStatus
+	switch {
+	case errors.As(err, &es):
+		code = es.code
+	case isReplyError(err):
+		code = http.StatusBadRequest
+	default:
+		d.log.Warn("Dashboard request failed", "path", r.URL.Path, "err", err)
+	}
+	v := view{Title: "Error", Prefix: Prefix, AuthRequired: d.o.AuthRequired(), Body: err.Error()}
+	if s != nil {
+		v.CSRF = s.csrf
+	}
+	d.render(w, code, "error", v)
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, code int, name string, v view) {
+	var b strings.Builder
+	if err := d.pages[name].ExecuteTemplate(&b, "layout", v); err != nil {
+		d.log.Error("Dashboard template failed", "page", name, "err", err)
+		http.Error(w, "template error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write([]byte(b.String()))
+}
+
+// parseRef reads the {db} and {queue} of a path.
+func parseRef(r *http.Request) (queueRef, error) {
+	db, err := strconv.Atoi(r.PathValue("db"))
+	if err != nil || db < 0 {
+		return queueRef{}, &errStatus{http.StatusNotFound, "no such database: " + r.PathValue("db")}
+	}
+	return queueRef{DB: db, Name: r.PathValue("queue")}, nil
+}
+
+// URLs of the pages (every dynamic part path-escaped).
+func queueURL(q queueRef) string {
+	return Prefix + "q/" + strconv.Itoa(q.DB) + "/" + url.PathEscape(q.Name)
+}
+
+func stateURL(q queueRef, state string, offset int) string {
+	u := queueURL(q) + "?state=" + state
+	if offset > 0 {
+		u += "&offset=" + strconv.Itoa(offset)
+	}
+	return u
+}
+
+func jobURL(q queueRef, id string) string { return queueURL(q) + "/job/" + url.PathEscape(id) }
+
+// overview is the server page: every queue with its counts, paused flag
+// and throughput.
+type overview struct {
+	Info     map[string]string
+	Filter   string
+	Queues   []queueRow
+	Total    int
+	From, To int
+	PrevURL  string
+	NextURL  string
+}
+
+type queueRow struct {
+	Ref    queueRef
+	URL    string
+	Counts counts
+	Rates  rateView
+}
+
+const overviewPage = 100
+
+func (d *Dashboard) overview(rc *reqCtx) (string, error) {
+	ctx := rc.r.Context()
+	info, err := rc.c.info(ctx, "server", "clients", "memory", "persistence", "emq")
+	if err != nil {
+		return "", err
+	}
+	filter := strings.TrimSpace(rc.r.URL.Query().Get("filter"))
+	all := d.o.Queues()
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].DB != all[j].DB {
+			return all[i].DB < all[j].DB
+		}
+		return all[i].Name < all[j].Name
+	})
+	var qs []Queue
+	for _, q := range all {
+		if filter == "" || strings.Contains(q.Name, filter) {
+			qs = append(qs, q)
+		}
+	}
+	offset, _ := strconv.Atoi(rc.r.URL.Query().Get("offset"))
+	offset = max(0, min(offset, len(qs)))
+	end := min(len(qs), offset+overviewPage)
+	page := qs[offset:end]
+	refs := make([]queueRef, len(page))
+	for i, q := range page {
+		refs[i] = queueRef{q.DB, q.Name}
+	}
+	ns, err := rc.c.countsOf(ctx, refs)
+	if err != nil {
+		return "", err
+	}
+	d.samp.due(rc.now)
+	ov := overview{Info: info, Filter: filter, Total: len(qs), From: offset + 1, To: end}
+	for i, q := range page {
+		ov.Queues = append(ov.Queues, queueRow{
+			Ref: refs[i], URL: queueURL(refs[i]), Counts: ns[i],
+			Rates: makeRateView(d.samp.rates(refs[i], countersOf(q), rc.now)),
+		})
+	}
+	link := func(off int) string {
+		u := Prefix + "?offset=" + strconv.Itoa(off)
+		if filter != "" {
+			u += "&filter=" + url.QueryEscape(filter)
+		}
+		return u
+	}
+	if offset > 0 {
+		ov.PrevURL = link(max(0, offset-overviewPage))
+	}
+	if end < len(qs) {
+		ov.NextURL = link(end)
+	}
+	rc.view.Title = "Queues"
+	rc.view.Body = ov
+	return "overview", nil
+}
+
+// openQueue is the "open a queue" form: a redirect to the queue's page.
+func (d *Dashboard) openQueue(rc *reqCtx) (string, error) {
+	q := rc.r.URL.Query()
+	db, err := strconv.Atoi(strings.TrimSpace(q.Get("db")))
+	if err != nil || db < 0 {
+		db = 0
+	}
+	name := strings.TrimSpace(q.Get("queue"))
+	if name == "" {
+		http.Redirect(rc.w, rc.r, Prefix, http.StatusSeeOther)
+		return "", nil
+	}
+	http.Redirect(rc.w, rc.r, queueURL(queueRef{db, name}), http.StatusSeeOther)
+	return "", nil
+}
+
+// states are the tabs of a queue page, in EMQ.COUNTS' order.
+var states = []string{"pending", "active", "scheduled", "dead"}
+
+// queuePage is a queue's page: counts, throughput, and one state's jobs.
+type queuePage struct {
+	Ref        queueRef
+	URL        string
+	Counts     counts
+	Rates      rateView
+	State      string
+	Tabs       []tab
+	Jobs       []jobRow
+	From, To   int64
+	StateTotal int64
+	PageSize   int
+	PrevURL    string
+	NextURL    string
+	Back       string
+}
+
+type tab struct {
+	Name   string
+	Count  int64
+	URL    string
+	Active bool
+}
+
+// jobRow is one job of the browser's table.
+type jobRow struct {
+	ID           string
+	URL          string
+	Ghost        bool
+	Attempts     string
+	Failures     string
+	Stalled      string
+	LastError    string
+	When         string // run_at_ms or lease_deadline_ms, formatted
+	WhenRel      string
+	Preview      string
+	PayloadSize  int
+	CanReprocess bool
+	CanRemove    bool
+	ActionURL    string // jobURL: the forms post to ActionURL + "/reprocess" or "/remove"
+}
+
+// pageSizes are the page sizes offered; the default is the first.
+const defaultPageSize = 50
+
+func (d *Dashboard) queue(rc *reqCtx) (string, error) {
+	ref, err := parseRef(rc.r)
+	if err != nil {
+		return "", err
+	}
+	ctx := rc.r.Context()
+	n, err := rc.c.counts(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	q := rc.r.URL.Query()
+	state := strings.ToLower(q.Get("state"))
+	if state == "" {
+		state = "pending"
+	}
+	valid := false
+	for _, s := range states {
+		valid = valid || s == state
+	}
+	if !valid {
+		return "", &errStatus{http.StatusNotFound, "no such state: " + state}
+	}
+	size := defaultPageSize
+	if v, err := strconv.Atoi(q.Get("n")); err == nil && v > 0 && v <= 500 {
+		size = v
+	}
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	offset = max(offset, 0)
+	jobs, err := rc.c.list(ctx, ref, state, offset, size)
+	if err != nil {
+		return "", err
+	}
+	d.samp.due(rc.now)
+	var cur counters
+	for _, qq := range d.o.Queues() {
+		if qq.DB == ref.DB && qq.Name == ref.Name {
+			cur = countersOf(qq)
+		}
+	}
+	p := queuePage{
+		Ref: ref, URL: queueURL(ref), Counts: n, State: state,
+		Rates:    makeRateView(d.samp.rates(ref, cur, rc.now)),
+		PageSize: size,
+		Back:     rc.r.URL.RequestURI(),
+	}
+	for _, s := range states {
+		p.Tabs = append(p.Tabs, tab{Name: s, Count: n.state(s), URL: stateURL(ref, s, 0), Active: s == state})
+	}
+	for _, j := range jobs {
+		p.Jobs = append(p.Jobs, makeJobRow(ref, state, &j, rc.now))
+	}
+	p.From, p.To, p.StateTotal = int64(offset+1), int64(offset+len(jobs)), n.state(state)
+	sized := func(u string) string {
+		if size != defaultPageSize {
+			u += "&n=" + strconv.Itoa(size)
+		}
+		return u
+	}
+	if offset > 0 {
+		p.PrevURL = sized(stateURL(ref, state, max(0, offset-size)))
+	}
+	if len(jobs) == size && int64(offset+size) < n.state(state) {
+		p.NextURL = sized(stateURL(ref, state, offset+size))
+	}
+	rc.view.Title = ref.Name
+	rc.view.Crumbs = []crumb{{"Queues", Prefix}, {"db " + strconv.Itoa(ref.DB) + " · " + ref.Name, ""}}
+	rc.view.Body = p
+	return "queue", nil
+}
+
+func makeJobRow(q queueRef, state string, j *job, now int64) jobRow {
+	row := jobRow{ID: j.ID, URL: jobURL(q, j.ID), ActionURL: jobURL(q, j.ID), Ghost: j.Ghost}
+	if j.Ghost {
+		// A member without a row: EMQ.REMOVE clears it from every set.
+		row.CanRemove = state != "active"
+		return row
+	}
+	row.Attempts = j.get("attempts")
+	row.Failures = j.get("failures")
+	row.Stalled = j.get("stalled")
+	row.LastError = clip(j.get("last_error"), 120)
+	payload := j.get("payload")
+	row.PayloadSize = len(payload)
+	row.Preview = preview(payload, 100)
+	switch state {
+	case "active":
+		row.When, row.WhenRel = fmtField(j.get("lease_deadline_ms"), now)
+	case "scheduled":
+		row.When, row.WhenRel = fmtField(j.get("run_at_ms"), now)
+	}
+	row.CanReprocess = state == "dead"
+	row.CanRemove = state != "active"
+	return row
+}
+
+// jobPage is one job's page.
+type jobPage struct {
+	Ref          queueRef
+	QueueURL     string
+	ID           string
+	Found        bool
+	State        string
+	Fields       []fieldView
+	LastError    string
+	Payload      payloadView
+	CanReprocess bool
+	CanRemove    bool
+	ActionURL    string
+	Back         string
+}
+
+type fieldView struct {
+	Name, Value, Note string
+}
+
+func (d *Dashboard) job(rc *reqCtx) (string, error) {
+	ref, err := parseRef(rc.r)
+	if err != nil {
+		return "", err
+	}
+	id := rc.r.PathValue("id")
+	j, err := rc.c.job(rc.r.Context(), ref, id)
+	if err != nil {
+		return "", err
+	}
+	p := jobPage{Ref: ref, QueueURL: queueURL(ref), ID: id, Found: j != nil, ActionURL: jobURL(ref, id),
+		Back: stateURL(ref, "dead", 0)}
+	if j != nil {
+		p.State = j.get("state")
+		p.Back = stateURL(ref, p.State, 0)
+		for _, f := range j.Fields {
+			switch f.Name {
+			case "payload":
+				p.Payload = makePayloadView(f.Value)
+				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: strconv.Itoa(len(f.Value)) + " bytes", Note: "shown below"})
+			case "last_error":
+				p.LastError = f.Value
+				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: clip(f.Value, 200)})
+			case "lease_deadline_ms", "run_at_ms":
+				abs, rel := fmtField(f.Value, rc.now)
+				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: f.Value, Note: abs + " (" + rel + ")"})
+			default:
+				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: f.Value})
+			}
+		}
+		p.CanReprocess = p.State == "dead"
+		p.CanRemove = p.State != "active"
+	}
+	if t, ok := mintedAt(id); ok {
+		p.Fields = append([]fieldView{{Name: "id", Value: id, Note: "minted " + fmtMs(t)}}, p.Fields...)
+	}
+	rc.view.Title = id
+	rc.view.Crumbs = []crumb{{"Queues", Prefix}, {"db " + strconv.Itoa(ref.DB) + " · " + ref.Name, p.QueueURL}, {id, ""}}
+	rc.view.Body = p
+	return "job", nil
+}
+
+// action wraps a POST handler: the session must exist, carry the CSRF
+// token and be logged in when a password is required; otherwise 403 and
+// nothing is sent to the server. The handler runs one verb; its outcome
+// (or refusal) becomes the flash of the page it redirects to.
+func (d *Dashboard) action(h func(ctx context.Context, c *conn, r *http.Request) (flash, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		s := d.ss.get(r)
+		if !csrfOK(r, s) {
+			d.refuse(w, r, s, "Refused: this form's CSRF token is missing or wrong (reload the page and try again). Nothing was changed.")
+			return
+		}
+		ok, pw := d.creds(s)
+		if !ok {
+			d.refuse(w, r, s, "Refused: log in first. Nothing was changed.")
+			return
+		}
+		back := safeBack(r.PostFormValue("back"))
+		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		c, err := d.open(ctx, pw)
+		if err != nil {
+			if isAuthError(err) {
+				d.ss.logout(s)
+				d.toLogin(w, r)
+				return
+			}
+			d.fail(w, r, s, err)
+			return
+		}
+		f, err := h(r.Context(), c, r)
+		d.closeConn(c)
+		if err != nil {
+			if isAuthError(err) {
+				d.ss.logout(s)
+				d.toLogin(w, r)
+				return
+			}
+			var es *errStatus
+			if !isReplyError(err) && !errors.As(err, &es) {
+				d.fail(w, r, s, err)
+				return
+			}
+			f = flash{Error: true, Text: err.Error()}
+		}
+		d.ss.setFlash(s, f)
+		http.Redirect(w, r, back, http.StatusSeeOther)
+	}
+}
+
+// refuse answers 403 with a page that says why.
+func (d *Dashboard) refuse(w http.ResponseWriter, r *http.Request, s *session, msg string) {
+	d.log.Warn("Dashboard refused a request", "path", r.URL.Path, "why", msg)
+	v := view{Title: "Refused", Prefix: Prefix, AuthRequired: d.o.AuthRequired(), Body: msg}
+	if s != nil {
+		v.CSRF = s.csrf
+	}
+	d.render(w, http.StatusForbidden, "error", v)
+}
+
+// safeBack keeps a redirect target inside the dashboard.
+func safeBack(u string) string {
+	if !strings.HasPrefix(u, Prefix) || strings.HasPrefix(u, "//") || strings.ContainsAny(u, "\\\r\n") {
+		return Prefix
+	}
+	return u
+}
+
+func (d *Dashboard) pause(ctx context.Context, c *conn, r *http.Request) (flash, error) {
+	ref, err := parseRef(r)
+	if err != nil {
+		return flash{}, err
+	}
+	if _, err := c.do(ctx, ref.DB, "EMQ.PAUSE", ref.Name); err != nil {
+		return flash{}, err
+	}
+	return flash{Text: "Queue " + ref.Name + " paused: claims hand out nothing until it is resumed."}, nil
+}
+
+func (d *Dashboard) resume(ctx context.Context, c *conn, r *http.Request) (flash, error) {
+	ref, err := parseRef(r)
+	if err != nil {
+		return flash{}, err
+	}
+	if _, err := c.do(ctx, ref.DB, "EMQ.RESUME", ref.Name); err != nil {
+		return flash{}, err
+	}
+	return flash{Text: "Queue " + ref.Name + " resumed."}, nil
+}
+
+func (d *Dashboard) reprocess(ctx context.Context, c *conn, r *http.Request) (flash, error) {
+	ref, err := parseRef(r)
+	if err != nil {
+		return flash{}, err
+	}
+	id := r.PathValue("id")
+	args := []any{"EMQ.REPROCESS", ref.Name, id}
+	reset := r.PostFormValue("reset") == "1"
+	if reset {
+		args = append(args, "RESET")
+	}
+	if _, err := c.do(ctx, ref.DB, args...); err != nil {
+		return flash{}, err
+	}
+	if reset {
+		return flash{Text: "Job " + id + " is pending again, with a fresh retry and stall budget (RESET)."}, nil
+	}
+	return flash{Text: "Job " + id + " is pending again."}, nil
+}
+
+func (d *Dashboard) remove(ctx context.Context, c *conn, r *http.Request) (flash, error) {
+	ref, err := parseRef(r)
+	if err != nil {
+		return flash{}, err
+	}
+	id := r.PathValue("id")
+	v, err := c.do(ctx, ref.DB, "EMQ.REMOVE", ref.Name, id)
+	if err != nil {
+		return flash{}, err
+	}
+	if n, _ := v.(int64); n == 0 {
+		return flash{Error: true, Text: "Job " + id + " was not there: nothing removed."}, nil
+	}
+	return flash{Text: "Job " + id + " removed."}, nil
+}
+
+// login is the password form (only when the server requires one).
+type loginPage struct {
+	Next  string
+	Error string
+}
+
+func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	next := safeBack(r.URL.Query().Get("next"))
+	if !d.o.AuthRequired() {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s := d.ss.get(r)
+	if s == nil {
+		s = d.ss.create(w, r)
+	}
+	d.render(w, http.StatusOK, "login", view{Title: "Log in", Prefix: Prefix, CSRF: s.csrf, AuthRequired: true,
+		Body: loginPage{Next: next}})
+}
+
+// login checks the password with the server itself (AUTH on a fresh
+// connection) and, when it is accepted, replaces the session with a new
+// logged-in one (a new id, so a session id seen before login is worthless).
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	s := d.ss.get(r)
+	if !csrfOK(r, s) {
+		d.refuse(w, r, s, "Refused: this form's CSRF token is missing or wrong (reload the page and try again).")
+		return
+	}
+	next := safeBack(r.PostFormValue("next"))
+	pw := r.PostFormValue("password")
+	c, err := d.open(r.Context(), pw)
+	if err != nil {
+		msg := "The server refused: " + err.Error()
+		if isAuthError(err) {
+			msg = "Wrong password."
+		}
+		d.render(w, http.StatusUnauthorized, "login", view{Title: "Log in", Prefix: Prefix, CSRF: s.csrf,
+			AuthRequired: true, Body: loginPage{Next: next, Error: msg}})
+		return
+	}
+	d.closeConn(c)
+	d.ss.drop(s)
+	ns := d.ss.create(w, r)
+	d.ss.mu.Lock()
+	ns.authed, ns.password = true, pw
+	d.ss.mu.Unlock()
+	d.log.Info("Dashboard login", "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	s := d.ss.get(r)
+	if !csrfOK(r, s) {
+		d.refuse(w, r, s, "Refused: this form's CSRF token is missing or wrong.")
+		return
+	}
+	d.ss.drop(s)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+}
+
+// pageTimeout bounds one request's work on the server.
+const pageTimeout = 10 * time.Second
+
+// creds says whether session s may use the server now, and with which
+// password: without requirepass every session may (and sends none); with
+// it, only a session logged in with a password.
+func (d *Dashboard) creds(s *session) (bool, string) {
+	if !d.o.AuthRequired() {
+		return true, ""
+	}
+	authed, pw := d.ss.creds(s)
+	return authed && pw != "", pw
+}
