@@ -111,6 +111,7 @@ type counts struct {
 	Pending, Active, Scheduled, Dead, Completed, Failed int64
 	Paused                                              bool
 	Err                                                 string // a refusal (WRONGTYPE, ...) instead of counts
+	err                                                 error  // that refusal
 }
 
 // state returns the size of a state's set.
@@ -172,18 +173,18 @@ func (c *conn) countsOf(ctx context.Context, qs []queueRef) ([]counts, error) {
 				if isAuthError(err) {
 					return nil, errAuth
 				}
-				out[i].Err = err.Error()
+				out[i].Err, out[i].err = err.Error(), err
 				continue
 			}
 			n, err := parseCounts(cc.Val())
 			if err != nil {
-				out[i].Err = err.Error()
+				out[i].Err, out[i].err = err.Error(), err
 				continue
 			}
 			if v, err := pc.Int64(); err == nil {
 				n.Paused = v == 1
 			} else {
-				n.Err = err.Error()
+				n.Err, n.err = err.Error(), err
 			}
 			out[i] = n
 		}
@@ -204,8 +205,8 @@ func (c *conn) counts(ctx context.Context, q queueRef) (counts, error) {
 	if err != nil {
 		return counts{}, err
 	}
-	if r[0].Err != "" {
-		return counts{}, errors.New(r[0].Err)
+	if r[0].err != nil {
+		return counts{}, r[0].err
 	}
 	return r[0], nil
 }

@@ -11,7 +11,7 @@
 // §6.1). So a refused action writes nothing, exactly as the verb refuses it
 // (docs/verbs.md §2.2), and AUTH decides who may look. It imports no emqd
 // package but clock; the server mounts it on the metrics listener under
-// Prefix (docs/operations.md §5).
+// Prefix (docs/operations.md §2).
 package dashboard
 
 import (

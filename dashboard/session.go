@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Sessions (docs/operations.md §5.2). A browser gets a session cookie on
+// Sessions (docs/operations.md §2.2). A browser gets a session cookie on
 // its first page (HttpOnly, SameSite=Strict, Path /dashboard/); the
 // session holds the CSRF token every form carries and, once the operator
 // has logged in, the password the dashboard's connections authenticate

@@ -12,7 +12,7 @@ import (
 	"github.com/emqd/emqd/verbs"
 )
 
-// The web dashboard (docs/operations.md §5, docs/architecture.md §6.1): with
+// The web dashboard (docs/operations.md §2, docs/architecture.md §6.1): with
 // metrics-addr set and the dashboard directive yes (its default), the
 // metrics listener also serves the dashboard package's pages under
 // /dashboard/. The dashboard is a RESP client of this server: every page
