@@ -781,6 +781,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	s := d.ss.get(r)
 	if !csrfOK(r, s) {
 		d.refuse(w, r, s, "Refused: this form's CSRF token is missing or wrong.")

@@ -366,3 +366,25 @@ func TestDashboardIsAClient(t *testing.T) {
 	}
 	require.Equal(t, []string{"ping", "EMQ.COUNTS mail", "HEXISTS emq:{mail}:meta paused", "EMQ.LIST mail dead 0 50"}, cmds[len(cmds)-4:])
 }
+
+// TestGhostWithOddID: a dead-set member without a row, whose id holds a
+// slash, a space and markup (written by hand with ZADD), is listed as a
+// ghost, links to its job page, and Remove clears it.
+func TestGhostWithOddID(t *testing.T) {
+	e := newEnv(t, nil)
+	odd := "a/b c<x>"
+	e.do("ZADD", "emq:{mail}:dead", 0, odd)
+	e.do("EMQ.PAUSE", "mail") // so the queue is known to the server page
+	c := httpClient(t)
+	_, page, _ := get(t, c, e.base+"/dashboard/q/0/mail?state=dead")
+	require.Contains(t, page, `<tr data-id="a/b c&lt;x&gt;">`)
+	require.Contains(t, page, `href="/dashboard/q/0/mail/job/a%2Fb%20c%3Cx%3E"`)
+	require.Contains(t, page, "no row: a member of the set without its job row")
+	code, jp, _ := get(t, c, e.base+"/dashboard/q/0/mail/job/a%2Fb%20c%3Cx%3E")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, jp, `<h1 class="mono">a/b c&lt;x&gt;</h1>`)
+	tok := csrfOf(t, page)
+	code, _, _ = post(t, c, e.base+"/dashboard/q/0/mail/job/a%2Fb%20c%3Cx%3E/remove", url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, int64(0), e.do("EXISTS", "emq:{mail}:dead"))
+}
