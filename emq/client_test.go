@@ -235,3 +235,38 @@ func TestSweeper(t *testing.T) {
 		t.Fatalf("row %+v", j)
 	}
 }
+
+// A transient refusal (the server could not run the command now, and did
+// not) is not a reply: the worker resends it like a transport failure.
+func TestTransientRefusals(t *testing.T) {
+	for _, c := range []struct {
+		err              error
+		reply, transient bool
+	}{
+		{nil, true, false},
+		{redis.Nil, true, false},
+		{redis.ErrClosed, false, false},
+		{proto("EMQSTALE job gone"), true, false},
+		{proto("ERR syntax error"), true, false},
+		{proto("LOADING Redis is loading the dataset in memory"), false, true},
+		{proto("CLUSTERDOWN The cluster is down"), false, true},
+		{proto("TRYAGAIN Multiple keys request during rehashing of slot"), false, true},
+		{proto("READONLY You can't write against a read only replica."), false, true},
+		{proto("MOVED 3999 127.0.0.1:6381"), false, true},
+		{proto("BUSY Redis is busy running a script."), false, true},
+		{proto("BUSYGROUP Consumer Group name already exists"), true, false},
+	} {
+		if got := emq.IsReply(c.err); got != c.reply {
+			t.Errorf("IsReply(%v) = %v", c.err, got)
+		}
+		if got := emq.IsTransient(c.err); got != c.transient {
+			t.Errorf("IsTransient(%v) = %v", c.err, got)
+		}
+	}
+}
+
+// proto is an error reply as go-redis returns it.
+type proto string
+
+func (p proto) Error() string { return string(p) }
+func (p proto) RedisError()   {}

@@ -88,11 +88,37 @@ func typed(err error) error {
 
 // IsReply reports whether err is a reply of the server (an error reply or
 // a nil reply) rather than a transport failure (a connection refused,
-// reset or timed out, whose command may or may not have been applied).
+// reset or timed out, whose command may or may not have been applied) or a
+// transient refusal (IsTransient). The worker resends what is not a reply.
 func IsReply(err error) bool {
 	if err == nil || errors.Is(err, redis.Nil) {
 		return true
 	}
 	var re redis.Error
-	return errors.As(err, &re)
+	return errors.As(err, &re) && !IsTransient(err)
+}
+
+// transientClasses are the error classes with which a server says it could
+// not run the command now, and did not: LOADING (reading its data after a
+// start), BUSY (a script runs), and on a cluster CLUSTERDOWN (a node
+// rejoining, slots not served), TRYAGAIN (keys moving), MASTERDOWN, READONLY
+// (a primary demoted by a failover) and MOVED/ASK (redirections go-redis
+// could not follow to the end). docs/cluster.md §2.
+var transientClasses = []string{"LOADING", "BUSY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "MOVED", "ASK"}
+
+// IsTransient reports whether err is an error reply of one of those
+// classes: the command was not applied, and the same command sent again
+// later may be.
+func IsTransient(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	class, _, _ := strings.Cut(re.Error(), " ")
+	for _, c := range transientClasses {
+		if class == c {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,7 @@ import (
 // job is the driver's record of one job.
 type job struct {
 	id    string
+	q     string    // its queue
 	enqAt time.Time // first ENQUEUE sent
 
 	mu        sync.Mutex // held across a resent ENQUEUE and to record a claim
@@ -32,10 +33,12 @@ type job struct {
 }
 
 type driver struct {
-	cfg   Config
-	rdb   *redis.Client
-	tag   string
-	start time.Time
+	cfg    Config
+	rdb    redis.UniversalClient
+	target emq.Target // Native (EMQ.*) or, on a cluster, Functions (FCALL emq_*)
+	queues []string
+	tag    string
+	start  time.Time
 
 	mu   sync.RWMutex
 	jobs map[string]*job
@@ -62,12 +65,32 @@ type driver struct {
 }
 
 func newDriver(cfg Config) *driver {
-	return &driver{
+	d := &driver{
 		cfg:     cfg,
 		tag:     randString(4),
 		jobs:    make(map[string]*job),
 		payload: strings.Repeat("p", cfg.PayloadBytes),
+		queues:  []string{cfg.Queue},
 	}
+	if cfg.Queues > 1 {
+		d.queues = make([]string, cfg.Queues)
+		for i := range d.queues {
+			d.queues[i] = fmt.Sprintf("%s.%d", cfg.Queue, i)
+		}
+	}
+	if len(cfg.Cluster) > 0 {
+		d.target = emq.Functions
+	}
+	return d
+}
+
+// argv is verb on queue q for the driver's target: EMQ.X q args..., or
+// FCALL emq_x 1 q args... (docs/cluster.md §1.2).
+func (d *driver) argv(verb, q string, args ...any) []any {
+	if d.target == emq.Functions {
+		return append([]any{"FCALL", emq.FunctionName(verb), 1, q}, args...)
+	}
+	return append([]any{verb, q}, args...)
 }
 
 func (d *driver) problem(format string, args ...any) {
@@ -95,13 +118,9 @@ func (d *driver) resolve(j *job) {
 
 // isReply reports whether err came from the server (an error reply, or nil)
 // rather than from the transport.
-func isReply(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) {
-		return true
-	}
-	var re redis.Error
-	return errors.As(err, &re)
-}
+// A transient refusal (a node loading, a cluster slot not served yet:
+// emq.IsTransient) is not an answer: it is resent like a transport error.
+func isReply(err error) bool { return emq.IsReply(err) }
 
 func (d *driver) run(ctx context.Context) (*Result, error) {
 	cfg := d.cfg
@@ -116,18 +135,20 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 	defer d.rdb.Close()
 	bg := context.Background()
 	if err := d.rdb.Ping(bg).Err(); err != nil {
-		return nil, fmt.Errorf("load: %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("load: %s: %w", cfg.Addr+strings.Join(cfg.Cluster, ","), err)
 	}
 	if d.sup != nil {
 		d.checkDurability(bg)
 	}
-	counts, err := d.counts(bg)
-	if err != nil {
-		return nil, fmt.Errorf("load: EMQ.COUNTS: %w", err)
-	}
-	for k, v := range counts {
-		if v != 0 {
-			return nil, fmt.Errorf("load: queue %q is not empty (%s %d); use a fresh queue", cfg.Queue, k, v)
+	for _, q := range d.queues {
+		counts, err := d.countsOf(bg, q)
+		if err != nil {
+			return nil, fmt.Errorf("load: EMQ.COUNTS: %w", err)
+		}
+		for k, v := range counts {
+			if v != 0 {
+				return nil, fmt.Errorf("load: queue %q is not empty (%s %d); use a fresh queue", q, k, v)
+			}
 		}
 	}
 
@@ -273,7 +294,7 @@ func (d *driver) producer(ctx context.Context) {
 			}
 			time.Sleep(200 * time.Microsecond)
 		}
-		j := &job{id: jobID(d.tag, n), enqAt: time.Now()}
+		j := &job{id: jobID(d.tag, n), q: d.queues[n%int64(len(d.queues))], enqAt: time.Now()}
 		d.mu.Lock()
 		d.jobs[j.id] = j
 		d.all = append(d.all, j)
@@ -286,7 +307,7 @@ func (d *driver) producer(ctx context.Context) {
 				return nil // a worker saw it claimed: it was admitted
 			}
 			attempt++
-			return d.rdb.Do(bg, "EMQ.ENQUEUE", d.cfg.Queue, j.id, d.payload).Err()
+			return d.rdb.Do(bg, d.argv("EMQ.ENQUEUE", j.q, j.id, d.payload)...).Err()
 		})
 		j.mu.Lock()
 		switch {
@@ -322,12 +343,14 @@ func (d *driver) producer(ctx context.Context) {
 var errSimulated = errors.New("simulated failure")
 
 // runWorkers runs the workers until ctx ends and the library has settled
-// every job it held.
+// every job it held: one emq.Worker running every queue, the Workers shared
+// out among them.
 func (d *driver) runWorkers(ctx context.Context, seed uint64) {
 	cfg := d.cfg
-	c := emq.New(d.rdb)
+	c := emq.New(d.rdb, emq.WithTarget(d.target))
 	w := emq.NewWorker(c, emq.WorkerOptions{
-		Concurrency:   cfg.Workers,
+		Concurrency:   max(1, cfg.Workers/len(d.queues)),
+		PollInterval:  cfg.PollInterval,
 		Lease:         time.Duration(cfg.LeaseMs) * time.Millisecond,
 		Heartbeat:     cfg.Heartbeat,
 		MaxAttempts:   cfg.MaxAttempts,
@@ -344,9 +367,17 @@ func (d *driver) runWorkers(ctx context.Context, seed uint64) {
 			Done: d.onDone,
 		},
 	})
-	_ = w.Run(ctx, cfg.Queue, func(ctx context.Context, j *emq.Job) error {
-		return d.handle(ctx, j, seed)
-	})
+	var wg sync.WaitGroup
+	for _, q := range d.queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = w.Run(ctx, q, func(ctx context.Context, j *emq.Job) error {
+				return d.handle(ctx, j, seed)
+			})
+		}()
+	}
+	wg.Wait()
 }
 
 // handle is the simulated work of one run of a job: crash (drop it without
@@ -473,10 +504,22 @@ func (d *driver) backoff(failures int64) time.Duration {
 }
 
 // sweeper is the library's sweeper (EMQ.STALLED.CHECK every SweepEvery),
-// recording what it recovered and what it dead-lettered.
+// one per queue, recording what it recovered and what it dead-lettered.
 func (d *driver) sweeper(ctx context.Context) {
-	c := emq.New(d.rdb)
-	_ = c.RunSweeper(ctx, d.cfg.Queue, emq.SweeperOptions{
+	var wg sync.WaitGroup
+	for _, q := range d.queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.sweepQueue(ctx, q)
+		}()
+	}
+	wg.Wait()
+}
+
+func (d *driver) sweepQueue(ctx context.Context, q string) {
+	c := emq.New(d.rdb, emq.WithTarget(d.target))
+	_ = c.RunSweeper(ctx, q, emq.SweeperOptions{
 		Interval:   d.cfg.SweepEvery,
 		MaxStalled: d.cfg.MaxStalled,
 		Limit:      d.cfg.SweepLimit,

@@ -68,8 +68,23 @@ import (
 
 // Config is one load run. Zero values take the defaults noted.
 type Config struct {
-	// Addr is emqd's host:port (required).
+	// Addr is emqd's host:port (this or Cluster is required).
 	Addr string
+	// Cluster, instead of Addr, names nodes (host:port, any of them) of a
+	// Valkey/Redis Cluster whose primaries have the emq FUNCTION library
+	// loaded (docs/cluster.md): the driver then speaks to it through a
+	// go-redis ClusterClient with the emq library's Functions target (FCALL
+	// emq_x 1 q ...; an idle worker polls, PollInterval). Killing and
+	// restarting its nodes is the caller's (RestartCmd is emqd's).
+	Cluster []string
+	// Queues spreads the jobs over this many queues (default 1): with more
+	// than one, the queues are Queue.0 ... Queue.<n-1> and job n goes to
+	// queue n%Queues; on a cluster they hash to slots all over it. Workers
+	// are shared out among the queues (at least one each).
+	Queues int
+	// PollInterval is the longest wait of an idle worker between two claims
+	// on the Functions target, which cannot block (default 100 ms).
+	PollInterval time.Duration
 	// Password is sent with AUTH when set (requirepass).
 	Password string
 	// Queue is the queue name (default: "load-" and a random suffix, so a
@@ -137,8 +152,14 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
-	if c.Addr == "" {
-		return errors.New("load: Addr is required")
+	if c.Addr == "" && len(c.Cluster) == 0 {
+		return errors.New("load: Addr or Cluster is required")
+	}
+	if c.Addr != "" && len(c.Cluster) > 0 {
+		return errors.New("load: Addr and Cluster exclude each other")
+	}
+	if len(c.Cluster) > 0 && c.RestartCmd != "" {
+		return errors.New("load: RestartCmd restarts emqd; with Cluster the caller kills and restarts nodes")
 	}
 	if c.Jobs < 0 || (c.Jobs == 0 && c.Duration <= 0) {
 		return errors.New("load: set Jobs > 0 or a Duration")
@@ -162,6 +183,8 @@ func (c *Config) defaults() error {
 	if c.Queue == "" {
 		c.Queue = "load-" + randString(8)
 	}
+	def(&c.Queues, 1)
+	defd(&c.PollInterval, 100*time.Millisecond)
 	def(&c.Producers, 4)
 	def(&c.Workers, 16)
 	if c.PayloadBytes < 0 {
@@ -195,7 +218,9 @@ func (c *Config) defaults() error {
 
 // Result is what a run did and what the verification found.
 type Result struct {
-	Queue string
+	// Queue is Config.Queue; Queues the queues the jobs were spread over.
+	Queue  string
+	Queues []string
 	// Enqueued is the number of jobs admitted (ENQUEUE answered the id, or
 	// nil for a resend whose first reply was lost).
 	Enqueued int
@@ -234,8 +259,12 @@ func (r *Result) OK() bool {
 
 // Summary is the human-readable report of the run.
 func (r *Result) Summary() string {
-	s := fmt.Sprintf("queue %s: %d enqueued, %d completed, %d dead in %v: %.0f jobs/s\n",
-		r.Queue, r.Enqueued, r.Completed, r.Dead, r.Elapsed.Round(time.Millisecond), r.JobsPerSec)
+	name := "queue " + r.Queue
+	if len(r.Queues) > 1 {
+		name = fmt.Sprintf("queues %s .. %s", r.Queues[0], r.Queues[len(r.Queues)-1])
+	}
+	s := fmt.Sprintf("%s: %d enqueued, %d completed, %d dead in %v: %.0f jobs/s\n",
+		name, r.Enqueued, r.Completed, r.Dead, r.Elapsed.Round(time.Millisecond), r.JobsPerSec)
 	s += fmt.Sprintf("latency enqueue->complete: p50 %v  p99 %v  p999 %v\n",
 		r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.P999.Round(time.Microsecond))
 	s += fmt.Sprintf("fails %d  crashes %d  stale %d  extends %d  sweep recovered %d, dead %d  restarts %d  completions known by reply loss %d  duplicate admissions %d\n",
@@ -265,8 +294,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return d.run(ctx)
 }
 
-func newClient(c Config, pool int) *redis.Client {
+func newClient(c Config, pool int) redis.UniversalClient {
 	rt := time.Duration(c.BlockMs)*time.Millisecond + 5*time.Second
+	if len(c.Cluster) > 0 {
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:    c.Cluster,
+			Password: c.Password,
+			PoolSize: pool,
+			// As below: the driver resends, go-redis must not. MOVED and
+			// ASK are still followed (MaxRedirects).
+			MaxRetries:   -1,
+			DialTimeout:  time.Second,
+			ReadTimeout:  rt,
+			WriteTimeout: 5 * time.Second,
+		})
+	}
 	return redis.NewClient(&redis.Options{
 		Addr:     c.Addr,
 		Password: c.Password,

@@ -39,9 +39,24 @@ func toMap(v any) (map[string]any, error) {
 	return out, nil
 }
 
-// counts is EMQ.COUNTS of the run's queue.
+// counts is EMQ.COUNTS summed over the run's queues.
 func (d *driver) counts(ctx context.Context) (map[string]int64, error) {
-	v, err := d.rdb.Do(ctx, "EMQ.COUNTS", d.cfg.Queue).Result()
+	sum := map[string]int64{}
+	for _, q := range d.queues {
+		c, err := d.countsOf(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range c {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+// countsOf is EMQ.COUNTS of queue q.
+func (d *driver) countsOf(ctx context.Context, q string) (map[string]int64, error) {
+	v, err := d.rdb.Do(ctx, d.argv("EMQ.COUNTS", q)...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +78,8 @@ func (d *driver) counts(ctx context.Context) (map[string]int64, error) {
 // verify checks every job against its row (see the package doc) and the
 // queue against EMQ.COUNTS, and fills in the Result.
 func (d *driver) verify(ctx context.Context) (*Result, error) {
-	r := &Result{Queue: d.cfg.Queue}
+	r := &Result{Queue: d.cfg.Queue, Queues: d.queues}
+	perQueue := map[string]map[string]int64{} // the jobs' outcomes per queue
 	d.mu.RLock()
 	all := slices.Clone(d.all)
 	d.mu.RUnlock()
@@ -81,7 +97,7 @@ func (d *driver) verify(ctx context.Context) (*Result, error) {
 		_, err := d.retryPipe(ctx, func(p redis.Pipeliner) {
 			cmds = cmds[:0]
 			for _, j := range part {
-				cmds = append(cmds, p.Do(ctx, "EMQ.JOB", d.cfg.Queue, j.id))
+				cmds = append(cmds, p.Do(ctx, d.argv("EMQ.JOB", j.q, j.id)...))
 			}
 		})
 		if err != nil {
@@ -94,14 +110,20 @@ func (d *driver) verify(ctx context.Context) (*Result, error) {
 			if admitted {
 				r.Enqueued++
 			}
+			if perQueue[j.q] == nil {
+				perQueue[j.q] = map[string]int64{}
+			}
+			outcome := perQueue[j.q]
 			v, err := cmds[k].Result()
 			if errors.Is(err, redis.Nil) {
 				switch {
 				case acked > 1:
 					note(&r.Duplicates, &r.NDuplicates, j.id)
 					r.Completed++
+					outcome["completed"]++
 				case acked == 1 || gone > 0:
 					r.Completed++
+					outcome["completed"]++
 				default:
 					note(&r.Lost, &r.NLost, j.id)
 					if unadmit != "" {
@@ -122,6 +144,7 @@ func (d *driver) verify(ctx context.Context) (*Result, error) {
 			switch {
 			case state == "dead" && reason != "":
 				r.Dead++
+				outcome["dead"]++
 				if acked > 0 {
 					problems = append(problems, fmt.Sprintf("job %s: COMPLETE answered 1 but the row is dead", j.id))
 				}
@@ -141,6 +164,19 @@ func (d *driver) verify(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("load: verify: %w", err)
 	}
 	r.Counts = counts
+	if len(d.queues) > 1 {
+		// Every queue's own counts agree with its jobs.
+		for _, q := range d.queues {
+			c, err := d.countsOf(ctx, q)
+			if err != nil {
+				return nil, fmt.Errorf("load: verify: %w", err)
+			}
+			o := perQueue[q]
+			if c["pending"]+c["active"]+c["scheduled"] != 0 || c["completed"] != o["completed"] || c["dead"] != o["dead"] || c["failed"] != o["dead"] {
+				problems = append(problems, fmt.Sprintf("queue %s: EMQ.COUNTS %v, the jobs say %d completed, %d dead", q, c, o["completed"], o["dead"]))
+			}
+		}
+	}
 	for _, k := range []string{"pending", "active", "scheduled"} {
 		if counts[k] != 0 {
 			problems = append(problems, fmt.Sprintf("EMQ.COUNTS %s is %d, want 0", k, counts[k]))

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,9 @@ func main() {
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:6379", "emqd host:port")
 	fs.StringVar(&c.Password, "password", "", "password (requirepass)")
 	fs.StringVar(&c.Queue, "queue", "", "queue name (default: load-<random>; must be empty)")
+	cluster := fs.String("cluster", "", "nodes of a Valkey/Redis Cluster with the emq library loaded (host:port,...), instead of --addr: FCALL emq_* through a cluster client (docs/cluster.md)")
+	fs.IntVar(&c.Queues, "queues", 1, "spread the jobs over this many queues (<queue>.0 ...), on a cluster over the slots")
+	fs.DurationVar(&c.PollInterval, "poll-interval", 100*time.Millisecond, "longest wait of an idle worker between claims on a cluster (a function cannot block)")
 	fs.IntVar(&c.Jobs, "jobs", 100000, "jobs to produce (0: produce for --duration)")
 	fs.DurationVar(&c.Duration, "duration", 0, "produce for this long (with --jobs 0)")
 	fs.IntVar(&c.Producers, "producers", 8, "producer goroutines")
@@ -69,6 +73,7 @@ Examples:
   emqload --addr 127.0.0.1:7000 --jobs 200000 --fail-rate 0.05 --crash-rate 0.01 \
     --restart-every 3s --restart-cmd "bench/bin/emqd --port 7000 --dir /tmp/emq \
       --appendonly yes --appendfsync always"
+  emqload --cluster 10.0.0.1:6379,10.0.0.2:6379 --queues 64 --jobs 200000 --fail-rate 0.05
 
 With --restart-every, answered writes must survive SIGKILL (appendfsync
 always), or the verification reports what the kill undid.
@@ -78,6 +83,9 @@ Flags:
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])
+	if *cluster != "" {
+		c.Cluster, c.Addr = strings.Split(*cluster, ","), ""
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "emqload: unexpected argument %q\n", fs.Arg(0))
 		os.Exit(2)
