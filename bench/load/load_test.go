@@ -90,7 +90,7 @@ func TestVerifyFindsLossDuplicatesAndLeftovers(t *testing.T) {
 	defer d.rdb.Close()
 	q := cfg.Queue
 	add := func(n int64, acked int32) *job {
-		j := &job{id: jobID(d.tag, n), enqAt: time.Now(), admitted: true, acked: acked}
+		j := &job{id: jobID(d.tag, n), q: q, enqAt: time.Now(), admitted: true, acked: acked}
 		d.jobs[j.id] = j
 		d.all = append(d.all, j)
 		return j
