@@ -21,7 +21,7 @@ type enqueueOpts struct {
 }
 
 // WithID admits the job under the caller's own id ("JOB" followed by 11
-// characters of 0-9A-Za-z; docs/verbs.md, "Job ids") instead of a minted
+// characters of 0-9A-Za-z; docs/verbs.md §1.4) instead of a minted
 // one: a second Enqueue with the same id writes nothing and returns
 // ErrDuplicate (idempotent admission).
 func WithID(id string) EnqueueOption { return func(o *enqueueOpts) { o.id = id } }
@@ -38,7 +38,7 @@ func WithRunAt(t time.Time) EnqueueOption {
 	return func(o *enqueueOpts) { o.runAt, o.at, o.delayed = t, true, false }
 }
 
-// Enqueue admits a job on queue q (EMQ.ENQUEUE, docs/verbs.md) and returns
+// Enqueue admits a job on queue q (EMQ.ENQUEUE, docs/verbs.md §4.2) and returns
 // its id. Errors: ErrDuplicate (with the id) when WithID names a job that
 // exists; an *Error of class EMQKIND for a malformed id; the server's
 // argument errors (`ERR invalid queue name`, ...) as go-redis errors.
@@ -81,7 +81,7 @@ type Counts struct {
 	Completed, Failed int64
 }
 
-// Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md).
+// Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md §4.16).
 func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
 	v, err := c.do(ctx, "EMQ.COUNTS", q)
 	if err != nil {
@@ -116,8 +116,8 @@ func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
 	return n, nil
 }
 
-// JobInfo is a job row as EMQ.JOB and EMQ.LIST show it (docs/verbs.md,
-// "The job row"). Numbers that do not parse (a row repaired by hand) read
+// JobInfo is a job row as EMQ.JOB and EMQ.LIST show it (docs/verbs.md
+// §1.3). Numbers that do not parse (a row repaired by hand) read
 // as 0; Fields keeps every field as sent.
 type JobInfo struct {
 	ID string
@@ -184,7 +184,7 @@ func parseJob(verb, id string, v any) (*JobInfo, error) {
 	return j, nil
 }
 
-// Job returns the row of job id in queue q (EMQ.JOB, docs/verbs.md), or
+// Job returns the row of job id in queue q (EMQ.JOB, docs/verbs.md §4.17), or
 // ErrNoJob.
 func (c *Client) Job(ctx context.Context, q, id string) (*JobInfo, error) {
 	v, err := c.do(ctx, "EMQ.JOB", q, id)
@@ -212,7 +212,7 @@ const (
 const ListMax = 1000
 
 // List returns up to count jobs of queue q in state, from offset in the
-// state's set order (EMQ.LIST, docs/verbs.md): pending and dead by id,
+// state's set order (EMQ.LIST, docs/verbs.md §4.18): pending and dead by id,
 // active by lease deadline, scheduled by run-at time. count 0 means the
 // verb's default (100); at most ListMax. Page with offset += len(result)
 // until a page is shorter than count. A member without a row comes back
@@ -266,7 +266,7 @@ type ReprocessOption func(*bool)
 func Reset() ReprocessOption { return func(r *bool) { *r = true } }
 
 // Reprocess returns dead job id of queue q to pending (EMQ.REPROCESS,
-// docs/verbs.md). Errors: ErrState (`job is not dead`), ErrStale (`job
+// docs/verbs.md §4.13). Errors: ErrState (`job is not dead`), ErrStale (`job
 // gone`: a dead member without a row), ErrLane.
 func (c *Client) Reprocess(ctx context.Context, q, id string, opts ...ReprocessOption) error {
 	var reset bool
@@ -283,7 +283,7 @@ func (c *Client) Reprocess(ctx context.Context, q, id string, opts ...ReprocessO
 }
 
 // Remove deletes job id of queue q unless it is held (EMQ.REMOVE,
-// docs/verbs.md): true when something was removed, false when there was
+// docs/verbs.md §4.15): true when something was removed, false when there was
 // no such job. Errors: ErrState (`job is active`), ErrLane.
 func (c *Client) Remove(ctx context.Context, q, id string) (bool, error) {
 	v, err := c.do(ctx, "EMQ.REMOVE", q, id)

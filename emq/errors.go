@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The refusal classes of the EMQ verbs (docs/verbs.md, rule 9: a job-level
+// The refusal classes of the EMQ verbs (docs/verbs.md §2.9: a job-level
 // refusal is `EMQ<CLASS> <detail>`). Test for them with errors.Is; use
 // errors.As with *Error for the detail:
 //

@@ -9,7 +9,7 @@ import (
 )
 
 // The holder verbs, for callers who write their own worker loop. Each
-// refusal of the common guard (docs/verbs.md, "The six token verbs") comes
+// refusal of the common guard (docs/verbs.md §4.4) comes
 // back as *Error: ErrStale (job gone, token mismatch, lease lost), ErrLane,
 // ErrState (job is dead).
 
@@ -45,7 +45,7 @@ func Block(d time.Duration) ClaimOption {
 }
 
 // Claim hands out up to Count jobs of queue q, lowest id first, each leased
-// for lease (EMQ.CLAIM, docs/verbs.md). No job (nothing claimable, a
+// for lease (EMQ.CLAIM, docs/verbs.md §4.3). No job (nothing claimable, a
 // paused queue, or a Block that timed out): an empty slice and no error.
 func (c *Client) Claim(ctx context.Context, q string, lease time.Duration, opts ...ClaimOption) ([]Claimed, error) {
 	var o claimOpts
@@ -120,7 +120,7 @@ type FailVerdict struct {
 }
 
 // Fail records a failure of job id held with token (EMQ.FAIL,
-// docs/verbs.md): failures+1 >= maxAttempts dead-letters the job, else it
+// docs/verbs.md §4.6): failures+1 >= maxAttempts dead-letters the job, else it
 // is retried after delay (rounded up to ms). errText becomes last_error.
 func (c *Client) Fail(ctx context.Context, q, id, token string, maxAttempts int, delay time.Duration, errText string) (FailVerdict, error) {
 	v, err := c.do(ctx, "EMQ.FAIL", q, id, token, maxAttempts, ms(delay), errText)
@@ -173,7 +173,7 @@ func (c *Client) Progress(ctx context.Context, q, id, token, value string) error
 }
 
 // StalledCheck recovers expired leases of queue q (EMQ.STALLED.CHECK,
-// docs/verbs.md): at most limit of them (0: the verb's default, 100);
+// docs/verbs.md §4.11): at most limit of them (0: the verb's default, 100);
 // maxStalled (0: the verb's default, 1) caps the stall budget. It returns
 // the ids sent back to pending and those dead-lettered.
 func (c *Client) StalledCheck(ctx context.Context, q string, maxStalled, limit int) (recovered, dead []string, err error) {

@@ -316,7 +316,7 @@ func (w *Worker) Stats() Stats {
 }
 
 // ValidQueue reports whether q is a queue name the verbs accept:
-// ^[A-Za-z0-9._-]{1,128}$ and not "emq" (docs/verbs.md, rule 8).
+// ^[A-Za-z0-9._-]{1,128}$ and not "emq" (docs/verbs.md §1.2).
 func ValidQueue(q string) bool {
 	if len(q) == 0 || len(q) > 128 || q == "emq" {
 		return false
