@@ -353,14 +353,18 @@ func (w *Worker) Run(ctx context.Context, q string, h Handler) error {
 		o:     &w.o,
 		q:     q,
 		h:     h,
+		ctx:   ctx,
 		base:  context.WithoutCancel(ctx),
 		slots: make(chan struct{}, w.o.Concurrency),
 		held:  make(map[*held]struct{}),
 	}
 	if sc, ok := w.c.rdb.(interface{ Conn() *redis.Conn }); ok && w.c.target == Native {
 		r.newConn = sc.Conn
-		r.conn = sc.Conn()
-		defer func() { r.conn.Close() }() // the last one: fetch has returned
+		defer func() { // fetch has returned: its connection is ours
+			if r.conn != nil {
+				r.conn.Close()
+			}
+		}()
 	}
 	fetched := make(chan struct{})
 	go func() {
@@ -419,6 +423,7 @@ type run struct {
 	o     *WorkerOptions
 	q     string
 	h     Handler
+	ctx   context.Context // Run's: its end stops claiming
 	base  context.Context // Run's values without its cancellation
 	slots chan struct{}
 
@@ -428,7 +433,7 @@ type run struct {
 
 	// The native blocking claim runs on its own connection, so that
 	// shutdown can end it with CLIENT UNBLOCK <connID>.
-	conn      *redis.Conn // owned by fetch
+	conn      *redis.Conn // owned by fetch; nil until the first claim
 	newConn   func() *redis.Conn
 	connID    atomic.Int64
 	inClaim   atomic.Bool
@@ -499,8 +504,17 @@ func (r *run) claim(ctx context.Context, n int) ([]Claimed, error) {
 	if r.c.target == Functions {
 		return r.c.Claim(r.base, r.q, o.Lease, Count(n))
 	}
-	if r.conn == nil {
+	if r.newConn == nil {
 		return r.c.Claim(r.base, r.q, o.Lease, Count(n), Block(o.BlockTimeout))
+	}
+	if r.conn == nil {
+		// A PING on the shared client first: go-redis's first connection
+		// settles its handshake options there, under the client's lock,
+		// before a Conn (a copy of the client with its own lock) dials.
+		if err := r.c.rdb.Ping(r.base).Err(); err != nil {
+			return nil, err
+		}
+		r.conn = r.newConn()
 	}
 	if r.connID.Load() == 0 && !r.noUnblock.Load() {
 		id, err := r.conn.ClientID(r.base).Result()
@@ -532,7 +546,7 @@ func (r *run) claim(ctx context.Context, n int) ([]Claimed, error) {
 func (r *run) redial() {
 	r.connID.Store(0)
 	r.conn.Close()
-	r.conn = r.newConn()
+	r.conn = nil
 }
 
 // unblock ends the fetcher's blocked claim (CLIENT UNBLOCK) until the
@@ -541,7 +555,7 @@ func (r *run) redial() {
 // pacing uses the wall clock, as it only waits out a few microseconds'
 // race, and no outcome depends on it.
 func (r *run) unblock(fetched <-chan struct{}) {
-	if r.conn == nil {
+	if r.newConn == nil {
 		return
 	}
 	wait := 100 * time.Microsecond
@@ -701,11 +715,14 @@ func (a *held) run() {
 	lost, lostErr, expired := a.lost, a.lostErr, a.expired
 	a.mu.Unlock()
 	var o Outcome
+	var next *Claimed
 	switch {
 	case lost:
 		o = Outcome{Kind: LeaseLost, Err: lostErr}
+	case err == nil && r.ctx.Err() == nil:
+		o, next = r.completeAndClaim(a.job)
 	case err == nil:
-		o = r.complete(a.job)
+		o = r.complete(a.job, false, nil)
 	case errors.Is(err, ErrAbandon):
 		o = Outcome{Kind: Abandoned}
 	case errors.Is(err, ErrNoRetry):
@@ -718,7 +735,7 @@ func (a *held) run() {
 		o = r.fail(a.job, r.o.MaxAttempts, r.o.Backoff(a.job.Failures), err)
 	}
 	a.cancel(context.Canceled)
-	a.finish(o)
+	a.finish(o, next)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -749,14 +766,16 @@ func (a *held) release() {
 	a.mu.Unlock()
 	a.cancel(ErrShutdown)
 	if lost {
-		a.finish(Outcome{Kind: LeaseLost, Err: lostErr})
+		a.finish(Outcome{Kind: LeaseLost, Err: lostErr}, nil)
 		return
 	}
-	a.finish(a.r.requeue(a.job))
+	a.finish(a.r.requeue(a.job), nil)
 }
 
-// finish records o, frees the job's slot and calls the Done hook.
-func (a *held) finish(o Outcome) {
+// finish records o and calls the Done hook. A next job (claimed in the
+// same round trip as the completion, see completeAndClaim) takes over the
+// job's slot; else the slot goes back to the fetcher.
+func (a *held) finish(o Outcome, next *Claimed) {
 	r := a.r
 	n := &r.w.n
 	switch o.Kind {
@@ -782,6 +801,14 @@ func (a *held) finish(o Outcome) {
 	r.mu.Unlock()
 	if r.o.Hooks.Done != nil {
 		r.o.Hooks.Done(a.job, o)
+	}
+	if next != nil {
+		// The next job is pending before this one is done, so Run's wait
+		// never sees zero in between; start gives it back if Run's
+		// context ended meanwhile.
+		r.start(r.ctx, *next, r.o.Clock.Now())
+		r.pending.Done()
+		return
 	}
 	<-r.slots
 	r.pending.Done()
@@ -813,8 +840,46 @@ func isRefusal(err error, class, detail string) bool {
 	return errors.As(err, &e) && e.Class == class && e.Detail == detail
 }
 
-func (r *run) complete(j *Job) Outcome {
-	lost, err := r.send(func() error { return r.c.Complete(r.base, r.q, j.ID, j.Token) })
+// completeAndClaim sends EMQ.COMPLETE and, in the same round trip (a
+// pipeline), an EMQ.CLAIM of one job without BLOCK for the freed slot: a
+// busy worker then costs one round trip per job, as a hand-written loop
+// that claims in batches does. A transport error falls back to complete's
+// resends (the claim's reply is lost with it; a job it may have leased is
+// recovered by the sweep, as for any lost claim).
+func (r *run) completeAndClaim(j *Job) (Outcome, *Claimed) {
+	var done, claim *redis.Cmd
+	_, _ = r.c.rdb.Pipelined(r.base, func(p redis.Pipeliner) error {
+		done = p.Do(r.base, r.c.argv("EMQ.COMPLETE", r.q, j.ID, j.Token)...)
+		claim = p.Do(r.base, r.c.argv("EMQ.CLAIM", r.q, posMs(r.o.Lease))...)
+		return nil
+	})
+	err := typed(done.Err())
+	if !IsReply(err) {
+		return r.complete(j, true, err), nil
+	}
+	o := completeOutcome(false, err)
+	jobs, cerr := parseClaim(claim.Val(), typed(claim.Err()))
+	if cerr != nil || len(jobs) != 1 {
+		return o, nil
+	}
+	return o, &jobs[0]
+}
+
+// complete sends EMQ.COMPLETE with resends; lost and first are the state
+// of a first attempt already made (completeAndClaim's).
+func (r *run) complete(j *Job, lost bool, first error) Outcome {
+	sent := lost
+	l, err := r.send(func() error {
+		if sent {
+			sent = false
+			return first
+		}
+		return r.c.Complete(r.base, r.q, j.ID, j.Token)
+	})
+	return completeOutcome(l, err)
+}
+
+func completeOutcome(lost bool, err error) Outcome {
 	switch {
 	case err == nil:
 		return Outcome{Kind: Completed}
