@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The dashboard's only way to the data: a RESP connection per HTTP request,
@@ -44,6 +45,10 @@ func (d *Dashboard) open(ctx context.Context, password string) (*conn, error) {
 		DisableIdentity: true,
 		PoolSize:        1,
 		MaxRetries:      -1,
+		// Off: these are RESP3 push notifications emqd never sends, and
+		// with them on go-redis resolves Addr in NewClient (a DNS lookup
+		// of up to 2 s per page on a host without a resolver).
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	})
 	c := rdb.Conn()
 	if err := c.Ping(ctx).Err(); err != nil {

@@ -23,14 +23,14 @@ const t0 = int64(1_700_000_000_000)
 // env is an embedded emqd with its metrics listener (and so the dashboard)
 // on a free loopback port, a manual clock and a go-redis client.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *server.Server
 	clk  *clock.Manual
 	rdb  *redis.Client
 	base string // http://127.0.0.1:port
 }
 
-func newEnv(t *testing.T, config map[string]string) *env {
+func newEnv(t testing.TB, config map[string]string) *env {
 	t.Helper()
 	cfg := map[string]string{"metrics-addr": "127.0.0.1:0"}
 	for k, v := range config {
@@ -164,4 +164,15 @@ func clipText(s string) string {
 		return s[:2000] + "..."
 	}
 	return strings.TrimSpace(s)
+}
+
+// newBenchEnv is newEnv with queue mail holding 100 pending jobs and
+// another queue.
+func newBenchEnv(b *testing.B) *env {
+	e := newEnv(b, nil)
+	for i := 0; i < 100; i++ {
+		e.do("EMQ.ENQUEUE", "mail", "*", fmt.Sprintf(`{"to":"user%d@example.com","subject":"hello"}`, i))
+	}
+	e.do("EMQ.ENQUEUE", "reports", "*", "r")
+	return e
 }

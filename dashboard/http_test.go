@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"bufio"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -387,4 +388,29 @@ func TestGhostWithOddID(t *testing.T) {
 	code, _, _ = post(t, c, e.base+"/dashboard/q/0/mail/job/a%2Fb%20c%3Cx%3E/remove", url.Values{"csrf": {tok}})
 	require.Equal(t, http.StatusSeeOther, code)
 	require.Equal(t, int64(0), e.do("EXISTS", "emq:{mail}:dead"))
+}
+
+// BenchmarkPages measures a page's cost end to end (HTTP request, an
+// in-process connection, the commands, the template): the server page
+// with 2 queues, a queue page of 50 pending jobs, a job page.
+func BenchmarkPages(b *testing.B) {
+	for _, page := range []string{"/dashboard/", "/dashboard/q/0/mail?state=pending", "/dashboard/q/0/mail/job/"} {
+		b.Run(strings.Trim(strings.SplitN(page, "?", 2)[0], "/"), func(b *testing.B) {
+			e := newBenchEnv(b)
+			u := e.base + page
+			if strings.HasSuffix(page, "/job/") {
+				u += listIDs(e, "mail", "pending")[0]
+			}
+			c := &http.Client{}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp, err := c.Get(u)
+				if err != nil || resp.StatusCode != 200 {
+					b.Fatal(err, resp.StatusCode)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
 }
