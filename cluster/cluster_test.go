@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emqd/emqd/cluster"
 	"github.com/emqd/emqd/cluster/clustertest"
@@ -151,5 +153,63 @@ func TestDifferencesDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "**"+d.Topic+"**") {
 			t.Errorf("docs/cluster.md does not list the difference %q", d.Topic)
 		}
+	}
+}
+
+// A failover is a new process for the leases: a replica promoted to
+// primary has its own run_id, so the leases its old primary granted (they
+// reached it by replication, stamped with the primary's run_id) are
+// recovered uncounted by emq_stalled_check, even with max_stalled 1
+// (docs/cluster.md §2). The promoted node's own leases are counted.
+func TestFailoverExemptsOldLeases(t *testing.T) {
+	ctx := context.Background()
+	primary := clustertest.StartLibraryNode(t, clustertest.NodeOptions{Extra: []string{"--repl-diskless-sync-delay", "0"}})
+	replica := clustertest.StartNode(t, clustertest.NodeOptions{Extra: []string{"--replicaof", "127.0.0.1", fmt.Sprint(primary.Port)}})
+	p, r := primary.Client(2), replica.Client(2)
+	for _, id := range []string{"JOB00000000001", "JOB00000000002"} {
+		if err := p.FCall(ctx, "emq_enqueue", []string{"q"}, id, "p").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := p.FCall(ctx, "emq_claim", []string{"q"}, 100).Slice(); err != nil || len(v) != 1 {
+		t.Fatalf("claim %v %v", v, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if n, err := p.Do(ctx, "WAIT", 1, 1000).Int(); err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica never acknowledged the writes")
+		}
+	}
+	if err := r.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	primary.Kill()
+	if got := r.HGet(ctx, "emq:{q}:job:JOB00000000001", "lease_epoch").Val(); got == "" || got == replica.RunID() {
+		t.Fatalf("the replicated lease's epoch %q (the promoted node is %s)", got, replica.RunID())
+	}
+	// The promoted node claims the second job itself.
+	if v, err := r.FCall(ctx, "emq_claim", []string{"q"}, 100).Slice(); err != nil || len(v) != 1 {
+		t.Fatalf("claim on the promoted node: %v %v", v, err)
+	}
+	recovered, dead := []any{}, []any{}
+	for len(recovered)+len(dead) < 2 {
+		v, err := r.FCall(ctx, "emq_stalled_check", []string{"q"}, 1).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recovered, dead = append(recovered, v[0].([]any)...), append(dead, v[1].([]any)...)
+		if time.Now().After(deadline) {
+			t.Fatalf("the leases never expired: %v %v", recovered, dead)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !reflect.DeepEqual(recovered, []any{"JOB00000000001"}) || !reflect.DeepEqual(dead, []any{"JOB00000000002"}) {
+		t.Fatalf("after the failover: recovered %v, dead %v; want the old lease recovered, the new one counted", recovered, dead)
+	}
+	if row := r.HGetAll(ctx, "emq:{q}:job:JOB00000000001").Val(); row["state"] != "pending" || row["stalled"] != "" {
+		t.Fatalf("exempt row %v", row)
 	}
 }
