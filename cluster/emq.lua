@@ -146,8 +146,16 @@ local function dsub(a, b)
   return r
 end
 
--- cmp_ll compares two canonical int64 strings: -1, 0 or 1.
+-- cmp_ll compares two canonical int64 strings: -1, 0 or 1. Below 2^53
+-- (at most 15 digits) Lua numbers compare exactly.
 local function cmp_ll(a, b)
+  if #a <= 15 and #b <= 15 then
+    local x, y = tonumber(a), tonumber(b)
+    if x == y then
+      return 0
+    end
+    return x < y and -1 or 1
+  end
   local na, nb = string.byte(a, 1) == 45, string.byte(b, 1) == 45
   if na ~= nb then
     return na and -1 or 1
@@ -161,6 +169,9 @@ end
 -- add_ll adds n (a non-negative Lua integer below 2^53) to the canonical
 -- int64 string s; nil when the sum leaves int64 (HINCRBY's overflow).
 local function add_ll(s, n)
+  if #s <= 15 and n < 1e15 then
+    return string.format('%d', tonumber(s) + n) -- exact below 2^53
+  end
   local ns = string.format('%d', n)
   if string.byte(s, 1) ~= 45 then
     local r = dadd(s, ns)
