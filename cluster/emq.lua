@@ -549,8 +549,8 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
     return err(E_KIND)
   end
 
-  -- Read pass.
-  local now = now_ms()
+  -- Read pass. The clock is read only when a minted id or DELAY needs it.
+  local now = (mint or sched == 'delay') and now_ms() or 0
   local row
   if mint then
     local mk, last = read_field(k.mint, 'last')
