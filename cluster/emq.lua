@@ -13,7 +13,8 @@
 -- made. Every key a call touches is emq:{<queue>}:..., in the slot of the
 -- declared key <queue>, so a call never crosses slots.
 --
--- Where emqd depends on being the server (docs/cluster.md, "Differences"):
+-- Where emqd depends on being the server (docs/cluster.md §2; the
+-- differences that remain: §3):
 --   * the clock is the node's TIME, read once per call;
 --   * the lease epoch is the node's run_id (INFO server), which changes when
 --     the process restarts and on a failover, so a lease stamped by an
@@ -22,7 +23,7 @@
 --     last), not from the global {emq}:mint (another slot);
 --   * a function cannot block: EMQ.CLAIM's BLOCK is validated, then the call
 --     answers at once, as the native verb does inside MULTI (the Go client
---     polls: docs/cluster.md, "Blocking claims").
+--     polls: docs/cluster.md §2).
 --
 -- Numbers: Lua numbers are doubles, so the 64-bit counters HINCRBY keeps
 -- (attempts, failures, stalled, metrics count) are judged here as decimal
@@ -33,7 +34,7 @@
 local DEBUG_CLOCK = false
 
 -- ---------------------------------------------------------------------------
--- Texts (docs/verbs.md, rules 8 and 9 and section 4)
+-- Texts (docs/verbs.md §2.8, §2.9 and §4)
 
 local E_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local E_NOT_INT = 'ERR value is not an integer or out of range'
@@ -187,7 +188,7 @@ local function add_ll(s, n)
   return dsub(ns, m)
 end
 
--- next_count is HINCRBY's rule (docs/verbs.md rule 5) for a stored counter
+-- next_count is HINCRBY's rule (docs/verbs.md §2.5) for a stored counter
 -- v (false: absent, counts as 0) incremented by n: the new value as a
 -- string, or nil and the refusal text.
 local function next_count(v, n)
@@ -204,7 +205,7 @@ local function next_count(v, n)
   return r
 end
 
--- int_arg parses a numeric argument (docs/verbs.md rule 8): min is 0 (may
+-- int_arg parses a numeric argument (docs/verbs.md §2.8): min is 0 (may
 -- be zero) or 1 (positive). Returns the canonical string, or nil and the
 -- refusal text.
 local function int_arg(s, min, name)
@@ -224,7 +225,7 @@ end
 -- Time, scores, the lease epoch
 
 -- MAX_SCORE is 2^53-1 ms: later times are saturated to it, so a score reads
--- back exactly (docs/verbs.md, EMQ.JOB).
+-- back exactly (docs/verbs.md §2.12).
 local MAX_SCORE = 9007199254740991
 
 local clock_pin, clock_offset = nil, 0 -- the test clock (DEBUG_CLOCK only)
@@ -294,7 +295,7 @@ local function format_ms(x)
 end
 
 -- ---------------------------------------------------------------------------
--- Names: queues, ids, keys (docs/verbs.md section 2)
+-- Names: queues, ids, keys (docs/verbs.md §1.1, §1.2, §1.4)
 
 local function valid_queue(q)
   return #q >= 1 and #q <= 128 and not string.find(q, '[^A-Za-z0-9._%-]') and q ~= 'emq'
@@ -375,7 +376,7 @@ local function keys(q)
 end
 
 -- ---------------------------------------------------------------------------
--- The read pass (docs/verbs.md rule 2): reads return plain values; a key of
+-- The read pass (docs/verbs.md §2.2): reads return plain values; a key of
 -- another type reads as WRONG.
 
 local ABSENT, OK, WRONG = 0, 1, 2
@@ -609,7 +610,7 @@ end)
 
 -- ---------------------------------------------------------------------------
 -- The six token verbs: q id token first, then the common guard
--- (docs/verbs.md section 4, in this order).
+-- (docs/verbs.md §4.4, in this order).
 
 local function token_guard(k, verb_name, id, token)
   local row = read_row(k.job .. id)
