@@ -180,9 +180,11 @@ type AOF struct {
 
 	// Guarded by the store lock: the keys changed while a rewrite copies
 	// the keyspace (see touch).
-	tracking  bool
-	dirty     map[dkey]struct{}
-	flushed   []bool
+	tracking bool
+	dirty    map[dkey]struct{}
+	flushed  []bool
+	// The running rewrite's own (StartRewrite resets them, under mu,
+	// before the goroutine starts; it reads them back under mu).
 	lockedAt  time.Time
 	rwMaxHold time.Duration
 

@@ -86,9 +86,12 @@ func (a *AOF) StartRewrite() error {
 	go func() {
 		err := a.rewrite()
 		a.mu.Lock()
+		// What the log line reports is read before rewriting goes false:
+		// from then on the next StartRewrite may reset both.
+		took, hold := time.Since(a.rwStart), a.rwMaxHold
 		a.rw = nil
 		a.rewriting = false
-		a.lastRwSec = int64(time.Since(a.rwStart) / time.Second)
+		a.lastRwSec = int64(took / time.Second)
 		if err == nil {
 			a.lastRwOK = true
 			a.rewrites++
@@ -101,8 +104,8 @@ func (a *AOF) StartRewrite() error {
 		a.mu.Unlock()
 		if err == nil {
 			a.log.Info("Background AOF rewrite finished successfully",
-				"seconds", fmt.Sprintf("%.3f", time.Since(a.rwStart).Seconds()),
-				"longest_lock_ms", fmt.Sprintf("%.1f", float64(a.rwMaxHold.Microseconds())/1000))
+				"seconds", fmt.Sprintf("%.3f", took.Seconds()),
+				"longest_lock_ms", fmt.Sprintf("%.1f", float64(hold.Microseconds())/1000))
 		} else {
 			a.log.Warn("Background AOF rewrite terminated with error: " + err.Error())
 		}
