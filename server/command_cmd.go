@@ -49,7 +49,8 @@ func cmdCommand(c *client, x *store.Ctx) {
 func cmdCommandCount(c *client, x *store.Ctx) { x.W.Int(int64(len(c.s.reg.list))) }
 
 // cmdCommandInfo replies, per name, Valkey's 10-element description or
-// a nil for an unknown name; with no names, every command.
+// a null bulk ($-1, RESP3 _) for an unknown name; with no names, every
+// command.
 func cmdCommandInfo(c *client, x *store.Ctx) {
 	r := c.s.reg
 	if len(x.Argv) == 2 {
@@ -60,7 +61,7 @@ func cmdCommandInfo(c *client, x *store.Ctx) {
 	for _, a := range x.Argv[2:] {
 		e := r.lookupFullName(string(a))
 		if e == nil {
-			x.W.NilArray()
+			x.W.Nil() // addReplyNull: $-1 (RESP3 _), as Valkey's COMMAND INFO
 			continue
 		}
 		writeCommandInfo(x, e)

@@ -507,7 +507,8 @@ func TestCommandCommand(t *testing.T) {
 		{a("COMMAND", "GETKEYS"), errReply("ERR wrong number of arguments for 'command|getkeys' command")},
 		{a("COMMAND", "DOCS"), "*0\r\n"},
 		{a("COMMAND", "DOCS", "get"), "*0\r\n"},
-		{a("COMMAND", "INFO", "nosuch"), "*1\r\n*-1\r\n"},
+		{a("COMMAND", "INFO", "nosuch"), "*1\r\n$-1\r\n"},
+		{a("COMMAND", "INFO", "nosuch", "client|nosuch", "nosuch|x"), "*3\r\n$-1\r\n$-1\r\n$-1\r\n"},
 	})
 	r := c.do("COMMAND", "INFO", "hget")
 	want := "*1\r\n*10\r\n$4\r\nhget\r\n:3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"

@@ -307,8 +307,14 @@ func (vs *Verbs) cmdClaim(c *store.Ctx) {
 	if refused {
 		return
 	}
-	if len(v.Jobs) > 0 || !args.Block || c.InMulti {
+	if len(v.Jobs) > 0 || !args.Block {
 		writeClaimReply(c, &v)
+		return
+	}
+	if c.InMulti {
+		// A transaction cannot wait: answer what a timeout answers
+		// (docs/verbs.md §4.3.3), as Valkey's blocking commands do.
+		c.W.NilArray()
 		return
 	}
 	a := new(claimArgs)

@@ -161,7 +161,7 @@ func TestClaimBlockSpec(t *testing.T) {
 	}
 	// Inside MULTI, BLOCK does not block.
 	h.multi = true
-	if out := h.raw("EMQ.CLAIM", "q", "1000", "BLOCK", "0"); out != "*0\r\n" || h.block != nil {
+	if out := h.raw("EMQ.CLAIM", "q", "1000", "BLOCK", "0"); out != "*-1\r\n" || h.block != nil {
 		t.Fatalf("BLOCK in MULTI: %q", out)
 	}
 	h.multi = false
