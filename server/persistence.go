@@ -133,6 +133,7 @@ func (p *persistence) newAOF() (*aof.AOF, error) {
 		Store:                 s.store,
 		Logger:                s.log,
 		FS:                    p.fs,
+		RefuseTruncated:       s.Config("aof-load-truncated") == "no",
 	}), nil
 }
 

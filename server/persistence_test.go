@@ -466,7 +466,7 @@ func TestAOFInfoConfigAndBoot(t *testing.T) {
 		t.Fatalf("GET k after the torn tail: %v", v)
 	}
 	stop(t, s2)
-	want := fmt.Sprintf("!!! AOF appendonly.aof ends with an incomplete record: truncated at offset %d, 18 bytes dropped (aof-load-truncated yes) !!!", len(good))
+	want := fmt.Sprintf("AOF appendonly.aof loaded anyway because aof-load-truncated is enabled: truncated at offset %d, 18 bytes dropped", len(good))
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("log lacks %q:\n%s", want, logs.String())
 	}
@@ -543,5 +543,50 @@ func TestAOFConfigSetAppendOnly(t *testing.T) {
 	s2 := durable(t, dir, nil)
 	if got := keyspace(s2); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the restart:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestAOFLoadTruncatedNo: with aof-load-truncated no, a file whose length
+// in the middle was damaged ($8 value-26 -> $9999 value-26) stops the boot
+// with Valkey's "Unexpected end of file" text and stays as it was; with yes
+// (the default) the boot truncates it and logs that whole records were
+// dropped.
+func TestAOFLoadTruncatedNo(t *testing.T) {
+	dir := t.TempDir()
+	s := durable(t, dir, nil)
+	c := rclient(t, s, 0)
+	for i := range 60 {
+		must(t, c, "SET", fmt.Sprintf("k%02d", i), fmt.Sprintf("value-%02d", i))
+	}
+	stop(t, s)
+	path := filepath.Join(dir, "appendonly.aof")
+	good, _ := os.ReadFile(path)
+	bad := []byte(strings.Replace(string(good), "$8\r\nvalue-26", "$9999\r\nvalue-26", 1))
+	os.WriteFile(path, bad, 0o644)
+	logs := &lockedBuf{}
+	_, err := Start(Options{Config: map[string]string{"appendonly": "yes", "dir": dir, "aof-load-truncated": "no"},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if !IsAOFLoadError(err) || !strings.HasPrefix(err.Error(), "Unexpected end of file reading the append only file appendonly.aof") {
+		t.Fatalf("boot with aof-load-truncated no: %v", err)
+	}
+	if strings.Contains(logs.String(), "aof-load-truncated is enabled") || strings.Contains(logs.String(), "Truncating") {
+		t.Fatalf("the log claims a truncation:\n%s", logs.String())
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(bad) {
+		t.Fatal("the refused file was changed")
+	}
+	logs = &lockedBuf{}
+	s2, err := Start(Options{Config: map[string]string{"appendonly": "yes", "dir": dir}, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, s2)
+	if n := must(t, rclient(t, s2, 0), "DBSIZE"); n != int64(26) {
+		t.Fatalf("DBSIZE %v after the truncation", n)
+	}
+	for _, want := range []string{"hold what look like 33 more whole records", "aof-load-truncated is enabled"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("log lacks %q:\n%s", want, logs.String())
+		}
 	}
 }

@@ -109,6 +109,10 @@ type Config struct {
 	FS FS
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
+	// RefuseTruncated is aof-load-truncated no: a file that ends inside a
+	// record fails Load (a *LoadError) instead of being truncated to its
+	// last complete record (docs/durability.md §3).
+	RefuseTruncated bool
 
 	// FsyncInterval is the everysec period (default 1 s); CronInterval is
 	// the period of the background flush, retry and auto-rewrite check
@@ -278,7 +282,7 @@ func (a *AOF) Load(exec ExecFunc) (LoadResult, error) {
 	if err := a.fs.MkdirAll(a.cfg.Dir); err != nil {
 		return LoadResult{}, err
 	}
-	return LoadFile(a.fs, a.path, n, a.log, exec)
+	return LoadFile(a.fs, a.path, LoadOptions{NumDBs: n, Log: a.log, RefuseTruncated: a.cfg.RefuseTruncated}, exec)
 }
 
 // Start opens the file for appending (creating it, durably, on a first

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -130,9 +131,13 @@ func TestTornTailDroppedWithLog(t *testing.T) {
 		eq(t, int64(c.valid), res.Size, c.name, " size")
 		got, _ := fsys.Contents(aofPath)
 		eq(t, full[:c.valid], got, c.name, " file truncated")
-		wantLog := fmt.Sprintf("WARN !!! AOF appendonly.aof ends with an incomplete record: truncated at offset %d, %d bytes dropped (aof-load-truncated yes) !!! file=appendonly.aof offset=%d dropped_bytes=%d",
-			c.valid, c.dropped, c.valid, c.dropped)
-		eq(t, []string{wantLog}, logs.lines(), c.name, " log")
+		attrs := fmt.Sprintf(" file=appendonly.aof offset=%d dropped_bytes=%d", c.valid, c.dropped)
+		wantLog := []string{
+			"WARN !!! Warning: short read while loading the AOF file appendonly.aof!!!" + attrs,
+			fmt.Sprintf("WARN !!! Truncating the AOF appendonly.aof at offset %d !!!", c.valid) + attrs,
+			fmt.Sprintf("WARN AOF appendonly.aof loaded anyway because aof-load-truncated is enabled: truncated at offset %d, %d bytes dropped", c.valid, c.dropped) + attrs,
+		}
+		eq(t, wantLog, logs.lines(), c.name, " log")
 		// The truncation is durable.
 		fsys.PowerLoss()
 		got, _ = fsys.Contents(aofPath)
@@ -263,7 +268,7 @@ func TestPowerLossEverySec(t *testing.T) {
 	h.fs.PowerLoss()
 	eq(t, 7, h.fs.Syncs(), "one fsync per interval: at 100, 200, ..., 700 ms")
 	st := store.New(16)
-	_, err := LoadFile(h.fs, aofPath, 16, nil, func(db int, argv [][]byte) error { return applyArgv(st, db, argv) })
+	_, err := LoadFile(h.fs, aofPath, LoadOptions{NumDBs: 16}, func(db int, argv [][]byte) error { return applyArgv(st, db, argv) })
 	noErr(t, err)
 	k := 0
 	for k < len(at) && st.DB(0).Get(fmt.Sprint("k", k)) != nil {
@@ -798,4 +803,78 @@ func TestStartFromKeyspace(t *testing.T) {
 	noErr(t, err)
 	eq(t, h.dump(), keys, "keyspace")
 	isTrue(t, len(keys) == 301, "keys: ", len(keys))
+}
+
+// TestTornTailRefusedWithLoadTruncatedNo: aof-load-truncated no refuses
+// every torn tail TestTornTailDroppedWithLog accepts, with Valkey's text,
+// and leaves the file as it was.
+func TestTornTailRefusedWithLoadTruncatedNo(t *testing.T) {
+	full, starts := buildFile()
+	for _, cut := range []int{starts[3] + 1, len(full) - 1, starts[2] + 5} {
+		fsys := NewFaultFS()
+		data := bytes.Clone(full[:cut])
+		fsys.WriteFile(aofPath, data)
+		lb := &logBuf{}
+		st := store.New(16)
+		_, err := LoadFile(fsys, aofPath, LoadOptions{NumDBs: 16, Log: slog.New(lb), RefuseTruncated: true},
+			func(db int, argv [][]byte) error { return applyArgv(st, db, argv) })
+		var le *LoadError
+		if !errors.As(err, &le) {
+			t.Fatalf("cut %d: err %v, want a LoadError", cut, err)
+		}
+		valid := starts[3]
+		if cut < starts[3] {
+			valid = starts[2]
+		}
+		want := fmt.Sprintf("Unexpected end of file reading the append only file appendonly.aof: the record at offset %d is incomplete (%d bytes to the end of the file). You can: 1) Make a backup of your AOF file, then use ./valkey-check-aof --fix <filename>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.", valid, cut-valid)
+		eq(t, want, err.Error(), "cut ", cut)
+		eq(t, int64(valid), le.Offset, "cut ", cut, " offset")
+		got, _ := fsys.Contents(aofPath)
+		eq(t, data, got, "cut ", cut, " file untouched")
+		eq(t, 0, len(lb.lines()), "cut ", cut, " nothing logged as truncated")
+	}
+}
+
+// TestDamagedLengthSwallowsRecords: a length changed in the middle of the
+// file ($8 value-26 to $9999 value-26) makes the rest of the file look like
+// a torn tail. With aof-load-truncated no the boot is refused; with yes the
+// file is truncated, and the log says that the dropped bytes hold whole
+// records, which are kept beside the file.
+func TestDamagedLengthSwallowsRecords(t *testing.T) {
+	var full []byte
+	full = appendSelect(full, 0)
+	var at int
+	for i := range 60 {
+		if i == 26 {
+			at = len(full)
+		}
+		full = AppendCommand(full, cmd("SET", fmt.Sprintf("k%02d", i), fmt.Sprintf("value-%02d", i)))
+	}
+	damaged := bytes.Replace(full, []byte("$8\r\nvalue-26"), []byte("$9999\r\nvalue-26"), 1)
+	if bytes.Equal(damaged, full) {
+		t.Fatal("no $8 value-26 in the file")
+	}
+	// Refused with no.
+	fsys := NewFaultFS()
+	fsys.WriteFile(aofPath, damaged)
+	_, err := LoadFile(fsys, aofPath, LoadOptions{NumDBs: 16, RefuseTruncated: true}, func(int, [][]byte) error { return nil })
+	isTrue(t, err != nil && strings.HasPrefix(err.Error(), fmt.Sprintf("Unexpected end of file reading the append only file appendonly.aof: the record at offset %d is incomplete", at)), "refused: ", fmt.Sprint(err))
+	got, _ := fsys.Contents(aofPath)
+	eq(t, damaged, got, "file untouched")
+
+	// Truncated with yes, and said so.
+	keys, res, logs, err := reload(t, fsys, aofPath)
+	noErr(t, err)
+	eq(t, 26, len(keys), "keys before the damaged record")
+	eq(t, int64(len(damaged)-at), res.Dropped, "dropped")
+	lines := logs.lines()
+	eq(t, 4, len(lines), "log lines: ", strings.Join(lines, "\n"))
+	saved := aofPath + fmt.Sprintf(".dropped-%d", at)
+	wantWarn := fmt.Sprintf("WARN !!! The %d dropped bytes of appendonly.aof hold what look like 33 more whole records: a length damaged at offset %d, not a torn last write, may be the cause !!! They are kept in appendonly.aof.dropped-%d.", len(damaged)-at, at, at)
+	isTrue(t, strings.HasPrefix(lines[1], wantWarn), "warning: ", lines[1])
+	tail, ok := fsys.Contents(saved)
+	isTrue(t, ok, "no ", saved)
+	eq(t, damaged[at:], tail, "dropped bytes kept")
+	got, _ = fsys.Contents(aofPath)
+	eq(t, damaged[:at], got, "truncated")
 }

@@ -225,7 +225,7 @@ func reload(t *testing.T, fsys FS, path string) ([]string, LoadResult, *logBuf, 
 	t.Helper()
 	st := store.New(16)
 	lb := &logBuf{}
-	res, err := LoadFile(fsys, path, 16, slog.New(lb), func(db int, argv [][]byte) error { return applyArgv(st, db, argv) })
+	res, err := LoadFile(fsys, path, LoadOptions{NumDBs: 16, Log: slog.New(lb)}, func(db int, argv [][]byte) error { return applyArgv(st, db, argv) })
 	return dump(st), res, lb, err
 }
 

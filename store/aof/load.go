@@ -34,27 +34,45 @@ type ExecFunc func(db int, argv [][]byte) error
 // maxBulk is the longest argument accepted (Valkey's proto-max-bulk-len).
 const maxBulk = 512 << 20
 
+// LoadOptions configure LoadFile.
+type LoadOptions struct {
+	// NumDBs bounds SELECT (0: any database number).
+	NumDBs int
+	// Log receives the truncation warnings (nil: slog.Default()).
+	Log *slog.Logger
+	// RefuseTruncated is aof-load-truncated no: a torn tail fails the load
+	// and the file is left as it is.
+	RefuseTruncated bool
+}
+
 // LoadFile replays the append-only file at path through exec, as Valkey's
-// loadSingleAppendOnlyFile does with aof-load-truncated yes:
+// loadSingleAppendOnlyFile does:
 //
-//   - SELECT switches the database passed to exec (0..numDBs-1); MULTI ...
+//   - SELECT switches the database passed to exec (0..NumDBs-1); MULTI ...
 //     EXEC groups are passed to exec only once their EXEC has been read, so a
 //     group is replayed all or nothing.
 //   - A torn final record (the file ends inside a command, or inside a
 //     MULTI without its EXEC, or the rest of the file after the last good
-//     record is only NUL bytes) is dropped: the file is truncated to the end
-//     of the last complete record and a warning naming the offset and the
-//     bytes dropped is logged.
+//     record is only NUL bytes): with aof-load-truncated yes (the default)
+//     it is dropped, the file is truncated to the end of the last complete
+//     record and warnings name the offset and the bytes dropped; when the
+//     dropped bytes hold what look like whole records (a length damaged in
+//     the middle of the file swallows the records after it), a warning says
+//     so and they are first copied to "<file>.dropped-<offset>". With
+//     aof-load-truncated no (RefuseTruncated) the load fails with Valkey's
+//     "Unexpected end of file" text and the file is left as it is.
 //   - Any other damage (a record that does not parse, followed by more data)
 //     fails with an error naming the byte offset of the bad record; the file
 //     is left as it is.
 //
 // A missing file is an empty keyspace (Missing true, no error).
-func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc) (LoadResult, error) {
+func LoadFile(fsys FS, path string, opt LoadOptions, exec ExecFunc) (LoadResult, error) {
 	var res LoadResult
+	log := opt.Log
 	if log == nil {
 		log = slog.Default()
 	}
+	numDBs := opt.NumDBs
 	rc, err := fsys.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -72,6 +90,7 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 		queued     []queuedCmd
 		validUpTo  int64
 		torn       bool
+		tornAt     int64 // start of the record the file ends inside
 	)
 	for {
 		start := p.off
@@ -82,7 +101,7 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 		if perr != nil {
 			var t tornError
 			if errors.As(perr, &t) {
-				torn = true
+				torn, tornAt = true, start
 				break
 			}
 			rc.Close()
@@ -139,8 +158,29 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 	if !torn {
 		return res, nil
 	}
-	res.Dropped = p.off - validUpTo
+	// p.off is where reading stopped: the end of the file, except when a
+	// NUL tail was recognised early (restIsZero read it all) -- the end too.
+	dropped := p.off - validUpTo
+	if opt.RefuseTruncated {
+		return res, loadErr(validUpTo, "Unexpected end of file reading the append only file %s: the record at offset %d is incomplete (%d bytes to the end of the file). "+
+			"You can: 1) Make a backup of your AOF file, then use ./valkey-check-aof --fix <filename>. "+
+			"2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
+			name, validUpTo, dropped)
+	}
+	res.Dropped = dropped
 	res.Size = validUpTo
+	records, saved, serr := keepDropped(fsys, path, validUpTo, tornAt)
+	log.Warn("!!! Warning: short read while loading the AOF file "+name+"!!!", "file", name, "offset", validUpTo, "dropped_bytes", dropped)
+	if records > 0 {
+		msg := fmt.Sprintf("!!! The %d dropped bytes of %s hold what look like %d more whole records: a length damaged at offset %d, not a torn last write, may be the cause !!!",
+			dropped, name, records, validUpTo)
+		if serr != nil {
+			log.Warn(msg, "file", name, "offset", validUpTo, "records", records, "save_error", serr.Error())
+		} else {
+			log.Warn(msg+" They are kept in "+filepath.Base(saved)+".", "file", name, "offset", validUpTo, "records", records, "saved_to", saved)
+		}
+	}
+	log.Warn(fmt.Sprintf("!!! Truncating the AOF %s at offset %d !!!", name, validUpTo), "file", name, "offset", validUpTo, "dropped_bytes", dropped)
 	f, err := fsys.OpenAppend(path)
 	if err != nil {
 		return res, fmt.Errorf("truncating the torn tail of %s: %w", name, err)
@@ -160,9 +200,74 @@ func LoadFile(fsys FS, path string, numDBs int, log *slog.Logger, exec ExecFunc)
 	return res, nil
 }
 
-// TruncatedMessage is the warning logged when a torn tail is cut.
+// TruncatedMessage is the warning logged once a torn tail was cut (with
+// aof-load-truncated yes: Valkey's "loaded anyway" line, with the numbers).
 func TruncatedMessage(name string, offset, dropped int64) string {
-	return fmt.Sprintf("!!! AOF %s ends with an incomplete record: truncated at offset %d, %d bytes dropped (aof-load-truncated yes) !!!", name, offset, dropped)
+	return fmt.Sprintf("AOF %s loaded anyway because aof-load-truncated is enabled: truncated at offset %d, %d bytes dropped", name, offset, dropped)
+}
+
+// keepDropped looks at the bytes of path from offset on (the tail about to
+// be dropped): when what follows the start of the incomplete record (at
+// tornAt) holds what look like whole records ("*<n>\r\n$" at a line
+// start), the length of that record swallowed them; it then copies the tail,
+// fsynced, to "<path>.dropped-<offset>" and returns how many such records it
+// saw and the copy's path. An ordinary torn write (the file ends inside its
+// last record, or inside a MULTI group's last record) saves nothing.
+func keepDropped(fsys FS, path string, offset, tornAt int64) (records int, saved string, err error) {
+	rc, err := fsys.Open(path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 1<<20)
+	if _, err := io.CopyN(io.Discard, br, offset); err != nil {
+		return 0, "", err
+	}
+	tail, err := io.ReadAll(br)
+	if err != nil {
+		return 0, "", err
+	}
+	if rel := tornAt - offset; rel >= 0 && rel < int64(len(tail)) {
+		records = countRecordStarts(tail[rel:])
+	}
+	if records == 0 {
+		return 0, "", nil
+	}
+	saved = fmt.Sprintf("%s.dropped-%d", path, offset)
+	f, err := fsys.Create(saved)
+	if err != nil {
+		return records, "", err
+	}
+	_, err = f.Write(tail)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.SyncDir(filepath.Dir(path))
+	}
+	return records, saved, err
+}
+
+// countRecordStarts counts "*<digits>\r\n$" at the start of a line after
+// the first byte of b.
+func countRecordStarts(b []byte) int {
+	n := 0
+	for i := 1; i < len(b); i++ {
+		if b[i] != '*' || b[i-1] != '\n' {
+			continue
+		}
+		j := i + 1
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		if j > i+1 && j+2 < len(b) && b[j] == '\r' && b[j+1] == '\n' && b[j+2] == '$' {
+			n++
+		}
+	}
+	return n
 }
 
 type queuedCmd struct {
