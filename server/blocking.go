@@ -196,6 +196,13 @@ func (b *blocking) serveReady(s *Server) {
 				}
 			}
 			p := q.Front().Value.(*parked)
+			if p.c.gone() {
+				// Its peer closed the connection while it waited: drop the
+				// waiter before anything is handed to it.
+				b.remove(p)
+				p.c.drop()
+				continue
+			}
 			if !b.retry(s, p) {
 				break
 			}

@@ -35,9 +35,13 @@ type client struct {
 	s     *Server
 	id    int64
 	nc    net.Conn
+	raw   syscall.RawConn // the socket under nc (nil when nc is not a socket)
 	addr  string
 	laddr string
 	fd    int
+	// readEnded is set when a read from the peer failed (EOF, reset):
+	// the connection is ending even before cleanup has run.
+	readEnded atomic.Bool
 
 	created time.Time
 	lastCmd time.Time
@@ -114,6 +118,7 @@ func newClient(s *Server, nc net.Conn) *client {
 	c.aw.Proto = 2
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
+			c.raw = rc
 			rc.Control(func(fd uintptr) { c.fd = int(fd) })
 		}
 	}
@@ -183,13 +188,14 @@ func (c *client) serve() {
 		}
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() && !c.killed.Load() {
 				// A wake-up (see unpark): clear the deadline and look again.
 				c.wakeMu.Lock()
 				c.nc.SetReadDeadline(time.Time{})
 				c.wakeMu.Unlock()
 				continue
 			}
+			c.readEnded.Store(true)
 			return
 		}
 	}
@@ -351,6 +357,46 @@ func (c *client) cleanup() {
 	st.Unlock()
 	c.s.removeClient(c)
 	c.s.conns.Done()
+}
+
+// gone reports whether the peer has gone away: the connection's goroutine
+// saw its read end, or the kernel already holds the end of the stream (or
+// an error) that the goroutine has not read yet. A parked client is checked
+// before it is served (blocking.serveReady), so a job is never handed to a
+// connection that closed while it waited, whichever command it waits in
+// (Valkey notices because it keeps reading a blocked client's socket).
+func (c *client) gone() bool {
+	if c.readEnded.Load() || c.killed.Load() {
+		return true
+	}
+	return c.raw != nil && peerClosed(c.raw)
+}
+
+// peerClosed peeks at the socket without blocking or consuming: true when
+// the peer closed it (a zero-byte read) or it failed (ECONNRESET...), or
+// it is already closed here; false when data is waiting or nothing is.
+func peerClosed(rc syscall.RawConn) bool {
+	closed := false
+	err := rc.Control(func(fd uintptr) {
+		var b [1]byte
+		for {
+			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			if err == syscall.EINTR {
+				continue
+			}
+			closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN)
+			return
+		}
+	})
+	return closed || err != nil
+}
+
+// drop ends c's connection after its parked command was dropped (the peer
+// is gone): its goroutine's read fails and cleanup runs.
+func (c *client) drop() {
+	c.park = nil
+	c.killed.Store(true)
+	c.nc.Close()
 }
 
 // unpark lets the connection's goroutine run again after its parked command
