@@ -39,7 +39,7 @@ func TestEveryBlockingCommandHasADisconnectCase(t *testing.T) {
 	s := startServer(t, nil, nil)
 	var missing []string
 	for _, e := range s.reg.allCommands() {
-		if e.flags&flagBlocking != 0 {
+		if e.flags&store.FlagBlocking != 0 {
 			if _, ok := blockingCases[e.name]; !ok {
 				missing = append(missing, e.name)
 			}
