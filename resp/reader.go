@@ -35,12 +35,30 @@ func (e *ProtocolError) Error() string { return e.Msg }
 
 func protoErr(s string) *ProtocolError { return &ProtocolError{Msg: "ERR Protocol error: " + s} }
 
+// BigArg is PROTO_MBULK_BIG_ARG: a bulk argument at least this long is
+// received straight into its own buffer, grown as its bytes arrive (never
+// allocated at the announced length up front), and handed out without a
+// copy.
+const BigArg = 32 << 10
+
+// ArgvHeaderBytes is what one argument costs beside its bytes while a
+// frame is being received (its []byte header in the argv), counted by
+// Pending.
+const ArgvHeaderBytes = 24
+
 // Reader is Valkey's request parser (processInlineBuffer and
 // processMultibulkBuffer, networking.c): RESP2 multibulk frames and inline
 // commands split with sdssplitargs quoting. It parses incrementally: bytes
 // are read into Space, committed with Commit, and Parse returns every
 // complete command buffered so far, keeping the state of a partial frame, so
 // a request split at any byte boundary parses the same.
+//
+// Memory follows the bytes received, never the lengths announced: each
+// argument of a multibulk frame is copied out of the read buffer as soon
+// as it is complete (so the buffer holds only unparsed bytes), the argv
+// grows as arguments arrive, and a big argument (BigArg) grows as its
+// bytes arrive. Pending is what a client holds this way, the figure
+// client-query-buffer-limit is checked against.
 //
 // The zero value is ready to use with Valkey's default limits.
 type Reader struct {
@@ -49,44 +67,94 @@ type Reader struct {
 	MaxBulkLen int64
 
 	buf []byte
-	pos int // start of the first command not yet returned
+	pos int // start of the bytes not parsed yet
 
 	// State of a multibulk frame whose header was read (mbRemain > 0).
 	mbRemain int
-	scan     int // parse position inside the frame
-	bulkLen  int // length of the bulk being read, -1 while its header is unread
-	partial  []span
+	bulkLen  int        // length of the bulk being read, -1 while its header is unread
+	argv     [][]byte   // the frame's complete arguments so far (the last chunk)
+	chunks   [][][]byte // full chunks of argChunk arguments before argv
+	argSlots int        // argv slots held: cap(argv) + argChunk per chunk
+	argBytes int        // the arguments' total length
+	big      []byte     // a big bulk being received: its bytes and CRLF so far
+	spaceBig bool       // the last Space was room in big
 
 	// Results of one Parse call.
-	spans   []span
-	counts  []int
+	spans   []span // inline tokens in scratch
 	scratch []byte // unescaped inline tokens
 	cmds    [][][]byte
+
+	// Slabs the argument bytes and argv headers of small commands are cut
+	// from: each region is handed out once and never written again, so
+	// the contract of Parse holds while a command costs no allocation most
+	// of the time.
+	slab    []byte
+	hdrSlab [][]byte
 }
 
-// span locates one argument: in buf, or in scratch when inScratch.
-type span struct {
-	lo, hi    int
-	inScratch bool
+// Slab sizes: a command needing more than a quarter of a slab gets its own
+// allocation, so a retained argument pins at most one slab.
+const (
+	slabBytes   = 16 << 10
+	slabHeaders = 512
+)
+
+// takeBytes returns n fresh bytes (cap n) never handed out before.
+func (r *Reader) takeBytes(n int) []byte {
+	if n > slabBytes/4 {
+		return make([]byte, n)
+	}
+	if cap(r.slab)-len(r.slab) < n {
+		r.slab = make([]byte, 0, slabBytes)
+	}
+	l := len(r.slab)
+	r.slab = r.slab[:l+n]
+	return r.slab[l : l+n : l+n]
 }
 
-// Space returns free buffer space to read into (at least 16 KiB, and room
-// for the whole bulk being read when its length is known). Commit the
-// bytes read with Commit.
+// takeHeaders returns n fresh argv headers (cap n) never handed out before.
+func (r *Reader) takeHeaders(n int) [][]byte {
+	if n > slabHeaders/4 {
+		return make([][]byte, n)
+	}
+	if cap(r.hdrSlab)-len(r.hdrSlab) < n {
+		r.hdrSlab = make([][]byte, 0, slabHeaders)
+	}
+	l := len(r.hdrSlab)
+	r.hdrSlab = r.hdrSlab[:l+n]
+	return r.hdrSlab[l : l+n : l+n]
+}
+
+// span locates one inline token in scratch.
+type span struct{ lo, hi int }
+
+// bigFirst is the first allocation for a big bulk; it then doubles as its
+// bytes arrive, up to its length plus CRLF.
+const bigFirst = 64 << 10
+
+// Space returns free buffer space to read into. While a big bulk is being
+// received it is room in that bulk's own buffer (at most the bytes the bulk
+// still needs, so nothing after it lands there), grown by doubling as the
+// bytes arrive; otherwise at least 16 KiB after the unparsed bytes. Commit
+// the bytes read with Commit.
 func (r *Reader) Space() []byte {
-	r.compact()
-	want := len(r.buf) + readChunk
-	big := false
-	if r.mbRemain > 0 && r.bulkLen >= 0 {
-		if bw := r.scan + r.bulkLen + 2; bw > want {
-			want, big = bw, true
+	if r.big != nil {
+		need := r.bulkLen + 2
+		if len(r.big) < need {
+			r.spaceBig = true
+			if cap(r.big) == len(r.big) {
+				n := min(need, max(2*cap(r.big), bigFirst))
+				nb := make([]byte, len(r.big), n)
+				copy(nb, r.big)
+				r.big = nb
+			}
+			return r.big[len(r.big):min(cap(r.big), need)]
 		}
 	}
-	if cap(r.buf) < want {
-		n := 2 * cap(r.buf)
-		if n < want || big {
-			n = want
-		}
+	r.spaceBig = false
+	r.compact()
+	if cap(r.buf)-len(r.buf) < readChunk {
+		n := max(2*cap(r.buf), len(r.buf)+readChunk)
 		nb := make([]byte, len(r.buf), n)
 		copy(nb, r.buf)
 		r.buf = nb
@@ -95,7 +163,13 @@ func (r *Reader) Space() []byte {
 }
 
 // Commit adds the first n bytes of the last Space to the buffer.
-func (r *Reader) Commit(n int) { r.buf = r.buf[:len(r.buf)+n] }
+func (r *Reader) Commit(n int) {
+	if r.spaceBig {
+		r.big = r.big[:len(r.big)+n]
+		return
+	}
+	r.buf = r.buf[:len(r.buf)+n]
+}
 
 // Write appends p to the buffer (for tests and callers that already hold
 // the bytes).
@@ -108,10 +182,26 @@ func (r *Reader) Write(p []byte) {
 }
 
 // Buffered is the number of bytes received and not yet returned as part of
-// a command: what client-query-buffer-limit is checked against.
-func (r *Reader) Buffered() int { return len(r.buf) - r.pos }
+// a command, including the bytes of a big bulk being received (Valkey's
+// qbuf of CLIENT LIST).
+func (r *Reader) Buffered() int { return len(r.buf) - r.pos + len(r.big) }
 
-// compact drops consumed bytes, shifting the state of a partial frame.
+// Pending is the memory a client holds in this reader: the unparsed bytes,
+// and for a frame being received its complete arguments (their bytes and
+// ArgvHeaderBytes per argv slot) and the buffer of a big bulk. The server
+// checks client-query-buffer-limit against it (Valkey counts the query
+// buffer and the arguments' lengths; the argv slots are counted too, so a
+// frame of countless empty arguments meets the limit as well).
+func (r *Reader) Pending() int64 {
+	return int64(len(r.buf)-r.pos) + int64(r.argBytes) + int64(r.argSlots)*ArgvHeaderBytes + int64(cap(r.big))
+}
+
+// ArgvBytes is the total length of the arguments of the frame being
+// received (Valkey's argv-mem of CLIENT LIST).
+func (r *Reader) ArgvBytes() int { return r.argBytes }
+
+// compact drops consumed bytes (arguments are copied out as they are
+// parsed, so nothing points into buf).
 func (r *Reader) compact() {
 	if r.pos == 0 {
 		return
@@ -128,17 +218,9 @@ func (r *Reader) compact() {
 	if r.pos < cap(r.buf)/2 && cap(r.buf)-len(r.buf) >= readChunk {
 		return
 	}
-	d := r.pos
-	n := copy(r.buf, r.buf[d:])
+	n := copy(r.buf, r.buf[r.pos:])
 	r.buf = r.buf[:n]
 	r.pos = 0
-	if r.mbRemain > 0 {
-		r.scan -= d
-		for i := range r.partial {
-			r.partial[i].lo -= d
-			r.partial[i].hi -= d
-		}
-	}
 }
 
 // Parse returns the complete commands buffered, at most max of them
@@ -146,19 +228,17 @@ func (r *Reader) compact() {
 // have not authenticated yet (10 arguments, 16384-byte bulks).
 //
 // Each command is its argv (argv[0] the command name). The argument bytes
-// and the argv slices are never reused (one fresh allocation of each per
-// call), so a handler may keep them; the outer slice is reused by the next
-// call.
+// and the argv slices are never reused (they are cut from fresh memory:
+// small commands from a slab, see takeBytes), so a handler may keep them;
+// the outer slice is reused by the next call.
 // Empty inline lines, "*0" and "*-1" yield nothing.
 //
 // A non-nil error is a *ProtocolError found after the returned commands:
 // run those, reply the error's text, then close the connection.
 func (r *Reader) Parse(max int, unauth bool) ([][][]byte, error) {
-	r.spans = r.spans[:0]
-	r.counts = r.counts[:0]
-	r.scratch = r.scratch[:0]
+	r.cmds = r.cmds[:0]
 	var perr error
-	for max <= 0 || len(r.counts) < max {
+	for max <= 0 || len(r.cmds) < max {
 		if r.mbRemain == 0 {
 			if r.pos >= len(r.buf) {
 				break
@@ -194,41 +274,10 @@ func (r *Reader) Parse(max int, unauth bool) ([][][]byte, error) {
 		if !done {
 			break
 		}
-		r.spans = append(r.spans, r.partial...)
-		r.counts = append(r.counts, len(r.partial))
-		r.partial = r.partial[:0]
-		r.pos = r.scan
+		r.cmds = append(r.cmds, r.frameArgv())
+		r.argv, r.chunks, r.argSlots, r.argBytes = nil, nil, 0, 0
 	}
-	return r.build(), perr
-}
-
-func (r *Reader) build() [][][]byte {
-	r.cmds = r.cmds[:0]
-	if len(r.counts) == 0 {
-		return r.cmds
-	}
-	total := 0
-	for _, s := range r.spans {
-		total += s.hi - s.lo
-	}
-	arena := make([]byte, total)
-	argv := make([][]byte, len(r.spans))
-	off := 0
-	for i, s := range r.spans {
-		src := r.buf
-		if s.inScratch {
-			src = r.scratch
-		}
-		n := copy(arena[off:], src[s.lo:s.hi])
-		argv[i] = arena[off : off+n : off+n]
-		off += n
-	}
-	k := 0
-	for _, n := range r.counts {
-		r.cmds = append(r.cmds, argv[k:k+n:k+n])
-		k += n
-	}
-	return r.cmds
+	return r.cmds, perr
 }
 
 // multibulkHeader reads "*count\r\n" at r.pos.
@@ -251,15 +300,20 @@ func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 	if ll > UnauthMaxMultibulk && unauth {
 		return false, protoErr("unauthenticated multibulk length")
 	}
-	end := r.pos + nl + 2
+	r.pos += nl + 2
 	if ll <= 0 {
-		r.pos = end
 		return true, nil
 	}
 	r.mbRemain = int(ll)
-	r.scan = end
 	r.bulkLen = -1
-	r.partial = r.partial[:0]
+	// The argv grows as arguments arrive, a chunk of at most argChunk
+	// slots at a time, so a count alone reserves little.
+	if ll <= slabHeaders/4 {
+		r.argv = r.takeHeaders(int(ll))[:0]
+	} else {
+		r.argv = make([][]byte, 0, min(int(ll), argChunk))
+	}
+	r.chunks, r.argSlots, r.argBytes = nil, cap(r.argv), 0
 	return true, nil
 }
 
@@ -272,7 +326,7 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 	}
 	for r.mbRemain > 0 {
 		if r.bulkLen < 0 {
-			b := r.buf[r.scan:]
+			b := r.buf[r.pos:]
 			nl := cIndex(b, '\r')
 			if nl < 0 {
 				if len(b) > MaxInline {
@@ -293,22 +347,71 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 			if ll > UnauthMaxBulk && unauth {
 				return false, protoErr("unauthenticated bulk length")
 			}
-			r.scan += nl + 2
+			r.pos += nl + 2
 			r.bulkLen = int(ll)
+			if ll >= BigArg {
+				// Its own buffer, starting with what is already here.
+				have := min(len(r.buf)-r.pos, r.bulkLen+2)
+				r.big = make([]byte, have, min(r.bulkLen+2, max(have, bigFirst)))
+				copy(r.big, r.buf[r.pos:])
+				r.pos += have
+			}
 		}
-		if len(r.buf)-r.scan < r.bulkLen+2 {
-			return false, nil
+		var arg []byte
+		if r.big != nil {
+			if len(r.big) < r.bulkLen+2 {
+				return false, nil
+			}
+			// The two bytes after the data are skipped unchecked, as Valkey does.
+			arg = r.big[:r.bulkLen:r.bulkLen]
+			r.big = nil
+		} else {
+			if len(r.buf)-r.pos < r.bulkLen+2 {
+				return false, nil
+			}
+			arg = r.takeBytes(r.bulkLen)
+			copy(arg, r.buf[r.pos:])
+			r.pos += r.bulkLen + 2
 		}
-		// The two bytes after the data are skipped unchecked, as Valkey does.
-		r.partial = append(r.partial, span{lo: r.scan, hi: r.scan + r.bulkLen})
-		r.scan += r.bulkLen + 2
+		if len(r.argv) == cap(r.argv) {
+			// A full chunk: start the next one (never past the count
+			// announced); nothing is copied until the frame completes.
+			r.chunks = append(r.chunks, r.argv)
+			r.argv = make([][]byte, 0, min(argChunk, r.mbRemain))
+			r.argSlots += cap(r.argv)
+		}
+		r.argv = append(r.argv, arg)
+		r.argBytes += r.bulkLen
 		r.bulkLen = -1
 		r.mbRemain--
 	}
 	return true, nil
 }
 
-// inline reads one inline command line at r.pos.
+// argChunk is the number of argv slots a frame takes at a time (24 KiB):
+// a frame of n arguments holds n slots plus less than one chunk while it
+// is received (Valkey's doubling argv holds up to 2n).
+const argChunk = 1024
+
+// frameArgv is the complete frame's argv: the one chunk itself, or the
+// chunks joined into one exact-size argv.
+func (r *Reader) frameArgv() [][]byte {
+	if len(r.chunks) == 0 {
+		return r.argv
+	}
+	n := len(r.argv)
+	for _, c := range r.chunks {
+		n += len(c)
+	}
+	argv := make([][]byte, 0, n)
+	for _, c := range r.chunks {
+		argv = append(argv, c...)
+	}
+	return append(argv, r.argv...)
+}
+
+// inline reads one inline command line at r.pos and, when it has tokens,
+// appends it to r.cmds.
 func (r *Reader) inline() (bool, error) {
 	b := r.buf[r.pos:]
 	nl := cIndex(b, '\n')
@@ -322,15 +425,22 @@ func (r *Reader) inline() (bool, error) {
 	if nl > 0 && line[nl-1] == '\r' {
 		line = line[:nl-1]
 	}
-	mark := len(r.spans)
+	r.spans = r.spans[:0]
+	r.scratch = r.scratch[:0]
 	if !r.splitArgs(line) {
-		r.spans = r.spans[:mark]
 		return false, protoErr("unbalanced quotes in request")
 	}
 	r.pos += nl + 1
-	if n := len(r.spans) - mark; n > 0 {
-		r.counts = append(r.counts, n)
+	if len(r.spans) == 0 {
+		return true, nil
 	}
+	argv := r.takeHeaders(len(r.spans))
+	arena := r.takeBytes(len(r.scratch))
+	copy(arena, r.scratch)
+	for i, sp := range r.spans {
+		argv[i] = arena[sp.lo:sp.hi:sp.hi]
+	}
+	r.cmds = append(r.cmds, argv)
 	return true, nil
 }
 
@@ -416,7 +526,7 @@ func (r *Reader) splitArgs(p []byte) bool {
 				i++
 			}
 		}
-		r.spans = append(r.spans, span{lo: start, hi: len(r.scratch), inScratch: true})
+		r.spans = append(r.spans, span{lo: start, hi: len(r.scratch)})
 	}
 }
 

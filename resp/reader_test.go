@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -222,6 +223,38 @@ func TestReaderSplitEverywhere(t *testing.T) {
 
 // TestReaderArgsSurviveReuse checks that argument bytes handed out are not
 // overwritten by later reads (handlers may keep them).
+// TestReaderFrameOfManyChunks: a frame longer than one argv chunk, split
+// at every chunk boundary and beyond, comes out whole and in order.
+func TestReaderFrameOfManyChunks(t *testing.T) {
+	for _, n := range []int{argChunk - 1, argChunk, argChunk + 1, 3*argChunk + 7} {
+		var b []byte
+		b = fmt.Appendf(b, "*%d\r\n", n)
+		for i := range n {
+			s := fmt.Sprint(i)
+			b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(s), s)
+		}
+		var r Reader
+		r.Write(b[:len(b)/2])
+		cmds, _ := r.Parse(0, false)
+		if len(cmds) != 0 {
+			t.Fatal("early command")
+		}
+		r.Write(b[len(b)/2:])
+		cmds, err := r.Parse(0, false)
+		if err != nil || len(cmds) != 1 || len(cmds[0]) != n || cap(cmds[0]) != n {
+			t.Fatalf("%d arguments: %d commands, %v", n, len(cmds), err)
+		}
+		for i, a := range cmds[0] {
+			if string(a) != fmt.Sprint(i) {
+				t.Fatalf("%d arguments: argument %d is %q", n, i, a)
+			}
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("pending %d after the frame", r.Pending())
+		}
+	}
+}
+
 func TestReaderArgsSurviveReuse(t *testing.T) {
 	var r Reader
 	r.Write([]byte("*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\n"))
@@ -236,23 +269,144 @@ func TestReaderArgsSurviveReuse(t *testing.T) {
 	}
 }
 
-func TestReaderBigBulkGrowsOnce(t *testing.T) {
+// TestReaderBigBulkGrowsAsBytesArrive: a header announcing 512 MiB
+// reserves 64 KiB; the bulk's buffer then doubles with the bytes received
+// (at most twice them), and the argument handed out is that buffer (no
+// copy).
+func TestReaderBigBulkGrowsAsBytesArrive(t *testing.T) {
 	var r Reader
-	payload := bytes.Repeat([]byte("x"), 3<<20)
-	r.Write([]byte(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n", len(payload))))
+	r.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n"))
 	if cmds, err := r.Parse(0, false); len(cmds) != 0 || err != nil {
 		t.Fatal("early command")
 	}
-	if sp := r.Space(); len(sp) < len(payload)+2 {
-		t.Fatalf("space %d for a %d-byte bulk", len(sp), len(payload))
+	if p := r.Pending(); p > bigFirst+2*ArgvHeaderBytes*3+16 {
+		t.Fatalf("a 512 MiB header holds %d bytes", p)
 	}
-	r.Write(payload)
-	r.Write([]byte("\r\n"))
-	cmds, err := r.Parse(0, false)
-	if err != nil || len(cmds) != 1 || !bytes.Equal(cmds[0][1], payload) {
-		t.Fatal("big bulk lost")
+	if sp := r.Space(); len(sp) > bigFirst {
+		t.Fatalf("space %d for a header alone", len(sp))
+	}
+	chunk := bytes.Repeat([]byte("x"), 100_000)
+	for received := 0; received < 5<<20; received += len(chunk) {
+		r.Write(chunk)
+		if cmds, _ := r.Parse(0, false); len(cmds) != 0 {
+			t.Fatal("early command")
+		}
+		if p, lim := r.Pending(), int64(2*(received+len(chunk))+bigFirst+1024); p > lim {
+			t.Fatalf("after %d bytes: pending %d > %d", received+len(chunk), p, lim)
+		}
+	}
+
+	var r2 Reader
+	payload := bytes.Repeat([]byte("y"), 3<<20)
+	r2.Write([]byte(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n", len(payload))))
+	r2.Parse(0, false)
+	r2.Write(payload[:1000])
+	r2.Parse(0, false)
+	r2.Write(payload[1000:])
+	r2.Write([]byte("\r\n*1\r\n$4\r\nPING\r\n"))
+	cmds, err := r2.Parse(0, false)
+	if err != nil || len(cmds) != 2 || !bytes.Equal(cmds[0][1], payload) || string(cmds[1][0]) != "PING" {
+		t.Fatalf("big bulk lost: %d commands, %v", len(cmds), err)
+	}
+	if r2.Buffered() != 0 || r2.Pending() != 0 {
+		t.Fatalf("buffered %d pending %d", r2.Buffered(), r2.Pending())
+	}
+}
+
+// allocated runs f and returns the bytes it allocated.
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// TestReaderAllocationFollowsBytes: what a reader allocates is bounded by
+// the bytes it received, whatever the lengths and counts announced: the
+// SET of 512 MiB announced by 40 bytes, and *2147483647 followed by empty
+// arguments (each costs its 24-byte argv slot; Valkey about 32 plus its
+// argv's doubling).
+func TestReaderAllocationFollowsBytes(t *testing.T) {
+	header := []byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n")
+	if n := allocated(func() {
+		for range 16 {
+			var r Reader
+			r.Write(header)
+			r.Parse(0, false)
+		}
+	}); n > 16*128<<10 {
+		t.Fatalf("16 readers of a 512 MiB header allocated %d bytes", n)
+	}
+
+	const args = 200_000
+	empty := bytes.Repeat([]byte("$0\r\n\r\n"), 1000)
+	var r Reader
+	n := allocated(func() {
+		r.Write([]byte("*2147483647\r\n"))
+		for range args / 1000 {
+			r.Write(empty)
+			if cmds, err := r.Parse(0, false); len(cmds) != 0 || err != nil {
+				t.Fatal("early command")
+			}
+		}
+	})
+	if per := float64(n) / args; per > 2*ArgvHeaderBytes {
+		t.Fatalf("%.1f bytes allocated per empty argument", per)
+	}
+	if per := float64(r.Pending()) / args; per < ArgvHeaderBytes || per > ArgvHeaderBytes+1 {
+		t.Fatalf("pending %.1f bytes per empty argument", per)
 	}
 	if r.Buffered() != 0 {
-		t.Fatalf("buffered %d", r.Buffered())
+		t.Fatalf("parsed bytes kept: %d", r.Buffered())
+	}
+}
+
+// TestReaderBigBulkSplitEverywhere: a frame with a big bulk and commands
+// around it parses the same whatever the read boundaries.
+func TestReaderBigBulkSplitEverywhere(t *testing.T) {
+	payload := make([]byte, BigArg+3)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	in := "PING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + fmt.Sprint(len(payload)) + "\r\n" + string(payload) + "\r\n*1\r\n$4\r\nPING\r\n"
+	want, werr := parseAll(t, in, false)
+	if werr != "" || len(want) != 3 {
+		t.Fatalf("whole: %d %q", len(want), werr)
+	}
+	for cut := 0; cut <= len(in); cut += 1009 {
+		for _, cut2 := range []int{cut, min(cut+5, len(in)), min(cut+BigArg/2, len(in))} {
+			var r Reader
+			var got []string
+			for _, part := range []string{in[:cut], in[cut:cut2], in[cut2:]} {
+				r.Write([]byte(part))
+				cmds, err := r.Parse(0, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, render(cmds)...)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("cuts %d %d: %d commands", cut, cut2, len(got))
+			}
+		}
+	}
+}
+
+// TestReaderBytesPerEmptyArgument: a frame of empty arguments holds its
+// argv slots only, 24 bytes per argument plus less than one chunk of 1024
+// slots; -v prints the figures (docs/operations.md).
+func TestReaderBytesPerEmptyArgument(t *testing.T) {
+	for _, args := range []int{1000, 100_000, 1_000_000} {
+		var r Reader
+		r.Write([]byte("*2147483647\r\n"))
+		r.Write(bytes.Repeat([]byte("$0\r\n\r\n"), args))
+		r.Parse(0, false)
+		per := float64(r.Pending()) / float64(args)
+		t.Logf("%d empty arguments: pending %.1f bytes per argument", args, per)
+		if per < ArgvHeaderBytes || per > ArgvHeaderBytes+1 {
+			t.Fatalf("%d empty arguments: %.1f bytes each", args, per)
+		}
 	}
 }

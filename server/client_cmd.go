@@ -341,7 +341,7 @@ func (c *client) infoLine() string {
 	i("watch", int64(c.watcher.WatchCount()))
 	i("qbuf", c.qbuf.Load())
 	i("qbuf-free", 0)
-	i("argv-mem", 0)
+	i("argv-mem", c.argvMem.Load())
 	i("multi-mem", int64(c.queueBytes))
 	i("rbs", 16384)
 	i("rbp", 0)

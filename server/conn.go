@@ -98,6 +98,7 @@ type client struct {
 	commitPending atomic.Bool
 
 	qbuf          atomic.Int64 // bytes buffered unparsed (CLIENT LIST qbuf=)
+	argvMem       atomic.Int64 // bytes of a frame's arguments so far (CLIENT LIST argv-mem=)
 	netIn, netOut atomic.Int64
 }
 
@@ -167,6 +168,7 @@ func (c *client) serve() {
 			c.rd.MaxBulkLen = c.s.maxBulk.Load()
 			cmds, perr := c.rd.Parse(max, c.authRequired())
 			c.qbuf.Store(int64(c.rd.Buffered()))
+			c.argvMem.Store(int64(c.rd.ArgvBytes()))
 			if len(cmds) > 0 || perr != nil {
 				c.perr = perr
 				if len(cmds) > 0 && !c.runBatch(cmds) {
@@ -180,9 +182,10 @@ func (c *client) serve() {
 			c.rd.Commit(n)
 			c.netIn.Add(int64(n))
 			c.s.statNetIn.Add(int64(n))
-			if lim := c.s.maxQuery.Load(); lim > 0 && int64(c.rd.Buffered()+c.queueBytes) > lim {
+			if used, lim := c.queryMemory(); used > lim {
+				c.s.statQbufClosed.Add(1)
 				c.s.log.Warn("Closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
-					"qbuf", c.rd.Buffered())
+					"qbuf", c.rd.Buffered(), "argv_mem", c.rd.ArgvBytes(), "used", used, "limit", lim)
 				return
 			}
 		}
@@ -199,6 +202,27 @@ func (c *client) serve() {
 			return
 		}
 	}
+}
+
+// unauthQueryLimit is the query memory a client that has not authenticated
+// may hold (Valkey: 1 MiB, whatever client-query-buffer-limit says).
+const unauthQueryLimit = 1 << 20
+
+// queryMemory is what the client holds in requests not yet run (the
+// reader's Pending: unparsed bytes, the arguments and argv of a frame being
+// received, a big bulk's buffer; plus the commands queued in MULTI) and the
+// limit it is held to: client-query-buffer-limit, or 1 MiB before AUTH.
+// Used from the connection's goroutine only.
+func (c *client) queryMemory() (used, limit int64) {
+	used = c.rd.Pending() + int64(c.queueBytes)
+	limit = c.s.maxQuery.Load()
+	if limit <= 0 {
+		limit = 1<<63 - 1
+	}
+	if c.authRequired() && limit > unauthQueryLimit {
+		limit = unauthQueryLimit
+	}
+	return used, limit
 }
 
 // runBatch runs cmds under one store lock acquisition and writes their
@@ -267,6 +291,7 @@ func (c *client) outputOverLimit() {
 	if c.killed.Swap(true) {
 		return
 	}
+	c.s.statObufClosed.Add(1)
 	c.s.log.Warn("Client scheduled to be closed ASAP for overcoming of output buffer limits.",
 		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.s.outLimit.Load())
 	c.nc.Close()

@@ -4,6 +4,7 @@ import (
 	"time"
 	_ "unsafe" // go:linkname nanotime
 
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
 
@@ -62,7 +63,7 @@ func (c *client) dispatch(argv [][]byte) {
 		default:
 			c.queue = append(c.queue, queued{cmd: cmd, argv: argv})
 			for _, a := range argv {
-				c.queueBytes += len(a)
+				c.queueBytes += len(a) + resp.ArgvHeaderBytes
 			}
 			c.w.Simple("QUEUED")
 			return

@@ -206,6 +206,8 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		i("dump_payload_sanitizations", 0)
 		i("total_reads_processed", s.statCmds)
 		i("total_writes_processed", s.statCmds)
+		i("client_query_buffer_limit_disconnections", s.statQbufClosed.Load())
+		i("client_output_buffer_limit_disconnections", s.statObufClosed.Load())
 	case "replication":
 		add("role", "master")
 		add("connected_slaves", "0")

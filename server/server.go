@@ -54,8 +54,10 @@ type Server struct {
 	// Counters (atomic: updated outside the store lock).
 	statConns    atomic.Int64 // total_connections_received
 	statRejected atomic.Int64 // rejected_connections
-	statNetIn    atomic.Int64
-	statNetOut   atomic.Int64
+	// client_query_buffer_limit_disconnections, client_output_buffer_limit_disconnections
+	statQbufClosed, statObufClosed atomic.Int64
+	statNetIn                      atomic.Int64
+	statNetOut                     atomic.Int64
 
 	// Guarded by the store lock.
 	statCmds  int64            // total_commands_processed
