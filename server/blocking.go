@@ -214,9 +214,10 @@ func (b *blocking) serveReady(s *Server) {
 	b.ready = b.ready[:0]
 }
 
-// retry runs p's Retry; when it served the client, the client is removed,
-// its reply queued and its connection resumed.
-func (b *blocking) retry(s *Server, p *parked) bool {
+// retry runs p's Retry as a unit (panics.go); when it served the client,
+// the client is removed, its reply queued and its connection resumed. A
+// Retry that panicked before writing ends the wait with an error reply.
+func (b *blocking) retry(s *Server, p *parked) (served bool) {
 	x := p.ctx
 	x.ResetForCommand(p.argv)
 	x.DB = s.store.DB(p.c.db)
@@ -224,6 +225,24 @@ func (b *blocking) retry(s *Server, p *parked) bool {
 	s.store.SetNow(x.NowMs)
 	x.InMulti = false
 	mark := len(p.c.aw.Buf)
+	m0 := s.store.Mutations()
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		b.remove(p)
+		p.c.aw.Buf = p.c.aw.Buf[:mark]
+		name := commandName(p.argv)
+		if !s.contained(r, m0, "blocked command's retry", name, p.c.addr) {
+			p.c.drop()
+			served = true
+			return
+		}
+		p.c.aw.Error(errPanicked(name))
+		p.c.unpark()
+		served = true
+	}()
 	if !p.spec.Retry(x) {
 		p.c.aw.Buf = p.c.aw.Buf[:mark] // a Retry that serves nothing answers nothing
 		return false

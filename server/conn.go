@@ -137,6 +137,7 @@ func (c *client) authRequired() bool { return !c.authed && c.s.passwordSet() }
 // replies.
 func (c *client) serve() {
 	defer c.cleanup()
+	defer c.recoverConn()
 	for {
 		c.wakeMu.Lock()
 		parked := c.parked
@@ -229,8 +230,29 @@ func (c *client) queryMemory() (used, limit int64) {
 // replies. It reports whether the connection stays open.
 func (c *client) runBatch(cmds [][][]byte) bool {
 	s := c.s
+	wrote := c.runLocked(cmds)
+	if wrote && !c.commit() {
+		return false
+	}
+	c.flushOut()
+	if c.shutdownAfter {
+		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
+	}
+	if c.closeAfter || c.killed.Load() {
+		return false
+	}
+	return true
+}
+
+// runLocked is runBatch's part under the store lock (released even if
+// something panics): it runs the commands, each as a unit (panics.go),
+// serves the parked clients they made ready and queues the replies. It
+// reports whether the batch wrote.
+func (c *client) runLocked(cmds [][][]byte) bool {
+	s := c.s
 	st := s.store
 	st.Lock()
+	defer st.Unlock()
 	c.lastCmd = time.Now()
 	c.batchWall = c.lastCmd.UnixNano()
 	c.batchMono = nanotime()
@@ -238,7 +260,7 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	dirty := st.DirtyCount
 	lim := s.outLimit.Load()
 	for i, argv := range cmds {
-		c.exec(argv)
+		c.execUnit(argv)
 		if c.park != nil {
 			c.pending = append([][][]byte(nil), cmds[i+1:]...)
 			break
@@ -253,19 +275,7 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	}
 	s.blk.serveReady(s)
 	c.enqueueLocked(&c.w)
-	wrote := st.DirtyCount != dirty
-	st.Unlock()
-	if wrote && !c.commit() {
-		return false
-	}
-	c.flushOut()
-	if c.shutdownAfter {
-		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
-	}
-	if c.closeAfter || c.killed.Load() {
-		return false
-	}
-	return true
+	return st.DirtyCount != dirty
 }
 
 // commit runs the commit hook (see SetCommitHook) and reports whether the

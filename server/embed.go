@@ -43,6 +43,9 @@ type Options struct {
 	// registry, given the server's wake-up of blocked claims.
 	aofFS        aof.FS
 	testCommands func(ready func(db int, queue string)) []*store.CommandSpec
+	// onCrash, when set, is called instead of exiting after a panic in
+	// the middle of a write (panics.go).
+	onCrash func(panic string)
 }
 
 // Start configures, loads and starts a server listening on opts.Addr. The
@@ -152,6 +155,7 @@ func newServer(opts Options) *Server {
 		blk:      newBlocking(),
 		info:     make(map[string]func(add func(field, value string))),
 		errStats: make(map[string]int64),
+		onCrash:  opts.onCrash,
 	}
 	return s
 }

@@ -92,6 +92,7 @@ func (s *Server) emqInfo(add func(field, value string)) {
 	i("emq_sweep_interval_ms", atoi(s.Config("emq-sweep-interval-ms")))
 	i("emq_sweep_recovered", s.obs.sweepRecovered.Load())
 	i("emq_sweep_dead", s.obs.sweepDead.Load())
+	i("emq_contained_panics", s.statPanics)
 }
 
 // sweepMark reads the stall totals before one sweep call (store lock).

@@ -108,6 +108,12 @@ func cmdExec(c *client, x *store.Ctx) {
 		st.Feed = g
 	}
 	c.execing = true
+	// A queued command that panics (panics.go) must not leave the group
+	// feed in place nor the client executing.
+	defer func() {
+		c.execing = false
+		st.Feed = real
+	}()
 	x.W.Array(len(q))
 	for _, e := range q {
 		c.call(e.cmd, e.argv, &c.xc)

@@ -28,6 +28,8 @@ type Server struct {
 	store  *store.Store
 	reg    *registry
 	verbs  *verbs.Verbs // the EMQ.* verbs, bound to this server
+	// onCrash replaces the exit after a panic mid-write (tests; panics.go).
+	onCrash func(panic string)
 	runID  string
 	replID string
 	debug  bool
@@ -60,7 +62,8 @@ type Server struct {
 	statNetOut                     atomic.Int64
 
 	// Guarded by the store lock.
-	statCmds  int64            // total_commands_processed
+	statCmds   int64 // total_commands_processed
+	statPanics int64 // panics contained (INFO emq contained_panics)
 	statErrs  int64            // total_error_replies
 	errStats  map[string]int64 // errorstats by code
 	blk       *blocking

@@ -57,6 +57,21 @@ func (s *Server) sweepTick() {
 	s.armSweepLocked()
 }
 
+// sweepUnit runs one queue's EMQ.STALLED.CHECK as a unit (panics.go): it
+// reports false when the handler panicked before writing (logged; the
+// sweep goes on with the next queue).
+func (s *Server) sweepUnit(e *command, x *store.Ctx, queue string) (ok bool) {
+	m0 := s.store.Mutations()
+	defer func() {
+		if r := recover(); r != nil {
+			s.contained(r, m0, "stalled-job sweep", "EMQ.STALLED.CHECK "+queue, "")
+			ok = false
+		}
+	}()
+	e.handler(x)
+	return true
+}
+
 // sweepOnce runs EMQ.STALLED.CHECK for every queue with an active set
 // (store lock held).
 func (s *Server) sweepOnce() {
@@ -85,7 +100,9 @@ func (s *Server) sweepOnce() {
 			s.store.SetNow(x.NowMs)
 			w.Reset()
 			r0, d0 := s.sweepMark()
-			e.handler(&x)
+			if !s.sweepUnit(e, &x, q) {
+				continue
+			}
 			s.sweepNote(d, q, r0, d0)
 			e.calls++
 			s.statCmds++

@@ -16,6 +16,7 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 	if p == nil || len(p.Ops) == 0 {
 		return
 	}
+	c.S.mutations++
 	for i := range p.Ops {
 		applyOp(c.DB, &p.Ops[i])
 		c.Dirty(p.Ops[i].Key)

@@ -98,6 +98,7 @@ func (d *DB) SetExpire(key string, at int64) {
 	if _, ok := d.keys[key]; !ok {
 		panic("store: SetExpire on a missing key " + key)
 	}
+	d.s.mutations++
 	d.expires[key] = at
 }
 
@@ -106,6 +107,7 @@ func (d *DB) Persist(key string) bool {
 	if _, ok := d.expires[key]; !ok {
 		return false
 	}
+	d.s.mutations++
 	delete(d.expires, key)
 	return true
 }

@@ -201,6 +201,7 @@ func cmdHDel(c *Ctx) {
 		return
 	}
 	deleted := 0
+	c.DB.Mutating()
 	for _, f := range c.Argv[2:] {
 		if h.Del(string(f)) {
 			deleted++

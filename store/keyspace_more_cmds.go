@@ -196,6 +196,7 @@ func cmdSwapDB(c *Ctx) {
 // with their database index. Call under the store lock.
 func (s *Store) SwapDB(a, b int) {
 	da, db := s.dbs[a], s.dbs[b]
+	s.mutations++
 	s.touchSwap(da, db)
 	s.touchSwap(db, da)
 	da.keys, db.keys = db.keys, da.keys

@@ -120,6 +120,7 @@ func (d *DB) Len() int { return len(d.keys) }
 // (Valkey's setKey without KEEPTTL). It does not touch watchers nor count a
 // change; callers use Ctx.Dirty for that.
 func (d *DB) Put(key string, v *Value) {
+	d.s.mutations++
 	d.keys[key] = v
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
@@ -130,6 +131,7 @@ func (d *DB) Put(key string, v *Value) {
 // Replace stores v at key keeping the key's TTL (Valkey's dbReplaceValue,
 // SET ... KEEPTTL).
 func (d *DB) Replace(key string, v *Value) {
+	d.s.mutations++
 	d.keys[key] = v
 	d.s.touchAccess(v)
 }
@@ -139,12 +141,19 @@ func (d *DB) Remove(key string) bool {
 	if _, ok := d.keys[key]; !ok {
 		return false
 	}
+	d.s.mutations++
 	delete(d.keys, key)
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
 	return true
 }
+
+// Mutating declares that the caller is about to change a value it found
+// through a lookup (Get, LookupHash, LookupZSet: a field deleted, a member
+// popped, a string changed in place). The DB's own write methods declare
+// themselves. Store.Mutations counts these declarations.
+func (d *DB) Mutating() { d.s.mutations++ }
 
 // Keys calls fn for every key until fn returns false, skipping keys whose
 // TTL has passed (without deleting them, as KEYS). Order is unspecified.
@@ -161,6 +170,7 @@ func (d *DB) Keys(fn func(key string, v *Value) bool) {
 
 // Clear removes every key.
 func (d *DB) Clear() {
+	d.s.mutations++
 	d.keys = make(map[string]*Value)
 	d.expires = make(map[string]int64)
 	d.avgTTL = 0
@@ -197,6 +207,7 @@ func (d *DB) LookupZSet(key string) (*ZSet, string) {
 // that ends up writing nothing into a created hash must remove it again
 // (DropIfEmpty).
 func (d *DB) HashForWrite(key string) (*Hash, string) {
+	d.s.mutations++
 	v := d.Get(key)
 	if v == nil {
 		h := NewHash()
@@ -212,6 +223,7 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 
 // ZSetForWrite is HashForWrite for sorted sets.
 func (d *DB) ZSetForWrite(key string) (*ZSet, string) {
+	d.s.mutations++
 	v := d.Get(key)
 	if v == nil {
 		z := NewZSet()
@@ -298,7 +310,19 @@ type Store struct {
 	ExpiredStalePerc     float64
 	ExpiredTimeCapCount  int64
 	ExpireCycleCPUMicros int64
+	// mutations counts the keyspace changes begun (see Mutations).
+	mutations uint64
 }
+
+// Mutations counts, under the lock, every change to the keyspace that has
+// begun: a DB write method (Put, Replace, Remove, Clear, HashForWrite,
+// ZSetForWrite, DropIfEmpty, SetExpire, Persist, SwapDB), DB.Mutating
+// before a change through a lookup, the start of ApplyPlan, Ctx.Dirty. A
+// lazily expired key is not counted: its deletion reaches the Feed (DEL)
+// as it happens, a whole unit of its own. A unit of work that panicked with Mutations
+// unchanged since it began wrote nothing: the server answers it with an
+// error and carries on; otherwise it stops (docs/operations.md §10).
+func (s *Store) Mutations() uint64 { return s.mutations }
 
 type watchKey struct {
 	db  int
@@ -484,6 +508,7 @@ type BlockSpec struct {
 // Dirty records that the command changed key: it marks watchers of key and
 // counts a change, so the server propagates the command to the Feed.
 func (c *Ctx) Dirty(key string) {
+	c.S.mutations++
 	c.dirty++
 	c.S.DirtyCount++
 	c.S.Touch(c.DB.Index, key)

@@ -102,6 +102,7 @@ func incrDecr(c *Ctx, incr int64) {
 	n := old + incr
 	text := strconv.AppendInt(nil, n, 10)
 	if v := c.DB.Get(key); v != nil {
+		c.DB.Mutating()
 		v.Str = text // in place: the TTL stays
 		v.enc = encAuto
 	} else {
@@ -202,6 +203,7 @@ func cmdAppend(c *Ctx) {
 		if !checkStringLength(c, int64(len(v.Str)), int64(len(add))) {
 			return
 		}
+		c.DB.Mutating()
 		v.Str = append(v.Str, add...)
 		v.enc = encRaw
 	}

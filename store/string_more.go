@@ -464,6 +464,7 @@ func cmdSetRange(c *Ctx) {
 		return
 	}
 	need := off + int64(len(val))
+	c.DB.Mutating()
 	b := v.Str
 	if int64(len(b)) < need {
 		nb := make([]byte, need)

@@ -224,6 +224,7 @@ options:
 		}
 		z, _ = c.DB.ZSetForWrite(key)
 	}
+	c.DB.Mutating()
 	z.NoteHint(elements, zaddMaxLen(argv[idx:]))
 
 	added, updated, processed := 0, 0, 0
@@ -301,6 +302,7 @@ func cmdZRem(c *Ctx) {
 		return
 	}
 	n := 0
+	c.DB.Mutating()
 	for _, m := range c.Argv[2:] {
 		if z.RemBytes(m) {
 			n++
@@ -1108,6 +1110,7 @@ func zpopGeneric(c *Ctx, max bool) {
 	} else {
 		c.W.Array(2 * n)
 	}
+	c.DB.Mutating()
 	for i := 0; i < n; i++ {
 		var it ZItem
 		if max {
@@ -1145,6 +1148,7 @@ func zremrangeGeneric(c *Ctx, rt zrangeType) {
 		return
 	}
 	lo, hi := b.ranks(z)
+	c.DB.Mutating()
 	n := z.DeleteRankRange(lo, hi)
 	if n > 0 {
 		c.DB.DropIfEmpty(key)

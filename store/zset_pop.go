@@ -164,6 +164,7 @@ func popOnce(c *Ctx, a *popArgs) bool {
 		c.W.Array(2*n + 1)
 		c.W.Bulk(key)
 	}
+	c.DB.Mutating()
 	for i := 0; i < n; i++ {
 		var it ZItem
 		if a.max {
