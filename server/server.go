@@ -22,19 +22,19 @@ import (
 
 // Server is one running emqd.
 type Server struct {
-	log    *slog.Logger
-	cfg    *config
-	clock  clock.Clock
-	store  *store.Store
-	reg    *registry
-	verbs  *verbs.Verbs // the EMQ.* verbs, bound to this server
+	log   *slog.Logger
+	cfg   *config
+	clock clock.Clock
+	store *store.Store
+	reg   *registry
+	verbs *verbs.Verbs // the EMQ.* verbs, bound to this server
 	// onCrash replaces the exit after a panic mid-write (tests; panics.go).
 	onCrash func(panic string)
-	runID  string
-	replID string
-	debug  bool
-	ln     net.Listener
-	port   int
+	runID   string
+	replID  string
+	debug   bool
+	ln      net.Listener
+	port    int
 
 	started    time.Time
 	configFile string
@@ -62,15 +62,15 @@ type Server struct {
 	statNetOut                     atomic.Int64
 
 	// Guarded by the store lock.
-	statCmds   int64 // total_commands_processed
-	statPanics int64 // panics contained (INFO emq contained_panics)
-	statErrs  int64            // total_error_replies
-	errStats  map[string]int64 // errorstats by code
-	blk       *blocking
-	slowlog   slowlog
-	sweepT    clock.Timer
-	sweepStop bool
-	exp       *expiry // the active expire cycle (expiry.go)
+	statCmds   int64            // total_commands_processed
+	statPanics int64            // panics contained (INFO emq contained_panics)
+	statErrs   int64            // total_error_replies
+	errStats   map[string]int64 // errorstats by code
+	blk        *blocking
+	slowlog    slowlog
+	sweepT     clock.Timer
+	sweepStop  bool
+	exp        *expiry // the active expire cycle (expiry.go)
 
 	// persist is the append-only file wiring (persistence.go); set in Start.
 	persist *persistence
