@@ -75,6 +75,7 @@ type Reader struct {
 	argv     [][]byte   // the frame's complete arguments so far (the last chunk)
 	chunks   [][][]byte // full chunks of argChunk arguments before argv
 	argSlots int        // argv slots held: cap(argv) + argChunk per chunk
+	argSlab  bool       // argv is cut from hdrSlab
 	argBytes int        // the arguments' total length
 	big      []byte     // a big bulk being received: its bytes and CRLF so far
 	spaceBig bool       // the last Space was room in big
@@ -93,7 +94,9 @@ type Reader struct {
 }
 
 // Slab sizes: a command needing more than a quarter of a slab gets its own
-// allocation, so a retained argument pins at most one slab.
+// allocation, so a retained argument pins at most one slab. A frame with a
+// big argument (BigArg) never takes its argv from the header slab, which
+// would keep that argument alive with the slab.
 const (
 	slabBytes   = 16 << 10
 	slabHeaders = 512
@@ -309,9 +312,9 @@ func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 	// The argv grows as arguments arrive, a chunk of at most argChunk
 	// slots at a time, so a count alone reserves little.
 	if ll <= slabHeaders/4 {
-		r.argv = r.takeHeaders(int(ll))[:0]
+		r.argv, r.argSlab = r.takeHeaders(int(ll))[:0], true
 	} else {
-		r.argv = make([][]byte, 0, min(int(ll), argChunk))
+		r.argv, r.argSlab = make([][]byte, 0, min(int(ll), argChunk)), false
 	}
 	r.chunks, r.argSlots, r.argBytes = nil, cap(r.argv), 0
 	return true, nil
@@ -350,6 +353,15 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 			r.pos += nl + 2
 			r.bulkLen = int(ll)
 			if ll >= BigArg {
+				// An argv cut from the header slab would keep this
+				// argument alive as long as the slab (up to 512 argv
+				// slots of later commands): a frame with a big
+				// argument gets an argv of its own.
+				if r.argSlab {
+					na := make([][]byte, len(r.argv), cap(r.argv))
+					copy(na, r.argv)
+					r.argv, r.argSlab = na, false
+				}
 				// Its own buffer, starting with what is already here.
 				have := min(len(r.buf)-r.pos, r.bulkLen+2)
 				r.big = make([]byte, have, min(r.bulkLen+2, max(have, bigFirst)))

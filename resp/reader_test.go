@@ -410,3 +410,30 @@ func TestReaderBytesPerEmptyArgument(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderBigArgumentsNotPinned: a big argument the caller dropped is
+// garbage, even while later small commands keep using the reader's header
+// slab (an argv cut from the slab would keep it alive).
+func TestReaderBigArgumentsNotPinned(t *testing.T) {
+	var r Reader
+	payload := bytes.Repeat([]byte("z"), 1<<20)
+	frame := append([]byte("*3\r\n$4\r\nHSET\r\n$1\r\nk\r\n$1048576\r\n"), payload...)
+	frame = append(frame, "\r\n*1\r\n$4\r\nPING\r\n"...)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	for range 20 {
+		r.Write(frame)
+		cmds, err := r.Parse(0, false)
+		if err != nil || len(cmds) != 2 || len(cmds[0][2]) != 1<<20 {
+			t.Fatal("frame lost")
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	if grown := int64(ms.HeapAlloc) - int64(base); grown > 4<<20 {
+		t.Fatalf("20 dropped 1 MiB arguments left %d MiB live", grown>>20)
+	}
+	runtime.KeepAlive(&r)
+}
