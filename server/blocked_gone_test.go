@@ -27,6 +27,24 @@ var blockingCases = map[string]struct {
 		left:  []string{"TEST.ITEMS", "q"},
 		want:  ":1\r\n",
 	},
+	"bzpopmin": {
+		block: []string{"BZPOPMIN", "z", "0"},
+		wake:  []string{"ZADD", "z", "1", "m"},
+		left:  []string{"ZCARD", "z"},
+		want:  ":1\r\n",
+	},
+	"bzpopmax": {
+		block: []string{"BZPOPMAX", "z", "0"},
+		wake:  []string{"ZADD", "z", "1", "m"},
+		left:  []string{"ZCARD", "z"},
+		want:  ":1\r\n",
+	},
+	"bzmpop": {
+		block: []string{"BZMPOP", "0", "1", "z", "MIN"},
+		wake:  []string{"ZADD", "z", "1", "m"},
+		left:  []string{"ZCARD", "z"},
+		want:  ":1\r\n",
+	},
 	"emq.claim": {
 		block: []string{"EMQ.CLAIM", "q", "1000", "BLOCK", "0"},
 		wake:  []string{"EMQ.ENQUEUE", "q", "JOB00000000001", "p"},
