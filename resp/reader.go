@@ -75,7 +75,7 @@ type Reader struct {
 	argv     [][]byte   // the frame's complete arguments so far (the last chunk)
 	chunks   [][][]byte // full chunks of argChunk arguments before argv
 	argSlots int        // argv slots held: cap(argv) + argChunk per chunk
-	argSlab  bool       // argv is cut from hdrSlab
+	argArena bool       // argv is cut from the header arena
 	argBytes int        // the arguments' total length
 	big      []byte     // a big bulk being received: its bytes and CRLF so far
 	spaceBig bool       // the last Space was room in big
@@ -85,47 +85,54 @@ type Reader struct {
 	scratch []byte // unescaped inline tokens
 	cmds    [][][]byte
 
-	// Slabs the argument bytes and argv headers of small commands are cut
-	// from: each region is handed out once and never written again, so
-	// the contract of Parse holds while a command costs no allocation most
-	// of the time.
-	slab    []byte
-	hdrSlab [][]byte
+	// The arenas of the current Parse call (see takeBytes), and the bytes
+	// buffered when it began.
+	arena    []byte
+	hdrArena [][]byte
+	hint     int
 }
 
-// Slab sizes: a command needing more than a quarter of a slab gets its own
-// allocation, so a retained argument pins at most one slab. A frame with a
-// big argument (BigArg) never takes its argv from the header slab, which
-// would keep that argument alive with the slab.
+// The argument bytes and argv headers of the small commands of one Parse
+// call are cut from arenas that call allocates as it needs them (a first
+// chunk sized to the first need, then doubling up to these sizes); each
+// region is handed out once and never written again, and the next call
+// starts new arenas, so a retained argument pins only memory of its own
+// batch. An argument longer than a quarter of the byte arena gets its own
+// allocation, and a frame with a big argument (BigArg) takes no argv from
+// the header arena, so nothing keeps a big argument alive but its holder.
 const (
-	slabBytes   = 16 << 10
-	slabHeaders = 512
+	arenaBytes   = 16 << 10
+	arenaHeaders = 512
 )
 
 // takeBytes returns n fresh bytes (cap n) never handed out before.
 func (r *Reader) takeBytes(n int) []byte {
-	if n > slabBytes/4 {
+	if n > arenaBytes/4 {
 		return make([]byte, n)
 	}
-	if cap(r.slab)-len(r.slab) < n {
-		r.slab = make([]byte, 0, slabBytes)
+	if cap(r.arena)-len(r.arena) < n {
+		// The arguments of this call's complete frames fit in the bytes
+		// buffered when it began (r.hint), so one arena usually serves
+		// the whole batch.
+		r.arena = make([]byte, 0, min(arenaBytes, max(r.hint, 2*cap(r.arena), n)))
 	}
-	l := len(r.slab)
-	r.slab = r.slab[:l+n]
-	return r.slab[l : l+n : l+n]
+	l := len(r.arena)
+	r.arena = r.arena[:l+n]
+	return r.arena[l : l+n : l+n]
 }
 
 // takeHeaders returns n fresh argv headers (cap n) never handed out before.
 func (r *Reader) takeHeaders(n int) [][]byte {
-	if n > slabHeaders/4 {
+	if n > arenaHeaders/4 {
 		return make([][]byte, n)
 	}
-	if cap(r.hdrSlab)-len(r.hdrSlab) < n {
-		r.hdrSlab = make([][]byte, 0, slabHeaders)
+	if cap(r.hdrArena)-len(r.hdrArena) < n {
+		// An argument takes at least 6 buffered bytes ($0 and two CRLF).
+		r.hdrArena = make([][]byte, 0, min(arenaHeaders, max(r.hint/6+1, 2*cap(r.hdrArena), n)))
 	}
-	l := len(r.hdrSlab)
-	r.hdrSlab = r.hdrSlab[:l+n]
-	return r.hdrSlab[l : l+n : l+n]
+	l := len(r.hdrArena)
+	r.hdrArena = r.hdrArena[:l+n]
+	return r.hdrArena[l : l+n : l+n]
 }
 
 // span locates one inline token in scratch.
@@ -232,14 +239,16 @@ func (r *Reader) compact() {
 //
 // Each command is its argv (argv[0] the command name). The argument bytes
 // and the argv slices are never reused (they are cut from fresh memory:
-// small commands from a slab, see takeBytes), so a handler may keep them;
-// the outer slice is reused by the next call.
+// small commands from arenas of this call, see takeBytes), so a handler may
+// keep them; the outer slice is reused by the next call.
 // Empty inline lines, "*0" and "*-1" yield nothing.
 //
 // A non-nil error is a *ProtocolError found after the returned commands:
 // run those, reply the error's text, then close the connection.
 func (r *Reader) Parse(max int, unauth bool) ([][][]byte, error) {
 	r.cmds = r.cmds[:0]
+	r.arena, r.hdrArena = nil, nil
+	r.hint = len(r.buf) - r.pos
 	var perr error
 	for max <= 0 || len(r.cmds) < max {
 		if r.mbRemain == 0 {
@@ -311,10 +320,10 @@ func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 	r.bulkLen = -1
 	// The argv grows as arguments arrive, a chunk of at most argChunk
 	// slots at a time, so a count alone reserves little.
-	if ll <= slabHeaders/4 {
-		r.argv, r.argSlab = r.takeHeaders(int(ll))[:0], true
+	if ll <= arenaHeaders/4 {
+		r.argv, r.argArena = r.takeHeaders(int(ll))[:0], true
 	} else {
-		r.argv, r.argSlab = make([][]byte, 0, min(int(ll), argChunk)), false
+		r.argv, r.argArena = make([][]byte, 0, min(int(ll), argChunk)), false
 	}
 	r.chunks, r.argSlots, r.argBytes = nil, cap(r.argv), 0
 	return true, nil
@@ -353,14 +362,13 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 			r.pos += nl + 2
 			r.bulkLen = int(ll)
 			if ll >= BigArg {
-				// An argv cut from the header slab would keep this
-				// argument alive as long as the slab (up to 512 argv
-				// slots of later commands): a frame with a big
-				// argument gets an argv of its own.
-				if r.argSlab {
+				// An argv cut from the header arena would keep this
+				// argument alive as long as any command of its batch:
+				// a frame with a big argument gets an argv of its own.
+				if r.argArena {
 					na := make([][]byte, len(r.argv), cap(r.argv))
 					copy(na, r.argv)
-					r.argv, r.argSlab = na, false
+					r.argv, r.argArena = na, false
 				}
 				// Its own buffer, starting with what is already here.
 				have := min(len(r.buf)-r.pos, r.bulkLen+2)

@@ -412,8 +412,8 @@ func TestReaderBytesPerEmptyArgument(t *testing.T) {
 }
 
 // TestReaderBigArgumentsNotPinned: a big argument the caller dropped is
-// garbage, even while later small commands keep using the reader's header
-// slab (an argv cut from the slab would keep it alive).
+// garbage, even while the small commands of its batch use the header
+// arena (an argv cut from the arena would keep it alive).
 func TestReaderBigArgumentsNotPinned(t *testing.T) {
 	var r Reader
 	payload := bytes.Repeat([]byte("z"), 1<<20)
