@@ -17,6 +17,14 @@ import (
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
 		"inc": func(i int) int { return i + 1 },
+		// uptime prints INFO's uptime_in_seconds as 3h12m5s.
+		"uptime": func(secs string) string {
+			n, err := strconv.ParseInt(secs, 10, 64)
+			if err != nil {
+				return secs
+			}
+			return (time.Duration(n) * time.Second).String()
+		},
 		// args builds a template's argument from name, value pairs.
 		"args": func(kv ...any) (map[string]any, error) {
 			if len(kv)%2 != 0 {
