@@ -65,6 +65,7 @@ func paramTable() []*param {
 	immutable := func(p *param) *param { p.immutable = true; return p }
 	alias := func(p *param, names ...string) *param { p.aliases = names; return p }
 	apply := func(p *param, f func(s *Server, v string)) *param { p.apply = f; return p }
+	checked := func(p *param, f func(v string) (string, error)) *param { p.check = f; return p }
 
 	return []*param{
 		immutable(ints("port", "6379", 0, 65535)),
@@ -87,9 +88,11 @@ func paramTable() []*param {
 			def:   "normal 268435456 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
 			check: checkOutputLimit}, func(s *Server, v string) { s.outLimit.Store(normalHardLimit(v)) }),
 		{name: "save", kind: kindSpecial, def: "", check: checkSave},
-		mem("maxmemory", "0", 0, 1<<62),
-		enum("maxmemory-policy", "noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
-			"allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"),
+		apply(mem("maxmemory", "0", 0, 1<<62), func(s *Server, v string) { s.setMaxmemory(atoi(v)) }),
+		// Valkey's names are recognised; only noeviction is accepted
+		// (memory.go).
+		checked(enum("maxmemory-policy", "noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
+			"allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"), checkPolicy),
 		// OBJECT FREQ's counter under an LFU policy, and the active expire
 		// cycle's effort (expiry.go).
 		ints("lfu-log-factor", "10", 0, maxInt),

@@ -45,6 +45,10 @@ func (c *client) dispatch(argv [][]byte) {
 		c.rejectCmd(cmd, "NOAUTH Authentication required.")
 		return
 	}
+	if s.maxMemory.Load() > 0 && c.rejectOnOOM(cmd) && s.overMaxmemory(c.tick, argBytes(argv)) {
+		c.rejectCmd(cmd, errOOM)
+		return
+	}
 	if cmd.flags&store.FlagWrite != 0 {
 		if gate := s.writeGate.Load(); gate != nil {
 			if msg := (*gate)(); msg != "" {
@@ -70,6 +74,36 @@ func (c *client) dispatch(argv [][]byte) {
 		}
 	}
 	c.call(cmd, argv, &c.ctx)
+}
+
+// rejectOnOOM is Valkey's processCommand rule for maxmemory: a denyoom
+// command, EXEC of a transaction that queued one, and inside MULTI any
+// command but EXEC, DISCARD, QUIT and RESET (queueing takes memory) are
+// refused while memory is over the limit (docs/operations.md §5).
+func (c *client) rejectOnOOM(cmd *command) bool {
+	if cmd.flags&store.FlagDenyOOM != 0 {
+		return true
+	}
+	name := cmd.name
+	if cmd.parent != nil {
+		name = cmd.parent.name
+	}
+	if name == "exec" {
+		for _, q := range c.queue {
+			if q.cmd.flags&store.FlagDenyOOM != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if c.inMulti {
+		switch name {
+		case "discard", "quit", "reset":
+			return false
+		}
+		return true
+	}
+	return false
 }
 
 // reject answers a dispatch-level error and, inside MULTI, marks the

@@ -257,6 +257,9 @@ func (s *Server) Close(ctx context.Context) error {
 		s.store.Lock()
 		s.blk.stopAll()
 		s.store.Unlock()
+		if s.maxMemory.Load() > 0 {
+			s.setMaxmemory(0) // lift the runtime's soft limit this server set
+		}
 		if err := s.runCloseHooks(); err != nil && s.closeErr == nil {
 			s.closeErr = err
 		}

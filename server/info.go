@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,21 +152,38 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		i("total_blocking_keys", int64(len(s.blk.queues)))
 		add("total_blocking_keys_on_nokey", "0")
 	case "memory":
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		i("used_memory", int64(ms.HeapAlloc))
-		add("used_memory_human", humanBytes(ms.HeapAlloc))
-		i("used_memory_rss", int64(ms.Sys))
-		add("used_memory_rss_human", humanBytes(ms.Sys))
-		i("used_memory_peak", int64(ms.HeapSys))
-		add("used_memory_peak_human", humanBytes(ms.HeapSys))
-		i("total_system_memory", 0)
-		add("maxmemory", s.Config("maxmemory"))
-		add("maxmemory_human", humanBytes(uint64(atoi(s.Config("maxmemory")))))
+		// used_memory is the runtime's account (memory.go): heap objects
+		// not yet freed plus goroutine stacks, what maxmemory is held to.
+		used := s.measureMemory(nanotime())
+		rss := rssBytes()
+		i("used_memory", used)
+		add("used_memory_human", humanBytes(uint64(used)))
+		i("used_memory_rss", rss)
+		add("used_memory_rss_human", humanBytes(uint64(rss)))
+		i("used_memory_peak", s.mem.peak)
+		add("used_memory_peak_human", humanBytes(uint64(s.mem.peak)))
+		sys := totalSystemMemory()
+		i("total_system_memory", sys)
+		add("total_system_memory_human", humanBytes(uint64(sys)))
+		max := s.maxMemory.Load()
+		i("maxmemory", max)
+		add("maxmemory_human", humanBytes(uint64(max)))
 		add("maxmemory_policy", s.Config("maxmemory-policy"))
-		add("mem_fragmentation_ratio", "1.00")
+		ratio := 0.0
+		if used > 0 {
+			ratio = float64(rss) / float64(used)
+		}
+		add("mem_fragmentation_ratio", strconv.FormatFloat(ratio, 'f', 2, 64))
 		add("mem_allocator", "go")
 		add("lazyfree_pending_objects", "0")
+		// emqd's own: the runtime's soft limit (none: -1) and the
+		// collections forced at the limit.
+		if lim := debug.SetMemoryLimit(-1); lim == math.MaxInt64 {
+			i("go_memory_limit", -1)
+		} else {
+			i("go_memory_limit", lim)
+		}
+		i("go_gc_forced_at_maxmemory", s.mem.forced)
 	case "persistence":
 		add("loading", "0")
 		add("async_loading", "0")

@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 )
 
-// Panics (docs/operations.md §10). Every unit of work that runs under the
+// Panics (docs/operations.md §6). Every unit of work that runs under the
 // store lock is guarded: a client's command (EXEC with its queued commands
 // is one unit), a parked client's retry, one queue of the stalled-job
 // sweep. A panic inside a unit is judged by the store's Mutations counter:

@@ -42,6 +42,7 @@ type Server struct {
 	// Hot configuration, read outside the store lock.
 	requirepass   atomic.Pointer[string]
 	maxClients    atomic.Int64
+	maxMemory     atomic.Int64 // maxmemory in bytes (0: none)
 	maxBulk       atomic.Int64
 	maxQuery      atomic.Int64
 	outLimit      atomic.Int64
@@ -62,8 +63,9 @@ type Server struct {
 	statNetOut                     atomic.Int64
 
 	// Guarded by the store lock.
-	statCmds   int64            // total_commands_processed
-	statPanics int64            // panics contained (INFO emq contained_panics)
+	statCmds   int64 // total_commands_processed
+	statPanics int64 // panics contained (INFO emq contained_panics)
+	mem        memGuard
 	statErrs   int64            // total_error_replies
 	errStats   map[string]int64 // errorstats by code
 	blk        *blocking

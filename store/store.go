@@ -321,7 +321,7 @@ type Store struct {
 // lazily expired key is not counted: its deletion reaches the Feed (DEL)
 // as it happens, a whole unit of its own. A unit of work that panicked with Mutations
 // unchanged since it began wrote nothing: the server answers it with an
-// error and carries on; otherwise it stops (docs/operations.md §10).
+// error and carries on; otherwise it stops (docs/operations.md §6).
 func (s *Store) Mutations() uint64 { return s.mutations }
 
 type watchKey struct {
