@@ -123,7 +123,7 @@ func paramTable() []*param {
 		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
 		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
 		// Accepted so valkey.conf files and valkey-server scripts work; no effect.
-		ints("timeout", "0", 0, maxInt),
+		apply(ints("timeout", "0", 0, maxInt), func(s *Server, v string) { s.idleTimeout.Store(atoi(v)) }),
 		ints("tcp-keepalive", "300", 0, maxInt),
 		ints("hz", "10", 1, 500),
 		immutable(ints("tcp-backlog", "511", 0, maxInt)),

@@ -97,6 +97,9 @@ type client struct {
 	// commitPending: a wake-up served this client with a command that wrote.
 	commitPending atomic.Bool
 
+	// lastIO is when a byte was last read from or written to the client,
+	// server clock ms (the idle timeout, clients_cron.go).
+	lastIO        atomic.Int64
 	qbuf          atomic.Int64 // bytes buffered unparsed (CLIENT LIST qbuf=)
 	argvMem       atomic.Int64 // bytes of a frame's arguments so far (CLIENT LIST argv-mem=)
 	netIn, netOut atomic.Int64
@@ -117,6 +120,7 @@ func newClient(s *Server, nc net.Conn) *client {
 	}
 	c.w.Proto = 2
 	c.aw.Proto = 2
+	c.lastIO.Store(s.clock.NowMs())
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.raw = rc
@@ -180,6 +184,7 @@ func (c *client) serve() {
 		}
 		n, err := c.nc.Read(c.rd.Space())
 		if n > 0 {
+			c.lastIO.Store(c.s.clock.NowMs())
 			c.rd.Commit(n)
 			c.netIn.Add(int64(n))
 			c.s.statNetIn.Add(int64(n))
@@ -345,6 +350,9 @@ func (c *client) flushOut() {
 		c.writing = true
 		c.outMu.Unlock()
 		n, err := c.nc.Write(data)
+		if n > 0 {
+			c.lastIO.Store(c.s.clock.NowMs())
+		}
 		c.netOut.Add(int64(n))
 		c.s.statNetOut.Add(int64(n))
 		c.outMu.Lock()

@@ -95,6 +95,18 @@ func Start(opts Options) (*Server, error) {
 	// The directives the store follows (encoding thresholds, ...) before the
 	// replay builds any key; the active expire cycle.
 	s.startExpiry()
+	// The idle-client timeout (clients_cron.go).
+	s.startClientsCron()
+	// maxclients must fit the open-file limit (nofile.go).
+	s.listeners = 1
+	if s.Config("metrics-addr") != "" {
+		s.listeners++
+	}
+	if err := s.fitMaxclients(s.listeners); err != nil {
+		s.runCloseHooks()
+		return nil, err
+	}
+	s.OnConfigSet("maxclients", s.checkMaxclients)
 	// Persistence replays the append-only file before the listener opens.
 	if err := s.startPersistence(opts.aofFS); err != nil {
 		s.runCloseHooks()

@@ -43,6 +43,8 @@ type Server struct {
 	requirepass   atomic.Pointer[string]
 	maxClients    atomic.Int64
 	maxMemory     atomic.Int64 // maxmemory in bytes (0: none)
+	idleTimeout   atomic.Int64 // timeout in seconds (0: none)
+	listeners     int          // listening sockets (descriptors kept beside the clients')
 	maxBulk       atomic.Int64
 	maxQuery      atomic.Int64
 	outLimit      atomic.Int64
@@ -73,6 +75,7 @@ type Server struct {
 	sweepT     clock.Timer
 	sweepStop  bool
 	exp        *expiry // the active expire cycle (expiry.go)
+	ccron      clientsCron
 
 	// persist is the append-only file wiring (persistence.go); set in Start.
 	persist *persistence

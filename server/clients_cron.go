@@ -1,0 +1,75 @@
+package server
+
+import (
+	"github.com/emqd/emqd/clock"
+)
+
+// The clients cron (docs/operations.md §8): hz times a second of the server
+// clock (so clock.Manual drives it in tests) it closes the clients idle for
+// longer than `timeout` seconds, as Valkey's clientsCronHandleTimeout: idle
+// means no byte read from them and none written to them; a client parked
+// in a blocking command is never idle (its wait has its own timeout), and a
+// client half-way through sending a command is (it holds a slot and a
+// buffer for nothing).
+
+// clientsCron is the cron's state (store lock).
+type clientsCron struct {
+	t    clock.Timer
+	stop bool
+}
+
+// startClientsCron arms the cron (Start).
+func (s *Server) startClientsCron() {
+	s.store.Lock()
+	s.armClientsCronLocked()
+	s.store.Unlock()
+	s.OnClose(func() error {
+		s.store.Lock()
+		defer s.store.Unlock()
+		s.ccron.stop = true
+		if s.ccron.t != nil {
+			s.ccron.t.Stop()
+		}
+		return nil
+	})
+}
+
+func (s *Server) armClientsCronLocked() {
+	if s.ccron.stop {
+		return
+	}
+	hz := max(atoi(s.Config("hz")), 1)
+	s.ccron.t = s.clock.AfterFunc(1000/hz, s.clientsCronTick)
+}
+
+func (s *Server) clientsCronTick() {
+	s.store.Lock()
+	defer s.store.Unlock()
+	if s.ccron.stop {
+		return
+	}
+	s.closeIdleClientsLocked(s.clock.NowMs())
+	s.armClientsCronLocked()
+}
+
+// closeIdleClientsLocked closes every client idle for longer than timeout
+// (store lock held: c.park is read under it).
+func (s *Server) closeIdleClientsLocked(now int64) {
+	max := s.idleTimeout.Load() * 1000
+	if max <= 0 {
+		return
+	}
+	var idle []*client
+	s.clientsMu.Lock()
+	for _, c := range s.clients {
+		if c.park == nil && now-c.lastIO.Load() > max {
+			idle = append(idle, c)
+		}
+	}
+	s.clientsMu.Unlock()
+	for _, c := range idle {
+		s.log.Debug("Closing idle client", "id", c.id, "addr", c.addr, "idle_ms", now-c.lastIO.Load())
+		c.killed.Store(true)
+		c.nc.Close()
+	}
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/emqd/emqd/clock"
+)
+
+// TestIdleTimeout: with timeout 2 and maxclients 50, 60 clients that send
+// half a command and stall are closed once 2 s of the server clock pass
+// without a byte from them, which frees the slots; a client blocked in a
+// claim (or any blocking command) stays, and so does one that keeps
+// talking. All on the manual clock: nothing sleeps.
+func TestIdleTimeout(t *testing.T) {
+	clk := clock.NewManual(pt0)
+	s := startServer(t, map[string]string{"timeout": "2", "maxclients": "50"}, clk)
+	admin := dial(t, s)
+	blocked := dial(t, s)
+	blocked.write(encode("EMQ.CLAIM", "q", "1000", "BLOCK", "0"))
+	waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
+	var stalled []*rawConn
+	for i := 0; i < 60; i++ {
+		c := dial(t, s)
+		c.write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n")) // half a SET
+		stalled = append(stalled, c)
+	}
+	// 48 of them got a slot (2 are taken); the rest were refused.
+	refused := 0
+	for _, c := range stalled[48:] {
+		if r, err := c.readErr(5e9); err == nil && r == "-ERR max number of clients reached\r\n" {
+			refused++
+		}
+	}
+	if refused != 12 {
+		t.Fatalf("%d refused past maxclients, want 12", refused)
+	}
+	waitInfoClients(t, admin, "connected_clients:50 blocked_clients:1")
+	clk.Advance(1500)
+	admin.do("PING") // the admin keeps talking
+	clk.Advance(600) // 2.1 s since the stalled clients' last byte
+	clk.Wait()
+	for _, c := range stalled[:48] {
+		c.expectClosed()
+	}
+	waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
+	// The freed slots take clients again; the blocked claim still waits.
+	late := dial(t, s)
+	if r := late.do("EMQ.ENQUEUE", "q", "JOB00000000001", "p"); r != "$14\r\nJOB00000000001\r\n" {
+		t.Fatalf("ENQUEUE %q", r)
+	}
+	if r := blocked.read(); r[:3] != "*1\r" {
+		t.Fatalf("blocked claim got %q", r)
+	}
+	// timeout 0 (CONFIG SET) closes nobody.
+	admin.do("CONFIG", "SET", "timeout", "0")
+	clk.Advance(10_000)
+	clk.Wait()
+	if r := late.do("PING"); r != "+PONG\r\n" {
+		t.Fatalf("PING after 10 s with timeout 0: %q", r)
+	}
+}
