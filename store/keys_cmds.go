@@ -1,6 +1,7 @@
 package store
 
 import (
+	"runtime/debug"
 	"strings"
 
 	"github.com/emqd/emqd/num"
@@ -24,6 +25,7 @@ func keyspaceCommands() []*CommandSpec {
 		NewCommand("flushall", -1, cmdFlushAll, FlagWrite),
 		NewCommand("memory", -2, nil).WithSubcommands(
 			NewCommand("memory|usage", -3, cmdMemoryUsage, FlagReadonly).WithKeys(2, 2, 1),
+			NewCommand("memory|purge", 2, cmdMemoryPurge, FlagLoading),
 		),
 	}
 }
@@ -216,6 +218,16 @@ func cmdFlushAll(c *Ctx) {
 		d.resetScan()
 	}
 	c.markFlushed()
+	c.W.OK()
+}
+
+// MEMORY PURGE: `+OK` once the Go runtime has collected garbage and
+// returned the freed pages to the operating system (runtime/debug
+// FreeOSMemory); Valkey asks jemalloc to purge its dirty pages. It blocks
+// every client while the collection runs (tens of milliseconds per GiB of
+// live heap). docs/compat.md §2.6.
+func cmdMemoryPurge(c *Ctx) {
+	debug.FreeOSMemory()
 	c.W.OK()
 }
 

@@ -380,7 +380,13 @@ func TestMemoryUsage(t *testing.T) {
 		ex("-ERR wrong number of arguments for 'memory' command\r\n", "MEMORY"),
 		ex("-ERR wrong number of arguments for 'memory|usage' command\r\n", "MEMORY", "USAGE"),
 		ex("-ERR unknown subcommand 'foo'. Try MEMORY HELP.\r\n", "MEMORY", "foo"),
+		ex("+OK\r\n", "MEMORY", "PURGE"),
+		ex("+OK\r\n", "memory", "purge"),
+		ex("-ERR wrong number of arguments for 'memory|purge' command\r\n", "MEMORY", "PURGE", "x"),
 	})
+	if got := run(t, s, 2, "HGET", "big", "field0"); got != "$5\r\nvalue\r\n" {
+		t.Errorf("MEMORY PURGE lost data: HGET big f0 = %q", got)
+	}
 	runExpect(t, s, 3, []expectStep{ex(nilResp3, "MEMORY", "USAGE", "nokey")})
 }
 
@@ -405,7 +411,7 @@ func TestCommandSpecs(t *testing.T) {
 		"type": "2 readonly,fast 1 1 1", "keys": "2 readonly 0 0 0", "scan": "-2 readonly 0 0 0",
 		"rename": "3 write 1 2 1", "renamenx": "3 write,fast 1 2 1", "dbsize": "1 readonly,fast 0 0 0",
 		"flushdb": "-1 write 0 0 0", "flushall": "-1 write 0 0 0", "memory": "-2  0 0 0",
-		"memory|usage": "-3 readonly 2 2 1",
+		"memory|usage": "-3 readonly 2 2 1", "memory|purge": "2 loading 0 0 0",
 	}
 	tab := harnessTable()
 	for name, w := range want {

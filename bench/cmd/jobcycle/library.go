@@ -108,7 +108,7 @@ type env struct {
 func startLibrary(c config) (*env, error) {
 	addr, stop := c.libraryAddr, func() {}
 	if addr == "" {
-		p, err := procs.StartRedis(c.redisBin)
+		p, err := procs.StartRedisCPU(c.serverCPU, c.redisBin)
 		if err != nil {
 			return nil, err
 		}

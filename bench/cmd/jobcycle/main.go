@@ -41,6 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,10 @@ type config struct {
 	maxStalled          int
 	only                string
 	client              string
+	rounds              int
+	serverCPU           string
+	tsv                 bool
+	retryCells          bool
 }
 
 func main() {
@@ -92,6 +97,10 @@ func main() {
 	clusterAddrs := fs.String("cluster-addrs", "", "primaries of a running cluster (host:port,...; the library is loaded on them) for the cluster sides (default: start 3 redis-server primaries here)")
 	sides := fs.String("sides", "emqd,redis,library,cluster/3,cluster/1", "sides to run, in order: emqd (native verbs), redis (Lua scripts, EVALSHA), library (FCALL, one redis-server), cluster/3 and cluster/1 (FCALL on a 3-primary cluster, the workers' queues spread over 3 primaries or all on 1)")
 	fs.StringVar(&c.client, "client", "raw", "job-cycle client: raw (lean RESP over net.Conn, pre-encoded commands) or go-redis; the sweep always uses go-redis")
+	fs.IntVar(&c.rounds, "rounds", 1, "rounds; each runs every side in turn (emqd, redis, ... emqd, redis, ...) and the tables print medians")
+	fs.StringVar(&c.serverCPU, "server-cpu", "", "run the emqd, redis and library servers the driver starts under taskset -c LIST (e.g. 0; pin the driver itself elsewhere)")
+	fs.BoolVar(&c.tsv, "tsv", false, "print the medians of sides emqd and redis as tab-separated lines instead of the tables: cycle, name, mode, workers, batch, emqd jobs/s, redis jobs/s; sweep, leases, limit, emqd s, redis s")
+	fs.BoolVar(&c.retryCells, "retry-cells", true, "also run the cycle with one failure (enqueue, claim, fail, claim, complete)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: jobcycle [flags]
 
@@ -128,7 +137,7 @@ func run(c config) error {
 	if c.client != "raw" && c.client != "go-redis" {
 		return fmt.Errorf("--client must be raw or go-redis")
 	}
-	if c.jobs <= 0 || c.workers1 <= 0 || c.workersP <= 0 || c.batch <= 0 || c.sweepLimit <= 0 || c.maxStalled <= 0 {
+	if c.jobs <= 0 || c.workers1 <= 0 || c.workersP <= 0 || c.batch <= 0 || c.sweepLimit <= 0 || c.maxStalled <= 0 || c.rounds <= 0 {
 		return fmt.Errorf("counts must be positive")
 	}
 	payload := strings.Repeat("x", c.payloadBytes)
@@ -138,6 +147,9 @@ func run(c config) error {
 		workers, batch int
 	}{{"1 cmd/round trip", c.workers1, 1}, {"pipelined", c.workersP, c.batch}} {
 		for _, retry := range []bool{false, true} {
+			if retry && !c.retryCells {
+				continue
+			}
 			name := "enq,claim,complete"
 			if retry {
 				name = "enq,claim,fail,claim,compl"
@@ -152,16 +164,54 @@ func run(c config) error {
 			return fmt.Errorf("unknown side %q (emqd, redis, library, cluster/3, cluster/1)", sd)
 		}
 	}
-	// One side after the other: a server the driver starts runs only
-	// while its side is measured, so the sides never share the cores.
+	// One side after the other, round after round (emqd, redis, ...,
+	// emqd, redis, ...): a server the driver starts runs only while its
+	// side is measured, so the sides never share the cores, and a change of
+	// the machine's load during the run falls on every side alike.
 	res := make([]sideResult, len(c.sides))
-	tag := randTag()
-	for i, name := range c.sides {
-		r, err := runSide(c, name, tag, cells)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	rates := make([][][]float64, len(c.sides))
+	sweeps := make([][]sweepResult, len(c.sides))
+	for round := 0; round < c.rounds; round++ {
+		tag := randTag()
+		for i, name := range c.sides {
+			r, err := runSide(c, name, tag, cells)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			res[i].addr = r.addr
+			if rates[i] == nil {
+				rates[i] = make([][]float64, len(cells))
+			}
+			for j, v := range r.rates {
+				rates[i][j] = append(rates[i][j], v)
+			}
+			sweeps[i] = append(sweeps[i], r.sweep)
 		}
-		res[i] = r
+	}
+	for i := range res {
+		res[i].rates = make([]float64, len(cells))
+		for j := range cells {
+			res[i].rates[j] = median(rates[i][j])
+		}
+		res[i].sweep = medianSweep(sweeps[i])
+	}
+	if c.tsv {
+		e, r := slices.Index(c.sides, "emqd"), slices.Index(c.sides, "redis")
+		if e < 0 || r < 0 {
+			return fmt.Errorf("--tsv needs the sides emqd and redis")
+		}
+		if c.only != "sweep" {
+			for i, cl := range cells {
+				fmt.Printf("cycle\t%s\t%s\t%d\t%d\t%.0f\t%.0f\n", cl.name, cl.mode, cl.cy.workers, cl.cy.batch, res[e].rates[i], res[r].rates[i])
+			}
+		}
+		if c.only != "cycle" {
+			fmt.Printf("sweep\t%d\t%d\t%.4f\t%.4f\n", c.sweepLeases, c.sweepLimit, res[e].sweep.elapsed.Seconds(), res[r].sweep.elapsed.Seconds())
+		}
+		return nil
+	}
+	if c.rounds > 1 {
+		fmt.Printf("%d rounds, medians\n", c.rounds)
 	}
 	for i, name := range c.sides {
 		fmt.Printf("%-10s %s\n", name, res[i].addr)
@@ -214,6 +264,28 @@ func run(c config) error {
 	return nil
 }
 
+// median is the middle value of v (the mean of the two middle ones for an
+// even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// medianSweep is the sweep of median duration.
+func medianSweep(v []sweepResult) sweepResult {
+	s := slices.Clone(v)
+	slices.SortFunc(s, func(a, b sweepResult) int { return int(a.elapsed - b.elapsed) })
+	return s[(len(s)-1)/2]
+}
+
 // cell is one row of the job-cycle table.
 type cell struct {
 	name, mode string
@@ -237,9 +309,11 @@ func startSide(c config, name string) (*env, error) {
 		return startCluster(c, 1)
 	}
 	native := name == "emqd"
-	addr, bin, start := c.redisAddr, c.redisBin, procs.StartRedis
+	addr, bin := c.redisAddr, c.redisBin
+	start := func(bin string) (*procs.Proc, error) { return procs.StartRedisCPU(c.serverCPU, bin) }
 	if native {
-		addr, bin, start = c.emqdAddr, c.emqdBin, func(bin string) (*procs.Proc, error) { return procs.StartEmqd(bin) }
+		addr, bin = c.emqdAddr, c.emqdBin
+		start = func(bin string) (*procs.Proc, error) { return procs.StartEmqdCPU(c.serverCPU, bin) }
 	}
 	stop := func() {}
 	if addr == "" {

@@ -41,12 +41,17 @@ func Start(name, bin string, args []string, addr, logPath string) (*Proc, error)
 	return start(name, bin, args, addr, logPath, "")
 }
 
-func startIn(name, bin string, args []string, addr, tmp string) (*Proc, error) {
-	return start(name, bin, args, addr, "", tmp)
+func start(name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
+	return startCPU("", name, bin, args, addr, logPath, tmp)
 }
 
-func start(name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
+// startCPU is start under `taskset -c cpu` when cpu is not "" (taskset execs
+// the server, so the process is the server itself).
+func startCPU(cpu, name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
 	cmd := exec.Command(bin, args...)
+	if cpu != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", cpu, bin}, args...)...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if logPath != "" {
 		f, err := os.Create(logPath)
@@ -140,21 +145,33 @@ func (p *Proc) Stop(grace time.Duration) {
 	}
 }
 
+// Pid is the server's process id.
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
 // StartEmqd starts the emqd binary on a free port with persistence off and
 // the extra directives given (valkey style, e.g. "--enable-debug-command",
 // "yes").
-func StartEmqd(bin string, extra ...string) (*Proc, error) {
+func StartEmqd(bin string, extra ...string) (*Proc, error) { return StartEmqdCPU("", bin, extra...) }
+
+// StartEmqdCPU is StartEmqd pinned to the CPUs cpu names (taskset -c list;
+// "" leaves it unpinned). Later directives in extra override earlier ones,
+// so extra may turn persistence on ("--appendonly", "yes", "--dir", d).
+func StartEmqdCPU(cpu, bin string, extra ...string) (*Proc, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--appendonly", "no"}, extra...)
-	return Start("emqd", bin, args, fmt.Sprintf("127.0.0.1:%d", port), "")
+	return startCPU(cpu, "emqd", bin, args, fmt.Sprintf("127.0.0.1:%d", port), "", "")
 }
 
 // StartRedis starts redis-server on a free port with persistence off (no
 // RDB, no AOF), working in a temporary directory removed at exit.
-func StartRedis(bin string) (*Proc, error) {
+func StartRedis(bin string) (*Proc, error) { return StartRedisCPU("", bin) }
+
+// StartRedisCPU is StartRedis pinned to the CPUs cpu names ("" leaves it
+// unpinned), with extra directives after the defaults (they override them).
+func StartRedisCPU(cpu, bin string, extra ...string) (*Proc, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -163,9 +180,38 @@ func StartRedis(bin string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
-	return startIn("redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), dir)
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, extra...)
+	return startCPU(cpu, "redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), "", dir)
+}
+
+// Status returns the fields of /proc/<pid>/status in kB for the names asked
+// (VmRSS: resident now; VmHWM: the peak resident set).
+func Status(pid int, names ...string) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(names))
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		for _, n := range names {
+			if k == n {
+				var kb int64
+				fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+				out[n] = kb
+			}
+		}
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("/proc/%d/status has no %s", pid, n)
+		}
+	}
+	return out, nil
 }
 
 // StartRedisNode starts redis-server on a free port (with port+10000, the
@@ -195,7 +241,7 @@ func StartRedisNode(bin string, extra ...string) (*Proc, error) {
 	}
 	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}, extra...)
-	return startIn("redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), dir)
+	return startCPU("", "redis-server", bin, args, fmt.Sprintf("127.0.0.1:%d", port), "", dir)
 }
 
 // StartRedisCluster starts n redis-server primaries with cluster-enabled

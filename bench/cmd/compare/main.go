@@ -1,0 +1,722 @@
+// Command compare measures emqd against redis-server (Debian's 7) on one
+// machine, per core, and prints every measure with both sides and the ratio
+// emqd/redis: redis-benchmark -P 1 and -P 32, the job cycle and the stall
+// sweep (bench/cmd/jobcycle), the bytes of a pending job, the boot from an
+// AOF (bench/cmd/aofboot) and the peak resident memory of big commands.
+//
+// Both servers run pinned to one core (--server-cpu, taskset -c) and every
+// client (redis-benchmark, the drivers) on another (bench/compare.sh runs
+// this command under taskset -c 1). Rounds alternate: emqd, redis, emqd,
+// redis ... and the tables print medians, so a change of the machine's load
+// during the run falls on both sides alike.
+//
+// Run it through bench/compare.sh, which builds the binaries first.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emqd/emqd/bench/internal/procs"
+	"github.com/emqd/emqd/bench/lua"
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	quick                  bool
+	rounds                 int
+	serverCPU, clientCPU   string
+	emqdBin, redisBin      string
+	jobcycleBin, aofbootBn string
+	benchBin               string
+	only                   map[string]bool
+
+	rbRequests, rbClients int
+	cycleJobs             int
+	sweepLeases           int
+	memJobs               int
+	bootJobs              int
+	bigValueMB            int
+	zaddMembers           []int
+}
+
+func main() {
+	var c config
+	var only, zadd string
+	flag.BoolVar(&c.quick, "quick", false, "a smoke run: small counts, one round")
+	flag.IntVar(&c.rounds, "rounds", 3, "alternating rounds per measure (medians printed)")
+	flag.StringVar(&c.serverCPU, "server-cpu", "0", "CPU list both servers are pinned to (taskset -c)")
+	flag.StringVar(&c.clientCPU, "client-cpu", "1", "CPU list redis-benchmark runs on (the drivers inherit this process's affinity)")
+	flag.StringVar(&c.emqdBin, "emqd-bin", "bench/bin/emqd", "emqd binary")
+	flag.StringVar(&c.redisBin, "redis-bin", "redis-server", "redis-server binary")
+	flag.StringVar(&c.benchBin, "redis-benchmark", "redis-benchmark", "redis-benchmark binary")
+	flag.StringVar(&c.jobcycleBin, "jobcycle-bin", "bench/bin/jobcycle", "bench/cmd/jobcycle binary")
+	flag.StringVar(&c.aofbootBn, "aofboot-bin", "bench/bin/aofboot", "bench/cmd/aofboot binary")
+	flag.StringVar(&only, "only", "rb,cycle,mem,boot,peak", "measures to run: rb (redis-benchmark), cycle (job cycle and stall sweep), mem (bytes per job), boot, peak")
+	flag.IntVar(&c.rbRequests, "rb-requests", 200000, "redis-benchmark -n per test and round")
+	flag.IntVar(&c.rbClients, "rb-clients", 50, "redis-benchmark -c")
+	flag.IntVar(&c.cycleJobs, "cycle-jobs", 200000, "jobs per job-cycle cell and round")
+	flag.IntVar(&c.sweepLeases, "sweep-leases", 100000, "expired leases of the stall sweep")
+	flag.IntVar(&c.memJobs, "mem-jobs", 200000, "pending jobs of the memory measure")
+	flag.IntVar(&c.bootJobs, "boot-jobs", 500000, "jobs in the AOF of the boot measure")
+	flag.IntVar(&c.bigValueMB, "big-value-mb", 100, "size of the one HSET value of the peak measure (MB)")
+	flag.StringVar(&zadd, "zadd-members", "1000000,10000000", "member counts of the one-ZADD peak measures")
+	flag.Parse()
+	if c.quick {
+		c.rounds = 1
+		c.rbRequests = 20000
+		c.cycleJobs = 5000
+		c.sweepLeases = 5000
+		c.memJobs = 20000
+		c.bootJobs = 20000
+		c.bigValueMB = 10
+		zadd = "100000"
+	}
+	c.only = map[string]bool{}
+	for _, s := range strings.Split(only, ",") {
+		c.only[strings.TrimSpace(s)] = true
+	}
+	for _, s := range strings.Split(zadd, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			fmt.Fprintln(os.Stderr, "compare: bad --zadd-members")
+			os.Exit(2)
+		}
+		c.zaddMembers = append(c.zaddMembers, n)
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the final table. higher says which way is better for
+// emqd: the ratio is emqd/redis either way, and the goal reads with it.
+type row struct {
+	section, name string
+	emqd, redis   float64
+	unit          string
+	goal          string // e.g. ">= 1.0x"
+	ok            func(ratio float64) bool
+}
+
+func (r row) ratio() float64 {
+	if r.redis == 0 {
+		return 0
+	}
+	return r.emqd / r.redis
+}
+
+func atLeast(g float64) (string, func(float64) bool) {
+	return fmt.Sprintf(">= %.1fx", g), func(r float64) bool { return r >= g }
+}
+
+func atMost(g float64) (string, func(float64) bool) {
+	return fmt.Sprintf("<= %.1fx", g), func(r float64) bool { return r > 0 && r <= g }
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func run(c config) error {
+	start := time.Now()
+	load0 := loadavg()
+	var rows []row
+	add := func(rs ...row) { rows = append(rows, rs...) }
+	if c.only["rb"] {
+		rs, err := redisBenchmark(c)
+		if err != nil {
+			return fmt.Errorf("redis-benchmark: %w", err)
+		}
+		add(rs...)
+	}
+	if c.only["cycle"] {
+		rs, err := jobCycle(c)
+		if err != nil {
+			return fmt.Errorf("job cycle: %w", err)
+		}
+		add(rs...)
+	}
+	if c.only["mem"] {
+		rs, err := jobMemory(c)
+		if err != nil {
+			return fmt.Errorf("bytes per job: %w", err)
+		}
+		add(rs...)
+	}
+	if c.only["boot"] {
+		rs, err := bootTime(c)
+		if err != nil {
+			return fmt.Errorf("boot: %w", err)
+		}
+		add(rs...)
+	}
+	if c.only["peak"] {
+		rs, err := peakMemory(c)
+		if err != nil {
+			return fmt.Errorf("peak memory: %w", err)
+		}
+		add(rs...)
+	}
+	host, _ := os.Hostname()
+	fmt.Printf("\nemqd against redis-server 7 (%s), servers on CPU %s, clients on CPU %s; %d round(s), medians; ratio = emqd / redis\n",
+		redisVersion(c.redisBin), c.serverCPU, c.clientCPU, c.rounds)
+	fmt.Printf("host %s, load average %s at the start, %s at the end, %s elapsed%s\n",
+		host, load0, loadavg(), time.Since(start).Round(time.Second), map[bool]string{true: " (quick mode: smoke counts)", false: ""}[c.quick])
+	fmt.Printf("\n%-54s %14s %14s %-6s %8s %8s %s\n", "measure", "emqd", "redis", "unit", "ratio", "goal", "")
+	section := ""
+	met, total := 0, 0
+	for _, r := range rows {
+		if r.section != section {
+			section = r.section
+			fmt.Printf("-- %s\n", section)
+		}
+		verdict := ""
+		if r.ok != nil {
+			total++
+			if r.ok(r.ratio()) {
+				verdict = "met"
+				met++
+			} else {
+				verdict = "NOT MET"
+			}
+		}
+		fmt.Printf("%-54s %14s %14s %-6s %7.2fx %8s %s\n", r.name, fmtNum(r.emqd), fmtNum(r.redis), r.unit, r.ratio(), r.goal, verdict)
+	}
+	fmt.Printf("\n%d of %d goals met\n", met, total)
+	return nil
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+func redisVersion(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "?"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasPrefix(f, "v=") {
+			return f[2:]
+		}
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// ---- redis-benchmark
+
+// rbTest is one redis-benchmark test: a -t name, or a custom command.
+type rbTest struct {
+	name string   // as printed
+	args []string // after the common flags
+}
+
+var rbTests = []rbTest{
+	{"PING_INLINE", []string{"-t", "ping_inline"}},
+	{"HSET", []string{"-t", "hset"}},
+	{"ZADD", []string{"-t", "zadd"}},
+	{"ZPOPMIN", []string{"-t", "zpopmin"}},
+	{"HGET", []string{"HGET", "bench:h", "f"}},
+	{"HINCRBY", []string{"HINCRBY", "bench:h", "n", "1"}},
+	{"ZRANGEBYSCORE k -inf +inf LIMIT 0 10", []string{"ZRANGEBYSCORE", "bench:z", "-inf", "+inf", "LIMIT", "0", "10"}},
+}
+
+// populate writes the keys the custom commands read: a hash with fields f
+// and n, a 1000-member sorted set.
+func populate(addr string) error {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
+	defer rdb.Close()
+	if err := rdb.HSet(ctx, "bench:h", "f", "somevalue", "n", 0).Err(); err != nil {
+		return err
+	}
+	zs := make([]redis.Z, 0, 1000)
+	for i := 1; i <= 1000; i++ {
+		zs = append(zs, redis.Z{Score: float64(i), Member: fmt.Sprintf("m:%d", i)})
+	}
+	return rdb.ZAdd(ctx, "bench:z", zs...).Err()
+}
+
+func redisBenchmark(c config) ([]row, error) {
+	e, err := procs.StartEmqdCPU(c.serverCPU, c.emqdBin)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Stop(5 * time.Second)
+	r, err := procs.StartRedisCPU(c.serverCPU, c.redisBin)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Stop(5 * time.Second)
+	for _, p := range []*procs.Proc{e, r} {
+		if err := populate(p.Addr); err != nil {
+			return nil, fmt.Errorf("%s: populate: %w", p.Name, err)
+		}
+	}
+	type key struct {
+		p    int
+		test string
+		side int
+	}
+	res := map[key][]float64{}
+	for round := 0; round < c.rounds; round++ {
+		for _, p := range []int{1, 32} {
+			logf("redis-benchmark round %d/%d, -P %d", round+1, c.rounds, p)
+			for _, t := range rbTests {
+				for side, proc := range []*procs.Proc{e, r} {
+					rps, err := runRB(c, proc.Addr, p, t)
+					if err != nil {
+						return nil, fmt.Errorf("%s -P %d %s: %w", proc.Name, p, t.name, err)
+					}
+					k := key{p, t.name, side}
+					res[k] = append(res[k], rps)
+				}
+			}
+		}
+	}
+	var rows []row
+	for _, p := range []int{1, 32} {
+		g, ok := atLeast(1.0)
+		for _, t := range rbTests {
+			rows = append(rows, row{
+				section: fmt.Sprintf("redis-benchmark -P %d -c %d -n %d (requests/s)", p, c.rbClients, c.rbRequests),
+				name:    t.name, unit: "rps",
+				emqd: median(res[key{p, t.name, 0}]), redis: median(res[key{p, t.name, 1}]),
+				goal: g, ok: ok,
+			})
+		}
+	}
+	return rows, nil
+}
+
+// runRB runs one redis-benchmark test on the client CPUs and returns its
+// requests per second. An error reply stops redis-benchmark 7 and fails the
+// measure.
+func runRB(c config, addr string, p int, t rbTest) (float64, error) {
+	host, port, _ := net.SplitHostPort(addr)
+	args := []string{"-c", c.clientCPU, c.benchBin, "-h", host, "-p", port, "-c", strconv.Itoa(c.rbClients),
+		"-n", strconv.Itoa(c.rbRequests), "-P", strconv.Itoa(p), "--csv"}
+	args = append(args, t.args...)
+	out, err := exec.Command("taskset", args...).CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, out)
+	}
+	for _, line := range strings.Split(strings.ReplaceAll(string(out), "\r", "\n"), "\n") {
+		if !strings.HasPrefix(line, `"`) || strings.HasPrefix(line, `"test"`) {
+			continue
+		}
+		f := strings.Split(line, `","`)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Trim(f[1], `"`), 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad csv line %q", line)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("no result in %q", out)
+}
+
+// ---- job cycle and stall sweep (bench/cmd/jobcycle)
+
+func jobCycle(c config) ([]row, error) {
+	args := []string{"--emqd-bin", c.emqdBin, "--redis-bin", c.redisBin, "--rounds", strconv.Itoa(c.rounds),
+		"--server-cpu", c.serverCPU, "--tsv", "--sides", "emqd,redis", "--jobs", strconv.Itoa(c.cycleJobs),
+		"--sweep-leases", strconv.Itoa(c.sweepLeases), "--sweep-limit", "100"}
+	logf("job cycle and stall sweep: %s %s", c.jobcycleBin, strings.Join(args, " "))
+	cmd := exec.Command(c.jobcycleBin, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, err
+	}
+	var rows []row
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, "\t")
+		switch {
+		case len(f) == 7 && f[0] == "cycle":
+			e, _ := strconv.ParseFloat(f[5], 64)
+			r, _ := strconv.ParseFloat(f[6], 64)
+			rw := row{section: "job cycle, native verbs against Lua scripts (jobs/s)", unit: "jobs/s", emqd: e, redis: r,
+				name: fmt.Sprintf("%s, %s workers, %s per round trip", f[1], f[3], f[4])}
+			if f[1] == "enq,claim,complete" {
+				if f[4] == "1" {
+					rw.goal, rw.ok = atLeast(2)
+				} else {
+					rw.goal, rw.ok = atLeast(3)
+				}
+			}
+			rows = append(rows, rw)
+		case len(f) == 5 && f[0] == "sweep":
+			e, _ := strconv.ParseFloat(f[3], 64)
+			r, _ := strconv.ParseFloat(f[4], 64)
+			n, _ := strconv.ParseFloat(f[1], 64)
+			g, ok := atLeast(3)
+			rows = append(rows, row{section: "stall sweep (expired leases/s)", unit: "lease/s",
+				name: fmt.Sprintf("%s expired leases, %s per call", f[1], f[2]), emqd: n / e, redis: n / r, goal: g, ok: ok})
+		}
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("jobcycle printed no results")
+	}
+	return rows, nil
+}
+
+// ---- bytes per pending job
+
+// jobMemory fills each server with memJobs pending jobs (64-byte payloads,
+// the same client ids on both) and reads the resident set before and after,
+// each time after MEMORY PURGE (emqd: a GC that returns freed pages to the
+// system; redis-server: jemalloc's purge). Bytes per job = growth / jobs.
+func jobMemory(c config) ([]row, error) {
+	var per [2][]float64
+	var rss [2][]float64
+	for round := 0; round < c.rounds; round++ {
+		for side := 0; side < 2; side++ {
+			b, total, err := memOneSide(c, side == 0)
+			if err != nil {
+				return nil, err
+			}
+			per[side] = append(per[side], b)
+			rss[side] = append(rss[side], total)
+		}
+	}
+	g, ok := atMost(1.0)
+	sec := fmt.Sprintf("memory of %d pending jobs, 64-byte payloads (RSS after MEMORY PURGE)", c.memJobs)
+	return []row{
+		{section: sec, name: "bytes per pending job", unit: "B", emqd: median(per[0]), redis: median(per[1]), goal: g, ok: ok},
+		{section: sec, name: "resident set with the jobs", unit: "MB", emqd: median(rss[0]) / 1e6, redis: median(rss[1]) / 1e6},
+	}, nil
+}
+
+func memOneSide(c config, native bool) (perJob, rssAfter float64, err error) {
+	var p *procs.Proc
+	if native {
+		p, err = procs.StartEmqdCPU(c.serverCPU, c.emqdBin)
+	} else {
+		p, err = procs.StartRedisCPU(c.serverCPU, c.redisBin)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.Stop(5 * time.Second)
+	logf("bytes per job: %s, %d jobs", p.Name, c.memJobs)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, PoolSize: 2, ReadTimeout: time.Minute})
+	defer rdb.Close()
+	if !native {
+		if err := rdb.ScriptLoad(ctx, lua.Enqueue.Src).Err(); err != nil {
+			return 0, 0, err
+		}
+	}
+	measure := func() (float64, error) {
+		if err := rdb.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
+			return 0, fmt.Errorf("MEMORY PURGE: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		st, err := procs.Status(p.Pid(), "VmRSS")
+		if err != nil {
+			return 0, err
+		}
+		return float64(st["VmRSS"]) * 1024, nil
+	}
+	before, err := measure()
+	if err != nil {
+		return 0, 0, err
+	}
+	k := lua.Keys{Q: "mem"}
+	payload := strings.Repeat("x", 64)
+	base := uint64(time.Now().UnixMilli()) << 20
+	const batch = 1000
+	for first := 0; first < c.memJobs; first += batch {
+		pipe := rdb.Pipeline()
+		for i := first; i < min(first+batch, c.memJobs); i++ {
+			id := jobID(base, uint64(i))
+			if native {
+				pipe.Do(ctx, "EMQ.ENQUEUE", k.Q, id, payload)
+			} else {
+				pipe.EvalSha(ctx, lua.Enqueue.SHA, []string{k.Row(id), k.Pending()}, id, payload)
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
+	n, err := rdb.ZCard(ctx, k.Pending()).Result()
+	if err != nil || n != int64(c.memJobs) {
+		return 0, 0, fmt.Errorf("%s: %d pending, want %d (%v)", p.Name, n, c.memJobs, err)
+	}
+	after, err := measure()
+	if err != nil {
+		return 0, 0, err
+	}
+	if !native {
+		if v, err := infoField(ctx, rdb, "memory", "used_memory_rss"); err == nil {
+			logf("redis-server used_memory_rss %s, /proc VmRSS %.0f", v, after)
+		}
+	}
+	return (after - before) / float64(c.memJobs), after, nil
+}
+
+func infoField(ctx context.Context, rdb *redis.Client, section, field string) (string, error) {
+	s, err := rdb.Info(ctx, section).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("no %s in INFO %s", field, section)
+}
+
+// jobID is bench/cmd/jobcycle's: "JOB" and 11 base-62 digits.
+func jobID(base, n uint64) string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	v := base + n
+	var b [14]byte
+	copy(b[:], "JOB")
+	for i := 13; i >= 3; i-- {
+		b[i] = digits[v%62]
+		v /= 62
+	}
+	return string(b[:])
+}
+
+// ---- boot from an AOF (bench/cmd/aofboot)
+
+func bootTime(c config) ([]row, error) {
+	args := []string{"--emqd-bin", c.emqdBin, "--redis-bin", c.redisBin, "--jobs", strconv.Itoa(c.bootJobs),
+		"--runs", strconv.Itoa(max(c.rounds, 1)), "--server-cpu", c.serverCPU, "--skip-rewrite", "--tsv"}
+	logf("boot: %s %s", c.aofbootBn, strings.Join(args, " "))
+	cmd := exec.Command(c.aofbootBn, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) == 5 && f[0] == "boot" {
+			e, _ := strconv.ParseFloat(f[3], 64)
+			r, _ := strconv.ParseFloat(f[4], 64)
+			g, ok := atMost(1.0)
+			return []row{{section: "boot from the AOF as written, exec to first PONG (s)", unit: "s",
+				name: fmt.Sprintf("%s jobs (3/4 pending, 1/4 active), %s MB", f[1], f[2]), emqd: e, redis: r, goal: g, ok: ok}}, nil
+		}
+	}
+	return nil, errors.New("aofboot printed no result")
+}
+
+// ---- peak memory of big commands
+
+// peakMemory sends one big command to a fresh server (appendonly yes,
+// appendfsync everysec, so the AOF's copy of the command counts) and reads
+// the peak resident set (VmHWM) once it answered.
+func peakMemory(c config) ([]row, error) {
+	type job struct {
+		name  string
+		write func(w *bufio.Writer) error
+		want  string
+	}
+	jobs := []job{{
+		name: fmt.Sprintf("one HSET of a %d MB value", c.bigValueMB),
+		write: func(w *bufio.Writer) error {
+			return writeBigHSet(w, c.bigValueMB<<20)
+		},
+		want: ":1",
+	}}
+	for _, n := range c.zaddMembers {
+		jobs = append(jobs, job{
+			name:  fmt.Sprintf("one ZADD of %d members", n),
+			write: func(w *bufio.Writer) error { return writeBigZAdd(w, n) },
+			want:  ":" + strconv.Itoa(n),
+		})
+	}
+	var rows []row
+	for _, j := range jobs {
+		var peak [2][]float64
+		var failed [2]string
+		for round := 0; round < c.rounds; round++ {
+			for side := 0; side < 2; side++ {
+				if failed[side] != "" {
+					continue
+				}
+				hwm, err := peakOne(c, side == 0, j.write, j.want)
+				if err != nil {
+					logf("peak %s: %s: %v", j.name, []string{"emqd", "redis-server"}[side], err)
+					failed[side] = err.Error()
+					continue
+				}
+				peak[side] = append(peak[side], hwm)
+			}
+		}
+		g, ok := atMost(1.5)
+		rw := row{section: "peak resident set of one big command (VmHWM, appendonly yes)", unit: "MB",
+			name: j.name, emqd: median(peak[0]) / 1e6, redis: median(peak[1]) / 1e6, goal: g, ok: ok}
+		for side, f := range failed {
+			if f != "" {
+				rw.name += fmt.Sprintf(" [%s failed: %s]", []string{"emqd", "redis"}[side], f)
+			}
+		}
+		rows = append(rows, rw)
+	}
+	return rows, nil
+}
+
+func peakOne(c config, native bool, write func(*bufio.Writer) error, want string) (float64, error) {
+	dir, err := os.MkdirTemp("", "bench-peak-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	var p *procs.Proc
+	if native {
+		p, err = procs.StartEmqdCPU(c.serverCPU, c.emqdBin, "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir)
+	} else {
+		p, err = procs.StartRedisCPU(c.serverCPU, c.redisBin, "--appendonly", "yes", "--appendfsync", "everysec",
+			"--dir", filepath.Join(dir), "--auto-aof-rewrite-percentage", "0")
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer p.Stop(30 * time.Second)
+	logf("peak: %s", p.Name)
+	nc, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	errc := make(chan error, 1)
+	go func() {
+		w := bufio.NewWriterSize(nc, 1<<20)
+		if err := write(w); err != nil {
+			errc <- err
+			return
+		}
+		errc <- w.Flush()
+	}()
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil {
+		select {
+		case <-p.Done():
+			return 0, fmt.Errorf("the server exited (%v)", err)
+		default:
+		}
+		return 0, err
+	}
+	if werr := <-errc; werr != nil {
+		return 0, werr
+	}
+	if strings.TrimSpace(line) != want {
+		return 0, fmt.Errorf("reply %q, want %q", strings.TrimSpace(line), want)
+	}
+	st, err := procs.Status(p.Pid(), "VmHWM")
+	if err != nil {
+		return 0, err
+	}
+	return float64(st["VmHWM"]) * 1024, nil
+}
+
+func writeBulkHeader(w *bufio.Writer, n int) {
+	w.WriteByte('$')
+	w.WriteString(strconv.Itoa(n))
+	w.WriteString("\r\n")
+}
+
+func writeBulk(w *bufio.Writer, s string) {
+	writeBulkHeader(w, len(s))
+	w.WriteString(s)
+	w.WriteString("\r\n")
+}
+
+// writeBigHSet writes HSET big f <n bytes>.
+func writeBigHSet(w *bufio.Writer, n int) error {
+	w.WriteString("*4\r\n")
+	writeBulk(w, "HSET")
+	writeBulk(w, "big")
+	writeBulk(w, "f")
+	writeBulkHeader(w, n)
+	chunk := []byte(strings.Repeat("v", 1<<16))
+	for left := n; left > 0; {
+		k := min(left, len(chunk))
+		if _, err := w.Write(chunk[:k]); err != nil {
+			return err
+		}
+		left -= k
+	}
+	_, err := w.WriteString("\r\n")
+	return err
+}
+
+// writeBigZAdd writes ZADD big 1 m:1 2 m:2 ... n m:n, generated on the fly.
+func writeBigZAdd(w *bufio.Writer, n int) error {
+	w.WriteByte('*')
+	w.WriteString(strconv.Itoa(2 + 2*n))
+	w.WriteString("\r\n")
+	writeBulk(w, "ZADD")
+	writeBulk(w, "big")
+	var num []byte
+	for i := 1; i <= n; i++ {
+		num = strconv.AppendInt(num[:0], int64(i), 10)
+		writeBulkHeader(w, len(num))
+		w.Write(num)
+		w.WriteString("\r\n")
+		writeBulkHeader(w, len(num)+2)
+		w.WriteString("m:")
+		w.Write(num)
+		if _, err := w.WriteString("\r\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
