@@ -1,6 +1,8 @@
 package verbs
 
 import (
+	"bytes"
+	"runtime"
 	"testing"
 
 	"github.com/emqd/emqd/resp"
@@ -59,3 +61,50 @@ func BenchmarkEnqueue(b *testing.B) {
 type nopFeed struct{}
 
 func (nopFeed) Append(int, [][][]byte) {}
+
+// BenchmarkPendingJobMemory enqueues b.N jobs (client ids, 64-byte
+// payloads, one queue) and reports the heap each pending job keeps
+// (retained-B/job: live heap growth after a full GC, divided by b.N) beside
+// -benchmem's allocations per enqueue. The arguments of each command are cut
+// from one fresh buffer, as the request reader hands them out. bench/compare.sh
+// measures the same thing on the running server (RSS per job).
+func BenchmarkPendingJobMemory(b *testing.B) {
+	s := store.New(16)
+	s.Feed = nopFeed{}
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	payload := bytes.Repeat([]byte("x"), 64)
+	id := []byte("JOB00000000000")
+	argv := make([][]byte, 4)
+	before := liveHeap()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := i
+		for j := 13; j >= 3; j-- {
+			id[j] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[n%62]
+			n /= 62
+		}
+		buf := make([]byte, 0, 11+1+14+64)
+		buf = append(append(append(append(buf, "EMQ.ENQUEUE"...), 'q'), id...), payload...)
+		argv[0], argv[1], argv[2], argv[3] = buf[:11:11], buf[11:12:12], buf[12:26:26], buf[26:90:90]
+		c.W.Reset()
+		c.ResetForCommand(argv)
+		vs.cmdEnqueue(c)
+	}
+	b.StopTimer()
+	if got := s.DB(0).Len(); got != b.N+1 {
+		b.Fatalf("%d keys after %d enqueues", got, b.N)
+	}
+	b.ReportMetric(float64(liveHeap()-before)/float64(b.N), "retained-B/job")
+	runtime.KeepAlive(s)
+}
+
+// liveHeap is the heap in use after a full collection, in bytes.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
