@@ -419,7 +419,7 @@ func TestFuzzInvariantsCatch(t *testing.T) {
 		t.Errorf("empty hash not caught: %v", err)
 	}
 	s = fuzzKeyspace()
-	s.DB(0).Get("zlex").ZSet.tree.Set(ZItem{math.NaN(), "nan"})
+	s.DB(0).Get("zlex").ZSet.tree.Insert(ZItem{math.NaN(), "nan"})
 	if err := checkStoreInvariants(s); err == nil {
 		t.Error("tree item missing from dict not caught")
 	}

@@ -1,8 +1,8 @@
 // Package store is emqd's keyspace: numbered databases of keys holding
-// strings, hashes (insertion-ordered) and sorted sets (tidwall/btree ordered by
-// score then member bytes, plus a member index), and the Valkey commands over
-// them with Valkey 8.0's replies and error texts (docs/compat.md §1,
-// §3).
+// strings, hashes (insertion-ordered) and sorted sets (a counted B+tree
+// ordered by score then member bytes, plus a member index), and the Valkey
+// commands over them with Valkey 8.0's replies and error texts
+// (docs/compat.md §1, §3).
 //
 // Concurrency: the Store has one writer. Callers take Lock/Unlock around a
 // batch of commands (a pipeline, an EXEC, a verb) and run every command of the

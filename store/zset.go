@@ -3,8 +3,6 @@ package store
 import (
 	"math"
 	"unsafe"
-
-	"github.com/tidwall/btree"
 )
 
 // ZItem is one member of a sorted set with its score.
@@ -22,10 +20,10 @@ func zless(a, b ZItem) bool {
 	return a.Member < b.Member
 }
 
-// ZSet is a sorted set: a counted B-tree ordered by (score, member) plus a
-// member index for O(1) score look-ups.
+// ZSet is a sorted set: a counted B+tree ordered by (score, member)
+// (ztree.go) plus a member index for O(1) score look-ups.
 type ZSet struct {
-	tree *btree.BTreeG[ZItem]
+	tree *ztree
 	dict map[string]float64
 	// big: Valkey would hold it as a skiplist (encoding.go); lim are the
 	// store's thresholds (nil: the defaults).
@@ -45,10 +43,7 @@ func (z *ZSet) Copy() *ZSet {
 
 // NewZSet returns an empty sorted set.
 func NewZSet() *ZSet {
-	return &ZSet{
-		tree: btree.NewBTreeGOptions(zless, btree.Options{NoLocks: true}),
-		dict: make(map[string]float64),
-	}
+	return &ZSet{tree: newZTree(), dict: make(map[string]float64)}
 }
 
 // Len is the number of members (ZCARD).
@@ -74,7 +69,7 @@ func (z *ZSet) Add(member string, score float64) bool {
 		z.tree.Delete(ZItem{old, member})
 	}
 	z.dict[member] = score
-	z.tree.Set(ZItem{score, member})
+	z.tree.Insert(ZItem{score, member})
 	if !ok {
 		z.noteAdd(member)
 	}
@@ -102,7 +97,7 @@ func (z *ZSet) Min() (ZItem, bool) { return z.tree.Min() }
 func (z *ZSet) Max() (ZItem, bool) { return z.tree.Max() }
 
 // Rank returns member's 0-based ascending rank, or -1 if it is not a member.
-// O(log^2 n): a binary search over the counted tree.
+// O(log n).
 func (z *ZSet) Rank(member string) int {
 	s, ok := z.dict[member]
 	if !ok {
@@ -112,19 +107,7 @@ func (z *ZSet) Rank(member string) int {
 }
 
 // CountLess is the number of members ordered strictly before it.
-func (z *ZSet) CountLess(it ZItem) int {
-	lo, hi := 0, z.tree.Len()
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		x, _ := z.tree.GetAt(mid)
-		if zless(x, it) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
+func (z *ZSet) CountLess(it ZItem) int { return z.tree.CountLess(it) }
 
 // Ascend calls fn for members from the first one not ordered before pivot,
 // ascending, until fn returns false.
@@ -188,12 +171,12 @@ func (z *ZSet) AddBytes(member []byte, score float64) bool {
 		}
 		prev, _ := z.tree.Delete(ZItem{old, view})
 		z.dict[prev.Member] = score
-		z.tree.Set(ZItem{score, prev.Member})
+		z.tree.Insert(ZItem{score, prev.Member})
 		return false
 	}
 	m := string(member)
 	z.dict[m] = score
-	z.tree.Set(ZItem{score, m})
+	z.tree.Insert(ZItem{score, m})
 	z.noteAdd(m)
 	return true
 }
@@ -222,7 +205,7 @@ func (z *ZSet) RankBytes(member []byte) (rank int, score float64) {
 
 // PopMin removes and returns the lowest member.
 func (z *ZSet) PopMin() (ZItem, bool) {
-	it, ok := z.tree.PopMin()
+	it, ok := z.tree.DeleteAt(0)
 	if ok {
 		delete(z.dict, it.Member)
 	}
@@ -231,7 +214,7 @@ func (z *ZSet) PopMin() (ZItem, bool) {
 
 // PopMax removes and returns the highest member.
 func (z *ZSet) PopMax() (ZItem, bool) {
-	it, ok := z.tree.PopMax()
+	it, ok := z.tree.DeleteAt(z.tree.Len() - 1)
 	if ok {
 		delete(z.dict, it.Member)
 	}
