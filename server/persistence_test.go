@@ -590,3 +590,65 @@ func TestAOFLoadTruncatedNo(t *testing.T) {
 		}
 	}
 }
+
+// Keys of every encoding survive an AOF replay and a rewrite with the same
+// content: listpack hashes and sets (a job row's one-byte words, multi-byte
+// members, -0 and infinite scores), hashtable and skiplist ones big by
+// count or by one long field, value or member, and a hash converted then
+// shrunk (a replay runs its commands again and converts it again; the
+// rewritten file has only what it holds now, so it is a listpack after
+// the rewrite, as with Valkey).
+func TestAOFEncodingsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(pt0)
+	s1 := durable(t, dir, clk)
+	c := rclient(t, s1, 0)
+	must(t, c, "HSET", "row", "state", "pending", "attempts", "0", "payload", strings.Repeat("p", 64))
+	must(t, c, "HSET", "multi", "é", "ü", strings.Repeat("ß", 32), "")
+	args := []any{"HSET", "bighash"}
+	for i := range 600 {
+		args = append(args, fmt.Sprint("f", i), fmt.Sprint(i))
+	}
+	must(t, c, args...)
+	must(t, c, "HSET", "longvalue", "a", "1", "b", strings.Repeat("v", 65))
+	must(t, c, "HSET", "shrunk", "a", "1", "b", strings.Repeat("v", 65))
+	must(t, c, "HDEL", "shrunk", "b")
+	must(t, c, "ZADD", "smallz", "0", "a", "-0", "b", "inf", "c", "-inf", "d", "1.5", "é")
+	args = []any{"ZADD", "bigz"}
+	for i := range 200 {
+		args = append(args, i%13, fmt.Sprint("m", i))
+	}
+	must(t, c, args...)
+	must(t, c, "ZADD", "longmember", "1", "a", "2", strings.Repeat("é", 33))
+	want := map[string][3]string{ // key: encoding before, after a replay, after a rewrite
+		"row": {"listpack", "listpack", "listpack"}, "multi": {"listpack", "listpack", "listpack"},
+		"bighash": {"hashtable", "hashtable", "hashtable"}, "longvalue": {"hashtable", "hashtable", "hashtable"},
+		"shrunk": {"hashtable", "hashtable", "listpack"}, "smallz": {"listpack", "listpack", "listpack"},
+		"bigz": {"skiplist", "skiplist", "skiplist"}, "longmember": {"skiplist", "skiplist", "skiplist"},
+	}
+	check := func(c *redis.Client, after int) {
+		t.Helper()
+		for k, w := range want {
+			if got := must(t, c, "OBJECT", "ENCODING", k); got != w[after] {
+				t.Errorf("OBJECT ENCODING %s = %v, want %s", k, got, w[after])
+			}
+		}
+	}
+	check(c, 0)
+	before := keyspace(s1)
+	stop(t, s1)
+	s2 := durable(t, dir, clk)
+	c2 := rclient(t, s2, 0)
+	if after := keyspace(s2); !reflect.DeepEqual(before, after) {
+		t.Fatalf("keyspace changed across the replay:\nbefore %q\nafter  %q", before, after)
+	}
+	check(c2, 1)
+	must(t, c2, "BGREWRITEAOF")
+	waitRewrite(t, c2)
+	stop(t, s2)
+	s3 := durable(t, dir, clk)
+	if after := keyspace(s3); !reflect.DeepEqual(before, after) {
+		t.Fatal("keyspace changed across the rewrite and restart")
+	}
+	check(rclient(t, s3, 0), 2)
+}

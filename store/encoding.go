@@ -83,12 +83,12 @@ func (v *Value) Encoding() string {
 		}
 		return "raw"
 	case KindHash:
-		if v.Hash.big {
+		if v.Hash.Big() {
 			return "hashtable"
 		}
 		return "listpack"
 	case KindZSet:
-		if v.ZSet.big {
+		if v.ZSet.Big() {
 			return "skiplist"
 		}
 		return "listpack"
@@ -107,15 +107,23 @@ func (h *Hash) limits() *Limits {
 	return h.lim
 }
 
-// noteSet applies Valkey's hashTypeSet conversion rule after field was set
-// to a value of n bytes.
-func (h *Hash) noteSet(field string, n int) {
-	if h.big {
-		return
-	}
+// lpTooLong is Valkey's length rule (hashTypeTryConversion, hashTypeSet):
+// a field or value longer than hash-max-listpack-value converts the hash.
+func (h *Hash) lpTooLong(field, value int) bool {
 	l := h.limits()
-	if int64(len(field)) > l.HashValue || int64(n) > l.HashValue || int64(h.live) > l.HashEntries {
-		h.big = true
+	return int64(field) > l.HashValue || int64(value) > l.HashValue
+}
+
+// lpTooMany is the entries rule: more fields than
+// hash-max-listpack-entries after a write converts the hash.
+func (h *Hash) lpTooMany(n int) bool { return int64(n) > h.limits().HashEntries }
+
+// noteSet applies the length and entries rules to an HSETNX that finds its
+// field (hashTypeTryConversion runs before the lookup): field and a value
+// of n bytes would not fit in a listpack.
+func (h *Hash) noteSet(field string, n int) {
+	if h.tab == nil && (h.lpTooLong(len(field), n) || h.lpTooMany(h.Len())) {
+		h.convert()
 	}
 }
 
@@ -123,8 +131,8 @@ func (h *Hash) noteSet(field string, n int) {
 // field/value pairs than the entries limit converts the hash whatever
 // they turn out to add.
 func (h *Hash) NoteBulk(pairs int) {
-	if !h.big && int64(pairs) > h.limits().HashEntries {
-		h.big = true
+	if h.tab == nil && int64(pairs) > h.limits().HashEntries {
+		h.convert()
 	}
 }
 
@@ -135,26 +143,23 @@ func (z *ZSet) limits() *Limits {
 	return z.lim
 }
 
-// noteAdd applies zsetAdd's conversion rule after member was inserted.
-func (z *ZSet) noteAdd(member string) {
-	if z.big {
-		return
-	}
-	l := z.limits()
-	if int64(len(z.dict)) > l.ZSetEntries || int64(len(member)) > l.ZSetValue {
-		z.big = true
-	}
-}
+// lpTooLong is zsetAdd's length rule: a new member longer than
+// zset-max-listpack-value converts the set before it is added.
+func (z *ZSet) lpTooLong(member int) bool { return int64(member) > z.limits().ZSetValue }
+
+// lpTooMany is zsetAdd's entries rule: more members than
+// zset-max-listpack-entries after an insertion converts the set.
+func (z *ZSet) lpTooMany(n int) bool { return int64(n) > z.limits().ZSetEntries }
 
 // NoteHint applies zsetTypeCreate / zsetTypeMaybeConvert: a ZADD of more
 // pairs than the entries limit, or with a member longer than the value
 // limit, converts the set whatever it turns out to add.
 func (z *ZSet) NoteHint(elements, maxLen int) {
-	if z.big {
+	if z.tree != nil {
 		return
 	}
 	l := z.limits()
 	if int64(elements) > l.ZSetEntries || int64(maxLen) > l.ZSetValue {
-		z.big = true
+		z.convert()
 	}
 }

@@ -250,21 +250,42 @@ func checkHash(h *Hash) error {
 	if h == nil || h.Len() == 0 {
 		return fmt.Errorf("empty hash stored")
 	}
-	if len(h.idx) != h.live {
-		return fmt.Errorf("hash index has %d fields, live count %d", len(h.idx), h.live)
+	if h.tab == nil {
+		if h.lpTooMany(h.Len()) {
+			return fmt.Errorf("listpack hash of %d fields", h.Len())
+		}
+		n := 0
+		seen := map[string]bool{}
+		var err error
+		h.lpRange(func(f, v []byte) bool {
+			n++
+			if seen[string(f)] {
+				err = fmt.Errorf("listpack field %q twice", f)
+			}
+			seen[string(f)] = true
+			return err == nil
+		})
+		if err == nil && n != h.Len() {
+			err = fmt.Errorf("listpack holds %d fields, count says %d", n, h.Len())
+		}
+		return err
+	}
+	t := h.tab
+	if len(t.idx) != t.live {
+		return fmt.Errorf("hash index has %d fields, live count %d", len(t.idx), t.live)
 	}
 	live := 0
-	for i, e := range h.entries {
-		if e.dead {
+	for i, e := range t.entries {
+		if e.value == nil {
 			continue
 		}
 		live++
-		if j, ok := h.idx[e.field]; !ok || j != i {
+		if j, ok := t.idx[e.field]; !ok || j != i {
 			return fmt.Errorf("hash entry %d (%q) not indexed at its position (%d, %v)", i, e.field, j, ok)
 		}
 	}
-	if live != h.live {
-		return fmt.Errorf("hash has %d live entries, count says %d", live, h.live)
+	if live != t.live {
+		return fmt.Errorf("hash has %d live entries, count says %d", live, t.live)
 	}
 	return nil
 }
@@ -273,24 +294,46 @@ func checkZSet(z *ZSet) error {
 	if z == nil || z.Len() == 0 {
 		return fmt.Errorf("empty sorted set stored")
 	}
-	if z.tree.Len() != len(z.dict) {
-		return fmt.Errorf("tree has %d items, dict %d", z.tree.Len(), len(z.dict))
+	check := func(n int, prev, it ZItem) error {
+		switch {
+		case math.IsNaN(it.Score):
+			return fmt.Errorf("member %q has a NaN score", it.Member)
+		case it.Score == 0 && math.Signbit(it.Score):
+			return fmt.Errorf("member %q has a -0 score", it.Member)
+		case n > 0 && !zless(prev, it):
+			return fmt.Errorf("out of order: %v then %v", prev, it)
+		}
+		return nil
 	}
 	var prev ZItem
 	n := 0
 	var err error
+	if z.tree == nil {
+		if z.lpTooMany(z.Len()) {
+			return fmt.Errorf("listpack set of %d members", z.Len())
+		}
+		z.AscendAll(func(it ZItem) bool {
+			err = check(n, prev, it)
+			prev = it
+			n++
+			return err == nil
+		})
+		if err == nil && n != z.Len() {
+			err = fmt.Errorf("listpack holds %d members, count says %d", n, z.Len())
+		}
+		return err
+	}
+	if z.tree.Len() != len(z.dict) {
+		return fmt.Errorf("tree has %d items, dict %d", z.tree.Len(), len(z.dict))
+	}
 	z.tree.Scan(func(it ZItem) bool {
 		switch sc, ok := z.dict[it.Member]; {
 		case !ok:
 			err = fmt.Errorf("tree member %q not in dict", it.Member)
 		case math.Float64bits(sc) != math.Float64bits(it.Score):
 			err = fmt.Errorf("member %q: tree score %v, dict %v", it.Member, it.Score, sc)
-		case math.IsNaN(it.Score):
-			err = fmt.Errorf("member %q has a NaN score", it.Member)
-		case it.Score == 0 && math.Signbit(it.Score):
-			err = fmt.Errorf("member %q has a -0 score", it.Member)
-		case n > 0 && !zless(prev, it):
-			err = fmt.Errorf("tree out of order: %v then %v", prev, it)
+		default:
+			err = check(n, prev, it)
 		}
 		prev = it
 		n++
@@ -408,20 +451,34 @@ func TestFuzzInvariantsCatch(t *testing.T) {
 	if err := checkStoreInvariants(s); err != nil {
 		t.Fatalf("prepared keyspace: %v", err)
 	}
-	z := s.DB(0).Get("z").ZSet
-	z.dict["m1"] = 42 // the index disagrees with the tree
+	z := s.DB(0).Get("zbig").ZSet
+	z.dict["member:1"] = 42 // the index disagrees with the tree
 	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "tree score") {
 		t.Errorf("dict/tree disagreement not caught: %v", err)
 	}
 	s = fuzzKeyspace()
-	s.DB(0).Put("e", &Value{Kind: KindHash, Hash: NewHash()})
+	s.DB(0).Put("e", NewHash().v)
 	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "empty hash") {
 		t.Errorf("empty hash not caught: %v", err)
 	}
 	s = fuzzKeyspace()
-	s.DB(0).Get("zlex").ZSet.tree.Insert(ZItem{math.NaN(), "nan"})
+	s.DB(0).Get("zbig").ZSet.tree.Insert(ZItem{math.NaN(), "nan"})
 	if err := checkStoreInvariants(s); err == nil {
 		t.Error("tree item missing from dict not caught")
+	}
+	s = fuzzKeyspace()
+	zl := s.DB(0).Get("zlex").ZSet
+	zl.lp = lpAppendScore(lpAppendStr(zl.lp, "0"), -1) // after "\xff", with a lower score
+	lpSetCount(zl.lp, lpCount(zl.lp)+1)
+	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "out of order") {
+		t.Errorf("listpack out of order not caught: %v", err)
+	}
+	s = fuzzKeyspace()
+	h := s.DB(0).Get("h").Hash
+	h.v.Str = lpAppendStr(lpAppendStr(h.v.Str, "f1"), "again")
+	lpSetCount(h.v.Str, lpCount(h.v.Str)+1)
+	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("listpack field twice not caught: %v", err)
 	}
 	for _, c := range []struct {
 		frame string

@@ -1,64 +1,204 @@
 package store
 
-// Hash is a field/value map that iterates in insertion order (as Valkey's
-// listpack-encoded hashes do; docs/compat.md §3.1). Deleting a field leaves a
-// hole that is compacted once holes outnumber live fields.
+// Hash is a field/value map that iterates in insertion order
+// (docs/compat.md §3.1) in one of two encodings, as Valkey's hashes
+// (encoding.go has the rules that switch them):
+//
+//   - listpack: every field and value in one byte slice (listpack.go), a
+//     linear scan per lookup; for small hashes (a job row);
+//   - hashtable: a map from field to a slot of an entry list that keeps
+//     insertion order (holes compacted once they outnumber live fields).
+//
+// The zero value is not usable: NewHash, or DB.HashForWrite.
 type Hash struct {
-	idx     map[string]int
-	entries []hashEntry
-	live    int
-	// big: Valkey would hold it as a hash table (encoding.go); lim are
-	// the store's thresholds (nil: the defaults).
-	big bool
+	// v holds the listpack in v.Str while tab is nil: the Value and the Hash
+	// are one allocation (hashValue), and the listpack a second one.
+	v   *Value
+	tab *hashTable // the hashtable encoding, once converted
+	// lim are the store's thresholds (nil: the defaults, encoding.go).
 	lim *Limits
 }
 
+type hashTable struct {
+	idx     map[string]int
+	entries []hashEntry
+	live    int
+}
+
+// hashEntry is one slot of the entry list; a deleted field leaves value
+// nil (a live value is never nil: an empty one is a zero-length slice).
 type hashEntry struct {
 	field string
 	value []byte
-	dead  bool
 }
 
-// NewHash returns an empty hash.
-func NewHash() *Hash { return &Hash{idx: make(map[string]int)} }
+// emptyValue is the value slice of an empty string.
+var emptyValue = []byte{}
+
+// NewHash returns an empty hash (listpack encoding).
+func NewHash() *Hash { return newHashValue(nil).Hash }
+
+// hashValue is a hash key's Value and its Hash in one allocation (80
+// bytes): a pending job's row costs this and its listpack
+// (BenchmarkPendingJobMemory).
+type hashValue struct {
+	v Value
+	h Hash
+}
+
+// newHashValue returns a Value holding a new empty hash with limits lim.
+func newHashValue(lim *Limits) *Value {
+	b := &hashValue{}
+	b.h.v, b.h.lim = &b.v, lim
+	b.v.Kind = KindHash
+	b.v.Hash = &b.h
+	return &b.v
+}
+
+// Big reports whether h uses the hashtable encoding (OBJECT ENCODING).
+func (h *Hash) Big() bool { return h.tab != nil }
 
 // Len is the number of fields.
-func (h *Hash) Len() int { return h.live }
+func (h *Hash) Len() int {
+	if h.tab != nil {
+		return h.tab.live
+	}
+	return lpCount(h.v.Str)
+}
+
+// lpFind locates field in the listpack: the offsets of the field element,
+// of its value element and of the element after it.
+func (h *Hash) lpFind(field string) (fOff, vOff, end int, ok bool) {
+	lp := h.v.Str
+	for off := lpHeader; off < len(lp); {
+		f, next := lpStr(lp, off)
+		_, after := lpStr(lp, next)
+		if string(f) == field {
+			return off, next, after, true
+		}
+		off = after
+	}
+	return 0, 0, 0, false
+}
 
 // Get returns the value of field and whether it exists. The returned slice
-// must not be modified.
+// must not be modified; it stays valid after later writes.
 func (h *Hash) Get(field string) ([]byte, bool) {
-	i, ok := h.idx[field]
-	if !ok {
-		return nil, false
+	if h.tab != nil {
+		i, ok := h.tab.idx[field]
+		if !ok {
+			return nil, false
+		}
+		return h.tab.entries[i].value, true
 	}
-	return h.entries[i].value, true
+	if _, vOff, _, ok := h.lpFind(field); ok {
+		v, _ := lpStr(h.v.Str, vOff)
+		return v, true
+	}
+	return nil, false
 }
 
 // Set stores value at field (keeping field's position if it exists) and
-// reports whether the field is new. The hash keeps value; callers pass a
-// slice they will not modify.
-func (h *Hash) Set(field string, value []byte) bool {
-	if i, ok := h.idx[field]; ok {
-		h.entries[i].value = value
-		h.noteSet(field, len(value))
+// reports whether the field is new. The hashtable encoding keeps field and
+// value and the listpack copies them: callers pass a slice they will not
+// modify. Crossing a threshold converts the hash to the hashtable encoding
+// (encoding.go).
+func (h *Hash) Set(field string, value []byte) bool { return h.set(field, value, false) }
+
+// SetArg is Set for a field and value that belong to the caller (the
+// arguments of a command, a scratch buffer): both encodings copy them.
+func (h *Hash) SetArg(field, value []byte) bool { return h.set(lpView(field), value, true) }
+
+func (h *Hash) set(field string, value []byte, borrowed bool) bool {
+	if h.tab == nil && h.lpTooLong(len(field), len(value)) {
+		h.convert()
+	}
+	if h.tab != nil {
+		if borrowed {
+			if i, ok := h.tab.idx[field]; ok {
+				h.tab.entries[i].value = append(make([]byte, 0, len(value)), value...)
+				return false
+			}
+			field = string([]byte(field))
+			value = append(make([]byte, 0, len(value)), value...)
+		}
+		return h.tab.set(field, value)
+	}
+	added := false
+	if _, vOff, end, ok := h.lpFind(field); ok {
+		if old, _ := lpStr(h.v.Str, vOff); string(old) != string(value) {
+			vs := lpView(value)
+			h.v.Str = lpSplice(h.v.Str, vOff, end, lpStrLen(vs), lpCount(h.v.Str), func(dst []byte) []byte {
+				return lpAppendStr(dst, vs)
+			})
+		}
+	} else {
+		vs := lpView(value)
+		h.v.Str = lpGrow(h.v.Str, lpStrLen(field)+lpStrLen(vs))
+		h.v.Str = lpAppendStr(h.v.Str, field)
+		h.v.Str = lpAppendStr(h.v.Str, vs)
+		lpSetCount(h.v.Str, lpCount(h.v.Str)+1)
+		added = true
+	}
+	if h.lpTooMany(lpCount(h.v.Str)) {
+		h.convert()
+	}
+	return added
+}
+
+// Reserve sizes the listpack of an empty hash for the fields and values
+// fv (field, value, ...) about to be set, so a new row is one allocation of
+// exactly its size.
+func (h *Hash) Reserve(fv [][]byte) {
+	if h.tab != nil || lpCount(h.v.Str) != 0 {
+		return
+	}
+	size := 0
+	for _, b := range fv {
+		size += lpStrLen(lpView(b))
+	}
+	h.v.Str = lpGrow(h.v.Str, size)
+}
+
+func (t *hashTable) set(field string, value []byte) bool {
+	if value == nil {
+		value = emptyValue
+	}
+	if i, ok := t.idx[field]; ok {
+		t.entries[i].value = value
 		return false
 	}
-	h.idx[field] = len(h.entries)
-	h.entries = append(h.entries, hashEntry{field: field, value: value})
-	h.live++
-	h.noteSet(field, len(value))
+	t.idx[field] = len(t.entries)
+	t.entries = append(t.entries, hashEntry{field: field, value: value})
+	t.live++
 	return true
 }
 
-// Copy returns a copy of h (COPY), with the same encoding; values are
-// shared (the store never modifies a value in place).
+// convert moves a listpack hash to the hashtable encoding (for good).
+func (h *Hash) convert() {
+	n := lpCount(h.v.Str)
+	t := &hashTable{idx: make(map[string]int, n), entries: make([]hashEntry, 0, n)}
+	h.lpRange(func(f, v []byte) bool {
+		t.set(string(f), append(make([]byte, 0, len(v)), v...))
+		return true
+	})
+	h.tab, h.v.Str = t, nil
+}
+
+// Copy returns a copy of h (COPY) in the same encoding; hashtable values
+// are shared (the store never modifies a value in place).
 func (h *Hash) Copy() *Hash {
-	out := &Hash{idx: make(map[string]int, h.live), entries: make([]hashEntry, 0, h.live), big: h.big, lim: h.lim}
+	out := newHashValue(h.lim).Hash
+	if h.tab == nil {
+		if h.v.Str != nil {
+			out.v.Str = append(lpAlloc(len(h.v.Str)), h.v.Str...)
+		}
+		return out
+	}
+	t := h.tab
+	out.tab = &hashTable{idx: make(map[string]int, t.live), entries: make([]hashEntry, 0, t.live)}
 	h.Range(func(f string, v []byte) bool {
-		out.idx[f] = len(out.entries)
-		out.entries = append(out.entries, hashEntry{field: f, value: v})
-		out.live++
+		out.tab.set(f, v)
 		return true
 	})
 	return out
@@ -66,36 +206,64 @@ func (h *Hash) Copy() *Hash {
 
 // Del removes field and reports whether it existed.
 func (h *Hash) Del(field string) bool {
-	i, ok := h.idx[field]
+	if h.tab != nil {
+		return h.tab.del(field)
+	}
+	fOff, _, end, ok := h.lpFind(field)
 	if !ok {
 		return false
 	}
-	delete(h.idx, field)
-	h.entries[i] = hashEntry{dead: true}
-	h.live--
-	if h.live == 0 {
-		h.entries = h.entries[:0]
-	} else if len(h.entries) > 32 && len(h.entries) > 2*h.live {
-		h.compact()
+	h.v.Str = lpCut(h.v.Str, fOff, end, lpCount(h.v.Str)-1)
+	return true
+}
+
+func (t *hashTable) del(field string) bool {
+	i, ok := t.idx[field]
+	if !ok {
+		return false
+	}
+	delete(t.idx, field)
+	t.entries[i] = hashEntry{}
+	t.live--
+	if t.live == 0 {
+		t.entries = t.entries[:0]
+	} else if len(t.entries) > 32 && len(t.entries) > 2*t.live {
+		out := make([]hashEntry, 0, t.live)
+		for _, e := range t.entries {
+			if e.value != nil {
+				t.idx[e.field] = len(out)
+				out = append(out, e)
+			}
+		}
+		t.entries = out
 	}
 	return true
 }
 
-func (h *Hash) compact() {
-	out := make([]hashEntry, 0, h.live)
-	for _, e := range h.entries {
-		if !e.dead {
-			h.idx[e.field] = len(out)
-			out = append(out, e)
+// lpRange calls fn with each field and value of a listpack hash.
+func (h *Hash) lpRange(fn func(field, value []byte) bool) {
+	lp := h.v.Str
+	for off := lpHeader; off < len(lp); {
+		f, next := lpStr(lp, off)
+		v, after := lpStr(lp, next)
+		if !fn(f, v) {
+			return
 		}
+		off = after
 	}
-	h.entries = out
 }
 
 // Range calls fn for each field in insertion order until fn returns false.
+// field and value share the hash's memory: they stay valid and unchanged
+// after later writes, but a caller that keeps them long keeps that memory
+// alive (clone them).
 func (h *Hash) Range(fn func(field string, value []byte) bool) {
-	for _, e := range h.entries {
-		if e.dead {
+	if h.tab == nil {
+		h.lpRange(func(f, v []byte) bool { return fn(lpView(f), v) })
+		return
+	}
+	for _, e := range h.tab.entries {
+		if e.value == nil {
 			continue
 		}
 		if !fn(e.field, e.value) {
@@ -104,15 +272,32 @@ func (h *Hash) Range(fn func(field string, value []byte) bool) {
 	}
 }
 
-// At returns the i-th live field in insertion order (0 <= i < Len). It is
-// O(1) when the hash has no holes, O(n) otherwise.
+// At returns the i-th field in insertion order (0 <= i < Len): O(i) for a
+// listpack, O(1) for a hashtable without holes, O(n) with holes.
 func (h *Hash) At(i int) (string, []byte) {
-	if len(h.entries) == h.live {
-		e := h.entries[i]
+	if h.tab == nil {
+		var field string
+		var value []byte
+		h.lpRange(func(f, v []byte) bool {
+			if i == 0 {
+				field, value = lpView(f), v
+				return false
+			}
+			i--
+			return true
+		})
+		if value == nil {
+			panic("store: Hash.At out of range")
+		}
+		return field, value
+	}
+	t := h.tab
+	if len(t.entries) == t.live {
+		e := t.entries[i]
 		return e.field, e.value
 	}
-	for _, e := range h.entries {
-		if e.dead {
+	for _, e := range t.entries {
+		if e.value == nil {
 			continue
 		}
 		if i == 0 {

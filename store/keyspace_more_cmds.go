@@ -61,7 +61,7 @@ func dupValue(v *Value) *Value {
 	case KindString:
 		out.Str = cloneBytes(v.Str)
 	case KindHash:
-		out.Hash = v.Hash.Copy()
+		return v.Hash.Copy().v // the copy's own Value (hash.go hashValue)
 	case KindZSet:
 		out.ZSet = v.ZSet.Copy()
 	}

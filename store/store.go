@@ -59,12 +59,14 @@ func (k Kind) TypeName() string {
 // is kept by its database, not here (expire.go).
 type Value struct {
 	Kind Kind
+	// enc is the encoding OBJECT ENCODING reports for a string (encoding.go).
+	enc strEnc
+	// Str is a string's bytes; a listpack-encoded hash keeps its listpack
+	// here (hash.go).
 	Str  []byte
 	Hash *Hash
 	ZSet *ZSet
 
-	// enc is the encoding OBJECT ENCODING reports for a string (encoding.go).
-	enc strEnc
 	// access is the last access on the server clock (ms) or, under an LFU
 	// maxmemory-policy, the LFU counter and its decay time (object.go).
 	access int64
@@ -210,10 +212,9 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 	d.s.mutations++
 	v := d.Get(key)
 	if v == nil {
-		h := NewHash()
-		h.lim = &d.s.limits
-		d.Put(key, &Value{Kind: KindHash, Hash: h})
-		return h, ""
+		v = newHashValue(&d.s.limits)
+		d.Put(key, v)
+		return v.Hash, ""
 	}
 	if v.Kind != KindHash {
 		return nil, ErrWrongType

@@ -20,113 +20,356 @@ func zless(a, b ZItem) bool {
 	return a.Member < b.Member
 }
 
-// ZSet is a sorted set: a counted B+tree ordered by (score, member)
-// (ztree.go) plus a member index for O(1) score look-ups.
+// ZSet is a sorted set in one of two encodings, as Valkey's (encoding.go
+// has the rules that switch them):
+//
+//   - listpack: members and scores in one byte slice in (score, member)
+//     order (listpack.go), linear scans; for small sets;
+//   - skiplist (Valkey's name; here a counted B+tree, ztree.go, ordered by
+//     (score, member), plus a member index for O(1) score look-ups).
+//
+// Members handed out (ZItem.Member) are the caller's own strings: a
+// listpack's are copied out of it, a big set's are the set's immutable
+// strings.
 type ZSet struct {
+	lp   []byte // the listpack, while tree is nil
 	tree *ztree
 	dict map[string]float64
-	// big: Valkey would hold it as a skiplist (encoding.go); lim are the
-	// store's thresholds (nil: the defaults).
-	big bool
+	// lim are the store's thresholds (nil: the defaults, encoding.go).
 	lim *Limits
 }
 
-// Copy returns a copy of z (COPY) with the same encoding; the tree is
-// copied on write, the member index in O(n).
-func (z *ZSet) Copy() *ZSet {
-	d := make(map[string]float64, len(z.dict))
-	for m, s := range z.dict {
-		d[m] = s
-	}
-	return &ZSet{tree: z.tree.Copy(), dict: d, big: z.big, lim: z.lim}
-}
+// NewZSet returns an empty sorted set (listpack encoding).
+func NewZSet() *ZSet { return &ZSet{} }
 
-// NewZSet returns an empty sorted set.
-func NewZSet() *ZSet {
-	return &ZSet{tree: newZTree(), dict: make(map[string]float64)}
-}
+// Big reports whether z uses the skiplist encoding (OBJECT ENCODING).
+func (z *ZSet) Big() bool { return z.tree != nil }
 
 // Len is the number of members (ZCARD).
-func (z *ZSet) Len() int { return len(z.dict) }
+func (z *ZSet) Len() int {
+	if z.tree != nil {
+		return len(z.dict)
+	}
+	return lpCount(z.lp)
+}
+
+// lpEntry reads the listpack entry at off: member bytes (a view), score and
+// the offset of the next entry.
+func (z *ZSet) lpEntry(off int) ([]byte, float64, int) {
+	m, s := lpStr(z.lp, off)
+	return m, lpScore(z.lp, s), s + 8
+}
+
+// lpFind locates member in the listpack: its entry's offsets and score.
+func (z *ZSet) lpFind(member string) (off, end int, score float64, ok bool) {
+	for off = lpHeader; off < len(z.lp); {
+		m, sc, next := z.lpEntry(off)
+		if string(m) == member {
+			return off, next, sc, true
+		}
+		off = next
+	}
+	return 0, 0, 0, false
+}
+
+// lpPos is the offset of the first entry not ordered before it, and that
+// entry's rank.
+func (z *ZSet) lpPos(it ZItem) (off, rank int) {
+	for off = lpHeader; off < len(z.lp); rank++ {
+		m, sc, next := z.lpEntry(off)
+		if !zless(ZItem{sc, lpView(m)}, it) {
+			return off, rank
+		}
+		off = next
+	}
+	return off, rank
+}
+
+// lpInsert puts member at its place (it is not in the set).
+func (z *ZSet) lpInsert(member string, score float64) {
+	size := lpStrLen(member) + 8
+	if z.lp == nil {
+		z.lp = lpNew(size)
+	}
+	off, _ := z.lpPos(ZItem{score, member})
+	n := lpCount(z.lp) + 1
+	if off == len(z.lp) {
+		z.lp = lpGrow(z.lp, size)
+		z.lp = lpAppendStr(z.lp, member)
+		z.lp = lpAppendScore(z.lp, score)
+		lpSetCount(z.lp, n)
+		return
+	}
+	z.lp = lpSplice(z.lp, off, off, size, n, func(dst []byte) []byte {
+		return lpAppendScore(lpAppendStr(dst, member), score)
+	})
+}
+
+// lpItem is the entry at off as a ZItem with its own member string.
+func (z *ZSet) lpItem(off int) (ZItem, int) {
+	m, sc, next := z.lpEntry(off)
+	return ZItem{sc, string(m)}, next
+}
+
+// lpOffsets lists the entry offsets (for walks from the end).
+func (z *ZSet) lpOffsets() []int {
+	out := make([]int, 0, lpCount(z.lp))
+	for off := lpHeader; off < len(z.lp); {
+		out = append(out, off)
+		_, _, off = z.lpEntry(off)
+	}
+	return out
+}
 
 // Score returns member's score and whether it is a member.
 func (z *ZSet) Score(member string) (float64, bool) {
-	s, ok := z.dict[member]
+	if z.tree != nil {
+		s, ok := z.dict[member]
+		return s, ok
+	}
+	_, _, s, ok := z.lpFind(member)
 	return s, ok
 }
 
-// Add sets member's score (a -0 score is stored as 0, docs/compat.md §3.2) and reports
-// whether the member is new.
+// Add sets member's score (a -0 score is stored as 0, docs/compat.md §3.2)
+// and reports whether the member is new. A big set keeps member as given.
 func (z *ZSet) Add(member string, score float64) bool {
 	if score == 0 {
 		score = 0 // drop the sign of -0
 	}
-	old, ok := z.dict[member]
+	if z.tree != nil {
+		return z.bigAdd(member, score, false)
+	}
+	off, end, old, ok := z.lpFind(member)
 	if ok {
 		if old == score {
 			return false
 		}
-		z.tree.Delete(ZItem{old, member})
+		z.lp = lpCut(z.lp, off, end, lpCount(z.lp)-1)
+		z.lpInsert(member, score)
+		return false
+	}
+	if z.lpTooLong(len(member)) {
+		z.convert()
+		return z.bigAdd(member, score, false)
+	}
+	z.lpInsert(member, score)
+	if z.lpTooMany(lpCount(z.lp)) {
+		z.convert()
+	}
+	return true
+}
+
+// bigAdd is Add on the skiplist encoding; clone copies a new member's
+// string (it is a view of the caller's bytes).
+func (z *ZSet) bigAdd(member string, score float64, clone bool) bool {
+	if old, ok := z.dict[member]; ok {
+		if old == score {
+			return false
+		}
+		prev, _ := z.tree.Delete(ZItem{old, member})
+		z.dict[prev.Member] = score
+		z.tree.Insert(ZItem{score, prev.Member})
+		return false
+	}
+	if clone {
+		member = string([]byte(member))
 	}
 	z.dict[member] = score
 	z.tree.Insert(ZItem{score, member})
-	if !ok {
-		z.noteAdd(member)
+	return true
+}
+
+// convert moves a listpack set to the skiplist encoding (for good).
+func (z *ZSet) convert() {
+	n := lpCount(z.lp)
+	z.dict = make(map[string]float64, n)
+	t := newZTree()
+	for off := lpHeader; off < len(z.lp); {
+		var it ZItem
+		it, off = z.lpItem(off)
+		z.dict[it.Member] = it.Score
+		t.Insert(it)
 	}
-	return !ok
+	z.tree, z.lp = t, nil
+}
+
+// members calls yield with every member in no particular order (the
+// names a scan snapshot keeps: a listpack's are copied out).
+func (z *ZSet) members(yield func(string)) {
+	if z.tree != nil {
+		for m := range z.dict {
+			yield(m)
+		}
+		return
+	}
+	for off := lpHeader; off < len(z.lp); {
+		m, _, next := z.lpEntry(off)
+		yield(string(m))
+		off = next
+	}
+}
+
+// Copy returns a copy of z (COPY) in the same encoding: a big set's tree is
+// copied on write, its member index in O(n).
+func (z *ZSet) Copy() *ZSet {
+	out := &ZSet{lim: z.lim}
+	if z.tree == nil {
+		if z.lp != nil {
+			out.lp = append(lpAlloc(len(z.lp)), z.lp...)
+		}
+		return out
+	}
+	out.dict = make(map[string]float64, len(z.dict))
+	for m, s := range z.dict {
+		out.dict[m] = s
+	}
+	out.tree = z.tree.Copy()
+	return out
 }
 
 // Rem removes member and reports whether it was one.
 func (z *ZSet) Rem(member string) bool {
-	old, ok := z.dict[member]
+	if z.tree != nil {
+		old, ok := z.dict[member]
+		if !ok {
+			return false
+		}
+		delete(z.dict, member)
+		z.tree.Delete(ZItem{old, member})
+		return true
+	}
+	off, end, _, ok := z.lpFind(member)
 	if !ok {
 		return false
 	}
-	delete(z.dict, member)
-	z.tree.Delete(ZItem{old, member})
+	z.lp = lpCut(z.lp, off, end, lpCount(z.lp)-1)
 	return true
 }
 
 // At returns the member at 0-based rank i in ascending order.
-func (z *ZSet) At(i int) (ZItem, bool) { return z.tree.GetAt(i) }
+func (z *ZSet) At(i int) (ZItem, bool) {
+	if z.tree != nil {
+		return z.tree.GetAt(i)
+	}
+	if i < 0 || i >= lpCount(z.lp) {
+		return ZItem{}, false
+	}
+	off := lpHeader
+	for ; i > 0; i-- {
+		_, _, off = z.lpEntry(off)
+	}
+	it, _ := z.lpItem(off)
+	return it, true
+}
 
 // Min returns the lowest member.
-func (z *ZSet) Min() (ZItem, bool) { return z.tree.Min() }
+func (z *ZSet) Min() (ZItem, bool) { return z.At(0) }
 
 // Max returns the highest member.
-func (z *ZSet) Max() (ZItem, bool) { return z.tree.Max() }
+func (z *ZSet) Max() (ZItem, bool) { return z.At(z.Len() - 1) }
 
 // Rank returns member's 0-based ascending rank, or -1 if it is not a member.
-// O(log n).
+// O(log n) for a big set.
 func (z *ZSet) Rank(member string) int {
-	s, ok := z.dict[member]
-	if !ok {
-		return -1
+	if z.tree != nil {
+		s, ok := z.dict[member]
+		if !ok {
+			return -1
+		}
+		return z.tree.CountLess(ZItem{s, member})
 	}
-	return z.CountLess(ZItem{s, member})
+	rank := 0
+	for off := lpHeader; off < len(z.lp); rank++ {
+		m, _, next := z.lpEntry(off)
+		if string(m) == member {
+			return rank
+		}
+		off = next
+	}
+	return -1
 }
 
 // CountLess is the number of members ordered strictly before it.
-func (z *ZSet) CountLess(it ZItem) int { return z.tree.CountLess(it) }
+func (z *ZSet) CountLess(it ZItem) int {
+	if z.tree != nil {
+		return z.tree.CountLess(it)
+	}
+	_, rank := z.lpPos(it)
+	return rank
+}
 
 // Ascend calls fn for members from the first one not ordered before pivot,
 // ascending, until fn returns false.
-func (z *ZSet) Ascend(pivot ZItem, fn func(ZItem) bool) { z.tree.Ascend(pivot, fn) }
+func (z *ZSet) Ascend(pivot ZItem, fn func(ZItem) bool) {
+	if z.tree != nil {
+		z.tree.Ascend(pivot, fn)
+		return
+	}
+	off, _ := z.lpPos(pivot)
+	z.lpAscend(off, fn)
+}
+
+func (z *ZSet) lpAscend(off int, fn func(ZItem) bool) {
+	lp := z.lp // fn may write to z: walk the slice as it was
+	for off < len(lp) {
+		m, s := lpStr(lp, off)
+		if !fn(ZItem{lpScore(lp, s), string(m)}) {
+			return
+		}
+		off = s + 8
+	}
+}
 
 // AscendAll calls fn for every member in ascending order until it returns false.
-func (z *ZSet) AscendAll(fn func(ZItem) bool) { z.tree.Scan(fn) }
+func (z *ZSet) AscendAll(fn func(ZItem) bool) {
+	if z.tree != nil {
+		z.tree.Scan(fn)
+		return
+	}
+	z.lpAscend(lpHeader, fn)
+}
 
 // Descend calls fn for members from the last one not ordered after pivot,
 // descending, until fn returns false.
-func (z *ZSet) Descend(pivot ZItem, fn func(ZItem) bool) { z.tree.Descend(pivot, fn) }
+func (z *ZSet) Descend(pivot ZItem, fn func(ZItem) bool) {
+	if z.tree != nil {
+		z.tree.Descend(pivot, fn)
+		return
+	}
+	z.lpDescend(&pivot, fn)
+}
+
+// lpDescend walks a listpack set from its end (from pivot, when not nil).
+func (z *ZSet) lpDescend(pivot *ZItem, fn func(ZItem) bool) {
+	lp := z.lp // fn may write to z: walk the slice as it was
+	offs := z.lpOffsets()
+	for i := len(offs) - 1; i >= 0; i-- {
+		m, s := lpStr(lp, offs[i])
+		it := ZItem{lpScore(lp, s), lpView(m)}
+		if pivot != nil && zless(*pivot, it) {
+			continue
+		}
+		it.Member = string(m)
+		if !fn(it) {
+			return
+		}
+	}
+}
 
 // DescendAll calls fn for every member in descending order.
-func (z *ZSet) DescendAll(fn func(ZItem) bool) { z.tree.Reverse(fn) }
+func (z *ZSet) DescendAll(fn func(ZItem) bool) {
+	if z.tree != nil {
+		z.tree.Reverse(fn)
+		return
+	}
+	z.lpDescend(nil, fn)
+}
 
 // RangeByScore calls fn for members with min <= score <= max ascending,
 // until fn returns false (the due-member selection of the verbs).
 func (z *ZSet) RangeByScore(min, max float64, fn func(ZItem) bool) {
-	z.tree.Ascend(ZItem{min, ""}, func(it ZItem) bool {
+	z.Ascend(ZItem{min, ""}, func(it ZItem) bool {
 		if it.Score > max {
 			return false
 		}
@@ -154,8 +397,7 @@ func zview(b []byte) string {
 
 // ScoreBytes is Score for a member given as bytes.
 func (z *ZSet) ScoreBytes(member []byte) (float64, bool) {
-	s, ok := z.dict[string(member)]
-	return s, ok
+	return z.Score(zview(member))
 }
 
 // AddBytes is Add for a member given as bytes: it sets member's score
@@ -165,70 +407,116 @@ func (z *ZSet) AddBytes(member []byte, score float64) bool {
 		score = 0
 	}
 	view := zview(member)
-	if old, ok := z.dict[view]; ok {
+	if z.tree != nil {
+		return z.bigAdd(view, score, true)
+	}
+	off, end, old, ok := z.lpFind(view)
+	if ok {
 		if old == score {
 			return false
 		}
-		prev, _ := z.tree.Delete(ZItem{old, view})
-		z.dict[prev.Member] = score
-		z.tree.Insert(ZItem{score, prev.Member})
+		z.lp = lpCut(z.lp, off, end, lpCount(z.lp)-1)
+		z.lpInsert(view, score)
 		return false
 	}
-	m := string(member)
-	z.dict[m] = score
-	z.tree.Insert(ZItem{score, m})
-	z.noteAdd(m)
+	if z.lpTooLong(len(member)) {
+		z.convert()
+		return z.bigAdd(view, score, true)
+	}
+	z.lpInsert(view, score)
+	if z.lpTooMany(lpCount(z.lp)) {
+		z.convert()
+	}
 	return true
 }
 
 // RemBytes is Rem for a member given as bytes.
-func (z *ZSet) RemBytes(member []byte) bool {
-	view := zview(member)
-	old, ok := z.dict[view]
-	if !ok {
-		return false
-	}
-	z.tree.Delete(ZItem{old, view})
-	delete(z.dict, view)
-	return true
-}
+func (z *ZSet) RemBytes(member []byte) bool { return z.Rem(zview(member)) }
 
 // RankBytes is Rank for a member given as bytes, also returning its score;
 // rank is -1 when member is absent.
 func (z *ZSet) RankBytes(member []byte) (rank int, score float64) {
-	s, ok := z.dict[string(member)]
-	if !ok {
-		return -1, 0
+	view := zview(member)
+	if z.tree != nil {
+		s, ok := z.dict[view]
+		if !ok {
+			return -1, 0
+		}
+		return z.tree.CountLess(ZItem{s, view}), s
 	}
-	return z.CountLess(ZItem{s, zview(member)}), s
+	rank = 0
+	for off := lpHeader; off < len(z.lp); rank++ {
+		m, sc, next := z.lpEntry(off)
+		if string(m) == view {
+			return rank, sc
+		}
+		off = next
+	}
+	return -1, 0
 }
 
 // PopMin removes and returns the lowest member.
 func (z *ZSet) PopMin() (ZItem, bool) {
-	it, ok := z.tree.DeleteAt(0)
-	if ok {
-		delete(z.dict, it.Member)
+	if z.tree != nil {
+		it, ok := z.tree.DeleteAt(0)
+		if ok {
+			delete(z.dict, it.Member)
+		}
+		return it, ok
 	}
-	return it, ok
+	return z.lpPopAt(0)
 }
 
 // PopMax removes and returns the highest member.
 func (z *ZSet) PopMax() (ZItem, bool) {
-	it, ok := z.tree.DeleteAt(z.tree.Len() - 1)
-	if ok {
-		delete(z.dict, it.Member)
+	if z.tree != nil {
+		it, ok := z.tree.DeleteAt(z.tree.Len() - 1)
+		if ok {
+			delete(z.dict, it.Member)
+		}
+		return it, ok
 	}
-	return it, ok
+	return z.lpPopAt(lpCount(z.lp) - 1)
+}
+
+func (z *ZSet) lpPopAt(i int) (ZItem, bool) {
+	n := lpCount(z.lp)
+	if i < 0 || i >= n {
+		return ZItem{}, false
+	}
+	off := lpHeader
+	for ; i > 0; i-- {
+		_, _, off = z.lpEntry(off)
+	}
+	it, end := z.lpItem(off)
+	z.lp = lpCut(z.lp, off, end, n-1)
+	return it, true
 }
 
 // DeleteRankRange removes the members of ascending ranks [lo, hi) and
-// returns how many it removed. O((hi-lo) log n).
+// returns how many it removed. O((hi-lo) log n) for a big set.
 func (z *ZSet) DeleteRankRange(lo, hi int) int {
 	if lo < 0 {
 		lo = 0
 	}
-	if hi > z.tree.Len() {
-		hi = z.tree.Len()
+	if hi > z.Len() {
+		hi = z.Len()
+	}
+	if hi <= lo {
+		return 0
+	}
+	if z.tree == nil {
+		n := lpCount(z.lp)
+		off, i := lpHeader, 0
+		for ; i < lo; i++ {
+			_, _, off = z.lpEntry(off)
+		}
+		end := off
+		for ; i < hi; i++ {
+			_, _, end = z.lpEntry(end)
+		}
+		z.lp = lpCut(z.lp, off, end, n-(hi-lo))
+		return hi - lo
 	}
 	n := 0
 	for i := lo; i < hi; i++ {
@@ -247,7 +535,7 @@ func (z *ZSet) DeleteRankRange(lo, hi int) int {
 func (z *ZSet) CountScoreBelow(s float64, orEqual bool) int {
 	if orEqual {
 		if s == PosInf {
-			return z.tree.Len()
+			return z.Len()
 		}
 		s = math.Nextafter(s, PosInf)
 	}
@@ -258,10 +546,10 @@ func (z *ZSet) CountScoreBelow(s float64, orEqual bool) int {
 // SameScore reports whether every member has the same score (the
 // precondition of the lex range commands).
 func (z *ZSet) SameScore() bool {
-	lo, ok := z.tree.Min()
+	lo, ok := z.Min()
 	if !ok {
 		return true
 	}
-	hi, _ := z.tree.Max()
+	hi, _ := z.Max()
 	return lo.Score == hi.Score
 }

@@ -533,7 +533,7 @@ func countLexBelow(z *ZSet, s float64, b *lexBound, orEqual bool) int {
 	}
 	n := z.CountLess(ZItem{s, b.s})
 	if orEqual {
-		if _, ok := z.dict[b.s]; ok {
+		if _, ok := z.Score(b.s); ok {
 			n++
 		}
 	}
@@ -826,14 +826,14 @@ func zrangeByRank(e *rangeEmitter, z *ZSet, start, end int64, reverse bool) {
 	e.w.Array(e.header(count))
 	if reverse {
 		pivot, _ := z.At(llen - 1 - s)
-		z.tree.Descend(pivot, func(it ZItem) bool {
+		z.Descend(pivot, func(it ZItem) bool {
 			e.emit(it)
 			return e.n < count
 		})
 		return
 	}
 	pivot, _ := z.At(s)
-	z.tree.Ascend(pivot, func(it ZItem) bool {
+	z.Ascend(pivot, func(it ZItem) bool {
 		e.emit(it)
 		return e.n < count
 	})
@@ -862,14 +862,14 @@ func emitRanks(e *rangeEmitter, z *ZSet, lo, hi int, offset, limit int64, revers
 	n := int(count)
 	if reverse {
 		pivot, _ := z.At(hi - 1 - int(offset))
-		z.tree.Descend(pivot, func(it ZItem) bool {
+		z.Descend(pivot, func(it ZItem) bool {
 			e.emit(it)
 			return e.n < n
 		})
 		return
 	}
 	pivot, _ := z.At(lo + int(offset))
-	z.tree.Ascend(pivot, func(it ZItem) bool {
+	z.Ascend(pivot, func(it ZItem) bool {
 		e.emit(it)
 		return e.n < n
 	})
@@ -908,13 +908,13 @@ func zrangeByScore(e *rangeEmitter, z *ZSet, r *scoreRange, offset, limit int64,
 		pmax := r.max
 		if !r.maxEx {
 			if pmax == PosInf {
-				z.tree.Reverse(walk)
+				z.DescendAll(walk)
 				deferredArray(e.w, at, e.header(e.n))
 				return
 			}
 			pmax = math.Nextafter(pmax, PosInf)
 		}
-		z.tree.Descend(ZItem{pmax, ""}, walk)
+		z.Descend(ZItem{pmax, ""}, walk)
 		deferredArray(e.w, at, e.header(e.n))
 		return
 	}
@@ -926,7 +926,7 @@ func zrangeByScore(e *rangeEmitter, z *ZSet, r *scoreRange, offset, limit int64,
 		}
 		pmin = math.Nextafter(pmin, PosInf)
 	}
-	z.tree.Ascend(ZItem{pmin, ""}, func(it ZItem) bool {
+	z.Ascend(ZItem{pmin, ""}, func(it ZItem) bool {
 		if !r.lteMax(it.Score) {
 			return false
 		}
@@ -1214,17 +1214,13 @@ func cmdZScan(c *Ctx) {
 		deferredArray(c.W, at, n)
 		return
 	}
-	names, next := c.DB.scanCollPage(z, z.Len(), cursor, o.count, func(yield func(string)) {
-		for m := range z.dict {
-			yield(m)
-		}
-	})
+	names, next := c.DB.scanCollPage(z, z.Len(), cursor, o.count, z.members)
 	var tmp [24]byte
 	c.W.Array(2)
 	c.W.Bulk(strconv.AppendUint(tmp[:0], next, 10))
 	at, n := len(c.W.Buf), 0
 	for _, nm := range names {
-		if sc, ok := z.dict[nm.name]; ok && o.match(nm.name) {
+		if sc, ok := z.Score(nm.name); ok && o.match(nm.name) {
 			emit(ZItem{sc, nm.name})
 			n += per
 		}
@@ -1296,9 +1292,7 @@ func zrandWithCount(c *Ctx, l int64, withScores bool) {
 		count := -l
 		if count > 1024 {
 			maxEntry := 0
-			for m := range z.dict {
-				maxEntry = max(maxEntry, len(m)+48)
-			}
+			z.members(func(m string) { maxEntry = max(maxEntry, len(m)+48) })
 			if count > hrandMaxReply/int64(maxEntry) {
 				c.W.Error(errOutOfRange)
 				return

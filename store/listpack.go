@@ -1,0 +1,187 @@
+package store
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+// The listpack: the compact encoding of small hashes and sorted sets
+// (Valkey's listpack.c plays the same part; the layout here is emqd's own).
+// One byte slice holds a 4-byte little-endian count (fields of a hash,
+// members of a sorted set) and then the elements one after the other:
+//
+//	hash:       field, value, field, value ...     (insertion order)
+//	sorted set: member, score, member, score ...   (ascending score, then member)
+//
+// A string element starts with one byte b:
+//
+//	b < 0x80          b bytes follow
+//	0x80 <= b < 0xC0  the word lpWords[b-0x80], nothing follows
+//	b == 0xFF         a uvarint length, then that many bytes
+//
+// A score is the 8 bytes of the float64, little endian. The words are the
+// job row's field names and states (docs/verbs.md §1.3), so a pending job's
+// row (state pending, attempts 0, a 64-byte payload) is 78 bytes in one
+// allocation (BenchmarkPendingJobMemory).
+//
+// Bytes below len(lp) are never written again once written: a change in
+// the middle builds a new slice, and only appending at the end writes in
+// place (beyond len, into spare capacity; a slice cut short has its
+// capacity cut too). So the field, value and member slices handed out stay
+// valid and unchanged after later writes (they keep that buffer alive). The
+// count header is the one exception; it is never handed out.
+
+const lpHeader = 4
+
+// lpWords are the strings stored as one byte (at most 64).
+var lpWords = [...]string{
+	"state", "attempts", "payload", "failures", "stalled", "last_error", "lease_epoch", "progress", "group",
+	"pending", "active", "scheduled", "dead", "0", "1", "count", "paused", "last",
+}
+
+// lpWordMax is the length of the longest word.
+const lpWordMax = 11
+
+var lpWordIndex = func() map[string]byte {
+	m := make(map[string]byte, len(lpWords))
+	for i, w := range lpWords {
+		if len(w) > lpWordMax || i >= 0x40 {
+			panic("store: bad listpack word " + w)
+		}
+		m[w] = byte(0x80 + i)
+	}
+	return m
+}()
+
+// lpWord returns the one-byte code of s, or 0 when s is not a word.
+func lpWord(s string) byte {
+	if len(s) > lpWordMax || len(s) == 0 {
+		return 0
+	}
+	return lpWordIndex[s]
+}
+
+// lpCount is the count recorded in lp's header.
+func lpCount(lp []byte) int {
+	if len(lp) < lpHeader {
+		return 0
+	}
+	return int(binary.LittleEndian.Uint32(lp))
+}
+
+// lpSetCount writes n into lp's header (in place).
+func lpSetCount(lp []byte, n int) { binary.LittleEndian.PutUint32(lp, uint32(n)) }
+
+// lpAlloc returns an empty slice with room for at least size bytes: the
+// whole of the allocator's size class, so a later append may still fit.
+func lpAlloc(size int) []byte {
+	return append([]byte(nil), make([]byte, size)...)[:0]
+}
+
+// lpNew returns an empty listpack with room for extra more bytes.
+func lpNew(extra int) []byte {
+	return lpAlloc(lpHeader + extra)[:lpHeader]
+}
+
+// lpStrLen is the encoded size of the string element s.
+func lpStrLen(s string) int {
+	switch n := len(s); {
+	case n < 0x80:
+		if lpWord(s) != 0 {
+			return 1
+		}
+		return 1 + n
+	default:
+		var tmp [binary.MaxVarintLen64]byte
+		return 1 + binary.PutUvarint(tmp[:], uint64(n)) + n
+	}
+}
+
+// lpAppendStr appends the string element s.
+func lpAppendStr(lp []byte, s string) []byte {
+	if len(s) < 0x80 {
+		if w := lpWord(s); w != 0 {
+			return append(lp, w)
+		}
+		lp = append(lp, byte(len(s)))
+		return append(lp, s...)
+	}
+	lp = append(lp, 0xFF)
+	lp = binary.AppendUvarint(lp, uint64(len(s)))
+	return append(lp, s...)
+}
+
+// lpAppendScore appends a score element.
+func lpAppendScore(lp []byte, f float64) []byte {
+	return binary.LittleEndian.AppendUint64(lp, math.Float64bits(f))
+}
+
+// lpStr reads the string element at off: its bytes (a view that must not
+// be written, cap = len) and the offset of the next element.
+func lpStr(lp []byte, off int) ([]byte, int) {
+	b := lp[off]
+	switch {
+	case b < 0x80:
+		s := off + 1
+		e := s + int(b)
+		return lp[s:e:e], e
+	case b < 0xC0:
+		w := lpWords[b-0x80]
+		return unsafe.Slice(unsafe.StringData(w), len(w)), off + 1
+	}
+	n, k := binary.Uvarint(lp[off+1:])
+	s := off + 1 + k
+	e := s + int(n)
+	return lp[s:e:e], e
+}
+
+// lpScore reads the score element at off.
+func lpScore(lp []byte, off int) float64 {
+	return math.Float64frombits(binary.LittleEndian.Uint64(lp[off:]))
+}
+
+// lpView is b as a string sharing b's bytes (listpack bytes never change).
+func lpView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// lpSplice returns lp with lp[lo:hi] replaced by what ins appends (insLen
+// bytes), in a new slice (a change in the middle never writes the old
+// bytes); n is the new count.
+func lpSplice(lp []byte, lo, hi, insLen, n int, ins func(dst []byte) []byte) []byte {
+	out := append(lpAlloc(len(lp)-(hi-lo)+insLen), lp[:lo]...)
+	out = ins(out)
+	out = append(out, lp[hi:]...)
+	lpSetCount(out, n)
+	return out
+}
+
+// lpCut returns lp without lp[lo:hi] (new count n). Cutting the tail keeps
+// the buffer and cuts the capacity, so a later append reallocates rather
+// than writing over bytes handed out earlier.
+func lpCut(lp []byte, lo, hi, n int) []byte {
+	if hi == len(lp) {
+		lp = lp[:lo:lo]
+		lpSetCount(lp, n)
+		return lp
+	}
+	return lpSplice(lp, lo, hi, 0, n, func(dst []byte) []byte { return dst })
+}
+
+// lpGrow makes room for more bytes at the end: in place when the capacity
+// allows (bytes beyond len were never handed out), else in a new slice
+// with a quarter of headroom (a listpack that grows element by element is
+// copied O(log n) times).
+func lpGrow(lp []byte, more int) []byte {
+	if lp == nil {
+		return lpNew(more)
+	}
+	if cap(lp)-len(lp) >= more {
+		return lp
+	}
+	return append(lpAlloc(len(lp)+more+len(lp)/4), lp...)
+}
