@@ -8,6 +8,9 @@
 # Arguments after the image name replace the default ones below, so repeat
 # --dir /data --bind 0.0.0.0 when adding options (a config file, as with
 # valkey-server, comes first: emqd /etc/emqd/emqd.conf --dir /data ...).
+# Protected mode is on: without --requirepass, clients from outside the
+# container (every client through -p) get Valkey's DENIED reply; on a
+# private network add --protected-mode no (docs/operations.md §9).
 
 # --- build: a static binary -------------------------------------------------
 FROM golang:1.26 AS build

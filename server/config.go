@@ -128,7 +128,7 @@ func paramTable() []*param {
 		ints("hz", "10", 1, 500),
 		immutable(ints("tcp-backlog", "511", 0, maxInt)),
 		immutable(boolean("daemonize", "no")),
-		enum("protected-mode", "yes", "yes", "no"),
+		apply(enum("protected-mode", "yes", "yes", "no"), func(s *Server, v string) { s.protectedMode.Store(v == "yes") }),
 		immutable(str("pidfile", "")),
 		immutable(enum("supervised", "no", "upstart", "systemd", "auto", "no")),
 		immutable(boolean("always-show-logo", "no")),
@@ -382,6 +382,17 @@ func (c *config) set(s *Server, name, value string, boot bool) error {
 }
 
 var errUnknownParam = errors.New("unknown parameter")
+
+// ConfigError is Start's error for a directive it refuses: unknown (Msg
+// "Bad directive or wrong number of arguments", Valkey's), or a value that
+// is not valid or not supported (Msg is the reason, CONFIG SET's text).
+type ConfigError struct {
+	Name, Value, Msg string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("directive %s %q: %s", e.Name, e.Value, e.Msg)
+}
 
 // lookup returns the param for a name (or alias).
 func (c *config) lookup(name string) *param {

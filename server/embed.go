@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"sort"
 	"strings"
@@ -60,9 +58,9 @@ func Start(opts Options) (*Server, error) {
 	for _, k := range names {
 		if err := s.cfg.set(s, k, opts.Config[k], true); err != nil {
 			if err == errUnknownParam {
-				return nil, fmt.Errorf("bad directive %q", k)
+				return nil, &ConfigError{Name: k, Value: opts.Config[k], Msg: "Bad directive or wrong number of arguments"}
 			}
-			return nil, fmt.Errorf("directive %s %q: %v", k, opts.Config[k], err)
+			return nil, &ConfigError{Name: k, Value: opts.Config[k], Msg: err.Error()}
 		}
 	}
 	for _, p := range s.cfg.params {
@@ -116,37 +114,20 @@ func Start(opts Options) (*Server, error) {
 		s.runCloseHooks()
 		return nil, err
 	}
-	addr := opts.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-		_, hasPort := opts.Config["port"]
-		_, hasBind := opts.Config["bind"]
-		if hasPort || hasBind {
-			bind := strings.Fields(s.Config("bind"))
-			host := "127.0.0.1"
-			if len(bind) > 0 {
-				host = strings.TrimPrefix(bind[0], "-")
-			}
-			if host == "*" {
-				host = ""
-			}
-			addr = net.JoinHostPort(host, s.Config("port"))
-		}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	_, hasPort := opts.Config["port"]
+	_, hasBind := opts.Config["bind"]
+	if err := s.openListeners(opts.Addr, hasPort || hasBind); err != nil {
 		s.runCloseHooks()
 		return nil, err
 	}
-	s.ln = ln
-	if ta, ok := ln.Addr().(*net.TCPAddr); ok {
-		s.port = ta.Port
-		s.cfg.set(nil, "port", fmt.Sprint(ta.Port), true)
-	}
 	s.startSweeper()
-	s.log.Info("Ready to accept connections tcp", "addr", ln.Addr().String(), "run_id", s.runID, "version", Version,
-		"port", s.port, "dir", s.Config("dir"), "appendonly", s.Config("appendonly"), "pid", os.Getpid())
-	go s.acceptLoop()
+	for _, l := range s.lns {
+		s.log.Info("Ready to accept connections "+l.name, "addr", l.ln.Addr().String(), "run_id", s.runID, "version", Version,
+			"port", s.port, "dir", s.Config("dir"), "appendonly", s.Config("appendonly"), "pid", os.Getpid())
+	}
+	for _, l := range s.lns {
+		go s.acceptLoop(l)
+	}
 	return s, nil
 }
 
@@ -183,7 +164,7 @@ func newRunID() string {
 }
 
 // Addr is the address the server listens on ("127.0.0.1:port").
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.lns[0].ln.Addr().String() }
 
 // Clock is the server clock (a *clock.Shifted when enable-debug-command is
 // yes).
@@ -252,7 +233,9 @@ func (s *Server) SetInfoSection(name string, gen func(add func(field, value stri
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.stopping)
-		s.ln.Close()
+		for _, l := range s.lns {
+			l.ln.Close()
+		}
 		s.stopSweeper()
 		s.clientsMu.Lock()
 		for _, c := range s.clients {

@@ -126,7 +126,9 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		add("executable", exe)
 		add("config_file", s.configFile)
 		add("io_threads_active", "0")
-		add("listener0", "name=tcp,bind="+s.Config("bind")+",port="+strconv.Itoa(s.port))
+		for i, l := range s.listenerInfo() {
+			add("listener"+strconv.Itoa(i), l)
+		}
 	case "clients":
 		s.clientsMu.Lock()
 		n := len(s.clients)

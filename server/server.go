@@ -33,7 +33,7 @@ type Server struct {
 	runID   string
 	replID  string
 	debug   bool
-	ln      net.Listener
+	lns     []listener // the RESP listeners (listeners.go)
 	port    int
 
 	started    time.Time
@@ -45,6 +45,7 @@ type Server struct {
 	maxMemory     atomic.Int64 // maxmemory in bytes (0: none)
 	idleTimeout   atomic.Int64 // timeout in seconds (0: none)
 	listeners     int          // listening sockets (descriptors kept beside the clients')
+	protectedMode atomic.Bool
 	maxBulk       atomic.Int64
 	maxQuery      atomic.Int64
 	outLimit      atomic.Int64
@@ -104,10 +105,13 @@ func (s *Server) passwordSet() bool {
 	return p != nil && *p != ""
 }
 
-func (s *Server) acceptLoop() {
+// acceptLoop accepts l's connections: the maxclients check, then protected
+// mode (Valkey's acceptCommonHandler and clientAcceptHandler, in that
+// order), then a client.
+func (s *Server) acceptLoop(l listener) {
 	var delay time.Duration
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			select {
 			case <-s.stopping:
@@ -140,9 +144,13 @@ func (s *Server) acceptLoop() {
 			s.clientsMu.Unlock()
 			s.statRejected.Add(1)
 			s.logRefused(nc.RemoteAddr().String())
-			nc.SetWriteDeadline(time.Now().Add(time.Second))
-			nc.Write([]byte("-ERR max number of clients reached\r\n"))
-			nc.Close()
+			refuse(nc, "-ERR max number of clients reached\r\n")
+			continue
+		}
+		if s.protectedMode.Load() && !s.passwordSet() && !isLocalPeer(nc.RemoteAddr()) {
+			s.clientsMu.Unlock()
+			s.statRejected.Add(1)
+			refuse(nc, errProtected)
 			continue
 		}
 		select {

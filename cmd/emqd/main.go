@@ -75,6 +75,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		dirs = append(dirs, d...)
 	}
+	fileLines := 0
+	for _, d := range dirs {
+		fileLines = max(fileLines, d.line)
+	}
 	d, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -107,12 +111,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s, err := server.Start(server.Options{Config: cfg, Logger: log})
 	if err != nil {
 		var bad *badDirective
-		if errors.As(err, &bad) {
+		var ce *server.ConfigError
+		switch {
+		case errors.As(err, &bad):
 			fmt.Fprintln(stderr, err)
-		} else if server.IsAOFLoadError(err) {
+		case errors.As(err, &ce):
+			// Valkey's banner for a directive it refuses, with the line it
+			// came from (the command line's directives count after the
+			// file's lines, as Valkey appends them).
+			fmt.Fprintln(stderr, directiveError(dirs, fileLines, ce))
+		case server.IsAOFLoadError(err):
 			fmt.Fprintf(stderr, "Fatal error loading the append only file: %v\n", err)
-		} else {
-			fmt.Fprintf(stderr, "*** FATAL CONFIG FILE ERROR (emqd %s) ***\n%v\n", server.Version, err)
+		default:
+			// Not a configuration problem (a port in use, the open-file
+			// limit): the server's own words, as Valkey logs them.
+			fmt.Fprintln(stderr, err)
 		}
 		log.Error("emqd failed to start", "err", err)
 		return 1
@@ -196,6 +209,31 @@ func parseConfigFile(r io.Reader) ([]directive, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// directiveError renders a refused directive as Valkey's config loader
+// does: the last directive of that name is the one in force.
+func directiveError(dirs []directive, fileLines int, ce *server.ConfigError) string {
+	line, text := 0, ce.Name+" \""+ce.Value+"\""
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		if !strings.EqualFold(d.name, ce.Name) {
+			continue
+		}
+		if d.line > 0 {
+			line, text = d.line, d.text
+		} else {
+			cli := 0
+			for _, e := range dirs[:i+1] {
+				if e.line == 0 {
+					cli++
+				}
+			}
+			line = fileLines + cli
+		}
+		break
+	}
+	return configError(line, text, ce.Msg).Error()
 }
 
 func configError(line int, text, msg string) error {

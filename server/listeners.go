@@ -1,0 +1,238 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Listeners (docs/operations.md §9): one listening socket per address of
+// `bind`, as Valkey's listenToPort. An IPv4 address listens on IPv4 only
+// and an IPv6 one on IPv6 only (IPV6_V6ONLY: `0.0.0.0` is not also `::`);
+// `*` is every IPv4 address and `::*` every IPv6 one; a `-` prefix makes
+// an address optional (skipped when the host does not have it). With
+// port 0 the first listener picks a free port and the others use it.
+
+// listener is one listening socket and what its clients speak.
+type listener struct {
+	ln   net.Listener
+	name string // "tcp" or "tls"
+	addr string // as configured (bind word without "-")
+}
+
+// listenAddr is one `bind` word.
+type listenAddr struct {
+	host     string
+	network  string // tcp4, tcp6, or tcp for a host name
+	optional bool
+	word     string
+}
+
+// parseBind splits a bind value into its addresses.
+func parseBind(v string) []listenAddr {
+	var out []listenAddr
+	for _, w := range strings.Fields(v) {
+		a := listenAddr{word: w}
+		if strings.HasPrefix(w, "-") {
+			a.optional, w = true, w[1:]
+		}
+		switch {
+		case w == "*":
+			a.host, a.network = "0.0.0.0", "tcp4"
+		case w == "::*":
+			a.host, a.network = "::", "tcp6"
+		default:
+			a.host = w
+			if ip := net.ParseIP(w); ip == nil {
+				a.network = "tcp"
+			} else if ip.To4() != nil {
+				a.network = "tcp4"
+			} else {
+				a.network = "tcp6"
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// networkOf is the network for one host:port address given by the
+// embedding program (Options.Addr).
+func networkOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "tcp"
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() != nil {
+			return "tcp4"
+		}
+		return "tcp6"
+	}
+	if host == "" {
+		return "tcp4" // every IPv4 address, as Valkey's *
+	}
+	return "tcp"
+}
+
+// ListenError is Start's error when a listening socket cannot be opened
+// (Valkey: "Could not create server TCP listening socket ...", then
+// "Failed listening on port N (tcp), aborting.").
+type ListenError struct{ Msg string }
+
+func (e *ListenError) Error() string { return e.Msg }
+
+// strerror renders a socket error as C's strerror does (capitalized).
+func strerror(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		t := errno.Error()
+		if t != "" {
+			return strings.ToUpper(t[:1]) + t[1:]
+		}
+	}
+	return err.Error()
+}
+
+// listenOne opens one socket; op names the failing step as anet does.
+func listenOne(network, host string, port int) (net.Listener, error) {
+	return net.Listen(network, net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// openListeners opens the RESP listeners: opts.Addr alone when given, else
+// every bind address at the configured port (tcp), and tls-port's.
+func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
+	if optsAddr != "" || !hasPortOrBind {
+		addr := optsAddr
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		ln, err := net.Listen(networkOf(addr), addr)
+		if err != nil {
+			warn := fmt.Sprintf("Warning: Could not create server TCP listening socket %s: bind: %s", addr, strerror(err))
+			s.log.Warn(warn)
+			return &ListenError{Msg: warn + "\n" + fmt.Sprintf("Failed listening on port %s (tcp), aborting.", addrPort(addr))}
+		}
+		s.lns = append(s.lns, listener{ln: ln, name: "tcp", addr: addr})
+		s.port = ln.Addr().(*net.TCPAddr).Port
+		s.cfg.set(nil, "port", strconv.Itoa(s.port), true)
+		return nil
+	}
+	port := int(atoi(s.Config("port")))
+	if port != 0 || len(parseBind(s.Config("bind"))) > 0 {
+		if err := s.listenAll("tcp", parseBind(s.Config("bind")), &port); err != nil {
+			return err
+		}
+		s.port = port
+		s.cfg.set(nil, "port", strconv.Itoa(port), true)
+	}
+	if len(s.lns) == 0 {
+		return &ListenError{Msg: "Configured to not listen anywhere, exiting."}
+	}
+	return nil
+}
+
+// listenAll opens one socket per address at *port (0: the first picks it)
+// for clients speaking name.
+func (s *Server) listenAll(name string, addrs []listenAddr, port *int) error {
+	for _, a := range addrs {
+		ln, err := listenOne(a.network, a.host, *port)
+		if err != nil {
+			warn := fmt.Sprintf("Warning: Could not create server TCP listening socket %s:%d: bind: %s", a.host, *port, strerror(err))
+			s.log.Warn(warn)
+			var errno syscall.Errno
+			errors.As(err, &errno)
+			if errno == syscall.EADDRNOTAVAIL && a.optional {
+				continue
+			}
+			switch errno {
+			case syscall.ENOPROTOOPT, syscall.EPROTONOSUPPORT, syscall.ESOCKTNOSUPPORT, syscall.EPFNOSUPPORT, syscall.EAFNOSUPPORT:
+				continue
+			}
+			for _, l := range s.lns {
+				l.ln.Close()
+			}
+			s.lns = nil
+			return &ListenError{Msg: warn + "\n" + fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)}
+		}
+		if *port == 0 {
+			*port = ln.Addr().(*net.TCPAddr).Port
+		}
+		s.lns = append(s.lns, listener{ln: ln, name: name, addr: strings.TrimPrefix(a.word, "-")})
+	}
+	return nil
+}
+
+// listenerInfo is INFO server's listenerN values, one per kind of
+// listener, as Valkey: "name=tcp,bind=127.0.0.1,bind=::1,port=6379".
+func (s *Server) listenerInfo() []string {
+	var out []string
+	for _, name := range []string{"tcp", "tls"} {
+		var b strings.Builder
+		port := 0
+		for _, l := range s.lns {
+			if l.name != name {
+				continue
+			}
+			if b.Len() == 0 {
+				b.WriteString("name=" + name)
+			}
+			host, p, _ := net.SplitHostPort(l.addr)
+			if host == "" && p == "" {
+				host = l.addr
+			}
+			b.WriteString(",bind=" + host)
+			port = l.ln.Addr().(*net.TCPAddr).Port
+		}
+		if b.Len() > 0 {
+			out = append(out, b.String()+",port="+strconv.Itoa(port))
+		}
+	}
+	return out
+}
+
+// addrPort is the port of a host:port address.
+func addrPort(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "0"
+	}
+	return p
+}
+
+// isLocalPeer is Valkey's connIsLocal: a loopback peer (127.0.0.0/8, ::1)
+// or an in-process connection.
+func isLocalPeer(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr, internalAddr:
+		return true
+	}
+	return false
+}
+
+// errProtected is Valkey 8's protected-mode refusal (networking.c
+// clientAcceptHandler), written before the connection is closed.
+const errProtected = "-DENIED Running in protected mode because protected mode is enabled and no password is set for the default user. " +
+	"In this mode connections are only accepted from the loopback interface. " +
+	"If you want to connect from external computers, you may adopt one of the following solutions: " +
+	"1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface " +
+	"by connecting from the same host the server is running, however MAKE SURE it's not publicly accessible " +
+	"from internet if you do so. Use CONFIG REWRITE to make this change permanent. " +
+	"2) Alternatively you can just disable the protected mode by editing the configuration file, and setting the protected " +
+	"mode option to 'no', and then restarting the server. " +
+	"3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. " +
+	"4) Set up an authentication password for the default user. " +
+	"NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
+
+// refuse writes msg (best effort, bounded) and closes nc.
+func refuse(nc net.Conn, msg string) {
+	nc.SetWriteDeadline(time.Now().Add(time.Second))
+	nc.Write([]byte(msg))
+	nc.Close()
+}
