@@ -69,6 +69,17 @@ func paramTable() []*param {
 
 	return []*param{
 		immutable(ints("port", "6379", 0, 65535)),
+		// TLS (tls.go): the port (0: none), the server's certificate and
+		// key, the CA that signs clients' certificates, whether clients
+		// must present one, the protocol versions.
+		immutable(ints("tls-port", "0", 0, 65535)),
+		str("tls-cert-file", ""),
+		str("tls-key-file", ""),
+		checked(str("tls-key-file-pass", ""), checkKeyPass),
+		str("tls-ca-cert-file", ""),
+		str("tls-ca-cert-dir", ""),
+		enum("tls-auth-clients", "yes", "yes", "no", "optional"),
+		checked(str("tls-protocols", ""), checkTLSProtocols),
 		immutable(str("bind", "127.0.0.1")),
 		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
 		immutable(ints("databases", "16", 1, maxInt)),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -121,7 +122,11 @@ func newClient(s *Server, nc net.Conn) *client {
 	c.w.Proto = 2
 	c.aw.Proto = 2
 	c.lastIO.Store(s.clock.NowMs())
-	if sc, ok := nc.(syscall.Conn); ok {
+	under := nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		under = tc.NetConn()
+	}
+	if sc, ok := under.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.raw = rc
 			rc.Control(func(fd uintptr) { c.fd = int(fd) })
@@ -142,6 +147,9 @@ func (c *client) authRequired() bool { return !c.authed && c.s.passwordSet() }
 func (c *client) serve() {
 	defer c.cleanup()
 	defer c.recoverConn()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.tlsAccept(tc) {
+		return
+	}
 	for {
 		c.wakeMu.Lock()
 		parked := c.parked
@@ -208,6 +216,26 @@ func (c *client) serve() {
 			return
 		}
 	}
+}
+
+// tlsAccept completes a TLS client's handshake (bounded) and then applies
+// protected mode, as Valkey's clientAcceptHandler does after connAccept.
+func (c *client) tlsAccept(tc *tls.Conn) bool {
+	s := c.s
+	tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	err := tc.Handshake()
+	tc.SetDeadline(time.Time{})
+	if err != nil {
+		s.log.Debug("Error accepting a client connection", "err", err, "addr", c.addr, "laddr", c.laddr)
+		return false
+	}
+	if s.protectedMode.Load() && !s.passwordSet() && !isLocalPeer(c.nc.RemoteAddr()) {
+		s.statRejected.Add(1)
+		tc.SetWriteDeadline(time.Now().Add(time.Second))
+		tc.Write([]byte(errProtected))
+		return false
+	}
+	return true
 }
 
 // unauthQueryLimit is the query memory a client that has not authenticated

@@ -95,8 +95,12 @@ func Start(opts Options) (*Server, error) {
 	s.startExpiry()
 	// The idle-client timeout (clients_cron.go).
 	s.startClientsCron()
-	// maxclients must fit the open-file limit (nofile.go).
-	s.listeners = 1
+	// maxclients must fit the open-file limit (nofile.go), beside one
+	// descriptor per listener.
+	s.listeners = max(len(parseBind(s.Config("bind"))), 1)
+	if atoi(s.Config("tls-port")) != 0 {
+		s.listeners *= 2
+	}
 	if s.Config("metrics-addr") != "" {
 		s.listeners++
 	}
@@ -111,6 +115,10 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.startObservability(); err != nil {
+		s.runCloseHooks()
+		return nil, err
+	}
+	if err := s.startTLS(); err != nil {
 		s.runCloseHooks()
 		return nil, err
 	}

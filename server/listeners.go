@@ -104,8 +104,37 @@ func listenOne(network, host string, port int) (net.Listener, error) {
 }
 
 // openListeners opens the RESP listeners: opts.Addr alone when given, else
-// every bind address at the configured port (tcp), and tls-port's.
+// every bind address at the configured port (tcp), and tls-port's on the
+// same addresses (tls).
 func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
+	if err := s.openPlain(optsAddr, hasPortOrBind); err != nil {
+		return err
+	}
+	if tport := int(atoi(s.Config("tls-port"))); tport != 0 {
+		addrs := parseBind(s.Config("bind"))
+		if optsAddr != "" || !hasPortOrBind {
+			host := "127.0.0.1"
+			if optsAddr != "" {
+				host, _, _ = net.SplitHostPort(optsAddr)
+			}
+			addrs = []listenAddr{{host: host, network: networkOf(net.JoinHostPort(host, "0")), word: host}}
+		}
+		if err := s.listenAll("tls", addrs, &tport); err != nil {
+			return err
+		}
+	}
+	if len(s.lns) == 0 {
+		return &ListenError{Msg: "Configured to not listen anywhere, exiting."}
+	}
+	return nil
+}
+
+// openPlain opens the plain TCP listeners. With tls-port set, port 0 means
+// no plain listener, as in Valkey; without it, port 0 picks a free port.
+func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
+	if atoi(s.Config("tls-port")) != 0 && atoi(s.Config("port")) == 0 && optsAddr == "" {
+		return nil
+	}
 	if optsAddr != "" || !hasPortOrBind {
 		addr := optsAddr
 		if addr == "" {
@@ -129,9 +158,6 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 		}
 		s.port = port
 		s.cfg.set(nil, "port", strconv.Itoa(port), true)
-	}
-	if len(s.lns) == 0 {
-		return &ListenError{Msg: "Configured to not listen anywhere, exiting."}
 	}
 	return nil
 }
@@ -158,6 +184,13 @@ func (s *Server) listenAll(name string, addrs []listenAddr, port *int) error {
 			}
 			s.lns = nil
 			return &ListenError{Msg: warn + "\n" + fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)}
+		}
+		if a.network == "tcp" { // a host name: its first address only
+			ln.Close()
+			ln, err = listenOne(networkOf(ln.Addr().String()), ln.Addr().(*net.TCPAddr).IP.String(), *port)
+			if err != nil {
+				return &ListenError{Msg: fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)}
+			}
 		}
 		if *port == 0 {
 			*port = ln.Addr().(*net.TCPAddr).Port

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -79,7 +81,20 @@ func TestProtectedMode(t *testing.T) {
 	if inNetns(t, "TestProtectedMode") {
 		return
 	}
-	startBound(t, "127.0.0.1 "+nsAddr)
+	f := newTLSFiles(t)
+	startBound(t, "127.0.0.1 "+nsAddr, "tls-port", "7401", "tls-cert-file", f.serverCert, "tls-key-file", f.serverKey,
+		"tls-auth-clients", "no")
+	// Over TLS the refusal comes after the handshake, encrypted.
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(nsAddr)}, Timeout: 5 * time.Second}
+	tc, err := tls.DialWithDialer(d, "tcp", nsAddr+":7401", &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(tc)
+	tc.Close()
+	if string(got) != errProtected {
+		t.Fatalf("outside TLS client got %q", got)
+	}
 	local, err := dialFrom(t, "127.0.0.1", "127.0.0.1:7400")
 	if err != nil {
 		t.Fatal(err)
@@ -95,10 +110,10 @@ func TestProtectedMode(t *testing.T) {
 		t.Fatalf("outside client got %q", r)
 	}
 	outside.expectClosed()
-	if r := local.do("INFO", "stats"); !strings.Contains(r, "\r\nrejected_connections:1\r\n") {
+	if r := local.do("INFO", "stats"); !strings.Contains(r, "\r\nrejected_connections:2\r\n") {
 		t.Fatalf("INFO stats:\n%s", r)
 	}
-	if r := local.do("INFO", "server"); !strings.Contains(r, "\r\nlistener0:name=tcp,bind=127.0.0.1,bind="+nsAddr+",port=7400\r\n") {
+	if r := local.do("INFO", "server"); !strings.Contains(r, "\r\nlistener0:name=tcp,bind=127.0.0.1,bind="+nsAddr+",port=7400\r\nlistener1:name=tls,bind=127.0.0.1,bind="+nsAddr+",port=7401\r\n") {
 		t.Fatalf("INFO server:\n%s", r)
 	}
 	// A password set: the outside client may connect (and must AUTH).

@@ -7,6 +7,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -46,6 +47,7 @@ type Server struct {
 	idleTimeout   atomic.Int64 // timeout in seconds (0: none)
 	listeners     int          // listening sockets (descriptors kept beside the clients')
 	protectedMode atomic.Bool
+	tls           tlsState
 	maxBulk       atomic.Int64
 	maxQuery      atomic.Int64
 	outLimit      atomic.Int64
@@ -144,10 +146,18 @@ func (s *Server) acceptLoop(l listener) {
 			s.clientsMu.Unlock()
 			s.statRejected.Add(1)
 			s.logRefused(nc.RemoteAddr().String())
-			refuse(nc, "-ERR max number of clients reached\r\n")
+			if l.name == "tls" {
+				nc.Close() // no handshake yet: nothing can be said (Valkey too)
+			} else {
+				refuse(nc, "-ERR max number of clients reached\r\n")
+			}
 			continue
 		}
-		if s.protectedMode.Load() && !s.passwordSet() && !isLocalPeer(nc.RemoteAddr()) {
+		if l.name == "tls" {
+			// Protected mode is checked after the handshake (serve), so the
+			// refusal travels over TLS, as Valkey's.
+			nc = tls.Server(nc, s.serverTLSConfig())
+		} else if s.protectedMode.Load() && !s.passwordSet() && !isLocalPeer(nc.RemoteAddr()) {
 			s.clientsMu.Unlock()
 			s.statRejected.Add(1)
 			refuse(nc, errProtected)
