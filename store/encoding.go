@@ -40,7 +40,8 @@ type Limits struct {
 var DefaultLimits = Limits{HashEntries: 512, HashValue: 64, ZSetEntries: 128, ZSetValue: 64}
 
 // SetLimits sets the thresholds later writes follow (CONFIG SET). Keys
-// already converted stay converted. Call under the store lock.
+// already converted stay converted. Call under the store lock. (Listpack
+// hashes reach them through s.hashLim, sorted sets through ZSet.lim.)
 func (s *Store) SetLimits(l Limits) { s.limits = l }
 
 // Limits returns the thresholds in force.
@@ -101,10 +102,10 @@ func (v *Value) Encoding() string {
 func NewString(b []byte) *Value { return &Value{Kind: KindString, Str: b} }
 
 func (h *Hash) limits() *Limits {
-	if h.lim == nil {
+	if h.tab.lim == nil {
 		return &DefaultLimits
 	}
-	return h.lim
+	return h.tab.lim
 }
 
 // lpTooLong is Valkey's length rule (hashTypeTryConversion, hashTypeSet):
@@ -122,7 +123,7 @@ func (h *Hash) lpTooMany(n int) bool { return int64(n) > h.limits().HashEntries 
 // field (hashTypeTryConversion runs before the lookup): field and a value
 // of n bytes would not fit in a listpack.
 func (h *Hash) noteSet(field string, n int) {
-	if h.tab == nil && (h.lpTooLong(len(field), n) || h.lpTooMany(h.Len())) {
+	if !h.big() && (h.lpTooLong(len(field), n) || h.lpTooMany(h.Len())) {
 		h.convert()
 	}
 }
@@ -131,7 +132,7 @@ func (h *Hash) noteSet(field string, n int) {
 // field/value pairs than the entries limit converts the hash whatever
 // they turn out to add.
 func (h *Hash) NoteBulk(pairs int) {
-	if h.tab == nil && int64(pairs) > h.limits().HashEntries {
+	if !h.big() && int64(pairs) > h.limits().HashEntries {
 		h.convert()
 	}
 }

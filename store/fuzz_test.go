@@ -250,7 +250,7 @@ func checkHash(h *Hash) error {
 	if h == nil || h.Len() == 0 {
 		return fmt.Errorf("empty hash stored")
 	}
-	if h.tab == nil {
+	if !h.big() {
 		if h.lpTooMany(h.Len()) {
 			return fmt.Errorf("listpack hash of %d fields", h.Len())
 		}

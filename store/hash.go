@@ -11,19 +11,28 @@ package store
 //
 // The zero value is not usable: NewHash, or DB.HashForWrite.
 type Hash struct {
-	// v holds the listpack in v.Str while tab is nil: the Value and the Hash
-	// are one allocation (hashValue), and the listpack a second one.
-	v   *Value
-	tab *hashTable // the hashtable encoding, once converted
-	// lim are the store's thresholds (nil: the defaults, encoding.go).
-	lim *Limits
+	// v holds the listpack in v.Str while the hash is one: the Value and
+	// the Hash are one allocation (hashValue), the listpack a second one.
+	v *Value
+	// tab is the hashtable encoding; while the hash is a listpack it is the
+	// store's shared table without entries that carries the thresholds
+	// (hashTable.lim, encoding.go).
+	tab *hashTable
 }
 
 type hashTable struct {
+	lim     *Limits // a listpack hash's thresholds (the shared table only)
 	idx     map[string]int
 	entries []hashEntry
 	live    int
 }
+
+// defaultLimitsTable is the shared table of a listpack hash made outside a
+// store (NewHash): Valkey's default thresholds.
+var defaultLimitsTable = &hashTable{lim: &DefaultLimits}
+
+// big reports whether h uses the hashtable encoding.
+func (h *Hash) big() bool { return h.tab.idx != nil }
 
 // hashEntry is one slot of the entry list; a deleted field leaves value
 // nil (a live value is never nil: an empty one is a zero-length slice).
@@ -35,10 +44,10 @@ type hashEntry struct {
 // emptyValue is the value slice of an empty string.
 var emptyValue = []byte{}
 
-// NewHash returns an empty hash (listpack encoding).
-func NewHash() *Hash { return newHashValue(nil).Hash }
+// NewHash returns an empty hash (listpack encoding, default thresholds).
+func NewHash() *Hash { return newHashValue(defaultLimitsTable).Hash }
 
-// hashValue is a hash key's Value and its Hash in one allocation (80
+// hashValue is a hash key's Value and its Hash in one allocation (64
 // bytes): a pending job's row costs this and its listpack
 // (BenchmarkPendingJobMemory).
 type hashValue struct {
@@ -46,21 +55,22 @@ type hashValue struct {
 	h Hash
 }
 
-// newHashValue returns a Value holding a new empty hash with limits lim.
-func newHashValue(lim *Limits) *Value {
+// newHashValue returns a Value holding a new empty listpack hash whose
+// shared table is lim (a store's, or defaultLimitsTable).
+func newHashValue(lim *hashTable) *Value {
 	b := &hashValue{}
-	b.h.v, b.h.lim = &b.v, lim
+	b.h.v, b.h.tab = &b.v, lim
 	b.v.Kind = KindHash
 	b.v.Hash = &b.h
 	return &b.v
 }
 
 // Big reports whether h uses the hashtable encoding (OBJECT ENCODING).
-func (h *Hash) Big() bool { return h.tab != nil }
+func (h *Hash) Big() bool { return h.big() }
 
 // Len is the number of fields.
 func (h *Hash) Len() int {
-	if h.tab != nil {
+	if h.big() {
 		return h.tab.live
 	}
 	return lpCount(h.v.Str)
@@ -84,7 +94,7 @@ func (h *Hash) lpFind(field string) (fOff, vOff, end int, ok bool) {
 // Get returns the value of field and whether it exists. The returned slice
 // must not be modified; it stays valid after later writes.
 func (h *Hash) Get(field string) ([]byte, bool) {
-	if h.tab != nil {
+	if h.big() {
 		i, ok := h.tab.idx[field]
 		if !ok {
 			return nil, false
@@ -110,10 +120,10 @@ func (h *Hash) Set(field string, value []byte) bool { return h.set(field, value,
 func (h *Hash) SetArg(field, value []byte) bool { return h.set(lpView(field), value, true) }
 
 func (h *Hash) set(field string, value []byte, borrowed bool) bool {
-	if h.tab == nil && h.lpTooLong(len(field), len(value)) {
+	if !h.big() && h.lpTooLong(len(field), len(value)) {
 		h.convert()
 	}
-	if h.tab != nil {
+	if h.big() {
 		if borrowed {
 			if i, ok := h.tab.idx[field]; ok {
 				h.tab.entries[i].value = append(make([]byte, 0, len(value)), value...)
@@ -150,7 +160,7 @@ func (h *Hash) set(field string, value []byte, borrowed bool) bool {
 // fv (field, value, ...) about to be set, so a new row is one allocation of
 // exactly its size.
 func (h *Hash) Reserve(fv [][]byte) {
-	if h.tab != nil || lpCount(h.v.Str) != 0 {
+	if h.big() || lpCount(h.v.Str) != 0 {
 		return
 	}
 	size := 0
@@ -188,14 +198,15 @@ func (h *Hash) convert() {
 // Copy returns a copy of h (COPY) in the same encoding; hashtable values
 // are shared (the store never modifies a value in place).
 func (h *Hash) Copy() *Hash {
-	out := newHashValue(h.lim).Hash
-	if h.tab == nil {
+	if !h.big() {
+		out := newHashValue(h.tab).Hash
 		if h.v.Str != nil {
 			out.v.Str = append(lpAlloc(len(h.v.Str)), h.v.Str...)
 		}
 		return out
 	}
 	t := h.tab
+	out := newHashValue(defaultLimitsTable).Hash
 	out.tab = &hashTable{idx: make(map[string]int, t.live), entries: make([]hashEntry, 0, t.live)}
 	h.Range(func(f string, v []byte) bool {
 		out.tab.set(f, v)
@@ -206,7 +217,7 @@ func (h *Hash) Copy() *Hash {
 
 // Del removes field and reports whether it existed.
 func (h *Hash) Del(field string) bool {
-	if h.tab != nil {
+	if h.big() {
 		return h.tab.del(field)
 	}
 	fOff, _, end, ok := h.lpFind(field)
@@ -258,7 +269,7 @@ func (h *Hash) lpRange(fn func(field, value []byte) bool) {
 // after later writes, but a caller that keeps them long keeps that memory
 // alive (clone them).
 func (h *Hash) Range(fn func(field string, value []byte) bool) {
-	if h.tab == nil {
+	if !h.big() {
 		h.lpRange(func(f, v []byte) bool { return fn(lpView(f), v) })
 		return
 	}
@@ -275,7 +286,7 @@ func (h *Hash) Range(fn func(field string, value []byte) bool) {
 // At returns the i-th field in insertion order (0 <= i < Len): O(i) for a
 // listpack, O(1) for a hashtable without holes, O(n) with holes.
 func (h *Hash) At(i int) (string, []byte) {
-	if h.tab == nil {
+	if !h.big() {
 		var field string
 		var value []byte
 		h.lpRange(func(f, v []byte) bool {

@@ -30,10 +30,21 @@ func (s *Store) LFU() bool { return s.lfu }
 // minutes is the server clock in minutes modulo 2^16 (LFUGetTimeInMinutes).
 func (s *Store) minutes() int64 { return (s.now / 60000) & 0xffff }
 
+// Value.access packs an access into 32 bits (a Value is 48 bytes, and a
+// hash key's Value and Hash share one 64-byte allocation:
+// BenchmarkPendingJobMemory). Under LRU it is the server clock in units of
+// accessUnit ms modulo 2^31, so idle times up to 397 days are exact to 16 ms
+// (Valkey's LRU clock counts seconds and wraps after 194 days); under LFU
+// it is accessLFU | minutes<<8 | counter.
+const (
+	accessUnit = 16
+	accessLFU  = 1 << 31
+)
+
 // touchAccess records an access to v.
 func (s *Store) touchAccess(v *Value) {
 	if !s.lfu {
-		v.access = s.now
+		v.access = uint32(s.now/accessUnit) &^ accessLFU
 		return
 	}
 	c := s.lfuDecr(v)
@@ -46,17 +57,17 @@ func (s *Store) touchAccess(v *Value) {
 			c++
 		}
 	}
-	v.access = s.minutes()<<8 | c
+	v.access = accessLFU | uint32(s.minutes()<<8|c)
 }
 
 // lfuDecr is LFUDecrAndReturn: v's counter after the decay of the minutes
 // since its last access. A value last touched outside LFU mode starts at
 // LFU_INIT_VAL.
 func (s *Store) lfuDecr(v *Value) int64 {
-	if v.access < 0 || v.access > 0xffffff {
+	if v.access&accessLFU == 0 {
 		return lfuInitVal
 	}
-	ldt, c := v.access>>8, v.access&255
+	ldt, c := int64(v.access>>8&0xffff), int64(v.access&255)
 	now := s.minutes()
 	elapsed := now - ldt
 	if elapsed < 0 {
@@ -77,10 +88,14 @@ func (s *Store) lfuDecr(v *Value) int64 {
 // IdleMs is how long ago (ms, server clock) v was last accessed (OBJECT
 // IDLETIME divides it by 1000).
 func (s *Store) IdleMs(v *Value) int64 {
-	if s.lfu || v.access > s.now {
+	if s.lfu || v.access&accessLFU != 0 {
 		return 0
 	}
-	return s.now - v.access
+	d := (uint32(s.now/accessUnit) - v.access) &^ accessLFU
+	if d >= accessLFU/2 {
+		return 0 // the clock went back
+	}
+	return int64(d) * accessUnit
 }
 
 // Freq is v's LFU counter after decay (OBJECT FREQ).

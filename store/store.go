@@ -61,15 +61,14 @@ type Value struct {
 	Kind Kind
 	// enc is the encoding OBJECT ENCODING reports for a string (encoding.go).
 	enc strEnc
+	// access is the last access on the server clock or, under an LFU
+	// maxmemory-policy, the LFU counter and its decay time (object.go).
+	access uint32
 	// Str is a string's bytes; a listpack-encoded hash keeps its listpack
 	// here (hash.go).
 	Str  []byte
 	Hash *Hash
 	ZSet *ZSet
-
-	// access is the last access on the server clock (ms) or, under an LFU
-	// maxmemory-policy, the LFU counter and its decay time (object.go).
-	access int64
 }
 
 // DB is one numbered database (SELECT n).
@@ -212,7 +211,7 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 	d.s.mutations++
 	v := d.Get(key)
 	if v == nil {
-		v = newHashValue(&d.s.limits)
+		v = newHashValue(d.s.hashLim)
 		d.Put(key, v)
 		return v.Hash, ""
 	}
@@ -297,6 +296,9 @@ type Store struct {
 	// limits are the encoding thresholds (hash-max-listpack-*,
 	// zset-max-listpack-*) OBJECT ENCODING follows (encoding.go).
 	limits Limits
+	// hashLim is the table every listpack hash of this store points to for
+	// the thresholds (hash.go).
+	hashLim *hashTable
 	// lfu is set when maxmemory-policy is an LFU policy, with its
 	// lfu-log-factor and lfu-decay-time (object.go).
 	lfu              bool
@@ -340,6 +342,7 @@ type Watcher struct {
 // New returns a store with n databases (16 by default in the server).
 func New(n int) *Store {
 	s := &Store{watched: make(map[watchKey]map[*Watcher]bool), limits: DefaultLimits, lfuLog: 10, lfuDecay: 1}
+	s.hashLim = &hashTable{lim: &s.limits}
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
 		s.dbs[i] = &DB{Index: i, keys: make(map[string]*Value), expires: make(map[string]int64), s: s}
