@@ -225,11 +225,18 @@ func (b *blocking) retry(s *Server, p *parked) (served bool) {
 	s.store.SetNow(x.NowMs)
 	x.InMulti = false
 	mark := len(p.c.aw.Buf)
+	t := s.trk
+	if t != nil {
+		t.beginRetry(p.c, &p.c.aw)
+	}
 	m0 := s.store.Mutations()
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
+		}
+		if t != nil {
+			t.abortRetry()
 		}
 		b.remove(p)
 		p.c.aw.Buf = p.c.aw.Buf[:mark]
@@ -243,7 +250,11 @@ func (b *blocking) retry(s *Server, p *parked) (served bool) {
 		p.c.unpark()
 		served = true
 	}()
-	if !p.spec.Retry(x) {
+	ok := p.spec.Retry(x)
+	if t != nil {
+		t.endRetry()
+	}
+	if !ok {
 		p.c.aw.Buf = p.c.aw.Buf[:mark] // a Retry that serves nothing answers nothing
 		return false
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// CLIENT subcommands (docs/compat.md §1.5). TRACKING, CACHING, NO-EVICT,
-// NO-TOUCH, CAPA and MAINT_NOTIFICATIONS are deliberately absent: they get
-// "unknown subcommand" (a client must not believe tracking works).
+// CLIENT subcommands (docs/compat.md §1.5; TRACKING, CACHING, GETREDIR and
+// TRACKINGINFO: §1.9). NO-EVICT, NO-TOUCH, CAPA and MAINT_NOTIFICATIONS are
+// absent: they get "unknown subcommand".
 func clientSubcommands() []serverCmd {
 	return []serverCmd{
 		{spec: store.NewCommand("client|id", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientID},
@@ -24,7 +24,13 @@ func clientSubcommands() []serverCmd {
 		{spec: store.NewCommand("client|reply", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientReply},
 		{spec: store.NewCommand("client|kill", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientKill},
 		{spec: store.NewCommand("client|unblock", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientUnblock},
+		{spec: store.NewCommand("client|tracking", -3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientTracking},
+		{spec: store.NewCommand("client|caching", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientCaching},
+		{spec: store.NewCommand("client|getredir", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientGetRedir},
+		{spec: store.NewCommand("client|trackinginfo", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientTrackingInfo},
 		{spec: store.NewCommand("client|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("CLIENT",
+			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
 			"GETNAME", "    Return the name of the current connection.",
 			"ID", "    Return the ID of the current connection.",
 			"INFO", "    Return information about the current client connection.",
@@ -34,7 +40,11 @@ func clientSubcommands() []serverCmd {
 			"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
 			"SETNAME <name>", "    Assign the name <name> to the current connection.",
 			"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
-			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.")},
+			"UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client.",
+			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+			"         [OPTIN] [OPTOUT] [NOLOOP]",
+			"    Control server assisted client side caching.",
+			"TRACKINGINFO", "    Report tracking status for the current connection.")},
 	}
 }
 
@@ -110,12 +120,16 @@ func cmdClientList(c *client, x *store.Ctx) {
 		}
 	case len(argv) > 3 && strings.EqualFold(string(argv[2]), "type"):
 		switch strings.ToLower(string(argv[3])) {
-		case "normal":
+		case "normal", "pubsub":
+			pubsub := strings.EqualFold(string(argv[3]), "pubsub")
 			for _, cl := range c.s.sortedClients() {
+				if (cl.subscriptions() > 0) != pubsub {
+					continue
+				}
 				out.WriteString(cl.infoLine())
 				out.WriteByte('\n')
 			}
-		case "master", "replica", "slave", "pubsub":
+		case "master", "replica", "slave":
 		default:
 			x.W.Error("ERR Unknown client type '" + string(cPrefix(argv[3], -1)) + "'")
 			return
@@ -170,7 +184,7 @@ func cmdClientKill(c *client, x *store.Ctx) {
 		return
 	}
 	var id int64
-	var addr, laddr string
+	var addr, laddr, ktype string
 	skipme := true
 	for i := 2; i < len(argv); i += 2 {
 		v := argv[i+1]
@@ -202,10 +216,11 @@ func cmdClientKill(c *client, x *store.Ctx) {
 				x.W.Error("ERR Unknown client type '" + string(v) + "'")
 				return
 			}
-			if t != "normal" {
+			if t != "normal" && t != "pubsub" {
 				x.W.Int(0)
 				return
 			}
+			ktype = t
 		default:
 			x.W.Error(store.ErrSyntax)
 			return
@@ -214,6 +229,9 @@ func cmdClientKill(c *client, x *store.Ctx) {
 	killed := int64(0)
 	for _, cl := range c.s.sortedClients() {
 		if (id != 0 && cl.id != id) || (addr != "" && cl.addr != addr) || (laddr != "" && cl.laddr != laddr) {
+			continue
+		}
+		if ktype != "" && (cl.subscriptions() > 0) != (ktype == "pubsub") {
 			continue
 		}
 		if cl == c && skipme {
@@ -298,11 +316,29 @@ func (s *Server) sortedClients() []*client {
 func (c *client) infoLine() string {
 	now := time.Now()
 	flags := ""
+	if c.subscriptions() > 0 {
+		flags += "P"
+	}
 	if c.inMulti {
 		flags += "x"
 	}
 	if c.park != nil {
 		flags += "b"
+	}
+	redir := int64(-1)
+	if ct := c.trk; ct != nil && ct.on {
+		flags += "t"
+		if ct.brokenRedir {
+			flags += "R"
+		}
+		if ct.bcast {
+			flags += "B"
+		}
+		redir = ct.redirect
+	}
+	var nsub, npsub int64
+	if c.sub != nil {
+		nsub, npsub = int64(len(c.sub.channels)), int64(len(c.sub.patterns))
 	}
 	if flags == "" {
 		flags = "N"
@@ -334,8 +370,8 @@ func (c *client) infoLine() string {
 	i("idle", int64(now.Sub(c.lastCmd)/time.Second))
 	f("flags", flags)
 	i("db", int64(c.db))
-	i("sub", 0)
-	i("psub", 0)
+	i("sub", nsub)
+	i("psub", npsub)
 	i("ssub", 0)
 	i("multi", int64(multi))
 	i("watch", int64(c.watcher.WatchCount()))
@@ -352,7 +388,7 @@ func (c *client) infoLine() string {
 	f("events", "r")
 	f("cmd", cmd)
 	f("user", "default")
-	i("redir", -1)
+	i("redir", redir)
 	i("resp", int64(c.w.Proto))
 	f("lib-name", c.libName)
 	f("lib-ver", c.libVer)

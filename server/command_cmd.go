@@ -233,6 +233,8 @@ func aclCategories(e *command) []string {
 		out = append(out, "@hash")
 	case e.spec.FirstKey > 0 && name[0] == 'z':
 		out = append(out, "@sortedset")
+	case e.flags&store.FlagPubSub != 0 || name == "pubsub":
+		out = append(out, "@pubsub")
 	case name == "multi" || name == "exec" || name == "discard" || name == "watch" || name == "unwatch":
 		out = append(out, "@transaction")
 	case name == "ping" || name == "echo" || name == "hello" || name == "auth" || name == "client" ||

@@ -40,6 +40,12 @@ func serverCommands() []serverCmd {
 		}},
 		{spec: store.NewCommand("shutdown", -1, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagNoMulti, store.FlagSentinel, store.FlagAllowBusy), run: cmdShutdown},
 		{spec: store.NewCommand("cluster", -2, nil), run: cmdCluster},
+		{spec: store.NewCommand("subscribe", -2, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdSubscribe},
+		{spec: store.NewCommand("unsubscribe", -1, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdUnsubscribe},
+		{spec: store.NewCommand("psubscribe", -2, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdPSubscribe},
+		{spec: store.NewCommand("punsubscribe", -1, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdPUnsubscribe},
+		{spec: store.NewCommand("publish", 3, nil, store.FlagPubSub, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagMayReplicate), run: cmdPublish},
+		{spec: store.NewCommand("pubsub", -2, nil), subs: pubsubSubcommands()},
 		{spec: store.NewCommand("bgrewriteaof", 1, nil, store.FlagAdmin, store.FlagNoScript, store.FlagNoAsyncLoading), run: cmdBGRewriteAOF},
 	}
 }
@@ -47,6 +53,17 @@ func serverCommands() []serverCmd {
 func cmdPing(c *client, x *store.Ctx) {
 	if len(x.Argv) > 2 {
 		x.W.Error(arityError("ping"))
+		return
+	}
+	if x.W.Proto == 2 && c.subscriptions() > 0 {
+		// Subscribed RESP2: a two-element array (Valkey's pingCommand).
+		x.W.Array(2)
+		x.W.BulkString("pong")
+		if len(x.Argv) == 2 {
+			x.W.Bulk(x.Argv[1])
+		} else {
+			x.W.BulkString("")
+		}
 		return
 	}
 	if len(x.Argv) == 2 {
@@ -63,11 +80,13 @@ func cmdQuit(c *client, x *store.Ctx) {
 	c.closeAfter = true
 }
 
-// cmdReset is Valkey's RESET (clearClientConnectionState): discard
-// MULTI, unwatch, SELECT 0, RESP2, no name, CLIENT REPLY ON, and back to the
-// default user's authentication.
+// cmdReset is Valkey's RESET (clearClientConnectionState): tracking off,
+// discard MULTI, unwatch, no subscription (no frames), SELECT 0, RESP2, no
+// name, CLIENT REPLY ON, and back to the default user's authentication.
 func cmdReset(c *client, x *store.Ctx) {
+	c.disableTracking()
 	c.discardTransaction()
+	c.unsubscribeAll(false)
 	c.db = 0
 	c.w.Proto = 2
 	c.name = ""

@@ -54,7 +54,7 @@ func TestContainerErrors(t *testing.T) {
 		{a("COMMAND", "COUNT", "x"), errReply("ERR wrong number of arguments for 'command|count' command")},
 		{a("client", "nosuch"), errReply("ERR unknown subcommand 'nosuch'. Try CLIENT HELP.")},
 		{a("Config", "foo"), errReply("ERR unknown subcommand 'foo'. Try CONFIG HELP.")},
-		{a("CLIENT", "TRACKING", "on"), errReply("ERR unknown subcommand 'TRACKING'. Try CLIENT HELP.")},
+		{a("CLIENT", "NO-TOUCH", "on"), errReply("ERR unknown subcommand 'NO-TOUCH'. Try CLIENT HELP.")},
 		{a("COMMAND", "FOO"), errReply("ERR unknown subcommand 'FOO'. Try COMMAND HELP.")},
 		{a("FUNCTION", "LIST"), errReply("ERR unknown subcommand 'LIST'. Try FUNCTION HELP.")},
 		{a("FUNCTION", "FLUSH"), "+OK\r\n"},
@@ -522,7 +522,7 @@ func TestCommandCommand(t *testing.T) {
 	r = c.do("COMMAND", "INFO", "client")
 	nodes, _ = parseFrames(r)
 	subs := nodes[0].kids[0].kids[9]
-	if len(subs.kids) < 8 || subs.kids[0].kids[0].text != "client|getname" {
+	if len(subs.kids) < 8 || subs.kids[0].kids[0].text != "client|caching" {
 		t.Fatalf("client subcommands %q", r)
 	}
 	list := c.do("COMMAND", "LIST")

@@ -131,6 +131,7 @@ func paramTable() []*param {
 		// emqd's own: the web dashboard on the metrics listener (dashboard.go).
 		immutable(boolean("dashboard", "yes")),
 		immutable(enum("log-format", "text", "text", "json")),
+		apply(ints("tracking-table-max-keys", "1000000", 0, 1<<63-1), func(s *Server, v string) { s.trkMaxKeys.Store(atoi(v)) }),
 		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
 		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
 		// Accepted so valkey.conf files and valkey-server scripts work; no effect.

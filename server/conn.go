@@ -65,7 +65,17 @@ type client struct {
 	authed    bool
 	replyMode int
 	cmdName   string // full name of the last command (CLIENT LIST cmd=)
+	curCmd    *command // the command exec is running (nil: unknown)
 	totCmds   int64
+
+	// trk is the CLIENT TRACKING state (nil until tracking is first turned
+	// on; tracking.go); sub the Pub/Sub subscriptions (pubsub.go).
+	trk *clientTracking
+	sub *clientPubSub
+	// inBatch is true while the connection's own batch runs under the
+	// store lock: frames for it (invalidations) then go to w, after the
+	// replies written so far.
+	inBatch bool
 
 	inMulti    bool
 	multiDirty bool
@@ -154,7 +164,11 @@ func (c *client) serve() {
 		c.wakeMu.Lock()
 		parked := c.parked
 		c.wakeMu.Unlock()
-		if !parked {
+		if parked {
+			// Frames for a parked client (invalidations, messages) go out
+			// while it waits.
+			c.flushOut()
+		} else {
 			if c.commitPending.Load() && !c.commit() {
 				return
 			}
@@ -292,6 +306,7 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	c.tick = c.batchMono
 	dirty := st.DirtyCount
 	lim := s.outLimit.Load()
+	c.inBatch = true
 	for i, argv := range cmds {
 		c.execUnit(argv)
 		if c.park != nil {
@@ -308,6 +323,7 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	}
 	s.blk.serveReady(s)
 	c.enqueueLocked(&c.w)
+	c.inBatch = false
 	return st.DirtyCount != dirty
 }
 
@@ -425,6 +441,8 @@ func (c *client) cleanup() {
 	}
 	st.Unwatch(&c.watcher)
 	c.queue = nil
+	c.disableTracking()
+	c.unsubscribeAll(false)
 	st.Unlock()
 	c.s.removeClient(c)
 	c.s.conns.Done()
@@ -479,6 +497,15 @@ func (c *client) unpark() {
 	c.wakeMu.Lock()
 	c.parked = false
 	c.nc.SetReadDeadline(time.Unix(1, 0)) // interrupt the blocked Read
+	c.wakeMu.Unlock()
+}
+
+// wake makes the connection's goroutine look at its output queue (frames
+// queued by another client's command: invalidations, messages): it
+// interrupts a blocked Read as unpark does. Called under the store lock.
+func (c *client) wake() {
+	c.wakeMu.Lock()
+	c.nc.SetReadDeadline(time.Unix(1, 0))
 	c.wakeMu.Unlock()
 }
 

@@ -12,6 +12,9 @@ import (
 // command, arity, NOAUTH, not allowed in a transaction, then queueing
 // inside MULTI or the call. It runs under the store lock.
 func (c *client) exec(argv [][]byte) {
+	if t := c.s.trk; t != nil {
+		t.beforeCommand(c)
+	}
 	mark := c.w.Len()
 	c.dispatch(argv)
 	// CLIENT REPLY OFF / SKIP (networking.c prepareClientToWrite, resetClient).
@@ -24,11 +27,15 @@ func (c *client) exec(argv [][]byte) {
 	case replySkipNext:
 		c.replyMode = replySkip
 	}
+	if t := c.s.trk; t != nil {
+		t.afterCommand(c, c.curCmd)
+	}
 }
 
 func (c *client) dispatch(argv [][]byte) {
 	s := c.s
 	cmd, badSub := s.reg.lookup(argv)
+	c.curCmd = cmd
 	if cmd == nil {
 		if badSub {
 			c.reject(unknownSubcommandError(argv))
@@ -57,11 +64,17 @@ func (c *client) dispatch(argv [][]byte) {
 			}
 		}
 	}
-	if c.inMulti {
-		if cmd.flags&store.FlagNoMulti != 0 {
-			c.rejectCmd(cmd, "ERR Command not allowed inside a transaction")
+	if c.inMulti && cmd.flags&store.FlagNoMulti != 0 {
+		c.rejectCmd(cmd, "ERR Command not allowed inside a transaction")
+		return
+	}
+	if c.sub != nil || cmd.flags&store.FlagPubSub != 0 {
+		if msg := c.pubsubContextError(cmd); msg != "" {
+			c.rejectCmd(cmd, msg)
 			return
 		}
+	}
+	if c.inMulti {
 		switch cmd.name {
 		case "exec", "discard", "multi", "watch", "quit", "reset":
 		default:
@@ -104,6 +117,25 @@ func (c *client) rejectOnOOM(cmd *command) bool {
 		return true
 	}
 	return false
+}
+
+// pubsubContextError is the Pub/Sub checks of Valkey's processCommand: a
+// RESP2 client with subscriptions may only run (P)SUBSCRIBE,
+// (P)UNSUBSCRIBE, PING, QUIT and RESET; UNSUBSCRIBE and PUNSUBSCRIBE need a
+// subscription (NOSUB).
+func (c *client) pubsubContextError(cmd *command) string {
+	n := c.subscriptions()
+	if n > 0 && c.w.Proto == 2 {
+		switch cmd.name {
+		case "ping", "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "quit", "reset":
+		default:
+			return "ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+		}
+	}
+	if n == 0 && (cmd.name == "unsubscribe" || cmd.name == "punsubscribe") {
+		return "NOSUB '" + cmd.name + "' command executed not in subscribed mode"
+	}
+	return ""
 }
 
 // reject answers a dispatch-level error and, inside MULTI, marks the
@@ -179,6 +211,10 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 		x.NowMs = s.clock.NowMs()
 	}
 	s.store.SetNow(x.NowMs)
+	tracked := c.trk != nil && cmd.flags&store.FlagReadonly != 0 && c.trk.wantsKeys()
+	if tracked {
+		c.noteReads(cmd)
+	}
 	if cmd.run != nil {
 		cmd.run(c, x)
 	} else if cmd.handler != nil {
@@ -187,6 +223,10 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 		// A container called without a subcommand it knows; arity already
 		// passed, so this is "CONTAINER" alone with arity -1: nothing to do.
 		x.W.Error(unknownSubcommandError(append(argv[:1:1], []byte(""))))
+	}
+	if tracked {
+		s.store.ReadNote = nil
+		c.trackRead(cmd, argv)
 	}
 	end := nanotime()
 	c.tick = end

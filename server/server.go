@@ -53,6 +53,7 @@ type Server struct {
 	outLimit      atomic.Int64
 	slowlogSlower atomic.Int64
 	slowlogMax    atomic.Int64
+	trkMaxKeys    atomic.Int64 // tracking-table-max-keys
 
 	clientsMu sync.Mutex
 	clients   map[int64]*client
@@ -79,6 +80,11 @@ type Server struct {
 	sweepStop  bool
 	exp        *expiry // the active expire cycle (expiry.go)
 	ccron      clientsCron
+	// trk is the client-side caching table while some client tracks
+	// (tracking.go); pubsub the channel subscriptions (pubsub.go).
+	trk    *tracker
+	pubsub pubsubState
+	frames frameWriter
 
 	// persist is the append-only file wiring (persistence.go); set in Start.
 	persist *persistence

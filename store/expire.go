@@ -65,7 +65,7 @@ func (d *DB) deleteExpired(key string) {
 	s := d.s
 	s.ExpiredKeys++
 	s.DirtyCount++
-	s.Touch(d.Index, key)
+	s.touch(d.Index, key, false)
 	if s.Feed != nil {
 		s.Feed.Append(d.Index, [][][]byte{{delName, []byte(key)}})
 	}

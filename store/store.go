@@ -169,6 +169,16 @@ func (d *DB) Keys(fn func(key string, v *Value) bool) {
 	}
 }
 
+// NoteRead reports that the running command read key (present or not) to
+// Store.ReadNote, when set: commands whose declared key is not what they
+// read (the EMQ verbs, which name a queue) call it so that a tracking
+// client is told when what it read changes.
+func (d *DB) NoteRead(key string) {
+	if d.s.ReadNote != nil {
+		d.s.ReadNote(key)
+	}
+}
+
 // Clear removes every key.
 func (d *DB) Clear() {
 	d.s.mutations++
@@ -281,6 +291,16 @@ type Store struct {
 	// every key of database db.
 	OnDBReady func(db int)
 
+	// Tracking, when set, learns every key a write changed and every
+	// flush, for client-side caching (the server sets it only while some
+	// client tracks keys; see Tracker). ReadNote, when set, learns the keys
+	// a command read through DB.NoteRead (the EMQ verbs' reads).
+	Tracking Tracker
+	ReadNote func(key string)
+	// BeforeUnlock, when set, runs at every Unlock while the lock is still
+	// held (the server sends the BCAST invalidations gathered meanwhile).
+	BeforeUnlock func()
+
 	// watched maps a key to its watchers; the value is the watcher's
 	// "expired when watched" flag (Valkey's watchedKey.expired, expire.go).
 	watched map[watchKey]map[*Watcher]bool
@@ -327,6 +347,18 @@ type Store struct {
 // error and carries on; otherwise it stops (docs/operations.md §6).
 func (s *Store) Mutations() uint64 { return s.mutations }
 
+// Tracker is the server's client-side caching table (docs/compat.md §1.9,
+// Valkey's tracking.c). The store calls it under the lock.
+type Tracker interface {
+	// KeyChanged reports that key (of any database: Valkey's tracking
+	// table is global) was written, deleted or expired; byCommand is false
+	// for a key the store deleted on its own (expiry), which Valkey
+	// signals with no client.
+	KeyChanged(key string, byCommand bool)
+	// Flushed reports FLUSHDB or FLUSHALL.
+	Flushed()
+}
+
 type watchKey struct {
 	db  int
 	key string
@@ -353,8 +385,13 @@ func New(n int) *Store {
 // Lock takes the single writer lock.
 func (s *Store) Lock() { s.mu.Lock() }
 
-// Unlock releases it.
-func (s *Store) Unlock() { s.mu.Unlock() }
+// Unlock releases it, running BeforeUnlock first.
+func (s *Store) Unlock() {
+	if s.BeforeUnlock != nil {
+		s.BeforeUnlock()
+	}
+	s.mu.Unlock()
+}
 
 // NumDBs is the number of databases.
 func (s *Store) NumDBs() int { return len(s.dbs) }
@@ -415,7 +452,14 @@ func (w *Watcher) WatchCount() int { return len(w.keys) }
 // touchWatchedKey): a watcher that watched the key when it had already
 // expired is not touched; once the key is gone it watches it as a missing
 // key from then on.
-func (s *Store) Touch(db int, key string) {
+func (s *Store) Touch(db int, key string) { s.touch(db, key, true) }
+
+// touch is Touch; byCommand is false for the store's own deletions
+// (expiry).
+func (s *Store) touch(db int, key string, byCommand bool) {
+	if s.Tracking != nil {
+		s.Tracking.KeyChanged(key, byCommand)
+	}
 	if s.OnTouch != nil {
 		s.OnTouch(db, key)
 	}
@@ -441,6 +485,9 @@ func (s *Store) Touch(db int, key string) {
 // exists as touched (FLUSHDB, FLUSHALL): Valkey's touchAllWatchedKeysInDb
 // without a replacement database.
 func (s *Store) TouchDB(db int) {
+	if s.Tracking != nil {
+		s.Tracking.Flushed()
+	}
 	if s.OnTouch != nil {
 		s.OnTouch(db, "")
 	}
@@ -571,6 +618,8 @@ const (
 	FlagNoMulti                         // refused inside MULTI (MULTI, WATCH)
 	FlagAllowBusy                       // allowed while a script is busy
 	FlagMovableKeys                     // keys found from the arguments (numkeys): WithKeyFunc
+	FlagPubSub                          // a Pub/Sub command
+	FlagMayReplicate                    // may be replicated (PUBLISH)
 )
 
 var flagNames = map[Flag]string{
@@ -578,7 +627,7 @@ var flagNames = map[Flag]string{
 	FlagNoScript: "noscript", FlagBlocking: "blocking", FlagLoading: "loading", FlagStale: "stale",
 	FlagSkipSlowlog: "skip_slowlog", FlagFast: "fast", FlagNoAuth: "no_auth", FlagSentinel: "sentinel",
 	FlagNoAsyncLoading: "no_async_loading", FlagNoMulti: "no_multi", FlagAllowBusy: "allow_busy",
-	FlagMovableKeys: "movablekeys",
+	FlagMovableKeys: "movablekeys", FlagPubSub: "pubsub", FlagMayReplicate: "may_replicate",
 }
 
 // String is the flag's name in COMMAND INFO ("write", "no_auth", ...).

@@ -66,6 +66,7 @@ var (
 )
 
 func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
+	d.NoteRead(key)
 	v := d.Get(key)
 	if v == nil {
 		return nil, keyAbsent
@@ -77,6 +78,7 @@ func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
 }
 
 func zsetKind(d *store.DB, key string) (*store.ZSet, keyKind) {
+	d.NoteRead(key)
 	v := d.Get(key)
 	if v == nil {
 		return nil, keyAbsent
