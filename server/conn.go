@@ -64,7 +64,7 @@ type client struct {
 	libVer    string
 	authed    bool
 	replyMode int
-	cmdName   string // full name of the last command (CLIENT LIST cmd=)
+	cmdName   string   // full name of the last command (CLIENT LIST cmd=)
 	curCmd    *command // the command exec is running (nil: unknown)
 	totCmds   int64
 

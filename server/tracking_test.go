@@ -479,4 +479,3 @@ func TestTrackingWhileBlocked(t *testing.T) {
 	steps(t, c2, "ZADD z 1 a", ":1\r\n")
 	expectFrames(t, c1, "*3\r\n$1\r\nz\r\n$1\r\na\r\n,1\r\n")
 }
-
