@@ -167,7 +167,7 @@ func (c *client) serve() {
 		if parked {
 			// Frames for a parked client (invalidations, messages) go out
 			// while it waits.
-			c.flushOut()
+			c.flushParked()
 		} else {
 			if c.commitPending.Load() && !c.commit() {
 				return
@@ -382,13 +382,25 @@ func (c *client) enqueueLocked(w *resp.Writer) {
 // flushOut writes the output queue unless another goroutine is writing.
 // Only the connection's goroutine calls it, so writes never happen under
 // the store lock.
-func (c *client) flushOut() {
+func (c *client) flushOut() { c.flush(false) }
+
+// flushParked is flushOut for a parked client: frames queued for it while
+// it waits (invalidations, messages) go out, but not a reply that a
+// wake-up queued behind a write that is not yet durable (commitPending is
+// set before that reply is queued, and checked under outMu before each
+// write).
+func (c *client) flushParked() { c.flush(true) }
+
+func (c *client) flush(parked bool) {
 	c.outMu.Lock()
 	if c.writing {
 		c.outMu.Unlock()
 		return
 	}
 	for len(c.out) > 0 {
+		if parked && c.commitPending.Load() {
+			break
+		}
 		data := c.out
 		c.out = c.spare[:0]
 		c.writing = true
