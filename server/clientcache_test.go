@@ -21,7 +21,7 @@ import (
 // from the client's cache the second time (the client's IsCacheHit, and
 // the server's command stats did not move), and is read again from the
 // server after another client writes the key, after EMQ.COMPLETE deletes
-// the job row, and after FLUSHALL (docs/compat.md §1.9).
+// the job row, and after FLUSHALL (docs/compat.md §1.8).
 
 // cacheClient is what the scenario needs of either library.
 type cacheClient struct {

@@ -8,7 +8,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Pub/Sub (docs/compat.md §1.10; Valkey 8's pubsub.c): SUBSCRIBE,
+// Pub/Sub (docs/compat.md §1.9; Valkey 8's pubsub.c): SUBSCRIBE,
 // UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH and PUBSUB CHANNELS /
 // NUMSUB / NUMPAT / SHARDCHANNELS / SHARDNUMSUB, with Valkey's frames in
 // RESP2 and RESP3. It exists first for client-side caching: a RESP2 client

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Pub/Sub (docs/compat.md §1.10): what the differential test against Redis
+// Pub/Sub (docs/compat.md §1.9): what the differential test against Redis
 // 7.0 cannot check (Valkey 8's NOSUB, CLIENT LIST and INFO fields), and
 // subscriptions ending with the connection or RESET.
 func TestPubSub(t *testing.T) {

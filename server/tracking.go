@@ -11,7 +11,7 @@ import (
 	"github.com/emqd/emqd/store"
 )
 
-// Server-assisted client-side caching (docs/compat.md §1.9; Valkey 8's
+// Server-assisted client-side caching (docs/compat.md §1.8; Valkey 8's
 // tracking.c and the CLIENT TRACKING family of networking.c).
 //
 // The tracking table maps a key (of any database: Valkey's table is global)
@@ -136,6 +136,7 @@ func (t *tracker) beforeCommand(c *client) {
 // one-command scope ends unless the command was a CLIENT subcommand or the
 // client is in MULTI.
 func (t *tracker) afterCommand(c *client, cmd *command) {
+	t.s.store.ReadNote = nil // normally cleared by call already
 	t.flushPending()
 	t.cur, t.curW, t.executing = nil, nil, false
 	if ct := c.trk; ct != nil && ct.caching && !c.inMulti && !isClientCommand(cmd) {
@@ -197,14 +198,13 @@ func (t *tracker) flushPending() {
 	t.pending = t.pending[:0]
 }
 
-// rememberKeys records that c read keys (Valkey's trackingRememberKeys):
-// nothing in OPTIN mode without CACHING YES, nor in OPTOUT mode after
-// CACHING NO.
-func (t *tracker) remember(c *client, key string) {
-	tk := t.keys[key]
+// remember records that c read key (Valkey's trackingRememberKeys; the
+// OPTIN/OPTOUT gate is wantsKeys).
+func (t *tracker) remember(c *client, key []byte) {
+	tk := t.keys[string(key)] // no allocation for the lookup
 	if tk == nil {
 		tk = &trackedKey{}
-		t.keys[key] = tk
+		t.keys[string(key)] = tk
 	}
 	for _, id := range tk.ids {
 		if id == c.id {
@@ -231,8 +231,23 @@ func (c *client) trackRead(cmd *command, argv [][]byte) {
 	if t == nil || !c.trk.wantsKeys() || strings.HasPrefix(cmd.name, "emq.") {
 		return
 	}
-	for _, i := range commandKeyPositions(cmd, argv) {
-		t.remember(c, string(argv[i]))
+	if cmd.spec.Keys != nil {
+		for _, i := range cmd.spec.Keys(argv) {
+			t.remember(c, argv[i])
+		}
+		return
+	}
+	// keyPositions without its slice.
+	cs := cmd.spec
+	if cs.FirstKey <= 0 {
+		return
+	}
+	last, step := cs.LastKey, max(cs.Step, 1)
+	if last < 0 {
+		last += len(argv)
+	}
+	for i := cs.FirstKey; i <= last && i < len(argv); i += step {
+		t.remember(c, argv[i])
 	}
 }
 
@@ -244,7 +259,7 @@ func (c *client) noteReads(cmd *command) {
 	if t == nil || !strings.HasPrefix(cmd.name, "emq.") {
 		return
 	}
-	c.s.store.ReadNote = func(key string) { t.remember(c, key) }
+	c.s.store.ReadNote = func(key string) { t.remember(c, []byte(key)) }
 }
 
 // KeyChanged is store.Tracker: Valkey's trackingInvalidateKey with bcast
@@ -491,15 +506,6 @@ func (t *tracker) sink(c *client, w *resp.Writer) *resp.Writer {
 
 // deliver hands a frame to c (frameWriter.deliver).
 func (t *tracker) deliver(c *client, out *resp.Writer) { t.s.frames.deliver(c, out) }
-
-// commandKeyPositions are the argv indexes of cmd's keys (COMMAND
-// GETKEYS's answer).
-func commandKeyPositions(cmd *command, argv [][]byte) []int {
-	if cmd.spec.Keys != nil {
-		return cmd.spec.Keys(argv)
-	}
-	return keyPositions(cmd.spec, len(argv))
-}
 
 // clientByID is the connected client with id, or nil.
 func (s *Server) clientByID(id int64) *client {

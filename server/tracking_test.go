@@ -10,7 +10,7 @@ import (
 	"github.com/emqd/emqd/clock"
 )
 
-// Client-side caching, raw RESP (docs/compat.md §1.9): every mode with the
+// Client-side caching, raw RESP (docs/compat.md §1.8): every mode with the
 // exact frames Valkey 8 sends, and every kind of write invalidating.
 //
 // "Nothing was sent" is checked with a synchronisation point, not a

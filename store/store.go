@@ -347,7 +347,7 @@ type Store struct {
 // error and carries on; otherwise it stops (docs/operations.md §6).
 func (s *Store) Mutations() uint64 { return s.mutations }
 
-// Tracker is the server's client-side caching table (docs/compat.md §1.9,
+// Tracker is the server's client-side caching table (docs/compat.md §1.8,
 // Valkey's tracking.c). The store calls it under the lock.
 type Tracker interface {
 	// KeyChanged reports that key (of any database: Valkey's tracking
