@@ -479,3 +479,24 @@ func TestTrackingWhileBlocked(t *testing.T) {
 	steps(t, c2, "ZADD z 1 a", ":1\r\n")
 	expectFrames(t, c1, "*3\r\n$1\r\nz\r\n$1\r\na\r\n,1\r\n")
 }
+
+// The AOF replay at boot has no clients: nothing is tracked or sent, and a
+// client tracking after the boot is told about the replayed keys it reads.
+func TestTrackingAfterAOFReplay(t *testing.T) {
+	dir := t.TempDir()
+	s := durable(t, dir, nil)
+	c := dial(t, s)
+	steps(t, c, "HSET h f v", ":1\r\n", "ZADD z 1 a", ":1\r\n", "DEL z", ":1\r\n")
+	stop(t, s)
+	s = durable(t, dir, nil)
+	r := s.InfoText("clients", "stats")
+	for _, want := range []string{"tracking_clients:0\r\n", "tracking_total_keys:0\r\n", "tracking_total_items:0\r\n"} {
+		if !strings.Contains(r, want) {
+			t.Fatalf("INFO after the replay lacks %q: %q", want, r)
+		}
+	}
+	c1, c2 := resp3(t, s), dial(t, s)
+	steps(t, c1, "CLIENT TRACKING ON", "+OK\r\n", "HGET h f", "$1\r\nv\r\n")
+	steps(t, c2, "HDEL h f", ":1\r\n")
+	expectFrames(t, c1, inv("h"))
+}
