@@ -60,6 +60,9 @@ const (
 	encCreated
 	// encRaw: modified in place (APPEND to an existing key, SETRANGE).
 	encRaw
+	// encIntCopy: COPY of an "int" string: still "int", but its own object
+	// (OBJECT REFCOUNT 1, where a shared integer says 2147483647).
+	encIntCopy
 )
 
 // embstrMax is OBJ_ENCODING_EMBSTR_SIZE_LIMIT.
@@ -72,6 +75,8 @@ func (v *Value) Encoding() string {
 		switch v.enc {
 		case encRaw:
 			return "raw"
+		case encIntCopy:
+			return "int"
 		case encAuto:
 			if len(v.Str) <= 20 {
 				if _, ok := num.ParseInt(v.Str); ok {

@@ -159,7 +159,9 @@ func ttlGeneric(c *Ctx, ms, abs bool) {
 		ttl = 0
 	}
 	if !ms {
-		ttl = (ttl + 500) / 1000
+		// (ttl+500)/1000 without overflowing next to the int64 maximum (the
+		// C expression's result as Valkey's build computes it there).
+		ttl = ttl/1000 + (ttl%1000+500)/1000
 	}
 	c.W.Int(ttl)
 }

@@ -37,13 +37,21 @@ const (
 	ErrDBRange    = "ERR DB index is out of range"
 )
 
+// errIntRange is getRangeLongFromObjectOrReply's text for a number outside
+// a C int.
+const errIntRange = "ERR value is out of range, value must between -2147483648 and 2147483647"
+
 // parseDBIndex is getIntFromObjectOrReply then selectDb's range check: not
-// a 32-bit integer is msg (ErrNotInteger by default), outside 0..n-1 is
-// `ERR DB index is out of range`.
-func parseDBIndex(c *Ctx, arg []byte, msg string) (int, bool) {
+// an integer is `ERR value is not an integer or out of range`, outside a C
+// int errIntRange, outside 0..n-1 `ERR DB index is out of range`.
+func parseDBIndex(c *Ctx, arg []byte) (int, bool) {
 	n, ok := num.ParseInt(arg)
-	if !ok || n < math.MinInt32 || n > math.MaxInt32 {
-		c.W.Error(msg)
+	if !ok {
+		c.W.Error(ErrNotInteger)
+		return 0, false
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		c.W.Error(errIntRange)
 		return 0, false
 	}
 	if n < 0 || n >= int64(c.S.NumDBs()) {
@@ -60,6 +68,9 @@ func dupValue(v *Value) *Value {
 	switch v.Kind {
 	case KindString:
 		out.Str = cloneBytes(v.Str)
+		if v.Encoding() == "int" {
+			out.enc = encIntCopy // dupStringObject: a new, unshared integer object
+		}
 	case KindHash:
 		return v.Hash.Copy().v // the copy's own Value (hash.go hashValue)
 	case KindZSet:
@@ -83,7 +94,7 @@ func cmdCopy(c *Ctx) {
 		case eqFold(cstr(argv[j]), "replace"):
 			replace = true
 		case eqFold(cstr(argv[j]), "db") && j+1 < len(argv):
-			i, ok := parseDBIndex(c, argv[j+1], ErrNotInteger)
+			i, ok := parseDBIndex(c, argv[j+1])
 			if !ok {
 				return
 			}
@@ -132,7 +143,7 @@ func (c *Ctx) dirtyIn(d *DB, key string) {
 // range`, `ERR DB index is out of range`), then the same database is
 // `ERR source and destination objects are the same`.
 func cmdMove(c *Ctx) {
-	i, ok := parseDBIndex(c, c.Argv[2], ErrNotInteger)
+	i, ok := parseDBIndex(c, c.Argv[2])
 	if !ok {
 		return
 	}
@@ -324,13 +335,14 @@ func cmdObjectIdletime(c *Ctx) {
 }
 
 // OBJECT REFCOUNT key: what Valkey reports: 2147483647 for the shared
-// integers 0..9999 (an "int" string in that range), else 1.
+// integers 0..9999 (an "int" string in that range that is not a COPY),
+// else 1.
 func cmdObjectRefcount(c *Ctx) {
 	v := objectLookup(c)
 	if v == nil {
 		return
 	}
-	if v.Kind == KindString && v.Encoding() == "int" {
+	if v.Kind == KindString && v.enc != encIntCopy && v.Encoding() == "int" {
 		if n, _ := num.ParseInt(v.Str); n >= 0 && n < 10000 {
 			c.W.Int(math.MaxInt32)
 			return

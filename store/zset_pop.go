@@ -55,6 +55,10 @@ func parseMpop(c *Ctx, numkeysIdx int) (popArgs, bool) {
 		c.W.Error(errNumkeysPositive)
 		return popArgs{}, false
 	}
+	if n >= int64(len(argv)) {
+		c.W.Error(ErrSyntax) // where MIN|MAX would be is past the end
+		return popArgs{}, false
+	}
 	whereIdx := int64(numkeysIdx) + n + 1
 	if whereIdx >= int64(len(argv)) {
 		c.W.Error(ErrSyntax)
