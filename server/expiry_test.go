@@ -281,3 +281,44 @@ func TestAOFRewriteDropsExpiredKeys(t *testing.T) {
 	c = dial(t, s)
 	expectSteps(t, c, [][2]string{{"DBSIZE", ":1\r\n"}, {"PEXPIRETIME zkeep", ":" + itoa(et0+50_000) + "\r\n"}})
 }
+
+// EMQ.* verbs and keys with a TTL (docs/verbs.md §2.15): a verb's writes
+// keep a row's TTL as HSET would; an expired row is absent (EMQ.JOB nil,
+// EMQSTALE job gone for its holder, a ghost the sweep drops from active);
+// an expired queue set is empty; a completed row goes with its TTL.
+func TestVerbsWithTTLKeys(t *testing.T) {
+	clk := clock.NewManual(et0)
+	s := startServer(t, map[string]string{"hz": "1"}, clk)
+	c := dial(t, s)
+	row1, row2 := "emq:{q}:job:JOB00000000001", "emq:{q}:job:JOB00000000002"
+	expectSteps(t, c, [][2]string{
+		{"EMQ.ENQUEUE q JOB00000000001 p1", "$14\r\nJOB00000000001\r\n"},
+		{"EMQ.ENQUEUE q JOB00000000002 p2", "$14\r\nJOB00000000002\r\n"},
+		{"EMQ.ENQUEUE q JOB00000000003 p3", "$14\r\nJOB00000000003\r\n"},
+		{"PEXPIRE " + row1 + " 10000", ":1\r\n"},
+		{"PEXPIRE " + row2 + " 50000", ":1\r\n"},
+		{"EMQ.CLAIM q 60000", "*1\r\n*4\r\n$14\r\nJOB00000000001\r\n$2\r\np1\r\n$1\r\n1\r\n:0\r\n"},
+		{"EMQ.PROGRESS q JOB00000000001 1 half", ":1\r\n"},
+		{"PTTL " + row1, ":10000\r\n"}, // kept through CLAIM and PROGRESS
+		{"HGET " + row1 + " progress", "$4\r\nhalf\r\n"},
+	})
+	clk.Advance(10_001)
+	expectSteps(t, c, [][2]string{
+		{"EMQ.JOB q JOB00000000001", "$-1\r\n"},
+		{"EMQ.COMPLETE q JOB00000000001 1", "-EMQSTALE job gone\r\n"},
+		{"ZCARD emq:{q}:active", ":1\r\n"}, // the ghost, until the sweep
+		{"EMQ.CLAIM q 60000", "*1\r\n*4\r\n$14\r\nJOB00000000002\r\n$2\r\np2\r\n$1\r\n1\r\n:0\r\n"},
+		{"EMQ.COMPLETE q JOB00000000002 1", ":1\r\n"},
+		{"EXISTS " + row2, ":0\r\n"},
+		{"EMQ.ENQUEUE q JOB00000000002 again", "$14\r\nJOB00000000002\r\n"},
+		{"PTTL " + row2, ":-1\r\n"}, // a new row: no TTL
+		{"PEXPIRE emq:{q}:pending 1000", ":1\r\n"},
+	})
+	clk.Advance(60_000)
+	expectSteps(t, c, [][2]string{
+		{"EMQ.STALLED.CHECK q", "*2\r\n*0\r\n*0\r\n"}, // the ghost goes, nothing recovered
+		{"ZCARD emq:{q}:active", ":0\r\n"},
+		{"EMQ.CLAIM q 60000", "*0\r\n"},                                // pending expired with its ids
+		{"HGET emq:{q}:job:JOB00000000003 state", "$7\r\npending\r\n"}, // its row stays
+	})
+}

@@ -27,6 +27,20 @@ func (s *Store) SetLFU(on bool, logFactor, decayMinutes int64) {
 // LFU reports whether an LFU policy is selected.
 func (s *Store) LFU() bool { return s.lfu }
 
+// initAccess sets a new value's access record: now, or under LFU the
+// counter of the value it replaces (Valkey keeps it on overwrite) or
+// LFU_INIT_VAL for a new key.
+func (s *Store) initAccess(v, old *Value) {
+	switch {
+	case !s.lfu:
+		v.access = s.now
+	case old != nil && old != v:
+		v.access = old.access
+	case old == nil:
+		v.access = s.minutes()<<8 | lfuInitVal
+	}
+}
+
 // minutes is the server clock in minutes modulo 2^16 (LFUGetTimeInMinutes).
 func (s *Store) minutes() int64 { return (s.now / 60000) & 0xffff }
 

@@ -122,19 +122,19 @@ func (d *DB) Len() int { return len(d.keys) }
 // change; callers use Ctx.Dirty for that.
 func (d *DB) Put(key string, v *Value) {
 	d.s.mutations++
+	d.s.initAccess(v, d.keys[key])
 	d.keys[key] = v
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
-	d.s.touchAccess(v)
 }
 
 // Replace stores v at key keeping the key's TTL (Valkey's dbReplaceValue,
 // SET ... KEEPTTL).
 func (d *DB) Replace(key string, v *Value) {
 	d.s.mutations++
+	d.s.initAccess(v, d.keys[key])
 	d.keys[key] = v
-	d.s.touchAccess(v)
 }
 
 // Remove deletes key (and its TTL) and reports whether it existed.

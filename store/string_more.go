@@ -164,9 +164,10 @@ func expireMs(c *Ctx, arg []byte, flags int) (int64, bool) {
 // when it is not a string: nothing is written), then NX/XX (nil, or the
 // old value with GET). Otherwise the key is overwritten whatever its type:
 // `+OK` or the old value. The TTL is replaced by the given one, kept with
-// KEEPTTL, cleared otherwise; an expire time already past is stored and
-// the key reads as missing from then on. Recorded as `SET key value PXAT
-// ms` when an expiry was given, else as sent without GET.
+// KEEPTTL, cleared otherwise; with an expire time already past nothing is
+// stored and an existing key is deleted (`+OK` all the same; Valkey 8.0's
+// fast path). Recorded as `SET key value PXAT ms` when an expiry was
+// given (DEL for one already past), else as sent without GET.
 func cmdSet(c *Ctx) {
 	flags, expire, ok := parseStringOptions(c, false)
 	if !ok {
@@ -206,6 +207,19 @@ func setGeneric(c *Ctx, flags int, keyArg, val, expire []byte, okReply, abortRep
 			} else {
 				c.W.Nil()
 			}
+		}
+		return
+	}
+	if expire != nil && alreadyExpired(c, at) {
+		// Valkey 8.0's fast path: an expire time already past stores
+		// nothing and deletes the key that was there (recorded as DEL).
+		if found {
+			c.DB.Remove(key)
+			c.Dirty(key)
+			c.Propagate([][][]byte{{[]byte("DEL"), keyArg}})
+		}
+		if flags&optGet == 0 {
+			c.W.OK()
 		}
 		return
 	}
