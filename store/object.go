@@ -33,11 +33,11 @@ func (s *Store) LFU() bool { return s.lfu }
 func (s *Store) initAccess(v, old *Value) {
 	switch {
 	case !s.lfu:
-		v.access = s.now
+		v.access = uint32(s.now/accessUnit) &^ accessLFU
 	case old != nil && old != v:
 		v.access = old.access
 	case old == nil:
-		v.access = s.minutes()<<8 | lfuInitVal
+		v.access = accessLFU | uint32(s.minutes()<<8|lfuInitVal)
 	}
 }
 
