@@ -104,8 +104,9 @@ func paramTable() []*param {
 		// (memory.go).
 		checked(enum("maxmemory-policy", "noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",
 			"allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"), checkPolicy),
-		// OBJECT FREQ's counter under an LFU policy, and the active expire
-		// cycle's effort (expiry.go).
+		// Stored without effect (no LFU policy is accepted, so OBJECT FREQ
+		// always answers Valkey's error: docs/compat.md §2.5), and the
+		// active expire cycle's effort (expiry.go).
 		ints("lfu-log-factor", "10", 0, maxInt),
 		ints("lfu-decay-time", "1", 0, maxInt),
 		ints("active-expire-effort", "1", 1, 10),

@@ -12,8 +12,7 @@ import (
 
 // Key expiry on the server side (docs/compat.md §1.7): the active expire
 // cycle, and the directives the store follows (the encoding thresholds
-// OBJECT ENCODING reports, maxmemory-policy and the LFU parameters of
-// OBJECT FREQ, proto-max-bulk-len for SETRANGE and APPEND).
+// OBJECT ENCODING reports, proto-max-bulk-len for SETRANGE and APPEND).
 //
 // The cycle runs hz times a second of the server clock (so clock.Manual
 // and EMQ.DEBUG CLOCK ADVANCE drive it in tests), each run doing up to
@@ -41,8 +40,7 @@ func (s *Server) startExpiry() {
 	s.applyStoreConfig()
 	st.Unlock()
 	for _, name := range []string{"hash-max-listpack-entries", "hash-max-listpack-value",
-		"zset-max-listpack-entries", "zset-max-listpack-value", "maxmemory-policy",
-		"lfu-log-factor", "lfu-decay-time", "proto-max-bulk-len"} {
+		"zset-max-listpack-entries", "zset-max-listpack-value", "proto-max-bulk-len"} {
 		s.OnConfigSet(name, func(string) error { s.applyStoreConfig(); return nil })
 	}
 	st.Lock()
@@ -69,8 +67,6 @@ func (s *Server) applyStoreConfig() {
 		ZSetEntries: atoi(s.Config("zset-max-listpack-entries")),
 		ZSetValue:   atoi(s.Config("zset-max-listpack-value")),
 	})
-	pol := s.Config("maxmemory-policy")
-	st.SetLFU(pol == "volatile-lfu" || pol == "allkeys-lfu", atoi(s.Config("lfu-log-factor")), atoi(s.Config("lfu-decay-time")))
 	st.ProtoMaxBulkLen = atoi(s.Config("proto-max-bulk-len"))
 }
 

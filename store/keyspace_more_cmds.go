@@ -303,32 +303,21 @@ func cmdObjectEncoding(c *Ctx) {
 	}
 }
 
-const lruText = " Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-
-// OBJECT FREQ key: the LFU counter under an LFU maxmemory-policy; otherwise
-// Valkey's error. Nil for a missing key (checked first).
+// OBJECT FREQ key: nil for a missing key (checked first), else Valkey's
+// error under a policy without LFU: maxmemory-policy accepts only
+// noeviction (docs/compat.md §1.4, docs/operations.md §5).
 func cmdObjectFreq(c *Ctx) {
-	v := objectLookup(c)
-	if v == nil {
+	if objectLookup(c) == nil {
 		return
 	}
-	if !c.S.lfu {
-		c.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked." + lruText)
-		return
-	}
-	c.W.Int(c.S.Freq(v))
+	c.W.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 }
 
 // OBJECT IDLETIME key: seconds since the key was last read or written (on
-// the server clock); under an LFU policy Valkey's error. Nil for a missing
-// key.
+// the server clock). Nil for a missing key.
 func cmdObjectIdletime(c *Ctx) {
 	v := objectLookup(c)
 	if v == nil {
-		return
-	}
-	if c.S.lfu {
-		c.W.Error("ERR An LFU maxmemory policy is selected, idle time not tracked." + lruText)
 		return
 	}
 	c.W.Int(c.S.IdleMs(v) / 1000)

@@ -61,8 +61,8 @@ type Value struct {
 	Kind Kind
 	// enc is the encoding OBJECT ENCODING reports for a string (encoding.go).
 	enc strEnc
-	// access is the last access on the server clock or, under an LFU
-	// maxmemory-policy, the LFU counter and its decay time (object.go).
+	// access is the last access on the server clock, in 16 ms units
+	// (object.go).
 	access uint32
 	// Str is a string's bytes; a listpack-encoded hash keeps its listpack
 	// here (hash.go).
@@ -122,7 +122,7 @@ func (d *DB) Len() int { return len(d.keys) }
 // change; callers use Ctx.Dirty for that.
 func (d *DB) Put(key string, v *Value) {
 	d.s.mutations++
-	d.s.initAccess(v, d.keys[key])
+	d.s.touchAccess(v)
 	d.keys[key] = v
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
@@ -133,7 +133,7 @@ func (d *DB) Put(key string, v *Value) {
 // SET ... KEEPTTL).
 func (d *DB) Replace(key string, v *Value) {
 	d.s.mutations++
-	d.s.initAccess(v, d.keys[key])
+	d.s.touchAccess(v)
 	d.keys[key] = v
 }
 
@@ -319,10 +319,6 @@ type Store struct {
 	// hashLim is the table every listpack hash of this store points to for
 	// the thresholds (hash.go).
 	hashLim *hashTable
-	// lfu is set when maxmemory-policy is an LFU policy, with its
-	// lfu-log-factor and lfu-decay-time (object.go).
-	lfu              bool
-	lfuLog, lfuDecay int64
 	// expireDB is where the next active expire cycle starts.
 	expireDB int
 	// ProtoMaxBulkLen is proto-max-bulk-len (0: MaxStringLen): the longest
@@ -373,7 +369,7 @@ type Watcher struct {
 
 // New returns a store with n databases (16 by default in the server).
 func New(n int) *Store {
-	s := &Store{watched: make(map[watchKey]map[*Watcher]bool), limits: DefaultLimits, lfuLog: 10, lfuDecay: 1}
+	s := &Store{watched: make(map[watchKey]map[*Watcher]bool), limits: DefaultLimits}
 	s.hashLim = &hashTable{lim: &s.limits}
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -272,9 +271,8 @@ func TestObjectEncodingThresholds(t *testing.T) {
 }
 
 // OBJECT IDLETIME counts from the last read or write on the server clock;
-// TYPE, EXISTS, TTL and OBJECT do not count; TOUCH does. Under an LFU
-// policy OBJECT FREQ answers Valkey's counter and IDLETIME its error.
-func TestObjectIdletimeAndFreq(t *testing.T) {
+// TYPE, EXISTS, TTL and OBJECT do not count; TOUCH does.
+func TestObjectIdletime(t *testing.T) {
 	s := New(16)
 	run(t, s, 2, "SET", "k", "v")
 	s.SetNow(harnessNowMs + 10_500)
@@ -287,28 +285,6 @@ func TestObjectIdletimeAndFreq(t *testing.T) {
 		ex(":0\r\n", "OBJECT", "IDLETIME", "k"),
 		ex(nilBulk, "OBJECT", "IDLETIME", "nokey"),
 	})
-	s.SetLFU(true, 10, 1)
-	run(t, s, 2, "SET", "f", "v")
-	if got := run(t, s, 2, "OBJECT", "FREQ", "f"); got != ":5\r\n" {
-		t.Fatalf("FREQ of a new key %q (LFU_INIT_VAL)", got)
-	}
-	for i := 0; i < 2000; i++ {
-		run(t, s, 2, "GET", "f")
-	}
-	got := run(t, s, 2, "OBJECT", "FREQ", "f")
-	n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(got, ":")))
-	if n <= 5 || n >= 255 {
-		t.Fatalf("FREQ after 2000 reads %q: want a logarithmic count above 5", got)
-	}
-	s.SetNow(harnessNowMs + 10_500 + 30*60000) // 30 minutes: decay by 30
-	got = run(t, s, 2, "OBJECT", "FREQ", "f")
-	m, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(got, ":")))
-	if m != max(n-30, 0) {
-		t.Fatalf("FREQ after 30 idle minutes %d, want %d", m, max(n-30, 0))
-	}
-	if got := run(t, s, 2, "OBJECT", "IDLETIME", "f"); !strings.HasPrefix(got, "-ERR An LFU maxmemory policy is selected") {
-		t.Fatalf("IDLETIME under LFU %q", got)
-	}
 }
 
 // The active cycle is bounded: with a zero budget it stops after its first
