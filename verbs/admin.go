@@ -6,6 +6,7 @@ import (
 
 	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/plan"
+	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
 
@@ -244,47 +245,74 @@ func (vs *Verbs) cmdJob(c *store.Ctx) {
 		return
 	}
 	rowKey, id := k.rowOf(c.Argv[2])
-	d := c.DB
+	v, ref := readJobView(c.DB, k, rowKey, id)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	v.write(c.W)
+}
+
+// jobView is a job as EMQ.JOB shows it (docs/verbs.md §4.17): its row and
+// its membership of active and schedule. EMQ.LIST shows each member so.
+type jobView struct {
+	row      *store.Hash // nil: no row
+	inActive bool
+	deadline float64
+	inSched  bool
+	runAt    float64
+}
+
+// readJobView reads id (whose row key is rowKey) as EMQ.JOB does: the row
+// key (WRONGTYPE if it is not a hash) and, when there is a row, active and
+// schedule (WRONGTYPE if either is not a sorted set).
+func readJobView(d *store.DB, k *Keys, rowKey, id string) (jobView, refusal) {
+	var v jobView
 	h, kind := hashKind(d, rowKey)
 	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(rowKey))
-		return
+		return v, wrongType(rowKey)
 	}
 	if h == nil {
-		c.W.Nil()
+		return v, noRefusal
+	}
+	v.row = h
+	var ak, sk keyKind
+	if ak, v.inActive, v.deadline = member(d, k.Active, id); ak == keyWrong {
+		return v, wrongType(k.Active)
+	}
+	if sk, v.inSched, v.runAt = member(d, k.Schedule, id); sk == keyWrong {
+		return v, wrongType(k.Schedule)
+	}
+	return v, noRefusal
+}
+
+// write writes EMQ.JOB's reply for v: nil for no row, else a map of the
+// row's fields in the row's order, then lease_deadline_ms and run_at_ms.
+func (v *jobView) write(w *resp.Writer) {
+	if v.row == nil {
+		w.Nil()
 		return
 	}
-	ak, inActive, deadline := member(d, k.Active, id)
-	if ak == keyWrong {
-		vs.refuseReply(c, wrongType(k.Active))
-		return
-	}
-	sk, inSched, runAt := member(d, k.Schedule, id)
-	if sk == keyWrong {
-		vs.refuseReply(c, wrongType(k.Schedule))
-		return
-	}
-	n := h.Len()
-	if inActive {
+	n := v.row.Len()
+	if v.inActive {
 		n++
 	}
-	if inSched {
+	if v.inSched {
 		n++
 	}
-	w := c.W
 	w.Map(n)
-	h.Range(func(f string, v []byte) bool {
+	v.row.Range(func(f string, b []byte) bool {
 		w.BulkString(f)
-		w.Bulk(v)
+		w.Bulk(b)
 		return true
 	})
-	if inActive {
+	if v.inActive {
 		w.BulkString("lease_deadline_ms")
-		w.BulkString(formatMs(deadline))
+		w.BulkString(formatMs(v.deadline))
 	}
-	if inSched {
+	if v.inSched {
 		w.BulkString("run_at_ms")
-		w.BulkString(formatMs(runAt))
+		w.BulkString(formatMs(v.runAt))
 	}
 }
 
@@ -335,16 +363,6 @@ func listSet(k *Keys, b []byte) (string, bool) {
 	return "", false
 }
 
-// listed is one member of the listed set with what EMQ.JOB would show of it.
-type listed struct {
-	id       string
-	row      *store.Hash // nil: a ghost (a member without a row)
-	inActive bool
-	deadline float64
-	inSched  bool
-	runAt    float64
-}
-
 func (vs *Verbs) cmdList(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
@@ -377,54 +395,33 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 		}
 	}
 
-	// Read pass: the set, then each selected member as EMQ.JOB reads it
-	// (row, then active and schedule membership); the first refusal wins.
+	// Read pass: the set, then each selected member as EMQ.JOB reads it;
+	// the first refusal wins.
 	d := c.DB
 	z, kind := zsetKind(d, setKey)
 	if kind == keyWrong {
 		vs.refuseReply(c, wrongType(setKey))
 		return
 	}
-	var out []listed
+	type entry struct {
+		id string
+		v  jobView
+	}
+	var out []entry
 	if z != nil && offset < int64(z.Len()) {
 		n := min(count, int64(z.Len())-offset)
-		out = make([]listed, 0, n)
+		out = make([]entry, 0, n)
 		first, _ := z.At(int(offset))
-		var act, sched *store.ZSet
-		checked := false
 		var ref refusal
 		z.Ascend(first, func(it store.ZItem) bool {
 			if int64(len(out)) >= n {
 				return false
 			}
-			l := listed{id: it.Member}
-			h, hk := hashKind(d, k.Row(it.Member))
-			if hk == keyWrong {
-				ref = wrongType(k.Row(it.Member))
+			var v jobView
+			if v, ref = readJobView(d, k, k.Row(it.Member), it.Member); ref.Refused() {
 				return false
 			}
-			if h != nil {
-				if !checked {
-					checked = true
-					var ak, sk keyKind
-					if act, ak = zsetKind(d, k.Active); ak == keyWrong {
-						ref = wrongType(k.Active)
-						return false
-					}
-					if sched, sk = zsetKind(d, k.Schedule); sk == keyWrong {
-						ref = wrongType(k.Schedule)
-						return false
-					}
-				}
-				l.row = h
-				if act != nil {
-					l.deadline, l.inActive = act.Score(it.Member)
-				}
-				if sched != nil {
-					l.runAt, l.inSched = sched.Score(it.Member)
-				}
-			}
-			out = append(out, l)
+			out = append(out, entry{it.Member, v})
 			return true
 		})
 		if ref.Refused() {
@@ -436,34 +433,9 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 	w := c.W
 	w.Array(len(out))
 	for i := range out {
-		l := &out[i]
 		w.Array(2)
-		w.BulkString(l.id)
-		if l.row == nil {
-			w.Nil()
-			continue
-		}
-		n := l.row.Len()
-		if l.inActive {
-			n++
-		}
-		if l.inSched {
-			n++
-		}
-		w.Map(n)
-		l.row.Range(func(f string, v []byte) bool {
-			w.BulkString(f)
-			w.Bulk(v)
-			return true
-		})
-		if l.inActive {
-			w.BulkString("lease_deadline_ms")
-			w.BulkString(formatMs(l.deadline))
-		}
-		if l.inSched {
-			w.BulkString("run_at_ms")
-			w.BulkString(formatMs(l.runAt))
-		}
+		w.BulkString(out[i].id)
+		out[i].v.write(w)
 	}
 }
 
