@@ -13,6 +13,47 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// holderLost reports whether err is one of the refusals a holder gets for a
+// job that is no longer its own (docs/verbs.md §4.4): claimed again, gone,
+// swept back to pending, or dead-lettered by the sweep after its lease ran
+// out (`EMQSTATE job is dead`: the token still matches, as nobody claimed
+// it since).
+func holderLost(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "EMQSTALE ") || msg == "EMQSTATE job is dead"
+}
+
+// TestHolderOfSweptDeadJob: the sweep dead-letters a job whose lease ran
+// out under its holder; every verb of that holder is then refused with
+// `EMQSTATE job is dead`, which TestE2EConcurrentWorkers must count as a
+// lost job, not as an unexpected error (the race it met under load).
+func TestHolderOfSweptDeadJob(t *testing.T) {
+	e := newEnv(t)
+	e.ok("EMQ.ENQUEUE", "q", "JOB0000000000A", "p")
+	id, tok, _ := e.claim("q", 100)
+	e.advance(101)
+	swept := e.ok("EMQ.STALLED.CHECK", "q", 1).([]any)
+	if dead := swept[1].([]any); len(dead) != 1 || dead[0] != id {
+		t.Fatalf("sweep: %v", swept)
+	}
+	for _, args := range [][]any{
+		{"EMQ.COMPLETE", "q", id, tok},
+		{"EMQ.FAIL", "q", id, tok, 2, 0, "boom"},
+		{"EMQ.REQUEUE", "q", id, tok},
+		{"EMQ.EXTEND", "q", id, tok, 200},
+		{"EMQ.DELAY", "q", id, tok, "IN", 5},
+		{"EMQ.PROGRESS", "q", id, tok, "half"},
+	} {
+		_, err := e.do(args...)
+		if err == nil || err.Error() != "EMQSTATE job is dead" {
+			t.Fatalf("%v: %v, want EMQSTATE job is dead", args, err)
+		}
+		if !holderLost(err) {
+			t.Fatalf("%v: %v is not taken for a lost job", args, err)
+		}
+	}
+}
+
 // TestE2EConcurrentWorkers runs many workers claiming, completing, failing,
 // requeueing and delaying while sweeps and promotions run and the clock
 // moves (leases expire under their holders). At the end every job is
@@ -39,7 +80,7 @@ func TestE2EConcurrentWorkers(t *testing.T) {
 		if err == nil || errors.Is(err, redis.Nil) {
 			return
 		}
-		if msg := err.Error(); strings.HasPrefix(msg, "EMQSTALE") {
+		if holderLost(err) {
 			stale.Add(1)
 			return
 		}
