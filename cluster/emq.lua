@@ -262,36 +262,62 @@ local function run_id()
   return run_id_cache
 end
 
--- format_ms prints a score that is a time in ms as EMQ.JOB does: an
--- integral score in decimal, else the shortest decimal that reads back.
+-- format_ms prints a score as EMQ.JOB does (docs/verbs.md §4.17), Valkey's
+-- d2string: 'inf', '-inf', '0', '-0'; an integral score within 2^62 in
+-- decimal; else the shortest digits that read back (fpconv_dtoa's Grisu2
+-- finds the same digits but for about 0.14% of doubles: docs/cluster.md
+-- §3 "non-integral score digits"), laid out as fpconv_dtoa's
+-- emit_digits: plain up to 7 zeros past the digits or 6 before them,
+-- else d.ddde+X ('1.5', '0.000025', '1e+20', '5e-324').
 local function format_ms(x)
   if x == math.huge then
     return 'inf'
   elseif x == -math.huge then
     return '-inf'
-  elseif x == math.floor(x) and math.abs(x) < 9223372036854775808 then
+  elseif x ~= x then
+    return 'nan'
+  elseif x == 0 then
+    if 1 / x < 0 then
+      return '-0'
+    end
+    return '0'
+  elseif x == math.floor(x) and math.abs(x) <= 4611686018427387904 then
     return string.format('%d', x)
   end
-  local g
-  for p = 1, 17 do
-    g = string.format('%.' .. p .. 'g', x)
-    if tonumber(g) == x then
+  local sign, a = '', x
+  if x < 0 then
+    sign, a = '-', -x
+  end
+  local s
+  for p = 0, 16 do
+    s = string.format('%.' .. p .. 'e', a)
+    if tonumber(s) == a then
       break
     end
   end
-  local mant, exp = string.match(g, '^-?([%d%.]+)e([-+]%d+)$')
-  local frac
-  if mant then
-    local dot = string.find(mant, '.', 1, true)
-    frac = (dot and #mant - dot or 0) - tonumber(exp)
-  else
-    local dot = string.find(g, '.', 1, true)
-    frac = dot and #g - dot or 0
+  local lead, rest, e10 = string.match(s, '^(%d)%.?(%d*)e([-+]%d+)$')
+  local d = string.gsub(lead .. rest, '0+$', '')
+  local nd = #d
+  local k = tonumber(e10) - (nd - 1) -- the value is d * 10^k
+  local e = math.abs(k + nd - 1)
+  if k >= 0 and e < nd + 7 then
+    return sign .. d .. string.rep('0', k)
   end
-  if frac < 0 then
-    frac = 0
+  if k < 0 and (k > -7 or e < 4) then
+    local offset = nd + k
+    if offset <= 0 then
+      return sign .. '0.' .. string.rep('0', -offset) .. d
+    end
+    return sign .. string.sub(d, 1, offset) .. '.' .. string.sub(d, offset + 1)
   end
-  return string.format('%.' .. frac .. 'f', x)
+  local out = sign .. string.sub(d, 1, 1)
+  if nd > 1 then
+    out = out .. '.' .. string.sub(d, 2)
+  end
+  if k + nd - 1 < 0 then
+    return out .. 'e-' .. e
+  end
+  return out .. 'e+' .. e
 end
 
 -- ---------------------------------------------------------------------------

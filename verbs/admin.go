@@ -1,9 +1,6 @@
 package verbs
 
 import (
-	"math"
-	"strconv"
-
 	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/resp"
@@ -308,26 +305,12 @@ func (v *jobView) write(w *resp.Writer) {
 	})
 	if v.inActive {
 		w.BulkString("lease_deadline_ms")
-		w.BulkString(formatMs(v.deadline))
+		w.BulkString(num.FormatScore(v.deadline))
 	}
 	if v.inSched {
 		w.BulkString("run_at_ms")
-		w.BulkString(formatMs(v.runAt))
+		w.BulkString(num.FormatScore(v.runAt))
 	}
-}
-
-// formatMs prints a score that is a time in ms: in decimal when integral,
-// else as the shortest decimal (a score written by hand).
-func formatMs(s float64) string {
-	switch {
-	case math.IsInf(s, 1):
-		return "inf"
-	case math.IsInf(s, -1):
-		return "-inf"
-	case s == math.Trunc(s) && math.Abs(s) < 1<<63:
-		return strconv.FormatInt(int64(s), 10)
-	}
-	return strconv.FormatFloat(s, 'f', -1, 64)
 }
 
 // ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/resp"
 	"github.com/emqd/emqd/store"
 )
@@ -255,7 +256,7 @@ func (h *th) members(key string) []string {
 	}
 	var out []string
 	v.ZSet.AscendAll(func(it store.ZItem) bool {
-		out = append(out, it.Member+"@"+formatMs(it.Score))
+		out = append(out, it.Member+"@"+num.FormatScore(it.Score))
 		return true
 	})
 	return out

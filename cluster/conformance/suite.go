@@ -46,6 +46,8 @@ var Differences = []Difference{
 		"LargeCounters"},
 	{"the clock in tests", "clock.Manual, or EMQ.DEBUG CLOCK ADVANCE with enable-debug-command yes",
 		"the node's TIME; only the test variant (cluster.DebugClock) has emq_debug CLOCK ADVANCE/SET", "DebugRefused"},
+	{"non-integral score digits", "a hand-written non-integral score prints with Grisu2's digits, as Valkey's d2string (1771878222317.96875: 1771878222317.9687)",
+		"the shortest digits that read back, which differ from Grisu2's for about 0.14% of doubles (1771878222317.9688); same layout", "RepliesAsMaps"},
 	{"bad-row accounting", "logged once per key per minute and counted in INFO (emq_bad_row_refusals)",
 		"counted only in the server's errorstats (errorstat_WRONGTYPE, errorstat_EMQLANE, ...)", "-"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
@@ -632,6 +634,31 @@ func repliesAsMaps(t *testing.T, tg Target) {
 	e.ok("ZADD", "emq:{q}:schedule", "+inf", idB)
 	if got := asMap(t, e.ok("EMQ.JOB", "q", idB)); got["run_at_ms"] != "inf" {
 		t.Fatalf("infinite run_at_ms %v", got["run_at_ms"])
+	}
+	// Any score prints as Valkey's d2string (docs/verbs.md §4.17,
+	// docs/compat.md §3.3): integers up to 2^62 plain, the rest as
+	// fpconv_dtoa lays its digits out.
+	for _, c := range []struct{ score, want string }{
+		{"-2.5", "-2.5"}, {"0.000025", "0.000025"}, {"0.0000001", "1e-7"}, {"123456789.125", "123456789.125"},
+		{"1e20", "1e+20"}, {"1e21", "1e+21"}, {"1.25e17", "125000000000000000"},
+		{"4611686018427387904", "4611686018427387904"}, {"9223372036854775808", "9223372036854776000"},
+		{"1.2345678e+30", "1.2345678e+30"}, {"-1e-300", "-1e-300"}, {"5e-324", "5e-324"},
+		{"1.7976931348623157e308", "1.7976931348623157e+308"}, {"-inf", "-inf"},
+	} {
+		e.ok("ZADD", "emq:{q}:schedule", c.score, idB)
+		if got := asMap(t, e.ok("EMQ.JOB", "q", idB))["run_at_ms"]; got != c.want {
+			t.Errorf("score %s: run_at_ms %v, want %s", c.score, got, c.want)
+		}
+	}
+	// Where Grisu2's digits are not the shortest round-trip ones the
+	// library prints the latter (Differences "non-integral score digits").
+	e.ok("ZADD", "emq:{q}:schedule", "1771878222317.96875", idB)
+	want := "1771878222317.9687"
+	if !tg.Native() {
+		want = "1771878222317.9688"
+	}
+	if got := asMap(t, e.ok("EMQ.JOB", "q", idB))["run_at_ms"]; got != want {
+		t.Errorf("score 1771878222317.96875: run_at_ms %v, want %s", got, want)
 	}
 	// An empty claim is an empty array; a duplicate enqueue is nil.
 	if got := e.ok("EMQ.CLAIM", "other", 10); !reflect.DeepEqual(got, []any{}) {
