@@ -110,6 +110,14 @@ func TestProductionLibrary(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "ERR EMQ.DEBUG command not allowed.") {
 		t.Fatalf("emq_debug: %v", err)
 	}
+	// As on emqd with debug off: HELP answers, an unknown subcommand is
+	// named before the refusal (docs/verbs.md §4.19).
+	if help, err := c.FCall(ctx, "emq_debug", nil, "HELP").StringSlice(); err != nil || len(help) != 6 || help[1] != "CLOCK ADVANCE <ms>" {
+		t.Fatalf("emq_debug HELP: %q %v", help, err)
+	}
+	if err := c.FCall(ctx, "emq_debug", nil, "FOO").Err(); err == nil || err.Error() != "ERR unknown subcommand 'FOO'. Try EMQ.DEBUG HELP." {
+		t.Fatalf("emq_debug FOO: %v", err)
+	}
 	before, err := c.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)

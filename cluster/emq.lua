@@ -1403,6 +1403,17 @@ verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
+-- EMQ.DEBUG HELP, answered whether or not the clock may move (docs/verbs.md
+-- §4.19): Valkey's container HELP layout.
+local DEBUG_HELP = {
+  'EMQ.DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:',
+  'CLOCK ADVANCE <ms>',
+  '    Move the server clock forward by <ms> milliseconds (leases, due times,',
+  '    minted ids and BLOCK timeouts follow it). Needs enable-debug-command yes.',
+  'HELP',
+  '    Print this help.',
+}
+
 -- EMQ.DEBUG CLOCK ADVANCE ms (and, test-only, CLOCK SET ms): refused as
 -- Valkey refuses DEBUG when enable-debug-command is off, unless the library
 -- was loaded for tests (cluster.DebugClock). The clock is this node's.
@@ -1421,15 +1432,25 @@ redis.register_function {
     if #all < 1 then
       return err(e_arity('emq.debug'))
     end
-    local is_clock = string.upper(all[1]) == 'CLOCK'
-    if is_clock and #all ~= 3 then
+    local sub1 = string.upper(all[1])
+    if sub1 == 'HELP' then
+      if #all ~= 1 then
+        return err(e_arity('emq.debug|help'))
+      end
+      local out = {}
+      for i, line in ipairs(DEBUG_HELP) do
+        out[i] = redis.status_reply(line)
+      end
+      return out
+    end
+    if sub1 ~= 'CLOCK' then
+      return err('ERR unknown subcommand \'' .. all[1] .. '\'. Try EMQ.DEBUG HELP.')
+    end
+    if #all ~= 3 then
       return err(e_arity('emq.debug|clock'))
     end
     if not DEBUG_CLOCK then
       return err(E_DEBUG_OFF)
-    end
-    if not is_clock then
-      return err('ERR unknown subcommand \'' .. all[1] .. '\'. Try EMQ.DEBUG HELP.')
     end
     local sub = string.upper(all[2])
     if sub ~= 'ADVANCE' and sub ~= 'SET' then
@@ -1440,6 +1461,9 @@ redis.register_function {
       return err(e)
     end
     local ms = tonumber(v)
+    if sub == 'ADVANCE' and ms > MAX_SCORE - math.max(now_ms(), 0) then
+      return err('ERR ms is out of range')
+    end
     if sub == 'SET' then
       clock_pin = ms
     elseif clock_pin then

@@ -426,21 +426,44 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 // EMQ.DEBUG CLOCK ADVANCE ms (docs/verbs.md §4.19)
 
 // advancer is a clock EMQ.DEBUG CLOCK ADVANCE can move (clock.Manual,
-// clock.Shifted).
+// clock.Shifted). With enable-debug-command yes the server clock is always
+// one: Start wraps any other clock in clock.Shifted, and the directive
+// cannot change while the server runs.
 type advancer interface{ Advance(int64) }
 
+// debugHelp is EMQ.DEBUG HELP's text, laid out as Valkey's container
+// HELP replies (addReplyHelp: the usage line, each subcommand with its
+// indented description, then HELP itself).
+var debugHelp = []string{
+	"EMQ.DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CLOCK ADVANCE <ms>",
+	"    Move the server clock forward by <ms> milliseconds (leases, due times,",
+	"    minted ids and BLOCK timeouts follow it). Needs enable-debug-command yes.",
+	"HELP",
+	"    Print this help.",
+}
+
 // cmdDebug is the container alone or with a subcommand the server did not
-// route: refused like Valkey's DEBUG when debug is off.
+// route. The server answers both before any proc runs (Valkey's
+// processCommand: existence, then arity, then the protected-command check,
+// as for MODULE), so the order here is the same whether or not debug is
+// on.
 func (vs *Verbs) cmdDebug(c *store.Ctx) {
-	if !c.DebugEnabled {
-		c.W.Error(ErrDebugDisabled)
-		return
-	}
 	if len(c.Argv) < 2 {
 		c.W.Error(errArity("emq.debug"))
 		return
 	}
 	c.W.Error("ERR unknown subcommand '" + string(c.Argv[1]) + "'. Try EMQ.DEBUG HELP.")
+}
+
+// cmdDebugHelp is EMQ.DEBUG HELP (docs/verbs.md §4.19): answered whether
+// or not debug is on, as Valkey answers MODULE HELP while the MODULE
+// subcommands that act are protected.
+func (vs *Verbs) cmdDebugHelp(c *store.Ctx) {
+	c.W.Array(len(debugHelp))
+	for _, l := range debugHelp {
+		c.W.Simple(l)
+	}
 }
 
 func (vs *Verbs) cmdDebugClock(c *store.Ctx) {
@@ -457,13 +480,14 @@ func (vs *Verbs) cmdDebugClock(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	adv, ok := c.Clock.(advancer)
-	if !ok {
-		c.W.Error(ErrClockFixed)
+	// The clock stops at the last time a score holds (docs/verbs.md
+	// §2.12): a larger step would overflow the reading.
+	if ms > MaxScoreMs-max(c.Clock.NowMs(), 0) {
+		c.W.Error(ErrClockRange)
 		return
 	}
 	if ms > 0 {
-		adv.Advance(ms)
+		c.Clock.(advancer).Advance(ms)
 	}
 	c.W.OK()
 }

@@ -3,6 +3,7 @@ package verbs
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,6 +136,11 @@ func TestDebugClock(t *testing.T) {
 	if h.clk.NowMs() != tNow {
 		t.Fatal("clock moved while refused")
 	}
+	// An unknown subcommand is named whether or not debug is on, as the
+	// server's lookup answers it before the protected-command check.
+	if got := h.do("EMQ.DEBUG", "NOPE"); got != replyErr("ERR unknown subcommand 'NOPE'. Try EMQ.DEBUG HELP.") {
+		t.Fatalf("debug off, unknown subcommand: %v", got)
+	}
 	h.debug = true
 	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "1500"); got != "OK" {
 		t.Fatalf("advance: %v", got)
@@ -150,6 +156,68 @@ func TestDebugClock(t *testing.T) {
 	}
 	if got := h.do("EMQ.DEBUG", "NOPE"); got != replyErr("ERR unknown subcommand 'NOPE'. Try EMQ.DEBUG HELP.") {
 		t.Fatal(got)
+	}
+}
+
+// TestDebugClockRange: a step that would take the clock past MaxScoreMs
+// (docs/verbs.md §2.12) is refused and moves nothing; it used to wrap
+// the reading negative (leases and due times in 1677).
+func TestDebugClockRange(t *testing.T) {
+	h := newTH(t)
+	h.debug = true
+	h.ok("EMQ.ENQUEUE", "q", tID, "a")
+	before := h.feed.n
+	for _, ms := range []string{"9223372036854775807", strconv.FormatInt(MaxScoreMs-tNow+1, 10)} {
+		if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", ms); got != replyErr(ErrClockRange) {
+			t.Fatalf("advance %s: %v", ms, got)
+		}
+		if h.clk.NowMs() != tNow {
+			t.Fatalf("advance %s moved the clock to %d", ms, h.clk.NowMs())
+		}
+	}
+	if h.feed.n != before {
+		t.Fatal("a refused advance wrote to the AOF")
+	}
+	// Up to the last time a score holds, then not one ms more.
+	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(MaxScoreMs-tNow, 10)); got != "OK" {
+		t.Fatalf("advance to MaxScoreMs: %v", got)
+	}
+	if h.clk.NowMs() != MaxScoreMs {
+		t.Fatalf("clock at %d", h.clk.NowMs())
+	}
+	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "1"); got != replyErr(ErrClockRange) {
+		t.Fatalf("advance past MaxScoreMs: %v", got)
+	}
+	if got := h.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "0"); got != "OK" {
+		t.Fatalf("advance 0 at MaxScoreMs: %v", got)
+	}
+	if id, _, _ := claimOne(t, h, "1000"); id != tID || h.field("q", tID, "state") != "active" {
+		t.Fatalf("claim at MaxScoreMs: %s %s", id, h.field("q", tID, "state"))
+	}
+	job := h.ok("EMQ.JOB", "q", tID).([]any)
+	if got := job[len(job)-1]; got != strconv.FormatInt(MaxScoreMs, 10) {
+		t.Fatalf("lease deadline at MaxScoreMs: %v", got)
+	}
+}
+
+// TestDebugHelp: EMQ.DEBUG HELP answers Valkey's container HELP layout (an
+// array of simple strings) whether debug is on or off, as MODULE HELP
+// does; extra arguments are the subcommand's arity error.
+func TestDebugHelp(t *testing.T) {
+	h := newTH(t)
+	for _, debug := range []bool{false, true} {
+		h.debug = debug
+		raw := h.raw("EMQ.DEBUG", "help")
+		want := "*6\r\n+EMQ.DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+CLOCK ADVANCE <ms>\r\n"
+		if !strings.HasPrefix(raw, want) || !strings.HasSuffix(raw, "+HELP\r\n+    Print this help.\r\n") {
+			t.Fatalf("debug %v: %q", debug, raw)
+		}
+		if got := h.do("EMQ.DEBUG", "HELP", "x"); got != replyErr("ERR wrong number of arguments for 'emq.debug|help' command") {
+			t.Fatalf("debug %v: HELP x: %v", debug, got)
+		}
+	}
+	if h.feed.n != 0 {
+		t.Fatal("HELP wrote to the AOF")
 	}
 }
 

@@ -21,9 +21,9 @@ const (
 	// ErrDebugDisabled is Valkey's refusal of DEBUG when enable-debug-command
 	// is off (server.c processCommand), naming EMQ.DEBUG.
 	ErrDebugDisabled = "ERR EMQ.DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-	// ErrClockFixed answers EMQ.DEBUG CLOCK ADVANCE when the server clock
-	// cannot be moved (not a clock.Manual or clock.Shifted).
-	ErrClockFixed = "ERR the server clock cannot be advanced"
+	// ErrClockRange answers EMQ.DEBUG CLOCK ADVANCE ms when now+ms would
+	// pass MaxScoreMs (docs/verbs.md §4.19).
+	ErrClockRange = "ERR ms is out of range"
 )
 
 // errStale is `EMQSTALE <verb> token mismatch` (docs/verbs.md §4.4, guard 3).

@@ -94,6 +94,7 @@ func (vs *Verbs) Commands() []*store.CommandSpec {
 		verb("emq.list", -3, vs.cmdList, store.FlagReadonly),
 		store.NewCommand("emq.debug", -2, vs.cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
 			store.NewCommand("emq.debug|clock", 4, vs.cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),
+			store.NewCommand("emq.debug|help", 2, vs.cmdDebugHelp, store.FlagLoading, store.FlagStale),
 		),
 	}
 }

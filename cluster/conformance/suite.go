@@ -973,10 +973,24 @@ func debugRefused(t *testing.T, tg Target) {
 		{[]any{"EMQ.DEBUG", "CLOCK", "BACK", 5}, "ERR syntax error"},
 		{[]any{"EMQ.DEBUG", "CLOCK", "ADVANCE", -5}, "ERR ms must be a non-negative integer"},
 		{[]any{"EMQ.DEBUG", "FOO"}, "ERR unknown subcommand 'FOO'. Try EMQ.DEBUG HELP."},
+		{[]any{"EMQ.DEBUG", "FOO", "BAR"}, "ERR unknown subcommand 'FOO'. Try EMQ.DEBUG HELP."},
+		{[]any{"EMQ.DEBUG", "HELP", "x"}, "ERR wrong number of arguments for 'emq.debug|help' command"},
+		{[]any{"EMQ.DEBUG", "CLOCK", "ADVANCE", "9223372036854775807"}, "ERR ms is out of range"},
 	} {
 		if got := e.refused(c.args...); got != c.want {
 			t.Errorf("%v: %q, want %q", c.args, got, c.want)
 		}
+	}
+	help := []any{
+		"EMQ.DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"CLOCK ADVANCE <ms>",
+		"    Move the server clock forward by <ms> milliseconds (leases, due times,",
+		"    minted ids and BLOCK timeouts follow it). Needs enable-debug-command yes.",
+		"HELP",
+		"    Print this help.",
+	}
+	if got := e.ok("EMQ.DEBUG", "help"); !reflect.DeepEqual(got, help) {
+		t.Errorf("HELP: %#v", got)
 	}
 	e.ok("EMQ.ENQUEUE", "q", idA, "p", "DELAY", 1000)
 	e.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", 999)
@@ -987,6 +1001,18 @@ func debugRefused(t *testing.T, tg Target) {
 	if got := e.ok("EMQ.PROMOTE", "q"); got != int64(1) {
 		t.Fatal("not promoted at the due time")
 	}
+	// The clock stops at 2^53-1 ms, the last time a score holds
+	// (docs/verbs.md §2.12, §4.19): not one ms further.
+	const maxMs = int64(9007199254740991)
+	tg.SetClock(maxMs - 10)
+	if got := e.refused("EMQ.DEBUG", "CLOCK", "ADVANCE", 11); got != "ERR ms is out of range" {
+		t.Errorf("advance past 2^53-1: %q", got)
+	}
+	e.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", 10)
+	if got := e.refused("EMQ.DEBUG", "CLOCK", "ADVANCE", 1); got != "ERR ms is out of range" {
+		t.Errorf("advance at 2^53-1: %q", got)
+	}
+	e.ok("EMQ.DEBUG", "CLOCK", "ADVANCE", 0)
 }
 
 // EMQ.LIST: each state in its set's order, paging, ghosts, arguments, bad
