@@ -1,9 +1,15 @@
 package emq_test
 
 import (
+	"context"
+	"net"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/server"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // TestReadmeWorker keeps the README's worker block identical to the lines
@@ -43,5 +49,45 @@ func TestReadmeWorker(t *testing.T) {
 	}
 	if block != want.String() {
 		t.Errorf("the README's worker block differs from example_test.go's README lines; copy them (one tab less)\nREADME:\n%s\nfile:\n%s", block, want.String())
+	}
+}
+
+// TestReadmeMaintNotificationsOff: the README's options that turn go-redis's
+// maintenance notifications off skip its endpoint detection (the DNS lookup
+// of a host-name Addr in NewClient), which go-redis's defaults run; the
+// client still works against emqd.
+func TestReadmeMaintNotificationsOff(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"import \"github.com/redis/go-redis/v9/maintnotifications\"\n",
+		"\tMaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},\n",
+	} {
+		if !strings.Contains(string(readme), line) {
+			t.Fatalf("README lacks %q", line)
+		}
+	}
+	s := server.StartTest(t, server.Options{})
+	_, port, _ := net.SplitHostPort(s.Addr())
+	addr := net.JoinHostPort("localhost", port)
+
+	def := redis.NewClient(&redis.Options{Addr: addr})
+	defer def.Close()
+	if got := def.Options().MaintNotificationsConfig; got == nil || got.Mode != maintnotifications.ModeAuto || got.EndpointType == maintnotifications.EndpointTypeAuto {
+		t.Fatalf("go-redis defaults: %+v (want auto mode and a detected endpoint type)", got)
+	}
+
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                     addr,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	})
+	defer rdb.Close()
+	if got := rdb.Options().MaintNotificationsConfig; got.Mode != maintnotifications.ModeDisabled || got.EndpointType != maintnotifications.EndpointTypeAuto {
+		t.Fatalf("disabled: %+v (want the endpoint type left undetected, auto)", got)
+	}
+	if got, err := rdb.Ping(context.Background()).Result(); err != nil || got != "PONG" {
+		t.Fatalf("PING: %q %v", got, err)
 	}
 }

@@ -13,7 +13,10 @@ type SweeperOptions struct {
 	Interval time.Duration
 	// MaxStalled is EMQ.STALLED.CHECK's max_stalled (default 1, the verb's:
 	// the first counted stall dead-letters the job; 2 or more give a
-	// stalled job more runs).
+	// stalled job more runs). Use 2 or more: a claim whose reply was lost
+	// in transit leaves a job leased to no worker, and its first stall
+	// is then no fault of the job (README, "Workers in Go";
+	// docs/verbs.md §4.11).
 	MaxStalled int
 	// Limit is EMQ.STALLED.CHECK's limit (default 100). A sweep repeats the
 	// verb while it returns a full batch.
