@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -295,24 +296,37 @@ func TestQuitClosesAfterReply(t *testing.T) {
 
 // TestSlowReaderDoesNotStallOthers: a client that does not read its (large)
 // replies blocks only itself: the server writes outside the store lock.
+// Every wait is a liveness bound of 60 s (a hang fails, a slow machine does
+// not) and the fast client starts once CLIENT LIST shows the server ran
+// the slow client's GETs, not after a guessed sleep.
 func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 	s := startServer(t, nil, nil)
 	slow := dial(t, s)
 	val := strings.Repeat("v", 100000)
 	slow.do("SET", "big", val)
+	id := strings.TrimSuffix(strings.TrimPrefix(slow.do("CLIENT", "ID"), ":"), "\r\n")
 	var p []byte
 	for i := 0; i < 300; i++ { // 30 MB of replies, far more than socket buffers
 		p = append(p, encode("GET", "big")...)
 	}
 	go slow.nc.Write(p)
-	time.Sleep(100 * time.Millisecond)
 	fast := dial(t, s)
-	// The slow client has read nothing yet, so its replies are stuck in the
-	// server's output buffer. If writing them held the store (or anything the
-	// fast client needs), the fast client's commands would hang until the
-	// slow one reads; the deadline turns such a hang into a failure. It is a
-	// liveness bound (60 s per reply, not rawConn.read's 5 s, which a loaded
-	// machine can miss), not a speed assertion.
+	// Wait until the server has run the slow client's first GET (its
+	// tot-cmds counts SET and CLIENT ID, then each GET): its 30 MB of
+	// replies are on their way to a client that reads none of them.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		line := fast.do("CLIENT", "LIST", "ID", id)
+		if fieldInt(line, "tot-cmds") >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow client's GETs never ran: %q", line)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// If writing the stuck replies held the store (or anything the fast
+	// client needs), the fast client's commands would hang until the slow
+	// one reads; the deadline turns such a hang into a failure.
 	for i := 0; i < 200; i++ {
 		fast.write(encode("HSET", "h", "f", itoa(int64(i))))
 		r, err := fast.readErr(60 * time.Second)
@@ -324,8 +338,27 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 		}
 	}
 	for i := 0; i < 300; i++ {
-		if r := slow.read(); len(r) != len(val)+len("$100000\r\n\r\n") {
+		r, err := slow.readErr(60 * time.Second)
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if len(r) != len(val)+len("$100000\r\n\r\n") {
 			t.Fatalf("reply %d: %d bytes", i, len(r))
 		}
 	}
+}
+
+// fieldInt is the integer value of field k in a CLIENT LIST line (-1 when
+// absent).
+func fieldInt(line, k string) int64 {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, k+"="); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
 }
