@@ -40,7 +40,7 @@ local E_WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of
 local E_NOT_INT = 'ERR value is not an integer or out of range'
 local E_SYNTAX = 'ERR syntax error'
 local E_QUEUE = 'ERR invalid queue name'
-local E_KIND = 'EMQKIND job id must be JOB-namespaced'
+local E_KIND = 'EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z'
 local E_GONE = 'EMQSTALE job gone'
 local E_LEASE_LOST = 'EMQSTALE lease lost'
 local E_LANE = 'EMQLANE lane rows are not served natively'
@@ -1164,11 +1164,15 @@ verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
   local dk, in_dead = member(k.dead, id)
   if dk == WRONG then
     return err(E_WRONGTYPE)
-  elseif not in_dead then
-    return err(E_NOT_DEAD)
   end
   local row = read_row(rk)
-  if row.kind == WRONG then
+  if not in_dead then
+    -- neither a dead member nor a row: no such job (docs/verbs.md §4.13)
+    if row.kind == ABSENT then
+      return err(E_GONE)
+    end
+    return err(E_NOT_DEAD)
+  elseif row.kind == WRONG then
     return err(E_WRONGTYPE)
   elseif row.kind == ABSENT then
     return err(E_GONE)

@@ -37,7 +37,7 @@ func TestTypedErrors(t *testing.T) {
 	}
 
 	_, err := e.c.Enqueue(e.ctx, "q", []byte("x"), emq.WithID("job-1"))
-	check(err, emq.ErrKind, "EMQKIND", "job id must be JOB-namespaced")
+	check(err, emq.ErrKind, "EMQKIND", "job id must be JOB followed by 11 characters from 0-9A-Za-z")
 
 	id := e.enqueue("q", "x", emq.WithID("JOB00000000001"))
 	if id != "JOB00000000001" {

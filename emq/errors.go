@@ -24,7 +24,8 @@ var (
 	ErrState = errors.New("EMQSTATE")
 	// ErrLane (EMQLANE): a lane row, which the native verbs do not serve.
 	ErrLane = errors.New("EMQLANE")
-	// ErrKind (EMQKIND): a job id that is not JOB-namespaced.
+	// ErrKind (EMQKIND): a job id that is not "JOB" followed by 11
+	// characters from 0-9A-Za-z (docs/verbs.md §1.4).
 	ErrKind = errors.New("EMQKIND")
 )
 

@@ -94,6 +94,7 @@ func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.Bloc
 		p.keys = []queueKey{{spec.DB, spec.Queue, false}}
 	}
 	x := s.newCtx(&c.aw)
+	x.DebugEnabled = c.ctx.DebugEnabled
 	p.ctx = &x
 	for _, k := range p.keys {
 		q := b.queues[k]

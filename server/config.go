@@ -90,8 +90,9 @@ func paramTable() []*param {
 		immutable(str("dir", cwd)),
 		immutable(boolean("appendonly", "no")),
 		enum("appendfsync", "everysec", "always", "everysec", "no"),
-		immutable(str("appendfilename", "appendonly.aof")),
-		immutable(str("appenddirname", "appendonlydir")),
+		// A file name inside dir, never a path (Valkey's isValidAOFfilename).
+		immutable(checked(str("appendfilename", "appendonly.aof"), baseName("appendfilename", "filename", false))),
+		immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))),
 		immutable(enum("enable-debug-command", "no", "no", "yes", "local")),
 		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<62), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
 		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<62), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
@@ -146,7 +147,7 @@ func paramTable() []*param {
 		immutable(enum("supervised", "no", "upstart", "systemd", "auto", "no")),
 		immutable(boolean("always-show-logo", "no")),
 		immutable(boolean("set-proc-title", "yes")),
-		str("dbfilename", "dump.rdb"),
+		checked(str("dbfilename", "dump.rdb"), baseName("dbfilename", "filename", true)),
 		immutable(ints("io-threads", "1", 1, 128)),
 		ints("lua-time-limit", "5000", 0, 1<<62),
 		str("notify-keyspace-events", ""),
@@ -272,6 +273,22 @@ func parseMemory(s string) (int64, bool) {
 	return n * mul, true
 }
 
+// baseName is Valkey's isValidAOFfilename, isValidAOFdirname and
+// isValidDBfilename (config.c): no '/' or '\' in the value (pathIsBaseName)
+// and, unless mayBeEmpty, not empty. what names the kind ("filename",
+// "dirname") in Valkey's text.
+func baseName(name, what string, mayBeEmpty bool) func(v string) (string, error) {
+	return func(v string) (string, error) {
+		if v == "" && !mayBeEmpty {
+			return "", errors.New(name + " can't be empty")
+		}
+		if strings.ContainsAny(v, "/\\") {
+			return "", errors.New(name + " can't be a path, just a " + what)
+		}
+		return v, nil
+	}
+}
+
 // checkSave accepts Valkey's save syntax ("" or pairs of seconds and
 // changes) and stores "": emqd writes no RDB.
 func checkSave(v string) (string, error) {
@@ -379,11 +396,19 @@ func (c *config) set(s *Server, name, value string, boot bool) error {
 	hooks := c.hooks[p.name]
 	c.mu.Unlock()
 	if !boot {
-		for _, h := range hooks {
+		for i, h := range hooks {
 			if err := h(v); err != nil {
+				// A refusal leaves everything as it was (Valkey's
+				// restoreBackupConfig): the old value back, and the hooks
+				// that already took the new one run again with the old.
 				c.mu.Lock()
 				p.value = old
 				c.mu.Unlock()
+				for _, u := range hooks[:i] {
+					if uerr := u(old); uerr != nil && s != nil {
+						s.log.Warn("Failed applying restored configuration", "directive", p.name, "value", old, "err", uerr)
+					}
+				}
 				return err
 			}
 		}

@@ -58,7 +58,9 @@ func cmdConfigGet(c *client, x *store.Ctx) {
 }
 
 // cmdConfigSet is CONFIG SET name value [name value ...]: every pair is
-// checked before any is applied.
+// checked before any is applied, and when a hook refuses one, the pairs
+// already applied are restored (hooks and all), as Valkey's CONFIG SET:
+// a refused CONFIG SET changes nothing.
 func cmdConfigSet(c *client, x *store.Ctx) {
 	argv := x.Argv
 	if len(argv)%2 != 0 {
@@ -94,11 +96,20 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 			return
 		}
 	}
+	var olds []string
 	for i := 2; i < len(argv); i += 2 {
+		old, _ := cfg.get(string(argv[i]))
 		if err := cfg.set(c.s, string(argv[i]), string(argv[i+1]), false); err != nil {
+			for j := len(olds) - 1; j >= 0; j-- {
+				name := string(argv[2+2*j])
+				if rerr := cfg.set(c.s, name, olds[j], false); rerr != nil {
+					c.s.log.Warn("Failed applying restored configuration", "directive", name, "value", olds[j], "err", rerr)
+				}
+			}
 			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + string(argv[i]) + "') - " + err.Error())
 			return
 		}
+		olds = append(olds, old)
 	}
 	x.W.OK()
 }

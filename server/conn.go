@@ -143,6 +143,7 @@ func newClient(s *Server, nc net.Conn) *client {
 		}
 	}
 	c.ctx = s.newCtx(&c.w)
+	c.ctx.DebugEnabled = s.debugAllowed(nc.RemoteAddr())
 	c.xc = c.ctx
 	return c
 }

@@ -27,7 +27,7 @@ type Options struct {
 	// port), unless Config names port or bind, then bind:port.
 	Addr string
 	// Clock is the server clock; nil means the wall clock. With
-	// Config["enable-debug-command"] == "yes" it is wrapped in
+	// Config["enable-debug-command"] "yes" or "local" it is wrapped in
 	// clock.NewShifted so EMQ.DEBUG CLOCK ADVANCE can move it.
 	Clock clock.Clock
 	// Config holds valkey.conf directives (names as in valkey.conf, values
@@ -72,8 +72,9 @@ func Start(opts Options) (*Server, error) {
 	if s.clock == nil {
 		s.clock = clock.Wall{}
 	}
-	if s.Config("enable-debug-command") == "yes" {
-		s.debug = true
+	if dbg := s.Config("enable-debug-command"); dbg != "no" {
+		s.debug = dbg == "yes"
+		s.debugLocal = dbg == "local"
 		if _, ok := s.clock.(*clock.Shifted); !ok {
 			s.clock = clock.NewShifted(s.clock)
 		}
@@ -175,7 +176,7 @@ func newRunID() string {
 func (s *Server) Addr() string { return s.lns[0].ln.Addr().String() }
 
 // Clock is the server clock (a *clock.Shifted when enable-debug-command is
-// yes).
+// yes or local).
 func (s *Server) Clock() clock.Clock { return s.clock }
 
 // Store is the keyspace. Take Store().Lock() around any direct access.

@@ -123,7 +123,7 @@ func TestMetricsAndInfoCounts(t *testing.T) {
 		{0, []any{"EMQ.ENQUEUE", "mail", B, "b", "DELAY", 1000}, B},
 		{0, []any{"EMQ.ENQUEUE", "mail", C, "c"}, C},
 		{0, []any{"EMQ.ENQUEUE", "mail", A, "dup"}, "redis: nil"},
-		{0, []any{"EMQ.ENQUEUE", "mail", "JOB1", "x"}, "EMQKIND job id must be JOB-namespaced"},
+		{0, []any{"EMQ.ENQUEUE", "mail", "JOB1", "x"}, "EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z"},
 		{0, []any{"EMQ.CLAIM", "mail", 5000, "COUNT", 2}, "[[" + A + " a 1 0] [" + C + " c 1 0]]"},
 		{0, []any{"EMQ.COMPLETE", "mail", A, 7}, "EMQSTALE complete token mismatch"},
 		{0, []any{"EMQ.COMPLETE", "mail", A, 1}, "1"},

@@ -33,9 +33,13 @@ type Server struct {
 	onCrash func(panic string)
 	runID   string
 	replID  string
-	debug   bool
-	lns     []listener // the RESP listeners (listeners.go)
-	port    int
+	// debug: enable-debug-command yes (every client may run EMQ.DEBUG);
+	// debugLocal: local (loopback and unix-socket clients only, Valkey's
+	// islocalClient; docs/verbs.md §4.19).
+	debug      bool
+	debugLocal bool
+	lns        []listener // the RESP listeners (listeners.go)
+	port       int
 
 	started    time.Time
 	configFile string
@@ -200,6 +204,13 @@ func (s *Server) shutdown(reason string) {
 		defer cancel()
 		s.Close(ctx)
 	}()
+}
+
+// debugAllowed reports whether a client from peer may run EMQ.DEBUG:
+// enable-debug-command yes, or local and a loopback or unix-socket peer
+// (Valkey's islocalClient; docs/verbs.md §4.19).
+func (s *Server) debugAllowed(peer net.Addr) bool {
+	return s.debug || (s.debugLocal && isLocalPeer(peer))
 }
 
 // newCtx is the one constructor of the per-command context: the store, the

@@ -32,6 +32,8 @@ func TestReprocessRemovePauseCounts(t *testing.T) {
 	}{
 		{reprocessRead{Dead: keyOK, InDead: false, Row: deadRow}, ErrNotDead},
 		{reprocessRead{Dead: keyAbsent, Row: deadRow}, ErrNotDead},
+		{reprocessRead{Dead: keyAbsent, Row: jobRow{Kind: keyAbsent}}, ErrGone},
+		{reprocessRead{Dead: keyOK, InDead: false, Row: jobRow{Kind: keyAbsent}}, ErrGone},
 		{reprocessRead{Dead: keyOK, InDead: true, Row: jobRow{Kind: keyAbsent}}, ErrGone},
 		{reprocessRead{Dead: keyOK, InDead: true, Row: jobRow{Kind: keyOK, Lane: true}}, ErrLane},
 		{reprocessRead{Dead: keyWrong}, store.ErrWrongType},

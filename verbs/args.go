@@ -9,7 +9,7 @@ import (
 // refusals are typed: clients match the first word.
 const (
 	ErrInvalidQueue  = "ERR invalid queue name"
-	ErrKind          = "EMQKIND job id must be JOB-namespaced"
+	ErrKind          = "EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z"
 	ErrGone          = "EMQSTALE job gone"
 	ErrLeaseLost     = "EMQSTALE lease lost"
 	ErrLane          = "EMQLANE lane rows are not served natively"
@@ -19,7 +19,8 @@ const (
 	ErrMintNotID     = "EMQKIND {emq}:mint last is not a minted job id"
 	ErrMintExhausted = "ERR job id space exhausted"
 	// ErrDebugDisabled is Valkey's refusal of DEBUG when enable-debug-command
-	// is off (server.c processCommand), naming EMQ.DEBUG.
+	// is no, or local and the client is not local (server.c processCommand;
+	// docs/verbs.md §4.19), naming EMQ.DEBUG.
 	ErrDebugDisabled = "ERR EMQ.DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
 	// ErrClockRange answers EMQ.DEBUG CLOCK ADVANCE ms when now+ms would
 	// pass MaxScoreMs (docs/verbs.md §4.19).

@@ -127,7 +127,8 @@ const (
 	maxMintNum = 1<<63 - 1 // minted numbers stay within int64 (62^11 > 2^63)
 )
 
-// ValidID reports whether b is JOB-namespaced: "JOB" + 11 of [0-9A-Za-z].
+// ValidID reports whether b is a job id: "JOB" + 11 of [0-9A-Za-z]
+// (docs/verbs.md §1.4).
 func ValidID(b []byte) bool {
 	if len(b) != idLen || string(b[:3]) != idPrefix {
 		return false

@@ -310,13 +310,18 @@ type reprocessRead struct {
 	Pending keyKind
 }
 
-// judgeReprocess is EMQ.REPROCESS, the dead-letter return: ZREM dead, HDEL
+// judgeReprocess is EMQ.REPROCESS, the dead-letter return (docs/verbs.md
+// §4.13): ZREM dead, HDEL
 // last_error (with RESET also failures and stalled), HSET state pending,
 // ZADD pending 0. attempts is never reset. Charges nothing.
 func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*plan.Plan, refusal) {
 	switch {
 	case r.Dead == keyWrong:
 		return nil, wrongType(k.Dead)
+	case !r.InDead && r.Row.Kind == keyAbsent:
+		// Neither a member of dead nor a row: no such job (docs/verbs.md
+		// §4.13), as every verb that names a missing job answers.
+		return nil, refuse(ErrGone)
 	case !r.InDead:
 		return nil, refuse(ErrNotDead)
 	case r.Row.Kind == keyWrong:

@@ -487,7 +487,7 @@ func argumentsBeforeReads(t *testing.T, tg Target) {
 		{[]any{"EMQ.DELAY", "q", idA, "1", "at", "-5"}, "ERR run_at_ms must be a non-negative integer"},
 		{[]any{"EMQ.ENQUEUE", "q", "bad", "p", "DELAY", "5", "AT", "5"}, "ERR syntax error"},
 		{[]any{"EMQ.ENQUEUE", "q", "bad", "p", "DELAY", "+5"}, "ERR value is not an integer or out of range"},
-		{[]any{"EMQ.ENQUEUE", "q", "bad", "p"}, "EMQKIND job id must be JOB-namespaced"},
+		{[]any{"EMQ.ENQUEUE", "q", "bad", "p"}, "EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z"},
 		{[]any{"EMQ.ENQUEUE", "no good", "bad", "p"}, "ERR invalid queue name"},
 		{[]any{"EMQ.ENQUEUE", "emq", idA, "p"}, "ERR invalid queue name"},
 		{[]any{"EMQ.ENQUEUE", strings.Repeat("q", 129), idA, "p"}, "ERR invalid queue name"},
@@ -844,9 +844,16 @@ func removePauseResume(t *testing.T, tg Target) {
 // EMQ.REPROCESS's refusals and writes.
 func reprocessAndRemove(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
+	// A missing job is gone (docs/verbs.md §4.13), a job in another state
+	// is not dead, a dead member without a row is gone.
+	if got := e.refused("EMQ.REPROCESS", "q", idA); got != "EMQSTALE job gone" {
+		t.Fatalf("missing: %q", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idA, "state", "pending", "payload", "p")
 	if got := e.refused("EMQ.REPROCESS", "q", idA); got != "EMQSTATE job is not dead" {
 		t.Fatalf("not dead: %q", got)
 	}
+	e.ok("DEL", "emq:{q}:job:"+idA)
 	e.ok("ZADD", "emq:{q}:dead", 0, idA)
 	if got := e.refused("EMQ.REPROCESS", "q", idA); got != "EMQSTALE job gone" {
 		t.Fatalf("gone: %q", got)

@@ -103,3 +103,29 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatal("emqd did not exit after SHUTDOWN")
 	}
 }
+
+// TestPortInUseIsNotAConfigError: a port already taken stops the start
+// with Valkey's two lines for a failed listen, not the FATAL CONFIG FILE
+// banner (nothing in the configuration is wrong).
+func TestPortInUseIsNotAConfigError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	var out, errOut bytes.Buffer
+	code := run([]string{"--port", fmt.Sprint(port), "--dir", t.TempDir()}, nil, &out, &errOut)
+	want := fmt.Sprintf("Warning: Could not create server TCP listening socket 127.0.0.1:%d: bind: Address already in use\nFailed listening on port %d (tcp), aborting.\n", port, port)
+	if code != 1 || !strings.Contains(errOut.String(), "\n"+want) || strings.Contains(errOut.String(), "FATAL CONFIG FILE ERROR") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut.String())
+	}
+	// A path for appendfilename is a configuration error: Valkey's banner
+	// naming the directive, with its text.
+	errOut.Reset()
+	code = run([]string{"--port", "0", "--dir", t.TempDir(), "--appendfilename", "../x.aof"}, nil, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "*** FATAL CONFIG FILE ERROR") ||
+		!strings.Contains(errOut.String(), ">>> 'appendfilename \"../x.aof\"'\nappendfilename can't be a path, just a filename") {
+		t.Fatalf("appendfilename: exit %d, stderr:\n%s", code, errOut.String())
+	}
+}
