@@ -11,8 +11,9 @@ import (
 // and check order (expire.c): EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (NX,
 // XX, GT, LT), TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST. Times are on
 // the server clock. An expiry set is recorded in the AOF as PEXPIREAT with
-// the absolute time; one already past deletes the key and is recorded as
-// DEL.
+// the absolute time; one already past deletes the key, counts it in
+// expired_keys (deleteExpiredKeyFromOverwriteAndPropagate) and is recorded
+// as DEL.
 
 func expireCommands() []*CommandSpec {
 	spec := func(name string, arity int, flags []Flag, h Handler) *CommandSpec {
@@ -125,6 +126,7 @@ func expireGeneric(c *Ctx, basetime int64, seconds bool) {
 	}
 	if alreadyExpired(c, when) {
 		c.DB.Remove(key)
+		c.S.ExpiredKeys++ // deleteExpiredKeyFromOverwriteAndPropagate
 		c.Dirty(key)
 		c.W.Int(1)
 		c.Propagate([][][]byte{{[]byte("DEL"), c.Argv[1]}})

@@ -165,8 +165,8 @@ func expireMs(c *Ctx, arg []byte, flags int) (int64, bool) {
 // old value with GET). Otherwise the key is overwritten whatever its type:
 // `+OK` or the old value. The TTL is replaced by the given one, kept with
 // KEEPTTL, cleared otherwise; with an expire time already past nothing is
-// stored and an existing key is deleted (`+OK` all the same; Valkey 8.0's
-// fast path). Recorded as `SET key value PXAT ms` when an expiry was
+// stored and an existing key is deleted, counted in expired_keys (`+OK` all
+// the same; Valkey 8.0's fast path). Recorded as `SET key value PXAT ms` when an expiry was
 // given (DEL for one already past), else as sent without GET.
 func cmdSet(c *Ctx) {
 	flags, expire, ok := parseStringOptions(c, false)
@@ -215,6 +215,7 @@ func setGeneric(c *Ctx, flags int, keyArg, val, expire []byte, okReply, abortRep
 		// nothing and deletes the key that was there (recorded as DEL).
 		if found {
 			c.DB.Remove(key)
+			c.S.ExpiredKeys++ // deleteExpiredKeyFromOverwriteAndPropagate
 			c.Dirty(key)
 			c.Propagate([][][]byte{{[]byte("DEL"), keyArg}})
 		}
@@ -303,6 +304,8 @@ func cmdGetEx(c *Ctx) {
 	c.W.Bulk(v.Str)
 	switch {
 	case flags&(optEXAT|optPXAT) != 0 && alreadyExpired(c, at):
+		// Valkey 8.0.1 deletes it without counting expired_keys (EXPIRE
+		// and SET count: deleteExpiredKeyFromOverwriteAndPropagate).
 		c.DB.Remove(key)
 		c.Dirty(key)
 		c.Propagate([][][]byte{{[]byte("DEL"), c.Argv[1]}})
