@@ -162,11 +162,12 @@ func cmdAuth(c *client, x *store.Ctx) {
 		user, pass = argv[1], argv[2]
 	}
 	if !c.checkPassword(user, pass) {
-		c.s.log.Debug("Authentication failed", "id", c.id, "addr", c.addr)
+		c.authFailed("auth")
 		x.W.Error(errWrongPass)
 		return
 	}
 	c.authed = true
+	c.authFails = 0
 	x.W.OK()
 }
 
@@ -218,10 +219,12 @@ func cmdHello(c *client, x *store.Ctx) {
 	}
 	if user != nil {
 		if !c.checkPassword(user, pass) {
+			c.authFailed("hello")
 			x.W.Error(errWrongPass)
 			return
 		}
 		c.authed = true
+		c.authFails = 0
 	}
 	if c.authRequired() {
 		x.W.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")

@@ -120,6 +120,7 @@ func cmdConfigResetStat(c *client, x *store.Ctx) {
 	s.statErrs = 0
 	s.statConns.Store(0)
 	s.statRejected.Store(0)
+	s.statAuthDenied.Store(0)
 	s.statQbufClosed.Store(0)
 	s.statObufClosed.Store(0)
 	s.statNetIn.Store(0)

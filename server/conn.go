@@ -58,11 +58,16 @@ type client struct {
 	ctx store.Ctx   // reused for every command
 	xc  store.Ctx   // commands run by EXEC
 
-	db        int
-	name      string
-	libName   string
-	libVer    string
-	authed    bool
+	db      int
+	name    string
+	libName string
+	libVer  string
+	authed  bool
+	// authFails counts consecutive failed authentications; authDelay is
+	// the delay (ms) the last one scheduled for this batch's replies
+	// (auth.go). Store lock.
+	authFails int
+	authDelay int64
 	replyMode int
 	cmdName   string   // full name of the last command (CLIENT LIST cmd=)
 	curCmd    *command // the command exec is running (nil: unknown)
@@ -282,6 +287,7 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	if wrote && !c.commit() {
 		return false
 	}
+	c.waitAuthDelay()
 	c.flushOut()
 	if c.shutdownAfter {
 		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
@@ -310,7 +316,9 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	c.inBatch = true
 	for i, argv := range cmds {
 		c.execUnit(argv)
-		if c.park != nil {
+		if c.park != nil || c.authDelay > 0 {
+			// A parked command, or a failed authentication whose reply
+			// is delayed: the commands behind it wait (auth.go).
 			c.pending = append([][][]byte(nil), cmds[i+1:]...)
 			break
 		}

@@ -44,6 +44,9 @@ type Options struct {
 	// onCrash, when set, is called instead of exiting after a panic in
 	// the middle of a write (panics.go).
 	onCrash func(panic string)
+	// authDelayed, when set, is told each delay a failed authentication
+	// holds a connection for, once its timer is set (auth.go).
+	authDelayed func(id, ms int64)
 }
 
 // Start configures, loads and starts a server listening on opts.Addr. The
@@ -146,18 +149,19 @@ func newServer(opts Options) *Server {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{
-		log:      log,
-		cfg:      newConfig(),
-		runID:    newRunID(),
-		replID:   newRunID(),
-		started:  time.Now(),
-		clients:  make(map[int64]*client),
-		done:     make(chan struct{}),
-		stopping: make(chan struct{}),
-		blk:      newBlocking(),
-		info:     make(map[string]func(add func(field, value string))),
-		errStats: make(map[string]int64),
-		onCrash:  opts.onCrash,
+		log:         log,
+		cfg:         newConfig(),
+		runID:       newRunID(),
+		replID:      newRunID(),
+		started:     time.Now(),
+		clients:     make(map[int64]*client),
+		done:        make(chan struct{}),
+		stopping:    make(chan struct{}),
+		blk:         newBlocking(),
+		info:        make(map[string]func(add func(field, value string))),
+		errStats:    make(map[string]int64),
+		onCrash:     opts.onCrash,
+		authDelayed: opts.authDelayed,
 	}
 	return s
 }

@@ -23,6 +23,7 @@ type observability struct {
 	sweepRecovered, sweepDead atomic.Int64
 	metrics                   *metricsServer // nil: metrics-addr is empty
 	refusedLog, protoLog      rateLog
+	authLog                   rateLog // failed authentications (auth.go)
 }
 
 // EMQStats is the server's transition accounting (the verbs count into it

@@ -235,6 +235,10 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		i("total_writes_processed", s.statCmds)
 		i("client_query_buffer_limit_disconnections", s.statQbufClosed.Load())
 		i("client_output_buffer_limit_disconnections", s.statObufClosed.Load())
+		i("acl_access_denied_auth", s.statAuthDenied.Load())
+		add("acl_access_denied_cmd", "0")
+		add("acl_access_denied_key", "0")
+		add("acl_access_denied_channel", "0")
 	case "replication":
 		add("role", "master")
 		add("connected_slaves", "0")

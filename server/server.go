@@ -67,6 +67,11 @@ type Server struct {
 	// Counters (atomic: updated outside the store lock).
 	statConns    atomic.Int64 // total_connections_received
 	statRejected atomic.Int64 // rejected_connections
+	// acl_access_denied_auth: failed AUTH and HELLO AUTH (auth.go)
+	statAuthDenied atomic.Int64
+	// authDelayed, when set (tests), is told each delay a failed
+	// authentication holds a connection for, once its timer is set.
+	authDelayed func(id, ms int64)
 	// client_query_buffer_limit_disconnections, client_output_buffer_limit_disconnections
 	statQbufClosed, statObufClosed atomic.Int64
 	statNetIn                      atomic.Int64
