@@ -425,6 +425,22 @@ func TestTclHashRandField(t *testing.T) {
 		if len(seen) != len(dict) {
 			t.Fatalf("HRANDFIELD - %s: saw %d of %d", c.enc, len(seen), len(dict))
 		}
+		if len(dict) == 10 {
+			// Random uniform distribution (df = 9, 40 means 0.00001
+			// probability): a negative count, and many positive ones.
+			if x := chiSquare(strings.Fields(tclRender(t, run(t, s, 2, "HRANDFIELD", "myhash", "-1000")))); x >= 40 {
+				t.Fatalf("HRANDFIELD -1000: chi-square %.1f", x)
+			}
+			for _, size := range []int{8, 2} {
+				var all []string
+				for i := 0; i < 1000/size; i++ {
+					all = append(all, strings.Fields(tclRender(t, run(t, s, 2, "HRANDFIELD", "myhash", strconv.Itoa(size))))...)
+				}
+				if x := chiSquare(all); x >= 40 {
+					t.Fatalf("HRANDFIELD %d: chi-square %.1f", size, x)
+				}
+			}
+		}
 		for _, n := range []int{-20, -1001, 10, 20, 8, 2, 1} {
 			res := strings.Fields(tclRender(t, run(t, s, 2, "HRANDFIELD", "myhash", strconv.Itoa(n), "WITHVALUES")))
 			want := n
@@ -504,4 +520,20 @@ func sortedCopy(s []string) []string {
 	c := slices.Clone(s)
 	slices.Sort(c)
 	return c
+}
+
+// chiSquare is the Tcl suite's chi_square_value: how far the counts of
+// each distinct item are from all being equal.
+func chiSquare(items []string) float64 {
+	counts := map[string]int{}
+	for _, it := range items {
+		counts[it]++
+	}
+	exp := float64(len(items)) / float64(len(counts))
+	x := 0.0
+	for _, n := range counts {
+		d := float64(n) - exp
+		x += d * d / exp
+	}
+	return x
 }

@@ -1216,6 +1216,21 @@ func TestTclZSetStressers(t *testing.T) {
 		if len(seen) != len(dict) {
 			t.Fatalf("ZRANDMEMBER saw %d of %d", len(seen), len(dict))
 		}
+		if len(dict) == 10 {
+			// Random uniform distribution (chi-square, df = 9, under 40).
+			if x := chiSquare(strings.Fields(tclRender(t, run(t, s, 2, "ZRANDMEMBER", "myzset", "-1000")))); x >= 40 {
+				t.Fatalf("ZRANDMEMBER -1000: chi-square %.1f", x)
+			}
+			for _, size := range []int{1, 2, 8} {
+				var all []string
+				for i := 0; i < 1000/size; i++ {
+					all = append(all, strings.Fields(tclRender(t, run(t, s, 2, "ZRANDMEMBER", "myzset", strconv.Itoa(size))))...)
+				}
+				if x := chiSquare(all); x >= 40 {
+					t.Fatalf("ZRANDMEMBER %d: chi-square %.1f", size, x)
+				}
+			}
+		}
 		for _, n := range []int{-20, -1001, 10, 20, 1, 2, 8} {
 			res := strings.Fields(tclRender(t, run(t, s, 2, "ZRANDMEMBER", "myzset", strconv.Itoa(n), "WITHSCORES")))
 			want := n
