@@ -153,7 +153,14 @@ func (r *Reader) Space() []byte {
 		if len(r.big) < need {
 			r.spaceBig = true
 			if cap(r.big) == len(r.big) {
-				n := min(need, max(2*cap(r.big), bigFirst))
+				n := max(2*cap(r.big), bigFirst)
+				if n >= r.bulkLen {
+					// Room for the data is room for its CRLF too: a
+					// power-of-two value does not cost one more copy
+					// for its last two bytes.
+					n = need
+				}
+				n = min(n, need)
 				nb := make([]byte, len(r.big), n)
 				copy(nb, r.big)
 				r.big = nb

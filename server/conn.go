@@ -150,6 +150,9 @@ func newClient(s *Server, nc net.Conn) *client {
 	c.ctx = s.newCtx(&c.w)
 	c.ctx.DebugEnabled = s.debugAllowed(nc.RemoteAddr())
 	c.xc = c.ctx
+	// The reader hands a big argument out as an allocation of its own
+	// (resp.BigArg): the store may keep it (store.Ctx.KeepArg).
+	c.ctx.BigArgsOwned = true
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/emqd/emqd/num"
+	"github.com/emqd/emqd/resp"
 )
 
 // Hash commands (docs/compat.md §1.1) with Valkey 8.0's replies and check
@@ -58,7 +59,16 @@ func hsetGeneric(name string, okReply bool) Handler {
 		h.NoteBulk((len(c.Argv) - 2) / 2)
 		created := 0
 		for i := 2; i+1 < len(c.Argv); i += 2 {
-			if h.SetArg(c.Argv[i], c.Argv[i+1]) {
+			f, v := c.Argv[i], c.Argv[i+1]
+			var added bool
+			if len(v) >= resp.BigArg {
+				// A big value is kept as received when the command owns
+				// it (Ctx.KeepArg), not copied once more.
+				added = h.Set(string(f), c.KeepArg(v))
+			} else {
+				added = h.SetArg(f, v)
+			}
+			if added {
 				created++
 			}
 		}

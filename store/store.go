@@ -527,6 +527,12 @@ type Ctx struct {
 	// Block, set by a blocking handler (EMQ.CLAIM BLOCK) that found nothing to
 	// serve, asks the server to park the connection (see BlockSpec).
 	Block *BlockSpec
+	// BigArgsOwned says that every argument of at least resp.BigArg bytes
+	// is an allocation of its own that nobody reads or writes after the
+	// command (the connection's reader hands such arguments out that way),
+	// so the store may keep it instead of a copy (KeepArg). Set by the
+	// server for its connections; false for every other caller.
+	BigArgsOwned bool
 
 	dirty      int
 	propagated bool
@@ -583,6 +589,18 @@ func (c *Ctx) ResetForCommand(argv [][]byte) {
 	c.dirty = 0
 	c.propagated = false
 	c.Block = nil
+}
+
+// KeepArg returns the bytes of argument b for the store to keep: b itself
+// (capacity cut to its length) when it is a big argument handed over with
+// the command (BigArgsOwned, outside EXEC, whose feed holds the arguments
+// until the transaction ends), otherwise a copy. A 100 MB value is then
+// held once, not twice (docs/architecture.md §2.9).
+func (c *Ctx) KeepArg(b []byte) []byte {
+	if c.BigArgsOwned && !c.InMulti && len(b) >= resp.BigArg {
+		return b[:len(b):len(b)]
+	}
+	return cloneBytes(b)
 }
 
 // Handler runs one command. It reads c.Argv (argv[0] is the command name),

@@ -169,7 +169,7 @@ func cmdMSet(c *Ctx) {
 	}
 	for i := 1; i+1 < len(c.Argv); i += 2 {
 		key := string(c.Argv[i])
-		c.DB.Put(key, &Value{Kind: KindString, Str: cloneBytes(c.Argv[i+1])})
+		c.DB.Put(key, &Value{Kind: KindString, Str: c.KeepArg(c.Argv[i+1])})
 		c.Dirty(key)
 	}
 	c.W.OK()

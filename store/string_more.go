@@ -224,7 +224,7 @@ func setGeneric(c *Ctx, flags int, keyArg, val, expire []byte, okReply, abortRep
 		}
 		return
 	}
-	v := NewString(cloneBytes(val))
+	v := NewString(c.KeepArg(val))
 	if flags&optKeepTTL != 0 {
 		c.DB.Replace(key, v)
 	} else {
@@ -360,7 +360,7 @@ func cmdGetSet(c *Ctx) {
 	default:
 		c.W.Nil()
 	}
-	c.DB.Put(key, NewString(cloneBytes(c.Argv[2])))
+	c.DB.Put(key, NewString(c.KeepArg(c.Argv[2])))
 	c.Dirty(key)
 	c.Propagate([][][]byte{{[]byte("SET"), c.Argv[1], c.Argv[2]}})
 }
@@ -555,7 +555,7 @@ func cmdMSetNX(c *Ctx) {
 	}
 	for i := 1; i+1 < len(c.Argv); i += 2 {
 		key := string(c.Argv[i])
-		c.DB.Put(key, NewString(cloneBytes(c.Argv[i+1])))
+		c.DB.Put(key, NewString(c.KeepArg(c.Argv[i+1])))
 		c.Dirty(key)
 	}
 	c.W.Int(1)

@@ -564,7 +564,9 @@ func (a *AOF) write(policy Fsync, postponable bool) error {
 			return err
 		}
 		a.fileSize += int64(n)
-		a.keepUnsynced(buf, policy)
+		// A buffer too big to be reused is handed to the unsynced copy
+		// instead of being copied into it.
+		a.keepUnsynced(buf, policy, cap(buf) > 1<<20)
 	}
 	if cap(buf) <= 1<<20 {
 		a.spare = buf // reused by the next write
@@ -584,10 +586,16 @@ func (a *AOF) write(policy Fsync, postponable bool) error {
 }
 
 // keepUnsynced keeps a copy of written bytes until the next good fsync, so
-// a failed fsync can be repaired; with appendfsync no nothing is kept. Call
-// with wmu held.
-func (a *AOF) keepUnsynced(chunk []byte, policy Fsync) {
+// a failed fsync can be repaired; with appendfsync no nothing is kept. With
+// own, chunk is no longer used by the caller: when nothing else is kept it
+// becomes the copy itself (a 100 MB record is then held once). Call with
+// wmu held.
+func (a *AOF) keepUnsynced(chunk []byte, policy Fsync, own bool) {
 	if policy != FsyncNo && a.complete {
+		if own && len(a.unsynced) == 0 {
+			a.unsynced = chunk
+			return
+		}
 		a.unsynced = append(a.unsynced, chunk...)
 	} else {
 		a.unsynced = a.unsynced[:0]
@@ -607,7 +615,7 @@ func (a *AOF) writeFailed(buf []byte, n int, upto int64, err error) {
 			a.mu.Lock()
 			policy := a.policy
 			a.mu.Unlock()
-			a.keepUnsynced(buf[:n], policy)
+			a.keepUnsynced(buf[:n], policy, false)
 			rest = buf[n:]
 		}
 	}

@@ -42,8 +42,46 @@ func appendSelect(b []byte, db int) []byte {
 	return append(b, '\r', '\n')
 }
 
+// commandLen is the length of argv's record (AppendCommand).
+func commandLen(argv [][]byte) int {
+	n := 1 + decimalLen(len(argv)) + 2
+	for _, a := range argv {
+		n += 1 + decimalLen(len(a)) + 2 + len(a) + 2
+	}
+	return n
+}
+
+// decimalLen is the number of decimal digits of n >= 0.
+func decimalLen(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
+}
+
+// groupLen is the length appendGroup adds for cmds.
+func groupLen(cmds [][][]byte) int {
+	n := 0
+	if len(cmds) > 1 {
+		n = len(multiRecord) + len(execRecord)
+	}
+	for _, c := range cmds {
+		n += commandLen(c)
+	}
+	return n
+}
+
 // appendGroup appends cmds: one command as it is, several inside MULTI/EXEC.
+// b grows once, to the exact length, when it lacks room: a command of a
+// million arguments is not encoded through a series of doubling copies.
 func appendGroup(b []byte, cmds [][][]byte) []byte {
+	if n := groupLen(cmds); cap(b)-len(b) < n {
+		nb := make([]byte, len(b), len(b)+n)
+		copy(nb, b)
+		b = nb
+	}
 	if len(cmds) > 1 {
 		b = append(b, multiRecord...)
 	}
