@@ -136,7 +136,10 @@ func paramTable() []*param {
 		apply(ints("tracking-table-max-keys", "1000000", 0, 1<<63-1), func(s *Server, v string) { s.trkMaxKeys.Store(atoi(v)) }),
 		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
 		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
-		// Accepted so valkey.conf files and valkey-server scripts work; no effect.
+		// The idle-client timeout (clients_cron.go). Several directives
+		// below are accepted so valkey.conf files and valkey-server scripts
+		// work, and stored without effect: docs/operations.md §3.1 says
+		// which, for every directive (TestDirectivesTableComplete).
 		apply(ints("timeout", "0", 0, maxInt), func(s *Server, v string) { s.idleTimeout.Store(atoi(v)) }),
 		ints("tcp-keepalive", "300", 0, maxInt),
 		ints("hz", "10", 1, 500),
