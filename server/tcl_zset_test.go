@@ -23,10 +23,23 @@ func zmpopReply(key string, pairs ...string) string {
 // TestTclBlockingPopsNonBlockingPath: "$popmin/$popmax with a single
 // existing sorted set", "with multiple existing sorted sets", "second
 // sorted set has members", and their RESP3 forms, for BZPOPMIN/BZPOPMAX
-// and BZMPOP MIN/MAX.
+// and BZMPOP MIN/MAX, under both encodings ("- $encoding").
 func TestTclBlockingPopsNonBlockingPath(t *testing.T) {
-	s := startServer(t, nil, nil)
-	c := dial(t, s)
+	for _, entries := range []string{"128", "0"} {
+		s := startServer(t, map[string]string{"zset-max-listpack-entries": entries}, nil)
+		c := dial(t, s)
+		tclNonBlockingPops(t, c, entries)
+	}
+}
+
+func tclNonBlockingPops(t *testing.T, c *rawConn, entries string) {
+	if r := c.do("ZADD", "enc", "1", "a"); r != ":1\r\n" {
+		t.Fatal(r)
+	}
+	want := map[string]string{"128": "listpack", "0": "skiplist"}[entries]
+	if r := c.do("OBJECT", "ENCODING", "enc"); r != bulkOf(want) {
+		t.Fatalf("encoding %q, want %s", r, want)
+	}
 	for _, proto := range []string{"2", "3"} {
 		c.do("HELLO", proto)
 		score := func(v string) string {
@@ -68,7 +81,7 @@ func TestTclBlockingPopsNonBlockingPath(t *testing.T) {
 			{"DEL z2", ":1\r\n"},
 		} {
 			if got := c.do(strings.Fields(st.cmd)...); got != st.want {
-				t.Fatalf("RESP%s %s: %q, want %q", proto, st.cmd, got, st.want)
+				t.Fatalf("%s RESP%s %s: %q, want %q", want, proto, st.cmd, got, st.want)
 			}
 		}
 	}
