@@ -21,7 +21,10 @@ func clientSubcommands() []serverCmd {
 		{spec: store.NewCommand("client|info", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientInfo},
 		{spec: store.NewCommand("client|list", -2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientList},
 		{spec: store.NewCommand("client|setinfo", 4, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientSetInfo},
-		{spec: store.NewCommand("client|reply", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientReply},
+		// NO_MULTI as in Valkey 9.0 (docs/compat.md §2.6): inside MULTI,
+		// Valkey 8.0 queues it and EXEC's array then announces more
+		// replies than it sends.
+		{spec: store.NewCommand("client|reply", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagNoMulti), run: cmdClientReply},
 		{spec: store.NewCommand("client|kill", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientKill},
 		{spec: store.NewCommand("client|unblock", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientUnblock},
 		{spec: store.NewCommand("client|tracking", -3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientTracking},

@@ -304,6 +304,32 @@ func TestClientReply(t *testing.T) {
 	c.expectNothing(50 * time.Millisecond)
 }
 
+// TestClientReplyInMulti: CLIENT REPLY is refused inside MULTI and aborts
+// the transaction, as Valkey 9.0 does (docs/compat.md §2.6); Valkey 8.0
+// queued it and EXEC's array then announced more replies than it sent.
+// Nothing of the transaction runs, and replies stay on.
+func TestClientReplyInMulti(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	var p []byte
+	for _, cmd := range [][]string{
+		{"MULTI"}, {"SET", "k", "v"}, {"CLIENT", "REPLY", "OFF"}, {"EXEC"}, {"EXISTS", "k"},
+		{"MULTI"}, {"CLIENT", "REPLY", "skip"}, {"DISCARD"}, {"PING"},
+	} {
+		p = append(p, encode(cmd...)...)
+	}
+	c.write(p)
+	for _, want := range []string{
+		"+OK\r\n", "+QUEUED\r\n", "-ERR Command not allowed inside a transaction\r\n",
+		"-EXECABORT Transaction discarded because of previous errors.\r\n", ":0\r\n",
+		"+OK\r\n", "-ERR Command not allowed inside a transaction\r\n", "+OK\r\n", "+PONG\r\n",
+	} {
+		if r := c.read(); r != want {
+			t.Fatalf("got %q want %q", r, want)
+		}
+	}
+}
+
 func TestResetCommand(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
