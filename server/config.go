@@ -83,7 +83,7 @@ func paramTable() []*param {
 		immutable(str("bind", "127.0.0.1")),
 		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
 		immutable(ints("databases", "16", 1, maxInt)),
-		apply(ints("maxclients", "10000", 1, maxInt), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
+		apply(ints("maxclients", "10000", 1, 1<<32-1), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
 		// The binary's logger follows it through OnConfigSet (cmd/emqd).
 		enum("loglevel", "notice", "debug", "verbose", "notice", "warning", "nothing"),
 		immutable(str("logfile", "")),
@@ -142,7 +142,11 @@ func paramTable() []*param {
 		// which, for every directive (TestDirectivesTableComplete).
 		apply(ints("timeout", "0", 0, maxInt), func(s *Server, v string) { s.idleTimeout.Store(atoi(v)) }),
 		ints("tcp-keepalive", "300", 0, maxInt),
-		ints("hz", "10", 1, 500),
+		// Valkey's range, 0 to INT_MAX, stored clamped to 1..500 as its
+		// updateHZ does (CONFIG GET then shows the clamped value).
+		checked(ints("hz", "10", 0, maxInt), func(v string) (string, error) {
+			return strconv.FormatInt(min(max(atoi(v), 1), 500), 10), nil
+		}),
 		immutable(ints("tcp-backlog", "511", 0, maxInt)),
 		immutable(boolean("daemonize", "no")),
 		apply(enum("protected-mode", "yes", "yes", "no"), func(s *Server, v string) { s.protectedMode.Store(v == "yes") }),
