@@ -1,7 +1,9 @@
 package server
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/emqd/emqd/clock"
 )
@@ -35,6 +37,18 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("%d refused past maxclients, want 12", refused)
 	}
 	waitInfoClients(t, admin, "connected_clients:50 blocked_clients:1")
+	// The idle clock of each stalled client starts at its last byte read:
+	// wait until the server has read every half SET (20 bytes each, in
+	// CLIENT LIST's tot-net-in), else a read that a loaded machine delays
+	// past the first Advance restarts that client's idle time.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if n := strings.Count(admin.do("CLIENT", "LIST"), " tot-net-in=20 "); n == 48 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%d of 48 half SETs read", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	clk.Advance(1500)
 	admin.do("PING") // the admin keeps talking
 	clk.Advance(600) // 2.1 s since the stalled clients' last byte
