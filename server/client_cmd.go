@@ -203,6 +203,13 @@ func cmdClientKill(c *client, x *store.Ctx) {
 			addr = string(v)
 		case "laddr":
 			laddr = string(v)
+		case "user":
+			// Every client is the default user (no ACL users): it filters
+			// nothing; any other name is Valkey's unknown-user refusal.
+			if string(v) != "default" {
+				x.W.Error("ERR No such user '" + string(cPrefix(v, -1)) + "'")
+				return
+			}
 		case "skipme":
 			switch strings.ToLower(string(v)) {
 			case "yes":

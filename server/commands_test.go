@@ -263,6 +263,10 @@ func TestClientCommands(t *testing.T) {
 		{a("CLIENT", "LIST", "ID", "x"), errReply("ERR Invalid client ID")},
 		{a("CLIENT", "LIST", "bar"), errReply("ERR syntax error")},
 		{a("CLIENT", "REPLY", "maybe"), errReply("ERR syntax error")},
+		// Every client is the default user; ACL user names are case-sensitive.
+		{a("CLIENT", "KILL", "USER", "nobody"), errReply("ERR No such user 'nobody'")},
+		{a("CLIENT", "KILL", "USER", "Default"), errReply("ERR No such user 'Default'")},
+		{a("CLIENT", "KILL", "USER", "default", "ID", "999999"), ":0\r\n"},
 	})
 	info := c.do("CLIENT", "INFO")
 	re := regexp.MustCompile(`^\$\d+\r\nid=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=\d+ name= age=\d+ idle=\d+ flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=0 rbs=\d+ rbp=\d+ obl=\d+ oll=\d+ omem=\d+ tot-mem=\d+ events=r cmd=client\|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=1\.2 tot-net-in=\d+ tot-net-out=\d+ tot-cmds=\d+\n\r\n$`)
