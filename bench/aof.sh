@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/aof.sh: what durability costs (issue 4), in one run.
+# bench/aof.sh: what durability costs (docs/durability.md §2.3), in one run.
 #
 # 1. Job-cycle throughput (bench/cmd/jobcycle --only cycle: enqueue, claim,
 #    complete; and the variant with one failure; one command per round trip

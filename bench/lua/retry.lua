@@ -1,4 +1,4 @@
--- retry.lua: the seed's EchoMQ.Jobs @retry, the scripted FAIL: the token,
+-- retry.lua: the scripted EMQ.FAIL (docs/verbs.md §4.6): the token,
 -- then the cap on attempts itself (not on failures, as the native verb does).
 -- KEYS[1] emq:{q}:active   KEYS[2] emq:{q}:schedule   KEYS[3] emq:{q}:dead
 -- KEYS[4] emq:{q}:job:<id>

@@ -1,4 +1,4 @@
--- sweep_stalled.lua: the seed's EchoMQ.Stalled @sweep_stalled, flat rows only.
+-- sweep_stalled.lua: the scripted EMQ.STALLED.CHECK (docs/verbs.md §4.11), flat rows only.
 -- Every expired member is counted: a scripted lease has no epoch to read.
 -- KEYS[1] emq:{q}:active   KEYS[2] emq:{q}:pending   KEYS[3] emq:{q}:dead
 -- ARGV[1] the prefix emq:{q}:   ARGV[2] max_stalled   ARGV[3] limit
