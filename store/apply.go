@@ -61,7 +61,7 @@ func applyOp(d *DB, o *plan.Op) {
 			}
 			cur = n
 		}
-		var buf [20]byte // copied by the listpack: no allocation (BenchmarkJobCycle)
+		var buf [20]byte // copied by the listpack; buf stays on the stack (TestHashSetArgScratchOnStack)
 		h.SetArg(o.Fields[0], strconv.AppendInt(buf[:0], cur+o.Num, 10))
 	case plan.ZAdd:
 		z, e := d.ZSetForWrite(o.Key)

@@ -113,27 +113,41 @@ func (h *Hash) Get(field string) ([]byte, bool) {
 // value and the listpack copies them: callers pass a slice they will not
 // modify. Crossing a threshold converts the hash to the hashtable encoding
 // (encoding.go).
-func (h *Hash) Set(field string, value []byte) bool { return h.set(field, value, false) }
+func (h *Hash) Set(field string, value []byte) bool {
+	if h.bigFor(len(field), len(value)) {
+		return h.tab.set(field, value)
+	}
+	return h.lpSet(field, value)
+}
 
 // SetArg is Set for a field and value that belong to the caller (the
 // arguments of a command, a scratch buffer): both encodings copy them.
-func (h *Hash) SetArg(field, value []byte) bool { return h.set(lpView(field), value, true) }
+// Neither escapes, so a scratch buffer on the caller's stack stays there
+// (a separate path from Set's, which the hashtable encoding keeps).
+func (h *Hash) SetArg(field, value []byte) bool {
+	if h.bigFor(len(field), len(value)) {
+		if i, ok := h.tab.idx[string(field)]; ok {
+			h.tab.entries[i].value = append(make([]byte, 0, len(value)), value...)
+			return false
+		}
+		return h.tab.set(string(field), append(make([]byte, 0, len(value)), value...))
+	}
+	return h.lpSet(lpView(field), value)
+}
 
-func (h *Hash) set(field string, value []byte, borrowed bool) bool {
-	if !h.big() && h.lpTooLong(len(field), len(value)) {
+// bigFor converts a listpack hash that a field and value of these lengths
+// (bytes) would make too long, and reports whether h is in the hashtable
+// encoding.
+func (h *Hash) bigFor(fieldLen, valueLen int) bool {
+	if !h.big() && h.lpTooLong(fieldLen, valueLen) {
 		h.convert()
 	}
-	if h.big() {
-		if borrowed {
-			if i, ok := h.tab.idx[field]; ok {
-				h.tab.entries[i].value = append(make([]byte, 0, len(value)), value...)
-				return false
-			}
-			field = string([]byte(field))
-			value = append(make([]byte, 0, len(value)), value...)
-		}
-		return h.tab.set(field, value)
-	}
+	return h.big()
+}
+
+// lpSet is Set on the listpack encoding, which copies field and value;
+// crossing the entry-count threshold converts h.
+func (h *Hash) lpSet(field string, value []byte) bool {
 	added := false
 	if _, vOff, end, ok := h.lpFind(field); ok {
 		if old, _ := lpStr(h.v.Str, vOff); string(old) != string(value) {

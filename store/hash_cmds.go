@@ -294,7 +294,7 @@ func cmdHIncrBy(c *Ctx) {
 	}
 	n := old + incr
 	h, _ = c.DB.HashForWrite(key)
-	var buf [20]byte // the listpack copies the digits: no allocation (bench/compare.sh HINCRBY)
+	var buf [20]byte // the listpack copies the digits; buf stays on the stack (TestHashSetArgScratchOnStack)
 	h.SetArg(c.Argv[2], strconv.AppendInt(buf[:0], n, 10))
 	c.W.Int(n)
 	c.Dirty(key)

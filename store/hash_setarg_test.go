@@ -1,0 +1,79 @@
+package store
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestHashSetArgCopies: SetArg copies the caller's field and value in both
+// encodings, for a new field, a replaced value and a value long enough to
+// convert the hash, so the caller may reuse its buffers at once.
+func TestHashSetArgCopies(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		h := NewHash()
+		if big {
+			for i := range 600 { // over hash-max-listpack-entries (512)
+				h.Set("pad"+strconv.Itoa(i), []byte("v"))
+			}
+		}
+		if h.Big() != big {
+			t.Fatalf("big=%v: Big() = %v", big, h.Big())
+		}
+		field, value := []byte("f"), []byte("one")
+		if !h.SetArg(field, value) {
+			t.Fatalf("big=%v: SetArg of a new field reported an existing one", big)
+		}
+		copy(field, "g")
+		copy(value, "two")
+		if v, ok := h.Get("f"); !ok || string(v) != "one" {
+			t.Fatalf("big=%v: after the caller reused its buffers, f = %q %v, want one", big, v, ok)
+		}
+		if _, ok := h.Get("g"); ok {
+			t.Fatalf("big=%v: field g exists after the caller's buffer changed", big)
+		}
+		field, value = []byte("f"), []byte("three")
+		if h.SetArg(field, value) {
+			t.Fatalf("big=%v: SetArg of an existing field reported a new one", big)
+		}
+		copy(value, "xxxxx")
+		if v, _ := h.Get("f"); string(v) != "three" {
+			t.Fatalf("big=%v: replaced f = %q, want three", big, v)
+		}
+		long := make([]byte, 65) // over hash-max-listpack-value (64)
+		for i := range long {
+			long[i] = 'a'
+		}
+		h.SetArg([]byte("long"), long)
+		long[0] = 'b'
+		if v, _ := h.Get("long"); len(v) != 65 || v[0] != 'a' {
+			t.Fatalf("big=%v: long value changed with the caller's buffer (%q)", big, v[:1])
+		}
+		if !h.Big() {
+			t.Fatalf("big=%v: a 65-byte value left the hash a listpack", big)
+		}
+		if v, _ := h.Get("f"); string(v) != "three" {
+			t.Fatalf("big=%v: after the conversion f = %q, want three", big, v)
+		}
+	}
+}
+
+// TestHashSetArgScratchOnStack: replacing a listpack value from a digits
+// buffer on the caller's stack (HINCRBY, a plan's HINCRBY) allocates only
+// the new listpack; the buffer does not escape to the heap.
+func TestHashSetArgScratchOnStack(t *testing.T) {
+	h := NewHash()
+	h.Set("n", []byte("0"))
+	field := []byte("n")
+	n := int64(0)
+	allocs := testing.AllocsPerRun(200, func() {
+		n++
+		var buf [20]byte
+		h.SetArg(field, strconv.AppendInt(buf[:0], n, 10))
+	})
+	if allocs != 1 {
+		t.Fatalf("SetArg from a stack buffer: %v allocations per call, want 1 (the new listpack)", allocs)
+	}
+	if v, _ := h.Get("n"); string(v) != strconv.FormatInt(n, 10) {
+		t.Fatalf("n = %q, want %d", v, n)
+	}
+}
