@@ -167,7 +167,14 @@ func cmdClientList(c *client, x *store.Ctx) {
 }
 
 // cmdClientKill is CLIENT KILL addr | CLIENT KILL [ID id] [ADDR addr]
-// [LADDR addr] [SKIPME yes|no]...
+// [LADDR addr] [TYPE type] [USER name] [SKIPME yes|no] [MAXAGE seconds]...
+// (Valkey's networking.c, CLIENT KILL page): every filter is parsed, left
+// to right, before any client is looked at, so a bad filter anywhere is
+// refused (ERR syntax error, or the first bad value's error) and kills
+// nothing. MAXAGE s keeps the clients connected for at least s whole
+// seconds on the server clock (age as in CLIENT LIST); s must be > 0.
+// TYPE master|replica|slave matches no client (emqd has no
+// replication): the reply is :0 once the rest has parsed.
 func cmdClientKill(c *client, x *store.Ctx) {
 	argv := x.Argv
 	if len(argv) == 3 {
@@ -182,14 +189,14 @@ func cmdClientKill(c *client, x *store.Ctx) {
 		x.W.Error("ERR No such client")
 		return
 	}
-	if len(argv)%2 != 0 {
-		x.W.Error(store.ErrSyntax)
-		return
-	}
-	var id int64
+	var id, maxAge int64
 	var addr, laddr, ktype string
 	skipme := true
 	for i := 2; i < len(argv); i += 2 {
+		if i+1 >= len(argv) {
+			x.W.Error(store.ErrSyntax)
+			return
+		}
 		v := argv[i+1]
 		switch strings.ToLower(string(argv[i])) {
 		case "id":
@@ -199,6 +206,17 @@ func cmdClientKill(c *client, x *store.Ctx) {
 				return
 			}
 			id = n
+		case "maxage":
+			n, ok := num.ParseInt(v)
+			if !ok {
+				x.W.Error("ERR maxage is not an integer or out of range")
+				return
+			}
+			if n <= 0 {
+				x.W.Error("ERR maxage should be greater than 0")
+				return
+			}
+			maxAge = n
 		case "addr":
 			addr = string(v)
 		case "laddr":
@@ -222,12 +240,10 @@ func cmdClientKill(c *client, x *store.Ctx) {
 			}
 		case "type":
 			t := strings.ToLower(string(v))
-			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
+			switch t {
+			case "normal", "pubsub", "master", "replica", "slave":
+			default:
 				x.W.Error("ERR Unknown client type '" + string(v) + "'")
-				return
-			}
-			if t != "normal" && t != "pubsub" {
-				x.W.Int(0)
 				return
 			}
 			ktype = t
@@ -236,6 +252,11 @@ func cmdClientKill(c *client, x *store.Ctx) {
 			return
 		}
 	}
+	if ktype != "" && ktype != "normal" && ktype != "pubsub" {
+		x.W.Int(0)
+		return
+	}
+	nowSec := c.s.clock.NowMs() / 1000
 	killed := int64(0)
 	for _, cl := range c.s.sortedClients() {
 		if (id != 0 && cl.id != id) || (addr != "" && cl.addr != addr) || (laddr != "" && cl.laddr != laddr) {
@@ -245,6 +266,9 @@ func cmdClientKill(c *client, x *store.Ctx) {
 			continue
 		}
 		if cl == c && skipme {
+			continue
+		}
+		if maxAge != 0 && nowSec-cl.createdMs/1000 < maxAge {
 			continue
 		}
 		if cl == c {

@@ -45,7 +45,10 @@ type client struct {
 	readEnded atomic.Bool
 
 	created time.Time
-	lastCmd time.Time
+	// createdMs is the connection time on the server clock (ms): CLIENT
+	// KILL MAXAGE measures age with it.
+	createdMs int64
+	lastCmd   time.Time
 	// tick is when the running command started, monotonic nanoseconds
 	// (nanotime); batchMono is tick at the start of the batch, when
 	// lastCmd was read, and batchWall lastCmd in Unix nanoseconds: a
@@ -136,7 +139,8 @@ func newClient(s *Server, nc net.Conn) *client {
 	}
 	c.w.Proto = 2
 	c.aw.Proto = 2
-	c.lastIO.Store(s.clock.NowMs())
+	c.createdMs = s.clock.NowMs()
+	c.lastIO.Store(c.createdMs)
 	under := nc
 	if tc, ok := nc.(*tls.Conn); ok {
 		under = tc.NetConn()
