@@ -18,6 +18,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -75,6 +76,7 @@ type Dashboard struct {
 	pages map[string]*template.Template
 	ss    *sessions
 	samp  *sampler
+	lim   *loginLimiter
 	// sem bounds the connections the dashboard holds at once.
 	sem chan struct{}
 }
@@ -112,6 +114,7 @@ func New(o Options) *Dashboard {
 	}
 	d.pages = parsePages()
 	d.samp = newSampler(d.clk, d.o.Queues)
+	d.lim = newLoginLimiter(d.clk, loginMaxAddrs)
 
 	static, _ := fs.Sub(staticFS, "static")
 	m := http.NewServeMux()
@@ -760,11 +763,30 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := safeBack(r.PostFormValue("next"))
 	pw := r.PostFormValue("password")
+	addr := clientAddr(r.RemoteAddr)
+	if ok, waitMs := d.lim.admit(addr); !ok {
+		secs := (waitMs + 999) / 1000
+		if ok, n := d.lim.logAllowed(logRefused); ok {
+			d.log.Warn("Dashboard login refused: too many wrong passwords", "remote", r.RemoteAddr,
+				"retry_after_s", secs, "suppressed", n)
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		d.render(w, http.StatusTooManyRequests, "login", view{Title: "Log in", Prefix: Prefix, CSRF: s.csrf,
+			AuthRequired: true, Body: loginPage{Next: next, Error: fmt.Sprintf(
+				"Too many wrong passwords from your address: try again in %d s. Nothing was sent to the server.", secs)}})
+		return
+	}
 	c, err := d.open(r.Context(), pw)
+	wrong := err != nil && isAuthError(err)
+	fails := d.lim.done(addr, wrong, err == nil)
 	if err != nil {
 		msg := "The server refused: " + err.Error()
-		if isAuthError(err) {
+		if wrong {
 			msg = "Wrong password."
+			if ok, n := d.lim.logAllowed(logWrong); ok {
+				d.log.Warn("Dashboard login: wrong password", "remote", r.RemoteAddr, "failures", fails,
+					"suppressed", n)
+			}
 		}
 		d.render(w, http.StatusUnauthorized, "login", view{Title: "Log in", Prefix: Prefix, CSRF: s.csrf,
 			AuthRequired: true, Body: loginPage{Next: next, Error: msg}})
