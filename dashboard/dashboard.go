@@ -754,6 +754,9 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) {
 // login checks the password with the server itself (AUTH on a fresh
 // connection) and, when it is accepted, replaces the session with a new
 // logged-in one (a new id, so a session id seen before login is worthless).
+// Wrong passwords go through the sign-in limiter (limiter.go,
+// docs/operations.md §2.2): an address refused by it gets 429 with
+// Retry-After and the server is not contacted.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	s := d.ss.get(r)
