@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/emqd/emqd/num"
 )
@@ -149,7 +150,7 @@ const bigFirst = 64 << 10
 // the bytes read with Commit.
 func (r *Reader) Space() []byte {
 	if r.big != nil {
-		need := r.bulkLen + 2
+		need := r.bulkNeed()
 		if len(r.big) < need {
 			r.spaceBig = true
 			if cap(r.big) == len(r.big) {
@@ -378,22 +379,23 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 					r.argv, r.argArena = na, false
 				}
 				// Its own buffer, starting with what is already here.
-				have := min(len(r.buf)-r.pos, r.bulkLen+2)
-				r.big = make([]byte, have, min(r.bulkLen+2, max(have, bigFirst)))
+				need := r.bulkNeed()
+				have := min(len(r.buf)-r.pos, need)
+				r.big = make([]byte, have, min(need, max(have, bigFirst)))
 				copy(r.big, r.buf[r.pos:])
 				r.pos += have
 			}
 		}
 		var arg []byte
 		if r.big != nil {
-			if len(r.big) < r.bulkLen+2 {
+			if len(r.big) < r.bulkNeed() {
 				return false, nil
 			}
 			// The two bytes after the data are skipped unchecked, as Valkey does.
 			arg = r.big[:r.bulkLen:r.bulkLen]
 			r.big = nil
 		} else {
-			if len(r.buf)-r.pos < r.bulkLen+2 {
+			if len(r.buf)-r.pos < r.bulkNeed() {
 				return false, nil
 			}
 			arg = r.takeBytes(r.bulkLen)
@@ -413,6 +415,17 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 		r.mbRemain--
 	}
 	return true, nil
+}
+
+// bulkNeed is the bytes the current bulk takes with its CRLF. It
+// saturates at the largest int: proto-max-bulk-len may be LONG_MAX
+// (9223372036854775807), and such a bulk waits for bytes that never come
+// (the query buffer limit ends the client) instead of overflowing.
+func (r *Reader) bulkNeed() int {
+	if r.bulkLen > math.MaxInt-2 {
+		return math.MaxInt
+	}
+	return r.bulkLen + 2
 }
 
 // argChunk is the number of argv slots a frame takes at a time (24 KiB):

@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -436,4 +437,34 @@ func TestReaderBigArgumentsNotPinned(t *testing.T) {
 		t.Fatalf("20 dropped 1 MiB arguments left %d MiB live", grown>>20)
 	}
 	runtime.KeepAlive(&r)
+}
+
+// TestReaderMaxBulkLenHuge: with proto-max-bulk-len at its maximum
+// (LONG_MAX, 9223372036854775807), a bulk header near 2^63 must not
+// overflow the reader's length-plus-CRLF arithmetic: the bulk waits for
+// bytes that never come (the query buffer limit ends such a client), and
+// a normal frame still parses.
+func TestReaderMaxBulkLenHuge(t *testing.T) {
+	for _, n := range []string{"9223372036854775807", "9223372036854775806", "9223372036854775805", "4611686018427387904"} {
+		r := Reader{MaxBulkLen: math.MaxInt64}
+		r.Write([]byte("*1\r\n$4\r\nPING\r\n*1\r\n$" + n + "\r\nabc"))
+		cmds, err := r.Parse(0, false)
+		if err != nil || len(cmds) != 1 || string(cmds[0][0]) != "PING" {
+			t.Fatalf("$%s: got %v %v", n, render(cmds), err)
+		}
+		for range 3 { // the big bulk's buffer grows as bytes arrive
+			sp := r.Space()
+			if len(sp) == 0 {
+				t.Fatalf("$%s: no space", n)
+			}
+			r.Commit(copy(sp, bytes.Repeat([]byte("x"), len(sp))))
+			cmds, err = r.Parse(0, false)
+			if err != nil || len(cmds) != 0 {
+				t.Fatalf("$%s: got %v %v", n, render(cmds), err)
+			}
+		}
+		if p := r.Pending(); p < 3*bigFirst {
+			t.Fatalf("$%s: pending %d", n, p)
+		}
+	}
 }

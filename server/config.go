@@ -94,8 +94,8 @@ func paramTable() []*param {
 		immutable(checked(str("appendfilename", "appendonly.aof"), baseName("appendfilename", "filename", false))),
 		immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))),
 		immutable(enum("enable-debug-command", "no", "no", "yes", "local")),
-		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<62), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
-		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<62), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
+		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
+		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
 		apply(&param{name: "client-output-buffer-limit", kind: kindSpecial,
 			def:   "normal 268435456 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
 			check: checkOutputLimit}, func(s *Server, v string) { s.outLimit.Store(normalHardLimit(v)) }),
@@ -217,10 +217,10 @@ func (p *param) normalize(v string) (string, error) {
 		v = strconv.FormatInt(n, 10)
 	case kindMem:
 		n, ok := parseMemory(v)
-		if !ok {
+		if !ok && !memTooBig(v) {
 			return "", errors.New("argument must be a memory value")
 		}
-		if n < p.min || n > p.max {
+		if !ok || n < p.min || n > p.max {
 			return "", fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
 		}
 		v = strconv.FormatInt(n, 10)
@@ -278,6 +278,30 @@ func parseMemory(s string) (int64, bool) {
 		return 0, false
 	}
 	return n * mul, true
+}
+
+// memTooBig reports a memory value that is well formed (digits, an
+// optional unit) but beyond LONG_MAX bytes: Valkey (config.c, memtoull)
+// reads it as an unsigned number and refuses it with the range error, not
+// "must be a memory value".
+func memTooBig(s string) bool {
+	ls := strings.ToLower(s)
+	for _, suf := range []string{"gb", "mb", "kb", "g", "m", "k", "b"} {
+		if strings.HasSuffix(ls, suf) {
+			ls = ls[:len(ls)-len(suf)]
+			break
+		}
+	}
+	if ls == "" {
+		return false
+	}
+	for i := 0; i < len(ls); i++ {
+		if ls[i] < '0' || ls[i] > '9' {
+			return false
+		}
+	}
+	_, ok := parseMemory(s)
+	return !ok
 }
 
 // baseName is Valkey's isValidAOFfilename, isValidAOFdirname and
