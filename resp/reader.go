@@ -91,6 +91,10 @@ type Reader struct {
 	arena    []byte
 	hdrArena [][]byte
 	hint     int
+	// lastHdr is the header arena the last Parse call cut argvs from (its
+	// used part); reuse says the caller released them (Recycle).
+	lastHdr [][]byte
+	reuse   bool
 }
 
 // The argument bytes and argv headers of the small commands of one Parse
@@ -122,7 +126,8 @@ func (r *Reader) takeBytes(n int) []byte {
 	return r.arena[l : l+n : l+n]
 }
 
-// takeHeaders returns n fresh argv headers (cap n) never handed out before.
+// takeHeaders returns n argv headers (cap n) not handed out since the
+// caller last released them (Recycle).
 func (r *Reader) takeHeaders(n int) [][]byte {
 	if n > arenaHeaders/4 {
 		return make([][]byte, n)
@@ -246,16 +251,26 @@ func (r *Reader) compact() {
 // have not authenticated yet (10 arguments, 16384-byte bulks).
 //
 // Each command is its argv (argv[0] the command name). The argument bytes
-// and the argv slices are never reused (they are cut from fresh memory:
-// small commands from arenas of this call, see takeBytes), so a handler may
-// keep them; the outer slice is reused by the next call.
+// are never reused (they are cut from fresh memory: small commands from
+// arenas of this call, see takeBytes), so a handler may keep them. The argv
+// slices are not reused either unless the caller says, with Recycle, that
+// it holds none of them any more; the outer slice is reused by the next
+// call.
 // Empty inline lines, "*0" and "*-1" yield nothing.
 //
 // A non-nil error is a *ProtocolError found after the returned commands:
 // run those, reply the error's text, then close the connection.
 func (r *Reader) Parse(max int, unauth bool) ([][][]byte, error) {
 	r.cmds = r.cmds[:0]
-	r.arena, r.hdrArena = nil, nil
+	r.arena = nil
+	if r.reuse && r.mbRemain == 0 && r.lastHdr != nil {
+		// (Not while a frame is being received: its argv may be cut
+		// from lastHdr.)
+		clear(r.lastHdr) // drop the old arguments for the collector
+		r.hdrArena = r.lastHdr[:0]
+	} else {
+		r.hdrArena, r.reuse = nil, false
+	}
 	r.hint = len(r.buf) - r.pos
 	var perr error
 	for max <= 0 || len(r.cmds) < max {
@@ -297,8 +312,21 @@ func (r *Reader) Parse(max int, unauth bool) ([][][]byte, error) {
 		r.cmds = append(r.cmds, r.frameArgv())
 		r.argv, r.chunks, r.argSlots, r.argBytes = nil, nil, 0, 0
 	}
+	if len(r.hdrArena) > 0 {
+		r.reuse = false // handed out again: held until the next Recycle
+	}
+	r.lastHdr = r.hdrArena
 	return r.cmds, perr
 }
+
+// Recycle tells the reader that the caller holds none of the argv slices
+// the last Parse call returned (the argument bytes they point to may still
+// be held: those are never reused). The next Parse call then cuts its argvs
+// from the same header arena instead of a new one: a pipelined batch of
+// small commands allocates its argument bytes only. The server calls it
+// after a batch that left nothing queued (MULTI), parked (blocking) or
+// pending (docs/architecture.md §2.1).
+func (r *Reader) Recycle() { r.reuse = true }
 
 // multibulkHeader reads "*count\r\n" at r.pos.
 func (r *Reader) multibulkHeader(unauth bool) (bool, error) {

@@ -468,3 +468,95 @@ func TestReaderMaxBulkLenHuge(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderRecycleReusesArgvs: after Recycle the next batch's argvs are
+// cut from the same header arena (the released ones are cleared); without
+// it, and while a frame is half received, they are not; argument bytes are
+// never reused either way.
+func TestReaderRecycleReusesArgvs(t *testing.T) {
+	var r Reader
+	r.Write([]byte("*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\n*1\r\n$4\r\nPING\r\n"))
+	first, _ := r.Parse(0, false)
+	if got := render(first); len(got) != 2 {
+		t.Fatalf("first batch: %v", got)
+	}
+	a1 := first[0]
+	arg := a1[1]
+
+	// No Recycle: fresh argvs, the old one intact.
+	r.Write([]byte("*2\r\n$4\r\nECHO\r\n$3\r\ndef\r\n"))
+	second, _ := r.Parse(0, false)
+	a2 := second[0]
+	if &a2[0] == &a1[0] {
+		t.Fatal("argv reused without Recycle")
+	}
+	if string(a1[0]) != "ECHO" || string(a1[1]) != "abc" {
+		t.Fatalf("old argv changed: %q", a1)
+	}
+
+	// Recycle, then an empty Parse (no bytes yet), then a batch: reused.
+	r.Recycle()
+	if cmds, _ := r.Parse(0, false); len(cmds) != 0 {
+		t.Fatalf("empty parse gave %v", render(cmds))
+	}
+	r.Write([]byte("*3\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\nf\r\n"))
+	third, _ := r.Parse(0, false)
+	if got, want := render(third), []string{`"HSET" "h" "f"`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("third batch %v, want %v", got, want)
+	}
+	if &third[0][0] != &a2[0] {
+		t.Fatal("argv not reused after Recycle")
+	}
+	// A smaller batch after Recycle: the released slots it does not take
+	// are cleared, so they pin no argument bytes.
+	h3 := third[0]
+	r.Recycle()
+	r.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+	fifth, _ := r.Parse(0, false)
+	if &fifth[0][0] != &a2[0] {
+		t.Fatal("argv not reused after the second Recycle")
+	}
+	if string(h3[0]) != "PING" || h3[1] != nil || h3[2] != nil {
+		t.Fatalf("released argv slots not cleared: %q", h3)
+	}
+	if string(arg) != "abc" {
+		t.Fatalf("argument bytes reused: %q", arg)
+	}
+
+	// A frame half received when Recycle is called keeps its argv.
+	r.Recycle()
+	r.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n"))
+	if cmds, _ := r.Parse(0, false); len(cmds) != 0 {
+		t.Fatalf("half frame gave %v", render(cmds))
+	}
+	r.Recycle() // the server calls it after every batch that kept nothing
+	r.Write([]byte("$5\r\nvalue\r\n*1\r\n$4\r\nPING\r\n"))
+	fourth, _ := r.Parse(0, false)
+	if got, want := render(fourth), []string{`"SET" "k" "value"`, `"PING"`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("fourth batch %v, want %v", got, want)
+	}
+}
+
+// TestReaderRecycleKeepsHalfFrameSplitEverywhere: a pipeline cut at every
+// byte, with Recycle after every Parse (as the server does after a batch
+// that kept nothing), parses to the same commands.
+func TestReaderRecycleKeepsHalfFrameSplitEverywhere(t *testing.T) {
+	in := "*3\r\n$4\r\nHSET\r\n$1\r\nh\r\n$2\r\nfv\r\nPING a b\r\n*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n*1\r\n$4\r\nPING\r\n"
+	want := fmt.Sprint([]string{`"HSET" "h" "fv"`, `"PING" "a" "b"`, `"GET" "key"`, `"PING"`})
+	for cut := 1; cut < len(in); cut++ {
+		var r Reader
+		var got []string
+		for _, part := range []string{in[:cut], in[cut:]} {
+			r.Write([]byte(part))
+			cmds, err := r.Parse(0, false)
+			if err != nil {
+				t.Fatalf("cut %d: %v", cut, err)
+			}
+			got = append(got, render(cmds)...) // copied before the argvs are released
+			r.Recycle()
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("cut %d: %v, want %s", cut, got, want)
+		}
+	}
+}

@@ -102,6 +102,11 @@ type client struct {
 	// protocol error found after them (connection goroutine only).
 	pending [][][]byte
 	perr    error
+	// recycle: the last batch left none of its argvs held (nothing queued
+	// in MULTI, parked or pending), so the reader may reuse them
+	// (resp.Reader.Recycle). Set under the store lock by the connection's
+	// own batch, read by its goroutine.
+	recycle bool
 
 	wakeMu sync.Mutex
 	parked bool // the goroutine must not run commands (guarded by wakeMu)
@@ -206,6 +211,10 @@ func (c *client) serve() {
 				max = 1 // AUTH must run before the next command is parsed
 			}
 			c.rd.MaxBulkLen = c.s.maxBulk.Load()
+			if c.recycle {
+				c.rd.Recycle()
+				c.recycle = false
+			}
 			cmds, perr := c.rd.Parse(max, c.authRequired())
 			c.qbuf.Store(int64(c.rd.Buffered()))
 			c.argvMem.Store(int64(c.rd.ArgvBytes()))
@@ -340,6 +349,7 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	s.blk.serveReady(s)
 	c.enqueueLocked(&c.w)
 	c.inBatch = false
+	c.recycle = c.park == nil && len(c.pending) == 0 && len(c.queue) == 0
 	return st.DirtyCount != dirty
 }
 
