@@ -560,3 +560,41 @@ func TestReaderRecycleKeepsHalfFrameSplitEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCIndexIsStrchr: cIndex answers as C's strchr bounded by the slice
+// (the first c, or -1 when a NUL byte or the end comes first), on both
+// sides of its 32-byte short-line loop.
+func TestCIndexIsStrchr(t *testing.T) {
+	ref := func(b []byte, c byte) int {
+		for i, ch := range b {
+			if ch == c {
+				return i
+			}
+			if ch == 0 {
+				return -1
+			}
+		}
+		return -1
+	}
+	alphabet := []byte{'a', '\r', '\n', 0, '$'}
+	seed := uint32(1)
+	for n := 0; n < 80; n++ {
+		for trial := 0; trial < 200; trial++ {
+			b := make([]byte, n)
+			for i := range b {
+				seed = seed*1664525 + 1013904223
+				// Mostly plain bytes, so the target often lies far in.
+				if seed>>24 < 230 {
+					b[i] = 'x'
+				} else {
+					b[i] = alphabet[(seed>>8)%uint32(len(alphabet))]
+				}
+			}
+			for _, c := range []byte{'\r', '\n'} {
+				if got, want := cIndex(b, c), ref(b, c); got != want {
+					t.Fatalf("cIndex(%q, %q) = %d, want %d", b, c, got, want)
+				}
+			}
+		}
+	}
+}

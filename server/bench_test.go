@@ -40,7 +40,12 @@ func benchPipeline(b *testing.B, depth int, args ...string) {
 	}
 }
 
-func BenchmarkPingPipelined64(b *testing.B) { benchPipeline(b, 64, "PING") }
-func BenchmarkHSetPipelined64(b *testing.B) { benchPipeline(b, 64, "HSET", "h", "field", "value") }
-func BenchmarkHGetPipelined64(b *testing.B) { benchPipeline(b, 64, "HGET", "h", "field") }
-func BenchmarkPingUnpipelined(b *testing.B) { benchPipeline(b, 1, "PING") }
+func BenchmarkPingPipelined64(b *testing.B)         { benchPipeline(b, 64, "PING") }
+func BenchmarkHSetPipelined64(b *testing.B)         { benchPipeline(b, 64, "HSET", "h", "field", "value") }
+func BenchmarkHGetPipelined64(b *testing.B)         { benchPipeline(b, 64, "HGET", "h", "field") }
+func BenchmarkPingUnpipelined(b *testing.B)         { benchPipeline(b, 1, "PING") }
+func BenchmarkZPopMinEmptyPipelined64(b *testing.B) { benchPipeline(b, 64, "ZPOPMIN", "myzset") }
+func BenchmarkZAddSamePipelined64(b *testing.B) {
+	benchPipeline(b, 64, "ZADD", "myzset", "1804289383", "element:__rand_int__")
+}
+func BenchmarkHIncrByPipelined64(b *testing.B) { benchPipeline(b, 64, "HINCRBY", "h", "n", "1") }

@@ -72,9 +72,14 @@ type client struct {
 	authFails int
 	authDelay int64
 	replyMode int
-	cmdName   string   // full name of the last command (CLIENT LIST cmd=)
-	curCmd    *command // the command exec is running (nil: unknown)
-	totCmds   int64
+	cmdName   string // full name of the last command (CLIENT LIST cmd=)
+	// nameBuf[:nameLen] is argv[0] of the last command looked up, as
+	// sent, and nameCmd what it named (client.lookup); connection only.
+	nameBuf [24]byte
+	nameLen int
+	nameCmd *command
+	curCmd  *command // the command exec is running (nil: unknown)
+	totCmds int64
 
 	// trk is the CLIENT TRACKING state (nil until tracking is first turned
 	// on; tracking.go); sub the Pub/Sub subscriptions (pubsub.go).

@@ -32,9 +32,26 @@ func (c *client) exec(argv [][]byte) {
 	}
 }
 
+// lookup is registry.lookup with the connection's last command name
+// remembered as sent: a pipeline of one command resolves its name with a
+// byte comparison instead of a lower-casing and a map lookup. The registry
+// never changes after start, so the remembered command stays right.
+func (c *client) lookup(argv [][]byte) (*command, bool) {
+	name := argv[0]
+	if c.nameCmd != nil && len(name) == c.nameLen && string(name) == string(c.nameBuf[:c.nameLen]) {
+		return resolveSub(c.nameCmd, argv)
+	}
+	base := c.s.reg.lookupName(name)
+	if base != nil && len(name) <= len(c.nameBuf) {
+		c.nameLen = copy(c.nameBuf[:], name)
+		c.nameCmd = base
+	}
+	return resolveSub(base, argv)
+}
+
 func (c *client) dispatch(argv [][]byte) {
 	s := c.s
-	cmd, badSub := s.reg.lookup(argv)
+	cmd, badSub := c.lookup(argv)
 	c.curCmd = cmd
 	if cmd == nil {
 		if badSub {

@@ -74,3 +74,33 @@ func TestArgvsHeldAcrossBatchesSurviveRecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandNameCaseAndCache: a connection remembers its last command
+// name as sent (client.lookup); every spelling still resolves as Valkey
+// resolves it, and an unknown name is never taken for the last known one.
+func TestCommandNameCaseAndCache(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	long := strings.Repeat("x", 30)
+	var batch []byte
+	for _, cmd := range [][]string{
+		{"hset", "h", "f", "v"}, {"HGET", "h", "f"}, {"HGET", "h", "f"}, {"hget", "h", "f"},
+		{"HgEt", "h", "f"}, {"HLEN", "h"}, {"HGETX", "h", "f"}, {"HGET", "h", "f"}, {long}, {long}, {"HGE", "h"},
+		{"CLIENT", "GETNAME"}, {"CLIENT", "NOSUCH"}, {"client", "getname"},
+	} {
+		batch = append(batch, encode(cmd...)...)
+	}
+	c.write(batch)
+	for i, want := range []string{
+		":1\r\n", "$1\r\nv\r\n", "$1\r\nv\r\n", "$1\r\nv\r\n",
+		"$1\r\nv\r\n", ":1\r\n", "-ERR unknown command 'HGETX', with args beginning with: 'h' 'f' \r\n", "$1\r\nv\r\n",
+		"-ERR unknown command '" + long + "', with args beginning with: \r\n",
+		"-ERR unknown command '" + long + "', with args beginning with: \r\n",
+		"-ERR unknown command 'HGE', with args beginning with: 'h' \r\n",
+		"$-1\r\n", "-ERR unknown subcommand 'NOSUCH'. Try CLIENT HELP.\r\n", "$-1\r\n",
+	} {
+		if got := c.read(); got != want {
+			t.Fatalf("reply %d: %q, want %q", i, got, want)
+		}
+	}
+}

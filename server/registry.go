@@ -123,7 +123,12 @@ func (r *registry) lookupName(name []byte) *command {
 // lookupCommand): a container with argc >= 2 resolves to its subcommand.
 // It returns (nil, true) for an unknown subcommand of a known container.
 func (r *registry) lookup(argv [][]byte) (*command, bool) {
-	base := r.lookupName(argv[0])
+	return resolveSub(r.lookupName(argv[0]), argv)
+}
+
+// resolveSub is lookup's second step: base is the command argv[0] names
+// (nil: unknown).
+func resolveSub(base *command, argv [][]byte) (*command, bool) {
 	if base == nil {
 		return nil, false
 	}
