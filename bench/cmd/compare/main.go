@@ -306,17 +306,27 @@ func redisBenchmark(c config) ([]row, error) {
 		side int
 	}
 	res := map[key][]float64{}
+	cpu := map[key][]float64{} // server CPU per request, us
 	for round := 0; round < c.rounds; round++ {
 		for _, p := range []int{1, 32} {
 			logf("redis-benchmark round %d/%d, -P %d", round+1, c.rounds, p)
 			for _, t := range rbTests {
 				for side, proc := range []*procs.Proc{e, r} {
+					ns0, err := cpuNanos(proc.Cmd.Process.Pid)
+					if err != nil {
+						return nil, err
+					}
 					rps, err := runRB(c, proc.Addr, p, t)
 					if err != nil {
 						return nil, fmt.Errorf("%s -P %d %s: %w", proc.Name, p, t.name, err)
 					}
+					ns1, err := cpuNanos(proc.Cmd.Process.Pid)
+					if err != nil {
+						return nil, err
+					}
 					k := key{p, t.name, side}
 					res[k] = append(res[k], rps)
+					cpu[k] = append(cpu[k], float64(ns1-ns0)/1e3/float64(c.rbRequests))
 				}
 			}
 		}
@@ -332,8 +342,45 @@ func redisBenchmark(c config) ([]row, error) {
 				goal: g, ok: ok,
 			})
 		}
+		// With one request per round trip the single-threaded client is
+		// the bottleneck and both servers answer at its rate: the CPU
+		// each server spent per request is what compares them per core.
+		// Shown beside the goal rows, with no goal of its own.
+		for _, t := range rbTests {
+			rows = append(rows, row{
+				section: fmt.Sprintf("redis-benchmark -P %d: server CPU per request (us; lower is better, no goal)", p),
+				name:    t.name, unit: "us",
+				emqd: median(cpu[key{p, t.name, 0}]), redis: median(cpu[key{p, t.name, 1}]),
+			})
+		}
 	}
 	return rows, nil
+}
+
+// cpuNanos is the CPU time (ns) the process has run so far, all its
+// threads: the first field of each /proc/PID/task/TID/schedstat.
+func cpuNanos(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // runRB runs one redis-benchmark test on the client CPUs and returns its
