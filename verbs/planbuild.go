@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/emqd/emqd/plan"
@@ -23,6 +24,24 @@ var (
 	fvPaused         = [][]byte{fPaused}
 	fvPausedOne      = [][]byte{fPaused, vOne}
 )
+
+// smallCounts are the decimal forms of 0..99, shared read-only (a stalled
+// count is almost always one of them).
+var smallCounts = func() [][]byte {
+	out := make([][]byte, 100)
+	for i := range out {
+		out[i] = strconv.AppendInt(nil, int64(i), 10)
+	}
+	return out
+}()
+
+// countBytes is n in decimal: a shared slice for 0..99, else a new one.
+func countBytes(n int64) []byte {
+	if n >= 0 && n < int64(len(smallCounts)) {
+		return smallCounts[n]
+	}
+	return strconv.AppendInt(nil, n, 10)
+}
 
 // hset appends HSET key with fv (field, value, ...), kept as given.
 func hset(p *plan.Plan, key string, fv [][]byte) {

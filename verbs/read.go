@@ -1,6 +1,10 @@
 package verbs
 
-import "github.com/emqd/emqd/store"
+import (
+	"strings"
+
+	"github.com/emqd/emqd/store"
+)
 
 // The read pass (docs/verbs.md §2.2) looks at the store through these plain
 // values; the judgements take nothing else, so they are pure and table
@@ -151,7 +155,8 @@ func (d *dueJob) rowKey(k *Keys) string {
 
 // readDue selects the members of the zset z with score <= now, lowest
 // first, at most limit, with their rows (ZRANGEBYSCORE key -inf now LIMIT 0
-// limit).
+// limit). The result is sized by counting first and the row keys share one
+// allocation (BenchmarkStalledCheck).
 func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64) []dueJob {
 	if z == nil || z.Len() == 0 {
 		return nil
@@ -159,14 +164,33 @@ func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64) []dueJ
 	if m, _ := z.Min(); m.Score > float64(now) {
 		return nil
 	}
-	var out []dueJob
+	n := int64(z.CountScoreBelow(float64(now), true))
+	if n > limit {
+		n = limit
+	}
+	out := make([]dueJob, 0, n)
+	nk := 0
 	z.RangeByScore(store.NegInf, float64(now), func(it store.ZItem) bool {
 		if int64(len(out)) >= limit {
 			return false
 		}
-		key := k.Row(it.Member)
-		out = append(out, dueJob{ID: it.Member, Score: it.Score, Row: readRow(d, key), Key: key})
+		out = append(out, dueJob{ID: it.Member, Score: it.Score})
+		nk += len(k.JobPrefix) + len(it.Member)
 		return true
 	})
+	var sb strings.Builder
+	sb.Grow(nk)
+	for i := range out {
+		sb.WriteString(k.JobPrefix)
+		sb.WriteString(out[i].ID)
+	}
+	keys := sb.String()
+	at := 0
+	for i := range out {
+		end := at + len(k.JobPrefix) + len(out[i].ID)
+		out[i].Key = keys[at:end]
+		out[i].Row = readRow(d, out[i].Key)
+		at = end
+	}
 	return out
 }

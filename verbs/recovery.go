@@ -2,7 +2,6 @@ package verbs
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/store"
@@ -151,6 +150,20 @@ func judgeStalled(r *stalledRead, runID []byte, k *Keys, maxStalled int64) (stal
 		}
 	}
 	p := &plan.Plan{Ops: make([]plan.Op, 0, 4*len(r.Expired))}
+	if nRecovered > 0 {
+		v.Recovered = make([]string, 0, nRecovered)
+	}
+	if nDead > 0 {
+		v.Dead = make([]string, 0, nDead)
+	}
+	// The field lists of the counted rows share one backing array (the
+	// plan's bytes are never written again).
+	fv := make([][]byte, 0, 6*(len(r.Expired)))
+	fields := func(b ...[]byte) [][]byte {
+		n := len(fv)
+		fv = append(fv, b...)
+		return fv[n:len(fv):len(fv)]
+	}
 	for i := range r.Expired {
 		id := r.Expired[i].ID
 		rk := r.Expired[i].rowKey(k)
@@ -162,11 +175,11 @@ func judgeStalled(r *stalledRead, runID []byte, k *Keys, maxStalled int64) (stal
 			p.ZAdd(k.Pending, 0, id)
 			v.Recovered = append(v.Recovered, id)
 		case recovered:
-			p.HSetBytes(rk, fState, vPending, fStalled, strconv.AppendInt(nil, vs[i].s, 10))
+			hset(p, rk, fields(fState, vPending, fStalled, countBytes(vs[i].s)))
 			p.ZAdd(k.Pending, 0, id)
 			v.Recovered = append(v.Recovered, id)
 		case dead:
-			p.HSetBytes(rk, fStalled, strconv.AppendInt(nil, vs[i].s, 10), fState, vDead, fLastError, vStalled)
+			hset(p, rk, fields(fStalled, countBytes(vs[i].s), fState, vDead, fLastError, vStalled))
 			p.ZAdd(k.Dead, 0, id)
 			hincr1(p, k.Failed, fvCount)
 			v.Dead = append(v.Dead, id)

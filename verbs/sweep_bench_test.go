@@ -1,0 +1,56 @@
+package verbs
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/emqd/emqd/resp"
+	"github.com/emqd/emqd/store"
+)
+
+// BenchmarkStalledCheck is the native side of bench/cmd/jobcycle's stall
+// sweep through the handlers (no network): 100,000 jobs are enqueued and
+// claimed for 1 ms (1,000 per claim), then one op is EMQ.STALLED.CHECK q 1
+// 100 until the sweep comes back empty (1,001 calls). The setup is not timed.
+func BenchmarkStalledCheck(b *testing.B) {
+	const leases, chunk = 100000, 1000
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := store.New(16) // no Feed: the bench runs appendonly no
+		c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+		vs := New(Config{})
+		payload := make([]byte, 64)
+		for first := 0; first < leases; first += chunk {
+			for j := first; j < first+chunk; j++ {
+				c.W.Reset()
+				c.ResetForCommand([][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("JOB" + strconv.FormatInt(int64(10_000_000_000+j), 10)[:11]), payload})
+				vs.cmdEnqueue(c)
+			}
+			c.W.Reset()
+			c.ResetForCommand([][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("1"), []byte("COUNT"), []byte("1000")})
+			vs.cmdClaim(c)
+			c.NowMs++
+		}
+		c.NowMs += 20
+		sweep := [][]byte{[]byte("EMQ.STALLED.CHECK"), []byte("q"), []byte("1"), []byte("100")}
+		runtime.GC() // the setup's garbage is not the sweep's
+		b.StartTimer()
+		calls := 0
+		for {
+			c.W.Reset()
+			c.ResetForCommand(sweep)
+			vs.cmdStalledCheck(c)
+			calls++
+			if string(c.W.Buf) == "*2\r\n*0\r\n*0\r\n" {
+				break
+			}
+		}
+		b.StopTimer()
+		if calls != leases/100+1 {
+			b.Fatalf("%d calls, last reply %q", calls, c.W.Buf)
+		}
+		b.StartTimer()
+	}
+}
