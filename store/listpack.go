@@ -43,23 +43,35 @@ var lpWords = [...]string{
 // lpWordMax is the length of the longest word.
 const lpWordMax = 11
 
-var lpWordIndex = func() map[string]byte {
-	m := make(map[string]byte, len(lpWords))
+// lpWordsByLen lists the words of each length with their codes: a word is
+// found by its length and a few short compares, not by hashing (lpWord
+// runs for every field and value a hash write stores).
+var lpWordsByLen = func() (out [lpWordMax + 1][]lpWordCode) {
 	for i, w := range lpWords {
 		if len(w) > lpWordMax || i >= 0x40 {
 			panic("store: bad listpack word " + w)
 		}
-		m[w] = byte(0x80 + i)
+		out[len(w)] = append(out[len(w)], lpWordCode{w, byte(0x80 + i)})
 	}
-	return m
+	return out
 }()
+
+type lpWordCode struct {
+	w    string
+	code byte
+}
 
 // lpWord returns the one-byte code of s, or 0 when s is not a word.
 func lpWord(s string) byte {
 	if len(s) > lpWordMax || len(s) == 0 {
 		return 0
 	}
-	return lpWordIndex[s]
+	for _, c := range lpWordsByLen[len(s)] {
+		if c.w[0] == s[0] && c.w == s {
+			return c.code
+		}
+	}
+	return 0
 }
 
 // lpCount is the count recorded in lp's header.
