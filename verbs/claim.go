@@ -93,7 +93,7 @@ func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
 	if r.Schedule == keyWrong || r.Pending == keyWrong || r.Active == keyWrong {
 		return r
 	}
-	r.Due = readDue(d, k, sched, now, claimPromoteMax)
+	r.Due = readDue(d, k, sched, now, claimPromoteMax, nil)
 	if pend == nil {
 		return r
 	}

@@ -155,9 +155,10 @@ func (d *dueJob) rowKey(k *Keys) string {
 
 // readDue selects the members of the zset z with score <= now, lowest
 // first, at most limit, with their rows (ZRANGEBYSCORE key -inf now LIMIT 0
-// limit). The result is sized by counting first and the row keys share one
-// allocation (BenchmarkStalledCheck).
-func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64) []dueJob {
+// limit). The result is sized by counting first (or appended to buf[:0]
+// when buf is not nil) and the row keys share one allocation
+// (BenchmarkStalledCheck).
+func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob) []dueJob {
 	if z == nil || z.Len() == 0 {
 		return nil
 	}
@@ -168,7 +169,10 @@ func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64) []dueJ
 	if n > limit {
 		n = limit
 	}
-	out := make([]dueJob, 0, n)
+	out := buf[:0]
+	if int64(cap(out)) < n {
+		out = make([]dueJob, 0, n)
+	}
 	nk := 0
 	z.RangeByScore(store.NegInf, float64(now), func(it store.ZItem) bool {
 		if int64(len(out)) >= limit {

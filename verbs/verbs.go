@@ -34,6 +34,9 @@ type Verbs struct {
 	// more CPU (4.87 s vs 4.33 s for 200,000 cycles, median of 4) and 83
 	// instead of 56 allocations per cycle.
 	keys map[string]*Keys
+	// sweep is EMQ.STALLED.CHECK's scratch, reused from call to call
+	// (verbs run under the store lock, one at a time).
+	sweep sweepScratch
 }
 
 // Config is what a server lends its verbs.
