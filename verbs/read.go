@@ -104,6 +104,30 @@ func readRow(d *store.DB, key string) jobRow {
 	if k != keyOK {
 		return jobRow{Kind: k}
 	}
+	if !h.Big() {
+		// A listpack row is read in one pass, not one scan per field.
+		r := jobRow{Kind: keyOK}
+		h.Range(func(f string, v []byte) bool {
+			switch f {
+			case "group":
+				r.Lane = true
+			case "state":
+				r.State = rowField{Val: v, Present: true}
+			case "attempts":
+				r.Attempts = rowField{Val: v, Present: true}
+			case "failures":
+				r.Failures = rowField{Val: v, Present: true}
+			case "stalled":
+				r.Stalled = rowField{Val: v, Present: true}
+			case "lease_epoch":
+				r.LeaseEpoch = rowField{Val: v, Present: true}
+			case "payload":
+				r.Payload = rowField{Val: v, Present: true}
+			}
+			return true
+		})
+		return r
+	}
 	_, lane := h.Get("group")
 	return jobRow{
 		Kind:       keyOK,
