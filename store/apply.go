@@ -108,12 +108,9 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 	case plan.HSet:
 		h, e := d.HashForWrite(o.Key)
 		mustType(e, o)
-		h.Reserve(o.Fields) // a new row is one allocation of its size (BenchmarkPendingJobMemory)
-		for i := 0; i+1 < len(o.Fields); i += 2 {
-			// A plan's bytes are never written again (package plan), so
-			// the hash may keep the field as a view of them.
-			h.Set(zview(o.Fields[i]), o.Fields[i+1])
-		}
+		// A plan's bytes are never written again (package plan), so the
+		// hash may keep the field as a view of them.
+		h.setPlan(o.Fields)
 	case plan.HDel:
 		h, e := d.LookupHash(o.Key)
 		mustType(e, o)

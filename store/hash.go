@@ -170,6 +170,119 @@ func (h *Hash) lpSet(field string, value []byte) bool {
 	return added
 }
 
+// setPlan stores a plan's HSET pairs fv (field, value, ...): the same
+// result as Set for each pair in order (plan bytes are never written again,
+// so the hashtable may keep views of them). A listpack hash that stays one
+// is rewritten in one pass and at most one allocation when existing fields
+// change: Set per pair scanned the listpack once per field and copied it
+// for each change (the sweep's dead row: state changed, stalled and
+// last_error added).
+func (h *Hash) setPlan(fv [][]byte) {
+	if !h.lpSetPairs(fv) {
+		h.Reserve(fv) // a new row is one allocation of its size (BenchmarkPendingJobMemory)
+		for i := 0; i+1 < len(fv); i += 2 {
+			h.Set(zview(fv[i]), fv[i+1])
+		}
+	}
+}
+
+// lpSetPairs is setPlan's one-pass path; it reports false, having written
+// nothing, when it does not apply: a hashtable or empty hash, more than 8
+// pairs, a repeated field, or a write that converts the hash.
+func (h *Hash) lpSetPairs(fv [][]byte) bool {
+	const maxPairs = 8
+	n := len(fv) / 2
+	if h.big() || n == 0 || n > maxPairs || len(fv)%2 != 0 {
+		return false
+	}
+	lp := h.v.Str
+	count := lpCount(lp)
+	if count == 0 {
+		return false
+	}
+	for i := 0; i < n; i++ {
+		if h.lpTooLong(len(fv[2*i]), len(fv[2*i+1])) {
+			return false
+		}
+		for j := 0; j < i; j++ {
+			if string(fv[2*j]) == string(fv[2*i]) {
+				return false
+			}
+		}
+	}
+	// Where each field's value is (vOff[i] < 0: the field is new).
+	var vOff, vEnd [maxPairs]int
+	for i := 0; i < n; i++ {
+		vOff[i] = -1
+	}
+	found := 0
+	for off := lpHeader; off < len(lp) && found < n; {
+		f, next := lpStr(lp, off)
+		_, after := lpStr(lp, next)
+		for i := 0; i < n; i++ {
+			if vOff[i] < 0 && string(f) == string(fv[2*i]) {
+				vOff[i], vEnd[i] = next, after
+				found++
+				break
+			}
+		}
+		off = after
+	}
+	if h.lpTooMany(count + n - found) {
+		return false
+	}
+	size, changed, same := len(lp), false, 0
+	for i := 0; i < n; i++ {
+		vs := lpView(fv[2*i+1])
+		if vOff[i] < 0 {
+			size += lpStrLen(lpView(fv[2*i])) + lpStrLen(vs)
+			continue
+		}
+		if old, _ := lpStr(lp, vOff[i]); string(old) == string(fv[2*i+1]) {
+			vOff[i] = -2 // unchanged
+			same++
+			continue
+		}
+		size += lpStrLen(vs) - (vEnd[i] - vOff[i])
+		changed = true
+	}
+	if same == n {
+		return true // nothing to write
+	}
+	var out []byte
+	if changed {
+		// Copy lp once, the changed values replaced in offset order.
+		out = lpAlloc(size)
+		at := 0
+		for {
+			k := -1
+			for i := 0; i < n; i++ {
+				if vOff[i] >= at && (k < 0 || vOff[i] < vOff[k]) {
+					k = i
+				}
+			}
+			if k < 0 {
+				break
+			}
+			out = append(out, lp[at:vOff[k]]...)
+			out = lpAppendStr(out, lpView(fv[2*k+1]))
+			at = vEnd[k]
+		}
+		out = append(out, lp[at:]...)
+	} else {
+		out = lpGrow(lp, size-len(lp))
+	}
+	for i := 0; i < n; i++ {
+		if vOff[i] == -1 {
+			out = lpAppendStr(out, lpView(fv[2*i]))
+			out = lpAppendStr(out, lpView(fv[2*i+1]))
+		}
+	}
+	lpSetCount(out, count+n-found)
+	h.v.Str = out
+	return true
+}
+
 // Reserve sizes the listpack of an empty hash for the fields and values
 // fv (field, value, ...) about to be set, so a new row is one allocation of
 // exactly its size.
