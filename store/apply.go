@@ -149,8 +149,8 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 		if v.Kind != KindZSet {
 			mustType(ErrWrongType, o)
 		}
-		v.ZSet.Rem(o.Member)
-		if d.DropIfEmpty(o.Key) {
+		if v.ZSet.Rem(o.Member) && v.ZSet.Len() == 0 { // DropIfEmpty without a third lookup
+			d.Remove(o.Key)
 			pk.drop(o.Key)
 		}
 	case plan.Del:
