@@ -364,6 +364,57 @@ func (t *ztree) DeleteAt(i int) (ZItem, bool) {
 	return out, true
 }
 
+// DeleteFirst removes the k least items (k <= Len): a leaf's worth at a
+// time, each leaf's remaining items shifted once (k calls of DeleteAt(0)
+// shift the leaf once per item and walk down once per item).
+func (t *ztree) DeleteFirst(k int) {
+	k = min(k, t.count)
+	for k > 0 {
+		var m int
+		if t.height == 0 {
+			l := t.ownLeaf(&t.leaf)
+			m = min(k, len(l.items))
+			leafRemoveFirst(l, m)
+		} else {
+			m = t.innerDeleteFirst(t.ownInner(&t.inner), t.height, k)
+		}
+		t.count -= m
+		k -= m
+		t.shrinkRoot()
+	}
+}
+
+// innerDeleteFirst removes up to k of the least items below n (owned,
+// height h), all from its leftmost leaf, and returns how many; children
+// left too small are merged or rebalanced as innerDelete does.
+func (t *ztree) innerDeleteFirst(n *ztInner, h, k int) int {
+	if h == 1 {
+		l := t.ownLeaf(&n.leaves[0])
+		m := min(k, len(l.items))
+		leafRemoveFirst(l, m)
+		n.sizes[0] = len(l.items)
+		if len(l.items) < ztMin {
+			t.fixLeaf(n, 0)
+		}
+		return m
+	}
+	c := t.ownInner(&n.inners[0])
+	m := t.innerDeleteFirst(c, h-1, k)
+	n.sizes[0] -= m
+	if c.n < ztMin {
+		t.fixInner(n, 0, h-1)
+	}
+	return m
+}
+
+// leafRemoveFirst drops the first m items of l.
+func leafRemoveFirst(l *ztLeaf, m int) {
+	n := len(l.items)
+	copy(l.items, l.items[m:])
+	clear(l.items[n-m:])
+	l.items = l.items[:n-m]
+}
+
 func leafRemove(l *ztLeaf, i int) {
 	n := len(l.items)
 	copy(l.items[i:], l.items[i+1:])

@@ -343,3 +343,52 @@ func TestZTreeDeep(t *testing.T) {
 		t.Fatalf("the copy changed: %v", err)
 	}
 }
+
+// TestZTreeDeleteFirst: removing the least items in runs of random length
+// (DeleteFirst, the sweep's bulk removal from active) keeps the tree valid
+// and equal to the reference, on deep trees and copied ones.
+func TestZTreeDeleteFirst(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, n := range []int{1, 5, 41, 42, 43, 500, 3000, 60000} {
+		tr := newZTree()
+		var ref []ZItem
+		for i := 0; i < n; i++ {
+			ref = append(ref, ZItem{Score: float64(r.IntN(1 << 20)), Member: fmt.Sprint(i)})
+		}
+		for _, it := range ref {
+			tr.Insert(it)
+		}
+		slices.SortFunc(ref, func(a, b ZItem) int {
+			if zless(a, b) {
+				return -1
+			}
+			return 1
+		})
+		snap := tr.Copy()
+		all := slices.Clone(ref)
+		for step := 0; len(ref) > 0; step++ {
+			k := 1 + r.IntN(min(len(ref), []int{3, 50, 200}[step%3]))
+			if step%7 == 6 {
+				k = len(ref) + 5 // more than it holds: all of it
+			}
+			tr.DeleteFirst(k)
+			ref = ref[min(k, len(ref)):]
+			if step%20 == 0 || len(ref) < 100 {
+				if err := ztCheck(tr, ref); err != nil {
+					t.Fatalf("n %d step %d: %v", n, step, err)
+				}
+			}
+			if len(ref) > 0 {
+				if m, _ := tr.Min(); m != ref[0] {
+					t.Fatalf("n %d step %d: min %v, want %v", n, step, m, ref[0])
+				}
+			}
+		}
+		if err := ztCheck(tr, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ztCheck(snap, all); err != nil {
+			t.Fatalf("n %d: the copy changed: %v", n, err)
+		}
+	}
+}
