@@ -22,6 +22,8 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 		applyOp(c.DB, &p.Ops[i], &pk)
 		c.Dirty(p.Ops[i].Key)
 	}
+	pk.flushIncr("")
+	pk.flushHead(c.DB)
 	if c.S.Feed != nil {
 		c.Propagate(p.Argvs())
 	} else {
@@ -36,10 +38,131 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 // writes each row once. An entry is dropped when its key is removed.
 // Nothing else writes the keyspace while a plan applies and the clock does
 // not move, so a kept value is what the keyspace holds.
+//
+// It also holds back HINCRBY: increments of one field add up and reach the
+// hash when another op writes that key or the plan ends, in the order the
+// fields were first incremented (the sweep increments metrics:failed once
+// per dead job: 100 rewrites of the counter became one). The keyspace after
+// the plan is the same: ops on other keys do not read the counter, the
+// value written is the one the op-by-op order reaches (the judgement checked
+// that it fits an int64), and no value of at most 20 bytes converts a
+// listpack hash whose value limit is at least 20 (smaller limits, a
+// pathological setting, apply each op at once).
 type planKeys struct {
 	keys [8]string
 	vals [8]*Value
 	next int
+	incr []pendingIncr // at most 4, in order of first increment
+	buf  [4]pendingIncr
+	head heldHead
+}
+
+// heldHead is the ZREMs of a big sorted set's least members held back: the
+// k least items of z's tree are gone from its member map and leave the tree
+// in one DeleteFirst when another op writes the key or the plan ends (the
+// sweep removes the expired leases, the least members of active, one op
+// each: DeleteAt(0) per member walked down the tree and shifted the first
+// leaf once per member).
+type heldHead struct {
+	key string
+	z   *ZSet
+	k   int
+}
+
+// remHead is ZREM key member on the big set z when member is the least
+// item not yet held; it reports false, having done nothing, otherwise.
+func (pk *planKeys) remHead(d *DB, key string, z *ZSet, member string) bool {
+	if z.tree == nil {
+		return false
+	}
+	if pk.head.z != nil && pk.head.z != z {
+		pk.flushHead(d)
+	}
+	it, ok := z.tree.GetAt(pk.head.k)
+	if !ok || it.Member != member {
+		return false
+	}
+	delete(z.dict, member)
+	pk.head.key, pk.head.z = key, z
+	pk.head.k++
+	return true
+}
+
+// flushHead removes the held least items from the tree, and the key when
+// its set is left empty.
+func (pk *planKeys) flushHead(d *DB) {
+	h := pk.head
+	if h.z == nil {
+		return
+	}
+	pk.head = heldHead{}
+	h.z.tree.DeleteFirst(h.k)
+	if h.z.Len() == 0 {
+		d.Remove(h.key)
+		pk.drop(h.key)
+	}
+}
+
+// pendingIncr is the increments held back for one field of a hash.
+type pendingIncr struct {
+	key   string
+	h     *Hash
+	field []byte
+	sum   int64
+}
+
+// hincr adds n to field of h (key), holding it back when it can.
+func (pk *planKeys) hincr(key string, h *Hash, field []byte, n int64) {
+	if !h.big() && h.limits().HashValue < 20 {
+		pk.flushIncr(key)
+		incrField(key, h, field, n)
+		return
+	}
+	for i := range pk.incr {
+		p := &pk.incr[i]
+		if p.h == h && string(p.field) == string(field) {
+			// The sum may wrap around: int64 addition is modular, so the
+			// value written is still the op-by-op value (which fits).
+			p.sum += n
+			return
+		}
+	}
+	if pk.incr == nil {
+		pk.incr = pk.buf[:0]
+	}
+	if len(pk.incr) == cap(pk.incr) {
+		pk.flushIncr("")
+	}
+	pk.incr = append(pk.incr, pendingIncr{key: key, h: h, field: field, sum: n})
+}
+
+// flushIncr writes the held increments of key ("": of every key).
+func (pk *planKeys) flushIncr(key string) {
+	kept := pk.incr[:0]
+	for _, p := range pk.incr {
+		if key == "" || p.key == key {
+			incrField(p.key, p.h, p.field, p.sum)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	clear(pk.incr[len(kept):])
+	pk.incr = kept
+}
+
+// incrField is HINCRBY key field n on h, known to succeed.
+func incrField(key string, h *Hash, field []byte, n int64) {
+	f := zview(field)
+	var cur int64
+	if v, ok := h.Get(f); ok {
+		c, ok := num.ParseInt(v)
+		if !ok {
+			panic("store: plan HINCRBY on a non-integer field " + key + " " + f)
+		}
+		cur = c
+	}
+	var buf [20]byte // copied by the listpack; buf stays on the stack (TestHashSetArgScratchOnStack)
+	h.SetArg(field, strconv.AppendInt(buf[:0], cur+n, 10))
 }
 
 // get returns the value at key (d.Get on a miss, which is then kept when
@@ -104,6 +227,12 @@ func (pk *planKeys) hashForWrite(d *DB, key string) (*Hash, string) {
 }
 
 func applyOp(d *DB, o *plan.Op, pk *planKeys) {
+	if len(pk.incr) > 0 && o.Kind != plan.HIncrBy {
+		pk.flushIncr(o.Key) // the op sees the key's increments
+	}
+	if pk.head.z != nil && o.Kind != plan.ZRem && o.Key == pk.head.key {
+		pk.flushHead(d) // the op sees the set whole
+	}
 	switch o.Kind {
 	case plan.HSet:
 		h, e := d.HashForWrite(o.Key)
@@ -126,17 +255,7 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 	case plan.HIncrBy:
 		h, e := pk.hashForWrite(d, o.Key)
 		mustType(e, o)
-		f := zview(o.Fields[0])
-		var cur int64
-		if v, ok := h.Get(f); ok {
-			n, ok := num.ParseInt(v)
-			if !ok {
-				panic("store: plan HINCRBY on a non-integer field " + o.Key + " " + f)
-			}
-			cur = n
-		}
-		var buf [20]byte // copied by the listpack; buf stays on the stack (TestHashSetArgScratchOnStack)
-		h.SetArg(o.Fields[0], strconv.AppendInt(buf[:0], cur+o.Num, 10))
+		pk.hincr(o.Key, h, o.Fields[0], o.Num)
 	case plan.ZAdd:
 		z, e := pk.zsetForWrite(d, o.Key)
 		mustType(e, o)
@@ -148,6 +267,15 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 		}
 		if v.Kind != KindZSet {
 			mustType(ErrWrongType, o)
+		}
+		if pk.remHead(d, o.Key, v.ZSet, o.Member) {
+			return
+		}
+		if pk.head.z == v.ZSet {
+			pk.flushHead(d) // not the next least member
+			if v = pk.get(d, o.Key); v == nil {
+				return
+			}
 		}
 		if v.ZSet.Rem(o.Member) && v.ZSet.Len() == 0 { // DropIfEmpty without a third lookup
 			d.Remove(o.Key)
