@@ -39,9 +39,9 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 // Nothing else writes the keyspace while a plan applies and the clock does
 // not move, so a kept value is what the keyspace holds.
 //
-// It also holds back HINCRBY: increments of one field add up and reach the
-// hash when another op writes that key or the plan ends, in the order the
-// fields were first incremented (the sweep increments metrics:failed once
+// It also holds back HINCRBY (docs/architecture.md §2.5): increments of
+// one field add up and reach the hash when another op writes that key or
+// the plan ends, in the order the fields were first incremented (the sweep increments metrics:failed once
 // per dead job: 100 rewrites of the counter became one). The keyspace after
 // the plan is the same: ops on other keys do not read the counter, the
 // value written is the one the op-by-op order reaches (the judgement checked
