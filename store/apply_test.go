@@ -214,3 +214,31 @@ m2: big=false len=6: a="2" b="1" c="1" d="1" e="2" f="1"
 		t.Fatalf("got %s\nwant %s", got, w)
 	}
 }
+
+// TestApplyPlanScratchStartsAndEndsEmpty: the store's planKeys scratch is
+// empty after a plan, and a scratch left dirty (a plan a contained panic
+// cut short) does not leak into the next plan: a stale kept value for a
+// key would make the plan write into a value no longer in the keyspace.
+func TestApplyPlanScratchStartsAndEndsEmpty(t *testing.T) {
+	s := New(1)
+	c := &Ctx{S: s, DB: s.DB(0)}
+	p := &plan.Plan{}
+	p.ZAdd("z", 1, "a")
+	p.HIncrBy("m", "count", 1)
+	c.ApplyPlan(p)
+	if s.planKeys.next != 0 || s.planKeys.vals != [8]*Value{} || s.planKeys.incr != nil || s.planKeys.head != (heldHead{}) {
+		t.Fatalf("scratch not empty after a plan: %+v", s.planKeys)
+	}
+	// Dirty it by hand with a value of "z" that is not in the keyspace.
+	stale := &Value{Kind: KindZSet, ZSet: NewZSet()}
+	s.planKeys.put("z", stale)
+	q := &plan.Plan{}
+	q.ZAdd("z", 2, "b")
+	c.ApplyPlan(q)
+	if stale.ZSet.Len() != 0 {
+		t.Fatal("the plan wrote into a stale kept value")
+	}
+	if z := s.DB(0).Get("z"); z == nil || z.ZSet.Len() != 2 {
+		t.Fatalf("z after the plan: %+v", z)
+	}
+}

@@ -331,6 +331,10 @@ type Store struct {
 	ExpireCycleCPUMicros int64
 	// mutations counts the keyspace changes begun (see Mutations).
 	mutations uint64
+	// planKeys is ApplyPlan's scratch, reused from plan to plan (plans
+	// apply under the lock, one at a time) and zeroed before and after
+	// each, so it holds nothing of the keyspace between them.
+	planKeys planKeys
 }
 
 // Mutations counts, under the lock, every change to the keyspace that has
