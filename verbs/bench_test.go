@@ -11,9 +11,16 @@ import (
 
 // BenchmarkJobCycle is one ENQUEUE *, CLAIM, COMPLETE through the handlers
 // (no network), the native side of bench/cmd/jobcycle.
-func BenchmarkJobCycle(b *testing.B) {
+func BenchmarkJobCycle(b *testing.B) { benchJobCycle(b, nopFeed{}) }
+
+// BenchmarkJobCycleNoFeed is BenchmarkJobCycle with nothing recording the
+// writes (appendonly no, as bench/compare.sh runs the servers): the plans
+// are not rendered for a Feed.
+func BenchmarkJobCycleNoFeed(b *testing.B) { benchJobCycle(b, nil) }
+
+func benchJobCycle(b *testing.B, feed store.Feed) {
 	s := store.New(16)
-	s.Feed = nopFeed{}
+	s.Feed = feed
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
 	vs := New(Config{})
 	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}

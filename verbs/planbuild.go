@@ -11,8 +11,9 @@ import (
 // slices (the store keeps value slices and never modifies them; the Feed
 // copies what it records).
 
-// newPlan returns an empty plan with room for n ops.
-func newPlan(n int) *plan.Plan { return &plan.Plan{Ops: make([]plan.Op, 0, n)} }
+// newPlan returns an empty plan with room for n ops (plan.Get: apply gives
+// it back).
+func newPlan(n int) *plan.Plan { return plan.Get(n) }
 
 var (
 	fvStatePending   = [][]byte{fState, vPending}

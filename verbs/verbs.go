@@ -136,9 +136,12 @@ func (vs *Verbs) queueArg(c *store.Ctx) *Keys {
 	return vs.keysFor(c.Argv[1])
 }
 
-// apply applies p (nil: nothing to write).
+// apply applies p (nil: nothing to write) and gives a plan from newPlan
+// back to the pool: nothing may use it after (a verb's own scratch plan,
+// the sweep's, is not pooled and stays with its owner).
 func apply(c *store.Ctx, p *plan.Plan) {
 	if p != nil {
 		c.ApplyPlan(p)
+		plan.Put(p)
 	}
 }
