@@ -226,11 +226,19 @@ func TestApplyPlanScratchStartsAndEndsEmpty(t *testing.T) {
 	p.ZAdd("z", 1, "a")
 	p.HIncrBy("m", "count", 1)
 	c.ApplyPlan(p)
-	if s.planKeys.next != 0 || s.planKeys.vals != [8]*Value{} || s.planKeys.incr != nil || s.planKeys.head != (heldHead{}) {
+	if s.planKeys.next != 0 || s.planKeys.used != 0 || s.planKeys.dirty || s.planKeys.keys != [8]string{} ||
+		s.planKeys.vals != [8]*Value{} || s.planKeys.incr != nil || s.planKeys.head != (heldHead{}) {
 		t.Fatalf("scratch not empty after a plan: %+v", s.planKeys)
 	}
-	// Dirty it by hand with a value of "z" that is not in the keyspace.
+	for i, b := range s.planKeys.buf {
+		if b.key != "" || b.h != nil || b.field != nil || b.sum != 0 {
+			t.Fatalf("held increment %d not cleared: %+v", i, b)
+		}
+	}
+	// Leave it as a plan cut short by a contained panic would: a value of
+	// "z" that is not in the keyspace kept, and the plan never ended.
 	stale := &Value{Kind: KindZSet, ZSet: NewZSet()}
+	s.planKeys.dirty = true
 	s.planKeys.put("z", stale)
 	q := &plan.Plan{}
 	q.ZAdd("z", 2, "b")
