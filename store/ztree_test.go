@@ -261,14 +261,13 @@ func TestZTreeFill(t *testing.T) {
 	}
 }
 
-// A tree three inner levels high, emptied in random order and from both
-// ends: every merge and rebalance of inner nodes runs.
-func TestZTreeDeep(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 7))
+// randomZTree is a tree of n items (members "0" to n-1, random scores
+// below scoreMax) and the items in the tree's order.
+func randomZTree(r *rand.Rand, n, scoreMax int) (*ztree, []ZItem) {
 	tr := newZTree()
-	var ref []ZItem
-	for i := 0; i < 120000; i++ {
-		ref = append(ref, ZItem{Score: float64(r.IntN(1 << 30)), Member: fmt.Sprint(i)})
+	ref := make([]ZItem, 0, n)
+	for i := 0; i < n; i++ {
+		ref = append(ref, ZItem{Score: float64(r.IntN(scoreMax)), Member: fmt.Sprint(i)})
 	}
 	for _, it := range ref {
 		tr.Insert(it)
@@ -279,6 +278,14 @@ func TestZTreeDeep(t *testing.T) {
 		}
 		return 1
 	})
+	return tr, ref
+}
+
+// A tree three inner levels high, emptied in random order and from both
+// ends: every merge and rebalance of inner nodes runs.
+func TestZTreeDeep(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	tr, ref := randomZTree(r, 120000, 1<<30)
 	if tr.height < 3 {
 		t.Fatalf("height %d", tr.height)
 	}
@@ -350,20 +357,7 @@ func TestZTreeDeep(t *testing.T) {
 func TestZTreeDeleteFirst(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	for _, n := range []int{1, 5, 41, 42, 43, 500, 3000, 60000} {
-		tr := newZTree()
-		var ref []ZItem
-		for i := 0; i < n; i++ {
-			ref = append(ref, ZItem{Score: float64(r.IntN(1 << 20)), Member: fmt.Sprint(i)})
-		}
-		for _, it := range ref {
-			tr.Insert(it)
-		}
-		slices.SortFunc(ref, func(a, b ZItem) int {
-			if zless(a, b) {
-				return -1
-			}
-			return 1
-		})
+		tr, ref := randomZTree(r, n, 1<<20)
 		snap := tr.Copy()
 		all := slices.Clone(ref)
 		for step := 0; len(ref) > 0; step++ {
