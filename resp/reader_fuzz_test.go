@@ -7,7 +7,10 @@ import (
 
 // FuzzReader checks that the reader never panics, that any split of the
 // input into two reads gives the same commands and error as one read, and
-// that reading one command per Parse gives the same as all at once.
+// that reading one command per Parse gives the same as all at once. The
+// split and one-by-one readers release their argvs after every Parse
+// (Recycle, as the server does after a batch that kept nothing), once the
+// commands are rendered: a frame still being received must survive it.
 // Inputs over MaxInline are skipped: Valkey's size limits depend on read
 // boundaries by design.
 func FuzzReader(f *testing.F) {
@@ -29,6 +32,7 @@ func FuzzReader(f *testing.F) {
 		two.Write(data[:c])
 		cmds, err1 := two.Parse(0, false)
 		got := render(cmds)
+		two.Recycle()
 		if err1 == nil {
 			two.Write(data[c:])
 			cmds, err1 = two.Parse(0, false)
@@ -45,6 +49,7 @@ func FuzzReader(f *testing.F) {
 		for {
 			cmds, err2 = one.Parse(1, false)
 			seq = append(seq, render(cmds)...)
+			one.Recycle()
 			if err2 != nil || len(cmds) == 0 {
 				break
 			}
