@@ -21,9 +21,11 @@ const module = "github.com/emqd/emqd"
 var layers = map[string]int{
 	"clock": 0, // the server clock (Wall, Manual, Shifted)
 	"num":   0, // Valkey's number rules: string2ll, string2d, d2string, long double
-	"resp":  1, // RESP request reader and reply writer
-	"plan":  1, // the write plan (primitive ops)
-	"store": 2, // keyspace, data types, Valkey commands, command specs
+
+	"internal/valkeyref": 0, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
+	"resp":               1, // RESP request reader and reply writer
+	"plan":               1, // the write plan (primitive ops)
+	"store":              2, // keyspace, data types, Valkey commands, command specs
 
 	"store/aof": 3, // the append-only file
 	"verbs":     3, // the EMQ.* verbs
