@@ -18,7 +18,7 @@ import (
 // stay plain go-redis errors.
 func TestTypedErrors(t *testing.T) {
 	e := newEnv(t)
-	sentinels := []error{emq.ErrStale, emq.ErrState, emq.ErrLane, emq.ErrKind}
+	sentinels := []error{emq.ErrStale, emq.ErrState, emq.ErrLane, emq.ErrKind, emq.ErrLimit}
 	check := func(err, want error, class, detail string) {
 		t.Helper()
 		var me *emq.Error
@@ -59,6 +59,13 @@ func TestTypedErrors(t *testing.T) {
 
 	e.rdb.HSet(e.ctx, "emq:{q}:job:"+id, "group", "g")
 	check(e.c.Extend(e.ctx, "q", id, "1", time.Second), emq.ErrLane, "EMQLANE", "lane rows are not served natively")
+
+	// A job larger than the connection's output limit (docs/verbs.md §2.16).
+	e.rdb.ConfigSet(e.ctx, "client-output-buffer-limit", "normal 1mb 0 0")
+	e.enqueue("big", string(make([]byte, 2<<20)))
+	_, err = e.c.Claim(e.ctx, "big", time.Second)
+	check(err, emq.ErrLimit, "EMQLIMIT", "the next job's reply would pass this client's output buffer limit (client-output-buffer-limit); nothing was claimed")
+	e.rdb.ConfigSet(e.ctx, "client-output-buffer-limit", "normal 0 0 0")
 
 	e.rdb.Set(e.ctx, "emq:{q}:job:JOB00000000009", "x", 0)
 	err = e.c.Complete(e.ctx, "q", "JOB00000000009", "1")

@@ -27,6 +27,10 @@ var (
 	// ErrKind (EMQKIND): a job id that is not "JOB" followed by 11
 	// characters from 0-9A-Za-z (docs/verbs.md §1.4).
 	ErrKind = errors.New("EMQKIND")
+	// ErrLimit (EMQLIMIT): a claim's first job does not fit in what the
+	// connection's output buffer limit leaves (docs/verbs.md §2.16); nothing
+	// was claimed. Raise client-output-buffer-limit to take that job.
+	ErrLimit = errors.New("EMQLIMIT")
 )
 
 // Sentinels of the library itself.
@@ -40,9 +44,10 @@ var (
 )
 
 // Error is an EMQ refusal: Class is the first word of the reply
-// (EMQSTALE, EMQSTATE, EMQLANE or EMQKIND), Detail the rest ("lease lost",
-// "complete token mismatch", "job is dead", ...). errors.Is matches it
-// against ErrStale, ErrState, ErrLane and ErrKind; Unwrap gives the
+// (EMQSTALE, EMQSTATE, EMQLANE, EMQKIND or EMQLIMIT), Detail the rest
+// ("lease lost", "complete token mismatch", "job is dead", ...). errors.Is
+// matches it against ErrStale, ErrState, ErrLane, ErrKind and ErrLimit;
+// Unwrap gives the
 // go-redis error reply it came from.
 type Error struct {
 	Class  string
@@ -64,6 +69,8 @@ func (e *Error) Is(target error) bool {
 		return e.Class == "EMQLANE"
 	case ErrKind:
 		return e.Class == "EMQKIND"
+	case ErrLimit:
+		return e.Class == "EMQLIMIT"
 	}
 	return false
 }
@@ -81,7 +88,7 @@ func typed(err error) error {
 	msg := re.Error()
 	class, detail, _ := strings.Cut(msg, " ")
 	switch class {
-	case "EMQSTALE", "EMQSTATE", "EMQLANE", "EMQKIND":
+	case "EMQSTALE", "EMQSTATE", "EMQLANE", "EMQKIND", "EMQLIMIT":
 		return &Error{Class: class, Detail: detail, reply: err}
 	}
 	return err

@@ -225,6 +225,7 @@ func (b *blocking) retry(s *Server, p *parked) (served bool) {
 	x.NowMs = s.clock.NowMs()
 	s.store.SetNow(x.NowMs)
 	x.InMulti = false
+	p.c.setReplyRoom(x, p.c.hardLimit())
 	mark := len(p.c.aw.Buf)
 	t := s.trk
 	if t != nil {

@@ -412,7 +412,7 @@ func TestConfigGetSet(t *testing.T) {
 		{a("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
 		{a("CONFIG", "SET", "save", "900"), errReply("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters")},
 		{a("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1k 5"), "+OK\r\n"},
-		{a("CONFIG", "GET", "client-output-buffer-limit"), "*2\r\n$26\r\nclient-output-buffer-limit\r\n$72\r\nnormal 268435456 0 0 replica 268435456 67108864 60 pubsub 1048576 1000 5\r\n"},
+		{a("CONFIG", "GET", "client-output-buffer-limit"), "*2\r\n$26\r\nclient-output-buffer-limit\r\n$62\r\nnormal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 1000 5\r\n"},
 		{a("CONFIG", "SET", "client-output-buffer-limit", "foo 1 2 3"), errReply("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Invalid client class specified in buffer limit configuration.")},
 	})
 	// The port reported is the one listened on.

@@ -47,8 +47,7 @@ type param struct {
 const maxInt = 1<<31 - 1
 
 // paramTable returns a fresh table with Valkey 8's defaults (emqd's where
-// they differ: bind 127.0.0.1, save "", client-output-buffer-limit normal
-// 256mb hard).
+// they differ: bind 127.0.0.1, save "").
 func paramTable() []*param {
 	cwd, _ := os.Getwd()
 	ints := func(name, def string, min, max int64) *param {
@@ -97,8 +96,8 @@ func paramTable() []*param {
 		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
 		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
 		apply(&param{name: "client-output-buffer-limit", kind: kindSpecial,
-			def:   "normal 268435456 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60",
-			check: checkOutputLimit}, func(s *Server, v string) { s.outLimit.Store(normalHardLimit(v)) }),
+			def:   "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+			check: checkOutputLimit}, func(s *Server, v string) { s.setOutputLimits(v) }),
 		{name: "save", kind: kindSpecial, def: "", check: checkSave},
 		apply(mem("maxmemory", "0", 0, 1<<62), func(s *Server, v string) { s.setMaxmemory(atoi(v)) }),
 		// Valkey's names are recognised; only noeviction is accepted
@@ -335,8 +334,10 @@ func checkSave(v string) (string, error) {
 	return "", nil
 }
 
-// outClasses are client-output-buffer-limit's classes, in output order.
-var outClasses = []string{"normal", "replica", "pubsub"}
+// outClasses are client-output-buffer-limit's classes, in output order and
+// with Valkey 8.0's names (CONFIG GET prints "slave"; "replica" is taken
+// as input).
+var outClasses = []string{"normal", "slave", "pubsub"}
 
 // checkOutputLimit parses client-output-buffer-limit ("class hard soft
 // seconds" groups) and returns the full setting with the changed classes.
@@ -347,10 +348,10 @@ func checkOutputLimit(v string) (string, error) {
 	}
 	for i := 0; i < len(f); i += 4 {
 		class := strings.ToLower(f[i])
-		if class == "slave" {
-			class = "replica"
+		if class == "replica" {
+			class = "slave"
 		}
-		if class != "normal" && class != "replica" && class != "pubsub" {
+		if class != "normal" && class != "slave" && class != "pubsub" {
 			return "", errors.New("Invalid client class specified in buffer limit configuration.")
 		}
 		hard, ok1 := parseMemory(f[i+1])
@@ -383,16 +384,37 @@ func mergeOutputLimit(cur, set string) string {
 	return strings.Join(out, " ")
 }
 
-// normalHardLimit is the hard limit of the normal class (0: none).
-func normalHardLimit(v string) int64 {
+// outputLimits are the limits client-output-buffer-limit sets for the two
+// classes a client of emqd can be in (no replicas), in bytes (0: none) and
+// seconds. Valkey's checkClientOutputBufferLimits: past hard, or past soft
+// for more than softSecs, the client is closed.
+type outputLimits struct {
+	normal, pubsub classLimit
+}
+
+// classLimit is one class's hard and soft limits (bytes) and soft seconds.
+type classLimit struct {
+	hard, soft, softSecs int64
+}
+
+// parseOutputLimits reads the canonical setting (checkOutputLimit's form).
+func parseOutputLimits(v string) *outputLimits {
+	l := &outputLimits{}
 	f := strings.Fields(v)
 	for i := 0; i+3 < len(f); i += 4 {
-		if f[i] == "normal" {
-			return atoi(f[i+1])
+		cl := classLimit{atoi(f[i+1]), atoi(f[i+2]), atoi(f[i+3])}
+		switch f[i] {
+		case "normal":
+			l.normal = cl
+		case "pubsub":
+			l.pubsub = cl
 		}
 	}
-	return 0
+	return l
 }
+
+// setOutputLimits makes a client-output-buffer-limit value take effect.
+func (s *Server) setOutputLimits(v string) { s.outLimits.Store(parseOutputLimits(v)) }
 
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)

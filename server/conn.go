@@ -85,6 +85,10 @@ type client struct {
 	// on; tracking.go); sub the Pub/Sub subscriptions (pubsub.go).
 	trk *clientTracking
 	sub *clientPubSub
+	// inPubSub: the client has a subscription, so it is held to the
+	// pubsub class of client-output-buffer-limit (set under the store
+	// lock, read by enqueueLocked from any goroutine).
+	inPubSub atomic.Bool
 	// inBatch is true while the connection's own batch runs under the
 	// store lock: frames for it (invalidations) then go to w, after the
 	// replies written so far.
@@ -333,7 +337,9 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	c.batchMono = nanotime()
 	c.tick = c.batchMono
 	dirty := st.DirtyCount
-	lim := s.outLimit.Load()
+	lim := c.hardLimit()
+	c.setReplyRoom(&c.ctx, lim)
+	c.xc.OutLimit, c.xc.OutQueued = c.ctx.OutLimit, c.ctx.OutQueued
 	c.inBatch = true
 	for i, argv := range cmds {
 		c.execUnit(argv)
@@ -375,15 +381,39 @@ func (c *client) commit() bool {
 	return true
 }
 
-// outputOverLimit disconnects a client whose output passed the normal
-// class hard limit (client-output-buffer-limit).
+// classLimit is the client-output-buffer-limit class the client is held to:
+// pubsub while it has a subscription, else normal (Valkey's getClientType;
+// emqd has no replicas).
+func (c *client) classLimit() classLimit {
+	l := c.s.outLimits.Load()
+	if c.inPubSub.Load() {
+		return l.pubsub
+	}
+	return l.normal
+}
+
+// hardLimit is the hard limit of the client's class in bytes (0: none).
+func (c *client) hardLimit() int64 { return c.classLimit().hard }
+
+// setReplyRoom tells x how many reply bytes the client can still take
+// before its output passes lim (store.Ctx.ReplyRoom): the replies already
+// queued and not yet written count.
+func (c *client) setReplyRoom(x *store.Ctx, lim int64) {
+	x.OutLimit = lim
+	c.outMu.Lock()
+	x.OutQueued = int64(len(c.out))
+	c.outMu.Unlock()
+}
+
+// outputOverLimit disconnects a client whose output passed its class's
+// hard limit (client-output-buffer-limit).
 func (c *client) outputOverLimit() {
 	if c.killed.Swap(true) {
 		return
 	}
 	c.s.statObufClosed.Add(1)
 	c.s.log.Warn("Client scheduled to be closed ASAP for overcoming of output buffer limits.",
-		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.s.outLimit.Load())
+		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.hardLimit())
 	c.nc.Close()
 }
 
@@ -401,7 +431,7 @@ func (c *client) enqueueLocked(w *resp.Writer) {
 		w.Buf = w.Buf[:0]
 	}
 	over := false
-	if lim := c.s.outLimit.Load(); lim > 0 && int64(len(c.out)) > lim {
+	if lim := c.hardLimit(); lim > 0 && int64(len(c.out)) > lim {
 		over = true
 	}
 	c.outMu.Unlock()

@@ -255,7 +255,7 @@ func TestOutputBufferLimit(t *testing.T) {
 	}
 	c.write(p)
 	c.expectClosed()
-	if r := dial(t, s).do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(r, "normal 1048576 0 0 replica") {
+	if r := dial(t, s).do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(r, "normal 1048576 0 0 slave") {
 		t.Fatalf("config: %q", r)
 	}
 	if !strings.Contains(logs.String(), "closed ASAP for overcoming of output buffer limits") {

@@ -106,6 +106,7 @@ func (c *client) markPubSub(was int) {
 	case was > 0 && now == 0:
 		ps.clients--
 	}
+	c.inPubSub.Store(now > 0)
 }
 
 func removeClient(list []*client, c *client) []*client {

@@ -54,7 +54,7 @@ type Server struct {
 	tls           tlsState
 	maxBulk       atomic.Int64
 	maxQuery      atomic.Int64
-	outLimit      atomic.Int64
+	outLimits     atomic.Pointer[outputLimits] // client-output-buffer-limit
 	slowlogSlower atomic.Int64
 	slowlogMax    atomic.Int64
 	trkMaxKeys    atomic.Int64 // tracking-table-max-keys

@@ -10,6 +10,7 @@
 package store
 
 import (
+	"math"
 	"sync"
 
 	"github.com/emqd/emqd/clock"
@@ -537,6 +538,14 @@ type Ctx struct {
 	// so the store may keep it instead of a copy (KeepArg). Set by the
 	// server for its connections; false for every other caller.
 	BigArgsOwned bool
+	// OutLimit is the hard output limit of the client the command runs
+	// for, in bytes (its class of client-output-buffer-limit; 0: none),
+	// and OutQueued the bytes of its replies already waiting outside W. A
+	// client whose replies pass OutLimit is disconnected before it reads
+	// them, so a verb whose reply comes from what its plan hands out
+	// bounds it with ReplyRoom before applying (docs/verbs.md §2.16). Set
+	// by the server; zero (no limit) for every other caller.
+	OutLimit, OutQueued int64
 
 	dirty      int
 	propagated bool
@@ -569,6 +578,20 @@ func (c *Ctx) Dirty(key string) {
 	c.dirty++
 	c.S.DirtyCount++
 	c.S.Touch(c.DB.Index, key)
+}
+
+// ReplyRoom is how many bytes the command's reply may take before the
+// client's output passes its limit: OutLimit less OutQueued and what W
+// holds (0 when it is already past; math.MaxInt64 without a limit).
+func (c *Ctx) ReplyRoom() int64 {
+	if c.OutLimit <= 0 {
+		return math.MaxInt64
+	}
+	r := c.OutLimit - c.OutQueued
+	if c.W != nil {
+		r -= int64(c.W.Len())
+	}
+	return max(r, 0)
 }
 
 // Changed reports whether the command recorded any change.

@@ -8,14 +8,17 @@ import (
 // Error texts of the verbs (docs/verbs.md §2.8, §2.9, §4). Job-level
 // refusals are typed: clients match the first word.
 const (
-	ErrInvalidQueue  = "ERR invalid queue name"
-	ErrKind          = "EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z"
-	ErrGone          = "EMQSTALE job gone"
-	ErrLeaseLost     = "EMQSTALE lease lost"
-	ErrLane          = "EMQLANE lane rows are not served natively"
-	ErrDead          = "EMQSTATE job is dead"
-	ErrNotDead       = "EMQSTATE job is not dead"
-	ErrActive        = "EMQSTATE job is active"
+	ErrInvalidQueue = "ERR invalid queue name"
+	ErrKind         = "EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z"
+	ErrGone         = "EMQSTALE job gone"
+	ErrLeaseLost    = "EMQSTALE lease lost"
+	ErrLane         = "EMQLANE lane rows are not served natively"
+	ErrDead         = "EMQSTATE job is dead"
+	ErrNotDead      = "EMQSTATE job is not dead"
+	ErrActive       = "EMQSTATE job is active"
+	// ErrReplyLimit: the first job a claim would hand out does not fit in
+	// what the client's output buffer limit leaves (docs/verbs.md §2.16).
+	ErrReplyLimit    = "EMQLIMIT the next job's reply would pass this client's output buffer limit (client-output-buffer-limit); nothing was claimed"
 	ErrMintNotID     = "EMQKIND {emq}:mint last is not a minted job id"
 	ErrMintExhausted = "ERR job id space exhausted"
 	// ErrDebugDisabled is Valkey's refusal of DEBUG when enable-debug-command

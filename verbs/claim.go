@@ -20,6 +20,11 @@ type claimArgs struct {
 	Count   int64
 	Block   bool
 	BlockMs int64
+	// Room is how many bytes the reply may take (store.Ctx.ReplyRoom; 0:
+	// judgeClaim treats it as no limit). The claim stops early rather than
+	// hand out a job whose reply the client would be disconnected for
+	// (docs/verbs.md §2.16).
+	Room int64
 }
 
 func (vs *Verbs) parseClaim(c *store.Ctx, a *claimArgs) bool {
@@ -193,6 +198,11 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	}
 	var ghosts []string
 	taken := make(map[string]bool, len(prom))
+	room := a.Room
+	if room <= 0 {
+		room = math.MaxInt64
+	}
+	size := arrayHeaderBytes(a.Count)
 	i, j := 0, 0
 	for int64(len(v.Jobs)) < a.Count {
 		for i < len(r.Cands) && inProm[r.Cands[i].ID] {
@@ -241,7 +251,16 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 			}
 			failures = n
 		}
-		v.Jobs = append(v.Jobs, claimedJob{ID: c.ID, Key: rowKey, Payload: c.Row.Payload.Val, Token: strconv.AppendInt(nil, tok, 10), Failures: failures})
+		jb := claimedJob{ID: c.ID, Key: rowKey, Payload: c.Row.Payload.Val, Token: strconv.AppendInt(nil, tok, 10), Failures: failures}
+		if n := jb.replyBytes(); n > room-size {
+			if len(v.Jobs) == 0 {
+				return claimVerdict{}, nil, refuse(ErrReplyLimit)
+			}
+			break
+		} else {
+			size += n
+		}
+		v.Jobs = append(v.Jobs, jb)
 		if inProm[c.ID] {
 			taken[c.ID] = true
 		}
@@ -271,6 +290,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 // claimOnce runs one claim at c.NowMs: read, judge, apply, wake. It writes
 // the reply only for a refusal (refused true).
 func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
+	a.Room = c.ReplyRoom()
 	r := readClaim(c.DB, a, c.NowMs)
 	v, p, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), a)
 	if ref.Refused() {
@@ -285,6 +305,20 @@ func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused 
 	}
 	return v, false
 }
+
+// replyBytes is what the job's entry of the claim reply takes on the wire:
+// `*4`, three bulks and an integer (the same bytes in RESP2 and RESP3).
+func (j *claimedJob) replyBytes() int64 {
+	return 4 + bulkBytes(len(j.ID)) + bulkBytes(len(j.Payload)) + bulkBytes(len(j.Token)) +
+		int64(3+len(strconv.AppendInt(nil, j.Failures, 10)))
+}
+
+// bulkBytes is the wire size of a bulk string of n bytes: `$n`, CRLF, the
+// bytes, CRLF.
+func bulkBytes(n int) int64 { return int64(n) + 5 + int64(len(strconv.Itoa(n))) }
+
+// arrayHeaderBytes is the most an array header of at most n elements takes.
+func arrayHeaderBytes(n int64) int64 { return 3 + int64(len(strconv.FormatInt(n, 10))) }
 
 func writeClaimReply(c *store.Ctx, v *claimVerdict) {
 	c.W.Array(len(v.Jobs))

@@ -32,8 +32,11 @@ type th struct {
 	multi bool
 	block *store.BlockSpec
 	proto int
-	v     *Verbs                        // the verbs under test, bound to h
-	specs map[string]*store.CommandSpec // v's commands by name ("emq.debug|clock" too)
+	// outLimit is the client's output limit the commands run with
+	// (store.Ctx.OutLimit; 0: none).
+	outLimit int64
+	v        *Verbs                        // the verbs under test, bound to h
+	specs    map[string]*store.CommandSpec // v's commands by name ("emq.debug|clock" too)
 }
 
 // recFeed records every Append (the AOF's view of the writes).
@@ -66,7 +69,8 @@ func arityOK(a, n int) bool { return (a >= 0 && n == a) || (a < 0 && n >= -a) }
 // ctx returns a Ctx for argv on h's store.
 func (h *th) ctx(argv [][]byte) *store.Ctx {
 	return &store.Ctx{S: h.s, DB: h.s.DB(h.db), Argv: argv, W: &resp.Writer{Proto: h.proto},
-		NowMs: h.clk.NowMs(), RunID: h.run, Clock: h.clk, DebugEnabled: h.debug, InMulti: h.multi}
+		NowMs: h.clk.NowMs(), RunID: h.run, Clock: h.clk, DebugEnabled: h.debug, InMulti: h.multi,
+		OutLimit: h.outLimit}
 }
 
 // raw runs one command and returns the raw reply ("" when it blocked).
