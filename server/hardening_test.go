@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,115 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met in 10 s")
+}
+
+// pubsubWork reads the pub/sub tables' work counter (store lock).
+func pubsubWork(s *Server) (work int64, channels int) {
+	s.store.Lock()
+	defer s.store.Unlock()
+	return s.pubsub.work, len(s.pubsub.channels)
+}
+
+// TestSubscribeManyChannelsLinear (issue 27 item 2): one SUBSCRIBE of
+// 100,000 channels, a second SUBSCRIBE of the same ones (each already
+// held), UNSUBSCRIBE of every channel in subscription order, and a
+// disconnect holding 100,000 channels each cost work linear in the
+// channels (the work counter of the tables, not a clock: the slices made
+// each of these quadratic, 5*10^9 comparisons for the first).
+func TestSubscribeManyChannelsLinear(t *testing.T) {
+	const n = 100_000
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	args := []string{"SUBSCRIBE"}
+	for i := 0; i < n; i++ {
+		args = append(args, "ch:"+strconv.Itoa(i))
+	}
+	readN := func(c *rawConn, k int) string {
+		var last string
+		for i := 0; i < k; i++ {
+			last = c.read()
+		}
+		return last
+	}
+	c.write(encode(args...))
+	if last := readN(c, n); last != "*3\r\n$9\r\nsubscribe\r\n$8\r\nch:99999\r\n:100000\r\n" {
+		t.Fatalf("last frame %q", last)
+	}
+	c.write(encode(args...))
+	if last := readN(c, n); !strings.HasSuffix(last, ":100000\r\n") {
+		t.Fatalf("again: %q", last)
+	}
+	if w, ch := pubsubWork(s); w > 2*n || ch != n {
+		t.Fatalf("subscribe: work %d for %d channels (%d held)", w, n, ch)
+	}
+	other := dial(t, s)
+	if r := other.do("PUBSUB", "NUMSUB", "ch:0", "ch:99999", "nope"); r != "*6\r\n$4\r\nch:0\r\n:1\r\n$8\r\nch:99999\r\n:1\r\n$4\r\nnope\r\n:0\r\n" {
+		t.Fatalf("numsub %q", r)
+	}
+	// UNSUBSCRIBE without names: one frame per channel, first subscribed first.
+	c.write(encode("UNSUBSCRIBE"))
+	if first := c.read(); first != "*3\r\n$11\r\nunsubscribe\r\n$4\r\nch:0\r\n:99999\r\n" {
+		t.Fatalf("first unsubscribe frame %q", first)
+	}
+	if last := readN(c, n-1); last != "*3\r\n$11\r\nunsubscribe\r\n$8\r\nch:99999\r\n:0\r\n" {
+		t.Fatalf("last unsubscribe frame %q", last)
+	}
+	w0, ch := pubsubWork(s)
+	if w0 > 4*n || ch != 0 {
+		t.Fatalf("unsubscribe: work %d, %d channels left", w0, ch)
+	}
+	// Disconnect while holding them all.
+	c2 := dial(t, s)
+	c2.write(encode(args...))
+	readN(c2, n)
+	c2.nc.Close()
+	eventually(t, func() bool { _, ch := pubsubWork(s); return ch == 0 })
+	if w, _ := pubsubWork(s); w-w0 > 2*n {
+		t.Fatalf("disconnect: work %d for %d channels", w-w0, n)
+	}
+	if r := other.do("PING"); r != "+PONG\r\n" {
+		t.Fatal(r)
+	}
+}
+
+// TestSubscribersListLinear: many clients on one channel join and leave in
+// any order with work linear in their number, and the survivors stay in
+// subscription order.
+func TestSubscribersListLinear(t *testing.T) {
+	const n = 100_000
+	cs := make([]*client, n)
+	for i := range cs {
+		cs[i] = &client{id: int64(i)}
+	}
+	var l subscribers
+	var work int64
+	for _, c := range cs {
+		l.add(c, &work)
+	}
+	// Remove every odd one from the end, then every even one but the last
+	// 10 from the front.
+	for i := n - 1; i >= 0; i -= 2 {
+		if l.remove(cs[i], &work) {
+			t.Fatal("empty too soon")
+		}
+	}
+	for i := 0; i < n-20; i += 2 {
+		if l.remove(cs[i], &work) {
+			t.Fatal("empty too soon")
+		}
+	}
+	if work > 6*n {
+		t.Fatalf("work %d for %d subscribers", work, n)
+	}
+	var got []int64
+	l.each(func(c *client) { got = append(got, c.id) })
+	if len(got) != 10 || got[0] != n-20 || got[9] != n-2 {
+		t.Fatalf("survivors %v", got)
+	}
+	for i := n - 20; i < n-2; i += 2 {
+		l.remove(cs[i], &work)
+	}
+	if !l.remove(cs[n-2], &work) {
+		t.Fatal("not empty at the end")
+	}
 }

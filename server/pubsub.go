@@ -17,21 +17,121 @@ import (
 // SPUBLISH) and keyspace notifications are not implemented. Everything
 // here runs under the store lock.
 
-// clientPubSub is one client's subscriptions, in subscription order.
+// clientPubSub is one client's subscriptions: each name with the sequence
+// number of its subscription, so membership, subscription and removal
+// cost one map operation whatever the client holds (issue 27: a slice made
+// one SUBSCRIBE of 100,000 channels quadratic), and UNSUBSCRIBE without
+// names still answers in subscription order (sorted by sequence once).
 type clientPubSub struct {
-	channels []string
-	patterns []string
+	channels map[string]uint64
+	patterns map[string]uint64
+	seq      uint64
 }
 
 // count is Valkey's clientSubscriptionsCount: channels plus patterns.
 func (p *clientPubSub) count() int { return len(p.channels) + len(p.patterns) }
 
+// inOrder returns the names of m in subscription order.
+func inOrder(m map[string]uint64) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return m[names[i]] < m[names[j]] })
+	return names
+}
+
+// subscribers are the clients of one channel or pattern in subscription
+// order. order may hold nil holes (removed clients), compacted once they
+// are half of it; at holds each client's index once the channel has more
+// than subscribersScan of them, so removal is O(1) amortized whatever the
+// count (below that a scan is cheaper than a map).
+type subscribers struct {
+	order []*client
+	at    map[*client]int
+	live  int
+}
+
+const subscribersScan = 8
+
+func (l *subscribers) add(c *client, work *int64) {
+	l.order = append(l.order, c)
+	l.live++
+	if l.at != nil {
+		l.at[c] = len(l.order) - 1
+	} else if len(l.order) > subscribersScan {
+		l.at = make(map[*client]int, len(l.order))
+		for i, x := range l.order {
+			if x != nil {
+				l.at[x] = i
+			}
+		}
+		*work += int64(len(l.order))
+	}
+}
+
+// remove drops c (present) and reports whether the list is empty.
+func (l *subscribers) remove(c *client, work *int64) bool {
+	i := -1
+	if l.at != nil {
+		i = l.at[c]
+		delete(l.at, c)
+		*work++
+	} else {
+		for j, x := range l.order {
+			*work++
+			if x == c {
+				i = j
+				break
+			}
+		}
+	}
+	l.order[i] = nil
+	l.live--
+	if l.live == 0 {
+		return true
+	}
+	if l.live*2 < len(l.order) {
+		k := 0
+		for _, x := range l.order {
+			if x != nil {
+				l.order[k] = x
+				if l.at != nil {
+					l.at[x] = k
+				}
+				k++
+			}
+		}
+		*work += int64(len(l.order))
+		clear(l.order[k:])
+		l.order = l.order[:k]
+	}
+	return false
+}
+
+// each calls f for every subscriber in subscription order.
+func (l *subscribers) each(f func(*client)) {
+	for _, x := range l.order {
+		if x != nil {
+			f(x)
+		}
+	}
+}
+
 // pubsubState is the server's side: who listens to what, in
 // subscription order.
 type pubsubState struct {
-	channels map[string][]*client
-	patterns map[string][]*client
-	clients  int // clients with a subscription (pubsub_clients)
+	channels map[string]*subscribers
+	patterns map[string]*subscribers
+	// sortedPats is the patterns in byte order (PUBLISH matches them in
+	// that order), rebuilt by the first PUBLISH after a pattern came or
+	// went.
+	sortedPats []string
+	patsDirty  bool
+	clients    int // clients with a subscription (pubsub_clients)
+	// work counts the elements visited to keep these tables (scans,
+	// compactions, index builds): the tests bound it per call.
+	work int64
 }
 
 // frameWriter writes frames (invalidations, messages) for a client other
@@ -109,35 +209,6 @@ func (c *client) markPubSub(was int) {
 	c.inPubSub.Store(now > 0)
 }
 
-func removeClient(list []*client, c *client) []*client {
-	for i, x := range list {
-		if x == c {
-			copy(list[i:], list[i+1:])
-			list[len(list)-1] = nil
-			return list[:len(list)-1]
-		}
-	}
-	return list
-}
-
-func removeName(list []string, name string) ([]string, bool) {
-	for i, x := range list {
-		if x == name {
-			return append(list[:i], list[i+1:]...), true
-		}
-	}
-	return list, false
-}
-
-func hasName(list []string, name string) bool {
-	for _, x := range list {
-		if x == name {
-			return true
-		}
-	}
-	return false
-}
-
 // cmdSubscribe is SUBSCRIBE channel [channel ...].
 func cmdSubscribe(c *client, x *store.Ctx) { c.subscribe(x, false) }
 
@@ -153,13 +224,25 @@ func (c *client) subscribe(x *store.Ctx, patterns bool) {
 		kind, list, table = "psubscribe", &sub.patterns, &ps.patterns
 	}
 	if *table == nil {
-		*table = make(map[string][]*client)
+		*table = make(map[string]*subscribers)
+	}
+	if *list == nil {
+		*list = make(map[string]uint64)
 	}
 	for _, a := range x.Argv[1:] {
 		name := string(a)
-		if !hasName(*list, name) {
-			*list = append(*list, name)
-			(*table)[name] = append((*table)[name], c)
+		if _, ok := (*list)[name]; !ok {
+			sub.seq++
+			(*list)[name] = sub.seq
+			l := (*table)[name]
+			if l == nil {
+				l = &subscribers{}
+				(*table)[name] = l
+				if patterns {
+					ps.patsDirty = true
+				}
+			}
+			l.add(c, &ps.work)
 		}
 		subscribedFrame(x, kind, &name, sub.count())
 	}
@@ -182,7 +265,7 @@ func (c *client) unsubscribe(x *store.Ctx, patterns bool) {
 		kind, list = "punsubscribe", &sub.patterns
 	}
 	if len(x.Argv) == 1 {
-		names := append([]string(nil), (*list)...)
+		names := inOrder(*list)
 		for _, name := range names {
 			c.dropSubscription(name, patterns)
 			subscribedFrame(x, kind, &name, sub.count())
@@ -204,18 +287,19 @@ func (c *client) unsubscribe(x *store.Ctx, patterns bool) {
 func (c *client) dropSubscription(name string, pattern bool) {
 	sub := c.sub
 	ps := &c.s.pubsub
-	list, table := &sub.channels, ps.channels
+	list, table := sub.channels, ps.channels
 	if pattern {
-		list, table = &sub.patterns, ps.patterns
+		list, table = sub.patterns, ps.patterns
 	}
-	var ok bool
-	if *list, ok = removeName(*list, name); !ok {
+	if _, ok := list[name]; !ok {
 		return
 	}
-	if l := removeClient(table[name], c); len(l) == 0 {
+	delete(list, name)
+	if table[name].remove(c, &ps.work) {
 		delete(table, name)
-	} else {
-		table[name] = l
+		if pattern {
+			ps.patsDirty = true
+		}
 	}
 }
 
@@ -226,10 +310,10 @@ func (c *client) unsubscribeAll(bool) {
 		return
 	}
 	was := c.subscriptions()
-	for _, n := range append([]string(nil), c.sub.channels...) {
+	for n := range c.sub.channels {
 		c.dropSubscription(n, false)
 	}
-	for _, n := range append([]string(nil), c.sub.patterns...) {
+	for n := range c.sub.patterns {
 		c.dropSubscription(n, true)
 	}
 	c.markPubSub(was)
@@ -246,30 +330,35 @@ func (s *Server) publish(channel string, message []byte) int {
 	ps := &s.pubsub
 	t := &s.frames
 	n := 0
-	for _, r := range ps.channels[channel] {
-		out := t.sink(r)
-		if out.Proto == 3 {
-			out.Push(3)
-		} else {
-			out.Array(3)
-		}
-		out.BulkString("message")
-		out.BulkString(channel)
-		out.Bulk(message)
-		t.deliver(r, out)
-		n++
+	if l := ps.channels[channel]; l != nil {
+		l.each(func(r *client) {
+			out := t.sink(r)
+			if out.Proto == 3 {
+				out.Push(3)
+			} else {
+				out.Array(3)
+			}
+			out.BulkString("message")
+			out.BulkString(channel)
+			out.Bulk(message)
+			t.deliver(r, out)
+			n++
+		})
 	}
 	if len(ps.patterns) > 0 {
-		pats := make([]string, 0, len(ps.patterns))
-		for p := range ps.patterns {
-			pats = append(pats, p)
+		if ps.patsDirty {
+			ps.sortedPats = ps.sortedPats[:0]
+			for p := range ps.patterns {
+				ps.sortedPats = append(ps.sortedPats, p)
+			}
+			sort.Strings(ps.sortedPats)
+			ps.patsDirty = false
 		}
-		sort.Strings(pats)
-		for _, p := range pats {
+		for _, p := range ps.sortedPats {
 			if !store.GlobMatch(p, channel, false) {
 				continue
 			}
-			for _, r := range ps.patterns[p] {
+			ps.patterns[p].each(func(r *client) {
 				out := t.sink(r)
 				if out.Proto == 3 {
 					out.Push(4)
@@ -282,7 +371,7 @@ func (s *Server) publish(channel string, message []byte) int {
 				out.Bulk(message)
 				t.deliver(r, out)
 				n++
-			}
+			})
 		}
 	}
 	return n
@@ -338,7 +427,11 @@ func cmdPubsubNumsub(c *client, x *store.Ctx) {
 	x.W.Array(2 * (len(x.Argv) - 2))
 	for _, a := range x.Argv[2:] {
 		x.W.Bulk(a)
-		x.W.Int(int64(len(c.s.pubsub.channels[string(a)])))
+		n := 0
+		if l := c.s.pubsub.channels[string(a)]; l != nil {
+			n = l.live
+		}
+		x.W.Int(int64(n))
 	}
 }
 
