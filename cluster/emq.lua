@@ -1027,31 +1027,58 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
--- EMQ.STALLED.CHECK q [max_stalled [limit]]
+-- EMQ.STALLED.CHECK q [max_stalled [limit]] [EVERY interval_ms]
 
 verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, args)
-  if #args > 2 then
-    return err(E_SYNTAX)
-  end
-  local max, limit, e = '1', '100', nil
-  if #args >= 1 then
-    max, e = int_arg(args[1], 1, 'max_stalled')
-    if not max then
+  local max, limit, every, e = '1', '100', nil, nil
+  local i = 1
+  while i <= #args and i <= 2 and string.upper(args[i]) ~= 'EVERY' do
+    if i == 1 then
+      max, e = int_arg(args[i], 1, 'max_stalled')
+    else
+      limit, e = int_arg(args[i], 1, 'limit')
+    end
+    if e then
       return err(e)
     end
+    i = i + 1
   end
-  if #args >= 2 then
-    limit, e = int_arg(args[2], 1, 'limit')
-    if not limit then
+  if i <= #args then
+    if string.upper(args[i]) ~= 'EVERY' or i + 1 ~= #args then
+      return err(E_SYNTAX)
+    end
+    every, e = int_arg(args[i + 1], 1, 'interval_ms')
+    if e then
       return err(e)
     end
+    every = tonumber(every)
   end
   local now = now_ms()
+  -- The sweep guard (docs/verbs.md §4.11.1): meta's swept_at within
+  -- interval_ms before now answers at once, writing nothing.
+  if every then
+    local mk, at = read_field(k.meta, 'swept_at')
+    if mk == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    if at then
+      if not ll(at) then
+        return err(E_HASH_NOT_INT)
+      end
+      local t = tonumber(at)
+      if t <= now and now - t < every then
+        return { {}, {} }
+      end
+    end
+  end
   local expired = read_due(k, k.active, now, limit)
   if not expired then
     return err(E_WRONGTYPE)
   end
   if #expired == 0 then
+    if every then
+      redis.call('HSET', k.meta, 'swept_at', score_str(now))
+    end
     return { {}, {} }
   end
   local epoch = run_id()
@@ -1114,6 +1141,9 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       redis.call('HINCRBY', k.failed, 'count', '1')
       dead[#dead + 1] = id
     end
+  end
+  if every then
+    redis.call('HSET', k.meta, 'swept_at', score_str(now))
   end
   return { recovered, dead }
 end)

@@ -177,12 +177,24 @@ func (c *Client) Progress(ctx context.Context, q, id, token, value string) error
 // maxStalled (0: the verb's default, 1) caps the stall budget. It returns
 // the ids sent back to pending and those dead-lettered.
 func (c *Client) StalledCheck(ctx context.Context, q string, maxStalled, limit int) (recovered, dead []string, err error) {
+	return c.StalledCheckEvery(ctx, q, maxStalled, limit, 0)
+}
+
+// StalledCheckEvery is StalledCheck with the sweep guard (EMQ.STALLED.CHECK
+// ... EVERY interval_ms, docs/verbs.md §4.11.1): when a guarded sweep of q
+// ran less than every ago on the server's clock, the call answers two
+// empty lists at once and writes nothing. every <= 0 sends no guard
+// (StalledCheck); it is rounded up to whole milliseconds.
+func (c *Client) StalledCheckEvery(ctx context.Context, q string, maxStalled, limit int, every time.Duration) (recovered, dead []string, err error) {
 	var args []any
 	switch {
 	case limit > 0:
 		args = []any{max(maxStalled, 1), limit}
 	case maxStalled > 0:
 		args = []any{maxStalled}
+	}
+	if every > 0 {
+		args = append(args, "EVERY", posMs(every))
 	}
 	v, err := c.do(ctx, "EMQ.STALLED.CHECK", q, args...)
 	if err != nil {

@@ -210,6 +210,24 @@ type WorkerOptions struct {
 	// AckTimeout bounds how long an outcome verb (COMPLETE, FAIL, REQUEUE)
 	// is resent through transport errors (default 1 min).
 	AckTimeout time.Duration
+	// StallSweep is the interval of the worker's own recovery of expired
+	// leases of its queue (EMQ.STALLED.CHECK, docs/verbs.md §4.11): default
+	// Lease/2 (at least 10 ms); negative: the worker sends no sweep (emqd's
+	// own sweeper, or a RunSweeper, does it). Each Run sends the sweep at
+	// start and then every StallSweep, with the sweep guard EVERY set to
+	// nine tenths of the interval (docs/verbs.md §4.11.1), so N workers of
+	// one queue cost one sweep per interval, not N, while a worker's own
+	// tick arriving a little early is not held back by its previous sweep.
+	// A job held by a worker that died is back in pending at most
+	// Lease + StallSweep after its last claim or heartbeat.
+	StallSweep time.Duration
+	// MaxStalled is the sweep's max_stalled (default 2: a job survives one
+	// counted stall, goes back to pending, and dies at the second). The
+	// verb's own default is 1 (the first counted stall dead-letters); the
+	// library's is 2 because a worker killed with jobs in hand, or a claim
+	// whose reply was lost, is no fault of the job (BullMQ's default
+	// maxStalledCount 1 allows one recovery too).
+	MaxStalled int
 	// Clock runs every timer of the worker (default WallClock). With a
 	// manual clock shared with an embedded emqd, the server's BLOCK
 	// timeouts follow it too: give such a test's go-redis client
@@ -253,11 +271,55 @@ func (o *WorkerOptions) defaults(rdb redis.UniversalClient) {
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = time.Minute
 	}
+	if o.StallSweep == 0 {
+		o.StallSweep = max(o.Lease/2, 10*time.Millisecond)
+	}
+	if o.MaxStalled <= 0 {
+		o.MaxStalled = DefaultMaxStalled
+	}
 	if o.Clock == nil {
 		o.Clock = WallClock
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+}
+
+// DefaultMaxStalled is WorkerOptions.MaxStalled's default: one recovery,
+// death at the second counted stall.
+const DefaultMaxStalled = 2
+
+// sweepGuard is the EVERY a worker sends with its sweep of interval d:
+// nine tenths of it (at least 1 ms).
+func sweepGuard(d time.Duration) time.Duration { return max(d-d/10, time.Millisecond) }
+
+// sweep sends the guarded EMQ.STALLED.CHECK at once and every StallSweep
+// until ctx ends; a sweep that returns a full batch of 100 is repeated at
+// once without the guard (the guard would hold its own repeat back).
+func (r *run) sweep(ctx context.Context) {
+	o := r.o
+	const limit = 100
+	for ctx.Err() == nil {
+		tick := make(chan struct{})
+		t := o.Clock.AfterFunc(o.StallSweep, func() { close(tick) })
+		every := sweepGuard(o.StallSweep)
+		for ctx.Err() == nil {
+			rec, dead, err := r.c.StalledCheckEvery(r.base, r.q, o.MaxStalled, limit, every)
+			if err != nil {
+				o.Logger.Warn("emq: EMQ.STALLED.CHECK failed", "queue", r.q, "err", err)
+				break
+			}
+			if len(rec)+len(dead) < limit {
+				break
+			}
+			every = 0
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
 	}
 }
 
@@ -364,6 +426,14 @@ func (w *Worker) Run(ctx context.Context, q string, h Handler) error {
 			if r.conn != nil {
 				r.conn.Close()
 			}
+		}()
+	}
+	if w.o.StallSweep > 0 {
+		swept := make(chan struct{})
+		defer func() { <-swept }()
+		go func() {
+			defer close(swept)
+			r.sweep(ctx)
 		}()
 	}
 	fetched := make(chan struct{})

@@ -101,7 +101,7 @@ func TestWorkerLeaseExpiresWithoutHeartbeats(t *testing.T) {
 	causes := make(chan error, 1)
 	release := make(chan struct{})
 	second := make(chan *emq.Job, 1)
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: time.Second, Heartbeat: -1},
+	wk := e.startWorker("mail", emq.WorkerOptions{Lease: time.Second, Heartbeat: -1, StallSweep: -1 /* the test sweeps */},
 		func(ctx context.Context, j *emq.Job) error {
 			if j.Token != "1" {
 				second <- j
@@ -193,7 +193,7 @@ func TestWorkerHeartbeatsKeepLongJobAlive(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue("mail", "long")
 	release := make(chan struct{})
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: 3 * time.Second, Heartbeat: time.Second},
+	wk := e.startWorker("mail", emq.WorkerOptions{Lease: 3 * time.Second, Heartbeat: time.Second, StallSweep: -1},
 		func(ctx context.Context, j *emq.Job) error {
 			select {
 			case <-release:
@@ -401,7 +401,7 @@ func TestWorkerConcurrency(t *testing.T) {
 func TestWorkerAbandon(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue("mail", "x")
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: time.Second, Concurrency: 1},
+	wk := e.startWorker("mail", emq.WorkerOptions{Lease: time.Second, Concurrency: 1, StallSweep: -1},
 		func(ctx context.Context, j *emq.Job) error {
 			if j.Token == "1" {
 				return emq.ErrAbandon
@@ -435,7 +435,7 @@ func TestRunArguments(t *testing.T) {
 	}
 	o := w.Options()
 	if o.Concurrency != 1 || o.Lease != 30*time.Second || o.Heartbeat != 10*time.Second || o.MaxAttempts != 25 ||
-		o.ShutdownGrace != 10*time.Second || o.BlockTimeout != time.Second {
+		o.ShutdownGrace != 10*time.Second || o.BlockTimeout != time.Second || o.StallSweep != 15*time.Second || o.MaxStalled != 2 {
 		t.Fatalf("defaults %+v", o)
 	}
 }

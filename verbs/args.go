@@ -52,6 +52,7 @@ var (
 	errNonNegRunAt    = errNonNegative("run_at_ms")
 	errPosMaxStalled  = errPositive("max_stalled")
 	errPosLimit       = errPositive("limit")
+	errPosInterval    = errPositive("interval_ms")
 	errNonNegMs       = errNonNegative("ms")
 )
 

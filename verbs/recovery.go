@@ -2,13 +2,19 @@ package verbs
 
 import (
 	"bytes"
+	"strconv"
 
+	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/store"
 )
 
 // ---------------------------------------------------------------------------
-// EMQ.STALLED.CHECK q [max_stalled [limit]]
+// EMQ.STALLED.CHECK q [max_stalled [limit]] [EVERY interval_ms]
+
+// fSweptAt is the meta field of the sweep guard (docs/verbs.md §4.11.1):
+// the server time, Unix ms, of the last sweep sent with EVERY that ran.
+var fSweptAt = []byte("swept_at")
 
 func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	k := vs.queueArg(c)
@@ -16,25 +22,50 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		return
 	}
 	argv := c.Argv
-	if len(argv) > 4 {
-		c.W.Error(store.ErrSyntax)
-		return
-	}
-	maxStalled, limit := int64(1), int64(100)
+	maxStalled, limit, every := int64(1), int64(100), int64(0)
 	var e string
-	if len(argv) > 2 {
-		if maxStalled, e = intArg(argv[2], 1, errPosMaxStalled); e != "" {
+	i := 2
+	for ; i < len(argv) && i < 4 && !eqFold(argv[i], "EVERY"); i++ {
+		if i == 2 {
+			maxStalled, e = intArg(argv[i], 1, errPosMaxStalled)
+		} else {
+			limit, e = intArg(argv[i], 1, errPosLimit)
+		}
+		if e != "" {
 			c.W.Error(e)
 			return
 		}
 	}
-	if len(argv) > 3 {
-		if limit, e = intArg(argv[3], 1, errPosLimit); e != "" {
+	if i < len(argv) {
+		if !eqFold(argv[i], "EVERY") || i+2 != len(argv) {
+			c.W.Error(store.ErrSyntax)
+			return
+		}
+		if every, e = intArg(argv[i+1], 1, errPosInterval); e != "" {
 			c.W.Error(e)
 			return
 		}
 	}
 	d := c.DB
+	if every > 0 {
+		var g sweepGuardRead
+		var meta *store.Hash
+		meta, g.Meta = hashKind(d, k.Meta)
+		if meta != nil {
+			g.SweptAt = getField(meta, string(fSweptAt))
+		}
+		skip, ref := judgeSweepGuard(&g, k, c.NowMs, every)
+		if ref.Refused() {
+			vs.refuseReply(c, ref)
+			return
+		}
+		if skip {
+			c.W.Array(2)
+			c.W.Array(0)
+			c.W.Array(0)
+			return
+		}
+	}
 	var r stalledRead
 	var act *store.ZSet
 	act, r.Active = zsetKind(d, k.Active)
@@ -49,6 +80,12 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		vs.sweep.keep(r.Expired, nil)
 		vs.refuseReply(c, ref)
 		return
+	}
+	if every > 0 {
+		if p == nil {
+			p = newPlan(1)
+		}
+		p.HSetBytes(k.Meta, fSweptAt, strconv.AppendInt(nil, c.NowMs, 10))
 	}
 	apply(c, p)
 	vs.sweep.keep(r.Expired, p)
@@ -66,6 +103,32 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	for _, id := range v.Dead {
 		c.W.BulkString(id)
 	}
+}
+
+// sweepGuardRead is what the guard of EMQ.STALLED.CHECK ... EVERY read:
+// the meta hash and its swept_at field.
+type sweepGuardRead struct {
+	Meta    keyKind
+	SweptAt rowField
+}
+
+// judgeSweepGuard is the sweep guard (docs/verbs.md §4.11.1): skip (answer
+// [[], []], write nothing) when meta's swept_at is a time t with
+// now-every < t <= now; a swept_at in the future (the clock stepped back)
+// does not hold the sweep back. meta of another type, or a swept_at that
+// is not an integer, refuses (stored data, §2.11).
+func judgeSweepGuard(g *sweepGuardRead, k *Keys, now, every int64) (skip bool, ref refusal) {
+	if g.Meta == keyWrong {
+		return false, wrongType(k.Meta)
+	}
+	if !g.SweptAt.Present {
+		return false, noRefusal
+	}
+	t, ok := num.ParseInt(g.SweptAt.Val)
+	if !ok {
+		return false, badRow(store.ErrHashNotInt, k.Meta)
+	}
+	return t <= now && now-t < every, noRefusal
 }
 
 // stalledRead is what EMQ.STALLED.CHECK's read pass saw: the expired

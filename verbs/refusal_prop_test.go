@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"math/rand"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -169,6 +170,11 @@ func randomState(h *th, rng *rand.Rand) {
 			h.hset(k.Meta, "paused", "1")
 		}
 	}
+	if rng.Intn(8) == 0 {
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash != nil {
+			h.hset(k.Meta, "swept_at", pick(rng, "soon", strconv.FormatInt(h.clk.NowMs()-500, 10), strconv.FormatInt(h.clk.NowMs()+5000, 10)))
+		}
+	}
 }
 
 // randomCall is one call of a random verb with arguments drawn from valid
@@ -225,6 +231,9 @@ func randomCall(rng *rand.Rand) []string {
 		a := []string{"EMQ.STALLED.CHECK", q()}
 		for n := rng.Intn(4); n > 0; n-- {
 			a = append(a, num())
+		}
+		if rng.Intn(3) == 0 {
+			a = append(a, pick(rng, "EVERY", "every", "EVERY", "SOON"), pick(rng, "1000", "1", "0", "x"))
 		}
 		return a
 	case 9:

@@ -358,7 +358,10 @@ func (d *driver) runWorkers(ctx context.Context, seed uint64) {
 		BlockTimeout:  time.Duration(cfg.BlockMs) * time.Millisecond,
 		ShutdownGrace: 2 * time.Duration(cfg.LeaseMs) * time.Millisecond,
 		AckTimeout:    cfg.RetryFor,
-		Logger:        slog.New(&claimLog{d: d}),
+		// The driver runs its own sweeper (sweepQueue), which records what
+		// each sweep recovered and dead-lettered for the verification.
+		StallSweep: -1,
+		Logger:     slog.New(&claimLog{d: d}),
 		Hooks: emq.Hooks{
 			Claimed: d.onClaimed,
 			Heartbeat: func(*emq.Job, error) {

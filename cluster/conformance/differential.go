@@ -348,6 +348,9 @@ func randomState(rng *rand.Rand) [][]string {
 	if rng.Intn(8) == 0 && !touched[p+"meta"] {
 		out = append(out, []string{"HSET", p + "meta", "paused", "1"})
 	}
+	if rng.Intn(8) == 0 && !touched[p+"meta"] {
+		out = append(out, []string{"HSET", p + "meta", "swept_at", pick(rng, "soon", strconv.FormatInt(T0-500, 10), strconv.FormatInt(T0+5000, 10))})
+	}
 	return out
 }
 
@@ -409,6 +412,9 @@ func randomCall(rng *rand.Rand) []string {
 		a := []string{"EMQ.STALLED.CHECK", q()}
 		for n := rng.Intn(4); n > 0; n-- {
 			a = append(a, num())
+		}
+		if rng.Intn(3) == 0 {
+			a = append(a, pick(rng, "EVERY", "every", "EVERY", "SOON"), pick(rng, "1000", "1", "0", "x"))
 		}
 		return a
 	case 9:

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,6 +82,7 @@ var Scenarios = []Scenario{
 	{"BlockAnswersAtOnce", blockAnswersAtOnce},
 	{"DebugRefused", debugRefused},
 	{"List", list},
+	{"SweepGuard", sweepGuard},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -1093,5 +1095,52 @@ func list(t *testing.T, tg Target) {
 	}
 	if e.dirty() != d+1 {
 		t.Fatal("EMQ.LIST wrote")
+	}
+}
+
+// EMQ.STALLED.CHECK ... EVERY interval_ms (docs/verbs.md §4.11.1): at most
+// one guarded sweep per interval, on the server clock; a skipped one writes
+// nothing; meta's swept_at holds the time of the last that ran.
+func sweepGuard(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	run := tg.RunID()
+	e.expired("q", idA, run)
+	now := tg.Now()
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 2, 100, "EVERY", 1000); !reflect.DeepEqual(got, []any{[]any{idA}, []any{}}) {
+		t.Fatalf("first guarded sweep: %v", got)
+	}
+	if at, _ := e.do("HGET", "emq:{q}:meta", "swept_at"); at != strconv.FormatInt(now, 10) {
+		t.Fatalf("swept_at %v, want %d", at, now)
+	}
+	e.expired("q", idB, run)
+	tg.Advance(999)
+	before, d := e.digest(), e.dirty()
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 2, "every", 1000); !reflect.DeepEqual(got, []any{[]any{}, []any{}}) {
+		t.Fatalf("within the interval: %v", got)
+	}
+	if e.digest() != before || e.dirty() != d {
+		t.Fatal("a skipped sweep wrote")
+	}
+	tg.Advance(1)
+	if got := e.ok("EMQ.STALLED.CHECK", "q", 2, "EVERY", 1000); !reflect.DeepEqual(got, []any{[]any{idB}, []any{}}) {
+		t.Fatalf("at the interval: %v", got)
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.STALLED.CHECK", "q", "EVERY", 0}, "ERR interval_ms must be a positive integer"},
+		{[]any{"EMQ.STALLED.CHECK", "q", 0, "EVERY", "x"}, "ERR max_stalled must be a positive integer"},
+		{[]any{"EMQ.STALLED.CHECK", "q", "EVERY"}, "ERR syntax error"},
+		{[]any{"EMQ.STALLED.CHECK", "q", "EVERY", 5, 1}, "ERR syntax error"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	e.ok("HSET", "emq:{q}:meta", "swept_at", "soon")
+	before = e.digest()
+	if got := e.refused("EMQ.STALLED.CHECK", "q", "EVERY", 5); got != "ERR hash value is not an integer" || e.digest() != before {
+		t.Fatalf("bad swept_at: %q", got)
 	}
 }
