@@ -41,6 +41,14 @@ type param struct {
 	check func(v string) (string, error)
 	// apply makes a new value take effect (runs at boot and on CONFIG SET).
 	apply func(s *Server, v string)
+	// noEffect, when set, is why the directive has no effect in emqd:
+	// given at start (file, command line, Options), it is logged once with
+	// this reason (directives.go; docs/operations.md §3.1).
+	noEffect string
+	// multi marks a directive taking several words (bind, save,
+	// client-output-buffer-limit, ...); the others take exactly one, as in
+	// Valkey ("wrong number of arguments").
+	multi bool
 	value string
 }
 
@@ -65,6 +73,8 @@ func paramTable() []*param {
 	alias := func(p *param, names ...string) *param { p.aliases = names; return p }
 	apply := func(p *param, f func(s *Server, v string)) *param { p.apply = f; return p }
 	checked := func(p *param, f func(v string) (string, error)) *param { p.check = f; return p }
+	none := func(p *param, why string) *param { p.noEffect = why; return p }
+	multi := func(p *param) *param { p.multi = true; return p }
 
 	return []*param{
 		immutable(ints("port", "6379", 0, 65535)),
@@ -79,7 +89,7 @@ func paramTable() []*param {
 		str("tls-ca-cert-dir", ""),
 		enum("tls-auth-clients", "yes", "yes", "no", "optional"),
 		checked(str("tls-protocols", ""), checkTLSProtocols),
-		immutable(str("bind", "127.0.0.1")),
+		multi(immutable(str("bind", "127.0.0.1"))),
 		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
 		immutable(ints("databases", "16", 1, maxInt)),
 		apply(ints("maxclients", "10000", 1, 1<<32-1), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
@@ -91,14 +101,14 @@ func paramTable() []*param {
 		enum("appendfsync", "everysec", "always", "everysec", "no"),
 		// A file name inside dir, never a path (Valkey's isValidAOFfilename).
 		immutable(checked(str("appendfilename", "appendonly.aof"), baseName("appendfilename", "filename", false))),
-		immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))),
+		none(immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))), "emqd keeps one append-only file in dir"),
 		immutable(enum("enable-debug-command", "no", "no", "yes", "local")),
 		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
 		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
-		apply(&param{name: "client-output-buffer-limit", kind: kindSpecial,
+		apply(&param{name: "client-output-buffer-limit", kind: kindSpecial, multi: true,
 			def:   "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
 			check: checkOutputLimit}, func(s *Server, v string) { s.setOutputLimits(v) }),
-		{name: "save", kind: kindSpecial, def: "", check: checkSave},
+		{name: "save", kind: kindSpecial, def: "", check: checkSave, multi: true},
 		apply(mem("maxmemory", "0", 0, 1<<62), func(s *Server, v string) { s.setMaxmemory(atoi(v)) }),
 		// Valkey's names are recognised; only noeviction is accepted
 		// (memory.go).
@@ -107,8 +117,8 @@ func paramTable() []*param {
 		// Stored without effect (no LFU policy is accepted, so OBJECT FREQ
 		// always answers Valkey's error: docs/compat.md §2.5), and the
 		// active expire cycle's effort (expiry.go).
-		ints("lfu-log-factor", "10", 0, maxInt),
-		ints("lfu-decay-time", "1", 0, maxInt),
+		none(ints("lfu-log-factor", "10", 0, maxInt), "OBJECT FREQ needs an LFU policy, and emqd accepts only noeviction"),
+		none(ints("lfu-decay-time", "1", 0, maxInt), "OBJECT FREQ needs an LFU policy, and emqd accepts only noeviction"),
 		ints("active-expire-effort", "1", 1, 10),
 		// Encoding thresholds: OBJECT ENCODING follows the hash and sorted-set
 		// ones (expiry.go, docs/compat.md §3.6); the others are stored only.
@@ -116,11 +126,11 @@ func paramTable() []*param {
 		alias(mem("hash-max-listpack-value", "64", 0, 1<<62), "hash-max-ziplist-value"),
 		alias(mem("zset-max-listpack-entries", "128", 0, 1<<62), "zset-max-ziplist-entries"),
 		alias(mem("zset-max-listpack-value", "64", 0, 1<<62), "zset-max-ziplist-value"),
-		mem("set-max-intset-entries", "512", 0, 1<<62),
-		mem("set-max-listpack-entries", "128", 0, 1<<62),
-		mem("set-max-listpack-value", "64", 0, 1<<62),
-		alias(ints("list-max-listpack-size", "-2", -5, maxInt), "list-max-ziplist-size"),
-		ints("list-compress-depth", "0", 0, maxInt),
+		none(mem("set-max-intset-entries", "512", 0, 1<<62), "emqd has no sets"),
+		none(mem("set-max-listpack-entries", "128", 0, 1<<62), "emqd has no sets"),
+		none(mem("set-max-listpack-value", "64", 0, 1<<62), "emqd has no sets"),
+		none(alias(ints("list-max-listpack-size", "-2", -5, maxInt), "list-max-ziplist-size"), "emqd has no lists"),
+		none(ints("list-compress-depth", "0", 0, maxInt), "emqd has no lists"),
 		ints("auto-aof-rewrite-percentage", "100", 0, maxInt),
 		mem("auto-aof-rewrite-min-size", "67108864", 0, 1<<62),
 		// emqd's own: the opt-in stalled-job sweep (docs/verbs.md §4.11).
@@ -140,30 +150,86 @@ func paramTable() []*param {
 		// work, and stored without effect: docs/operations.md §3.1 says
 		// which, for every directive (TestDirectivesTableComplete).
 		apply(ints("timeout", "0", 0, maxInt), func(s *Server, v string) { s.idleTimeout.Store(atoi(v)) }),
-		ints("tcp-keepalive", "300", 0, maxInt),
+		none(ints("tcp-keepalive", "300", 0, maxInt), "Go's own TCP keep-alive (15 s probes) is on for every connection"),
 		// Valkey's range, 0 to INT_MAX, stored clamped to 1..500 as its
 		// updateHZ does (CONFIG GET then shows the clamped value).
 		checked(ints("hz", "10", 0, maxInt), func(v string) (string, error) {
 			return strconv.FormatInt(min(max(atoi(v), 1), 500), 10), nil
 		}),
-		immutable(ints("tcp-backlog", "511", 0, maxInt)),
+		none(immutable(ints("tcp-backlog", "511", 0, maxInt)), "Go's listener uses the kernel's somaxconn"),
 		immutable(boolean("daemonize", "no")),
 		apply(enum("protected-mode", "yes", "yes", "no"), func(s *Server, v string) { s.protectedMode.Store(v == "yes") }),
 		immutable(str("pidfile", "")),
-		immutable(enum("supervised", "no", "upstart", "systemd", "auto", "no")),
-		immutable(boolean("always-show-logo", "no")),
-		immutable(boolean("set-proc-title", "yes")),
+		none(immutable(enum("supervised", "no", "upstart", "systemd", "auto", "no")), "emqd does not notify systemd or upstart; it is ready when the port accepts"),
+		none(immutable(boolean("always-show-logo", "no")), "emqd prints no logo"),
+		none(immutable(boolean("set-proc-title", "yes")), "the process title is the command line"),
 		checked(str("dbfilename", "dump.rdb"), baseName("dbfilename", "filename", true)),
-		immutable(ints("io-threads", "1", 1, 128)),
-		ints("lua-time-limit", "5000", 0, 1<<62),
-		str("notify-keyspace-events", ""),
-		boolean("lazyfree-lazy-user-del", "no"),
-		boolean("lazyfree-lazy-user-flush", "no"),
+		none(immutable(ints("io-threads", "1", 1, 128)), "every connection has its own goroutine and the Go runtime uses every core"),
+		none(ints("lua-time-limit", "5000", 0, 1<<62), "emqd runs no scripts (the EMQ verbs replace the Lua scripts)"),
+		none(str("notify-keyspace-events", ""), "emqd sends no keyspace notifications"),
+		none(boolean("lazyfree-lazy-user-del", "no"), "memory is freed by Go's collector either way"),
+		none(boolean("lazyfree-lazy-user-flush", "no"), "memory is freed by Go's collector either way"),
 		boolean("aof-load-truncated", "yes"),
-		boolean("aof-use-rdb-preamble", "no"),
-		boolean("aof-timestamp-enabled", "no"),
-		boolean("no-appendfsync-on-rewrite", "no"),
-		ints("latency-monitor-threshold", "0", 0, 1<<62),
+		none(boolean("aof-use-rdb-preamble", "no"), "the append-only file is commands only, without an RDB preamble"),
+		none(boolean("aof-timestamp-enabled", "no"), "no timestamp annotations are written"),
+		none(boolean("no-appendfsync-on-rewrite", "no"), "fsync goes on during a rewrite, as with no"),
+		none(ints("latency-monitor-threshold", "0", 0, 1<<62), "emqd has no latency monitor; SLOWLOG records slow commands"),
+
+		// The rest of Valkey 8.0.1's stock valkey.conf (docs/operations.md
+		// §3.1 lists the file's directives and what emqd does with each).
+		// The unix socket (listeners.go): its path, mode (octal) and group.
+		immutable(str("unixsocket", "")),
+		immutable(checked(str("unixsocketperm", "0"), checkOctalPerm)),
+		immutable(str("unixsocketgroup", "")),
+		none(boolean("hide-user-data-from-log", "yes"), "emqd's log lines carry no keys, values or arguments"),
+		none(str("proc-title-template", "{title} {listen-addr} {server-mode}"), "the process title is the command line"),
+		none(immutable(str("locale-collate", "")), "emqd compares strings byte by byte (it has no SORT)"),
+		none(boolean("stop-writes-on-bgsave-error", "yes"), "emqd writes no RDB snapshot"),
+		none(boolean("rdbcompression", "yes"), "emqd writes no RDB snapshot"),
+		none(boolean("rdbchecksum", "yes"), "emqd writes no RDB snapshot"),
+		none(boolean("rdb-del-sync-files", "no"), "emqd has no replication, so no RDB files for it"),
+		none(boolean("rdb-save-incremental-fsync", "yes"), "emqd writes no RDB snapshot"),
+		none(alias(boolean("replica-serve-stale-data", "yes"), "slave-serve-stale-data"), "emqd has no replication"),
+		none(alias(boolean("replica-read-only", "yes"), "slave-read-only"), "emqd has no replication"),
+		none(boolean("repl-diskless-sync", "yes"), "emqd has no replication"),
+		none(ints("repl-diskless-sync-delay", "5", 0, maxInt), "emqd has no replication"),
+		none(ints("repl-diskless-sync-max-replicas", "0", 0, maxInt), "emqd has no replication"),
+		none(enum("repl-diskless-load", "disabled", "disabled", "on-empty-db", "swapdb"), "emqd has no replication"),
+		none(boolean("dual-channel-replication-enabled", "no"), "emqd has no replication"),
+		none(boolean("repl-disable-tcp-nodelay", "no"), "emqd has no replication"),
+		none(alias(ints("replica-priority", "100", 0, maxInt), "slave-priority"), "emqd has no replication"),
+		none(ints("acllog-max-len", "128", 0, 1<<62), "emqd has no ACL users, so no ACL LOG"),
+		none(boolean("lazyfree-lazy-eviction", "yes"), "emqd never evicts, and Go's collector frees memory either way"),
+		none(boolean("lazyfree-lazy-expire", "yes"), "memory is freed by Go's collector either way"),
+		none(boolean("lazyfree-lazy-server-del", "yes"), "memory is freed by Go's collector either way"),
+		none(alias(boolean("replica-lazy-flush", "yes"), "slave-lazy-flush"), "emqd has no replication"),
+		checked(enum("oom-score-adj", "no", "no", "yes", "relative", "absolute"), checkOOMScoreAdj),
+		none(multi(checked(str("oom-score-adj-values", "0 200 800"), checkOOMScoreValues)), "oom-score-adj is always no in emqd"),
+		none(boolean("disable-thp", "yes"), "emqd never forks, and transparent huge pages cost Valkey only in fork's copy-on-write"),
+		none(mem("hll-sparse-max-bytes", "3000", 0, 16000), "emqd has no HyperLogLog"),
+		none(mem("stream-node-max-bytes", "4096", 0, 1<<62), "emqd has no streams"),
+		none(ints("stream-node-max-entries", "100", 0, 1<<62), "emqd has no streams"),
+		none(boolean("activerehashing", "yes"), "Go maps grow without a rehashing cycle"),
+		none(boolean("dynamic-hz", "yes"), "the crons run hz times a second whatever the number of clients"),
+		none(boolean("aof-rewrite-incremental-fsync", "yes"), "the rewrite fsyncs the new file once, before the rename"),
+		none(boolean("jemalloc-bg-thread", "yes"), "emqd does not use jemalloc"),
+		// Directives the stock file shows commented out that users often
+		// turn on (cluster-enabled no, syslog-enabled no and replicaof
+		// absent are what emqd is).
+		none(ints("maxmemory-samples", "5", 1, 64), "only the eviction policies sample keys, and emqd accepts only noeviction"),
+		none(ints("maxmemory-eviction-tenacity", "10", 0, 100), "emqd never evicts"),
+		none(boolean("activedefrag", "no"), "Go's allocator has no defragmenter; mem_fragmentation_ratio shows the spread"),
+		checked(boolean("cluster-enabled", "no"), onlyNo("cluster-enabled", "emqd is one node; to shard queues run Valkey's cluster with the cluster/emq.lua library (docs/cluster.md)")),
+		checked(boolean("syslog-enabled", "no"), onlyNo("syslog-enabled", "emqd logs to logfile or standard error; have the supervisor (journald) forward it")),
+		none(str("syslog-ident", "valkey"), "syslog-enabled is always no in emqd"),
+		none(str("syslog-facility", "local0"), "syslog-enabled is always no in emqd"),
+		none(boolean("crash-log-enabled", "yes"), "a panic is logged with its stack whatever the value (§6)"),
+		none(boolean("crash-memcheck-enabled", "yes"), "Go has no memory test after a crash"),
+		none(boolean("latency-tracking", "yes"), "INFO latencystats is not kept; /metrics has each command's latency histogram"),
+		none(multi(str("latency-tracking-info-percentiles", "50 99 99.9")), "as latency-tracking"),
+		none(ints("shutdown-timeout", "10", 0, maxInt), "emqd has no replicas to wait for at shutdown"),
+		none(ints("maxmemory-clients", "0", 0, 1<<62), "clients are never evicted; client-output-buffer-limit and client-query-buffer-limit bound each one"),
+		none(ints("busy-reply-threshold", "5000", 0, 1<<62), "emqd runs no scripts"),
 	}
 }
 
@@ -334,6 +400,49 @@ func checkSave(v string) (string, error) {
 	return "", nil
 }
 
+// checkOctalPerm is unixsocketperm: an octal mode, 0 to 0777 (Valkey's
+// config.c: an octal integer up to 0777).
+func checkOctalPerm(v string) (string, error) {
+	n, err := strconv.ParseInt(v, 8, 64)
+	if err != nil || n < 0 || n > 0o777 {
+		return "", errors.New("argument must be between 0 and 511 inclusive")
+	}
+	return strconv.FormatInt(n, 8), nil
+}
+
+// checkOOMScoreAdj accepts only no: emqd leaves its oom_score_adj alone.
+func checkOOMScoreAdj(v string) (string, error) {
+	if v != "no" {
+		return "", errors.New("emqd does not support oom-score-adj " + v + ": it leaves the process's oom_score_adj as the supervisor set it (systemd's OOMScoreAdjust=, a container's own setting)")
+	}
+	return v, nil
+}
+
+// checkOOMScoreValues is Valkey's syntax for oom-score-adj-values: three
+// integers from -2000 to 2000.
+func checkOOMScoreValues(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f) != 3 {
+		return "", errors.New("wrong number of arguments")
+	}
+	for _, x := range f {
+		if n, ok := parseLL(x); !ok || n < -2000 || n > 2000 {
+			return "", errors.New("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+		}
+	}
+	return strings.Join(f, " "), nil
+}
+
+// onlyNo accepts no and refuses yes with emqd's reason.
+func onlyNo(name, why string) func(v string) (string, error) {
+	return func(v string) (string, error) {
+		if v != "no" {
+			return "", errors.New("emqd does not support " + name + " yes: " + why)
+		}
+		return v, nil
+	}
+}
+
 // outClasses are client-output-buffer-limit's classes, in output order and
 // with Valkey 8.0's names (CONFIG GET prints "slave"; "replica" is taken
 // as input).
@@ -479,6 +588,9 @@ var errUnknownParam = errors.New("unknown parameter")
 // is not valid or not supported (Msg is the reason, CONFIG SET's text).
 type ConfigError struct {
 	Name, Value, Msg string
+	// Line and Text are the Directive's (0 and "" for Options.Config).
+	Line int
+	Text string
 }
 
 func (e *ConfigError) Error() string {

@@ -33,6 +33,11 @@ type Options struct {
 	// Config holds valkey.conf directives (names as in valkey.conf, values
 	// as on the command line), e.g. {"requirepass": "pw", "databases": "4"}.
 	Config map[string]string
+	// Directives are valkey.conf lines applied in order after Config (the
+	// binary passes its file and command line here): the first error is
+	// the first line in error, and repeatable lines (rename-command,
+	// client-output-buffer-limit) act one by one.
+	Directives []Directive
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
 
@@ -53,19 +58,30 @@ type Options struct {
 // returned server is serving; stop it with Close.
 func Start(opts Options) (*Server, error) {
 	s := newServer(opts)
+	// The command table first: rename-command lines act on it in file order.
+	s.verbs = verbs.New(verbs.Config{Ready: s.onReady, Logger: s.log})
+	storeCmds := store.Commands()
+	if opts.testCommands != nil {
+		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
+	}
+	s.reg = newRegistry(storeCmds, s.verbs.Commands(), serverCommands())
 	names := make([]string, 0, len(opts.Config))
 	for k := range opts.Config {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	given := map[string]Directive{}
 	for _, k := range names {
-		if err := s.cfg.set(s, k, opts.Config[k], true); err != nil {
-			if err == errUnknownParam {
-				return nil, &ConfigError{Name: k, Value: opts.Config[k], Msg: "Bad directive or wrong number of arguments"}
-			}
-			return nil, &ConfigError{Name: k, Value: opts.Config[k], Msg: err.Error()}
+		if err := s.applyDirective(Directive{Name: k, Args: []string{opts.Config[k]}}, given); err != nil {
+			return nil, err
 		}
 	}
+	for _, d := range opts.Directives {
+		if err := s.applyDirective(d, given); err != nil {
+			return nil, err
+		}
+	}
+	s.logNoEffect(given)
 	for _, p := range s.cfg.params {
 		if p.apply != nil {
 			p.apply(s, p.value)
@@ -88,12 +104,6 @@ func Start(opts Options) (*Server, error) {
 	s.store = store.New(int(atoi(s.Config("databases"))))
 	s.store.OnKeyReady = s.onKeyReady
 	s.store.OnDBReady = s.onDBReady
-	s.verbs = verbs.New(verbs.Config{Ready: s.onReady, Logger: s.log})
-	storeCmds := store.Commands()
-	if opts.testCommands != nil {
-		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
-	}
-	s.reg = newRegistry(storeCmds, s.verbs.Commands(), serverCommands())
 	// The directives the store follows (encoding thresholds, ...) before the
 	// replay builds any key; the active expire cycle.
 	s.startExpiry()
@@ -128,6 +138,14 @@ func Start(opts Options) (*Server, error) {
 	}
 	_, hasPort := opts.Config["port"]
 	_, hasBind := opts.Config["bind"]
+	for _, d := range opts.Directives {
+		switch strings.ToLower(d.Name) {
+		case "port":
+			hasPort = true
+		case "bind":
+			hasBind = true
+		}
+	}
 	if err := s.openListeners(opts.Addr, hasPort || hasBind); err != nil {
 		s.runCloseHooks()
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,6 +125,9 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 			return err
 		}
 	}
+	if err := s.openUnix(); err != nil {
+		return err
+	}
 	if len(s.lns) == 0 {
 		return &ListenError{Msg: "Configured to not listen anywhere, exiting."}
 	}
@@ -200,11 +205,69 @@ func (s *Server) listenAll(name string, addrs []listenAddr, port *int) error {
 	return nil
 }
 
+// openUnix opens unixsocket's listener: a stale socket file is removed
+// first, the mode is unixsocketperm (0: the umask's) and the group
+// unixsocketgroup, as Valkey's anetUnixServer. Its clients are local
+// (protected mode, enable-debug-command local).
+func (s *Server) openUnix() error {
+	path := s.Config("unixsocket")
+	if path == "" {
+		return nil
+	}
+	fail := func(err error) error {
+		msg := fmt.Sprintf("Failed opening Unix socket: %s", strerror(err))
+		s.log.Warn(msg)
+		return &ListenError{Msg: msg}
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fail(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	if perm, _ := strconv.ParseUint(s.Config("unixsocketperm"), 8, 32); perm != 0 {
+		if err := os.Chmod(path, os.FileMode(perm)); err != nil {
+			ln.Close()
+			return fail(err)
+		}
+	}
+	if g := s.Config("unixsocketgroup"); g != "" {
+		gid := -1
+		if grp, err := user.LookupGroup(g); err == nil {
+			gid, _ = strconv.Atoi(grp.Gid)
+		} else if n, err := strconv.Atoi(g); err == nil {
+			gid = n
+		}
+		if gid < 0 {
+			ln.Close()
+			return fail(fmt.Errorf("no such group %q", g))
+		}
+		if err := os.Chown(path, -1, gid); err != nil {
+			ln.Close()
+			return fail(err)
+		}
+	}
+	s.lns = append(s.lns, listener{ln: ln, name: "unix", addr: path})
+	return nil
+}
+
+// connAddr is a client's addr or laddr as Valkey's CLIENT LIST shows it:
+// host:port, or "path:0" on the unix socket (local is the listener's
+// address, since the peer of a unix socket has no name).
+func connAddr(a, local net.Addr) string {
+	if u, ok := local.(*net.UnixAddr); ok {
+		return u.Name + ":0"
+	}
+	return a.String()
+}
+
 // listenerInfo is INFO server's listenerN values, one per kind of
 // listener, as Valkey: "name=tcp,bind=127.0.0.1,bind=::1,port=6379".
 func (s *Server) listenerInfo() []string {
 	var out []string
-	for _, name := range []string{"tcp", "tls"} {
+	for _, name := range []string{"tcp", "tls", "unix"} {
 		var b strings.Builder
 		port := 0
 		for _, l := range s.lns {
@@ -219,9 +282,13 @@ func (s *Server) listenerInfo() []string {
 				host = l.addr
 			}
 			b.WriteString(",bind=" + host)
-			port = l.ln.Addr().(*net.TCPAddr).Port
+			if ta, ok := l.ln.Addr().(*net.TCPAddr); ok {
+				port = ta.Port
+			}
 		}
-		if b.Len() > 0 {
+		if b.Len() > 0 && name == "unix" {
+			out = append(out, b.String())
+		} else if b.Len() > 0 {
 			out = append(out, b.String()+",port="+strconv.Itoa(port))
 		}
 	}

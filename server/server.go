@@ -28,7 +28,10 @@ type Server struct {
 	clock clock.Clock
 	store *store.Store
 	reg   *registry
-	verbs *verbs.Verbs // the EMQ.* verbs, bound to this server
+	// noEffectOrder lists the no-effect directives given at start, in
+	// the order first given (directives.go).
+	noEffectOrder []string
+	verbs         *verbs.Verbs // the EMQ.* verbs, bound to this server
 	// onCrash replaces the exit after a panic mid-write (tests; panics.go).
 	onCrash func(panic string)
 	runID   string

@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,22 +56,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var dirs []directive
 	configFile := ""
+	var configText []byte // the file read from stdin, for a daemon's copy
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		configFile = args[0]
 		args = args[1:]
-		var r io.Reader
+		var d []directive
+		var err error
 		if configFile == "-" {
-			r = stdin
-		} else {
-			f, err := os.Open(configFile)
-			if err != nil {
-				fmt.Fprintf(stderr, "Fatal error, can't open config file '%s': %v\n", configFile, err)
-				return 1
+			configText, err = io.ReadAll(stdin)
+			if err == nil {
+				d, err = parseConfig(bytes.NewReader(configText), 0)
 			}
-			defer f.Close()
-			r = f
+		} else {
+			d, err = parseConfigPath(configFile, 0)
 		}
-		d, err := parseConfigFile(r)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
@@ -85,12 +86,36 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 1
 	}
+	for i := range d {
+		// Valkey appends the command line to the file's text: its
+		// directives count as the lines after the file's.
+		d[i].line = fileLines + i + 1
+		d[i].text = d[i].name + " \"" + strings.Join(d[i].args, " ") + "\""
+	}
 	dirs = append(dirs, d...)
 
 	// Defaults of the binary that differ from the embedded server's.
-	cfg := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes", "dir": "./data"}
+	defaults := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes", "dir": "./data"}
+	cfg := map[string]string{}
+	for k, v := range defaults {
+		cfg[k] = v
+	}
+	sdirs := make([]server.Directive, 0, len(dirs))
 	for _, d := range dirs {
 		cfg[strings.ToLower(d.name)] = strings.Join(d.args, " ")
+		sdirs = append(sdirs, server.Directive{Name: d.name, Args: d.args, Line: d.line, Text: d.text})
+	}
+
+	// daemonize yes: the process starts a copy of itself in a new session
+	// with its standard streams on /dev/null and exits once that copy is
+	// serving (or prints why it failed), docs/operations.md §3.2.
+	daemon := strings.EqualFold(cfg["daemonize"], "yes")
+	var ready *os.File
+	if daemon {
+		if os.Getenv(daemonEnv) == "" {
+			return daemonize(configText, stderr)
+		}
+		ready = os.NewFile(3, "ready")
 	}
 
 	level := new(slog.LevelVar)
@@ -100,6 +125,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		f, err := os.OpenFile(lf, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			fmt.Fprintf(stderr, "Can't open the log file: %v\n", err)
+			tellParent(ready, "Can't open the log file: "+err.Error())
 			return 1
 		}
 		defer f.Close()
@@ -108,31 +134,50 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// log-format text (default) or json.
 	log := server.NewLogger(logOut, cfg["log-format"], level)
 
-	s, err := server.Start(server.Options{Config: cfg, Logger: log})
+	s, err := server.Start(server.Options{Config: defaults, Directives: sdirs, Logger: log})
 	if err != nil {
 		var bad *badDirective
 		var ce *server.ConfigError
+		msg := err.Error()
 		switch {
 		case errors.As(err, &bad):
-			fmt.Fprintln(stderr, err)
 		case errors.As(err, &ce):
 			// Valkey's banner for a directive it refuses, with the line it
-			// came from (the command line's directives count after the
-			// file's lines, as Valkey appends them).
-			fmt.Fprintln(stderr, directiveError(dirs, fileLines, ce))
+			// came from.
+			msg = directiveError(ce)
 		case server.IsAOFLoadError(err):
-			fmt.Fprintf(stderr, "Fatal error loading the append only file: %v\n", err)
+			msg = fmt.Sprintf("Fatal error loading the append only file: %v", err)
 		default:
 			// Not a configuration problem (a port in use, the open-file
 			// limit): the server's own words, as Valkey logs them.
-			fmt.Fprintln(stderr, err)
 		}
+		fmt.Fprintln(stderr, msg)
+		tellParent(ready, msg)
 		log.Error("emqd failed to start", "err", err)
 		return 1
 	}
 	if configFile != "" {
-		s.SetConfigFile(configFile)
+		abs := configFile
+		if configFile != "-" {
+			if a, err := filepath.Abs(configFile); err == nil {
+				abs = a
+			}
+		}
+		s.SetConfigFile(abs)
 	}
+	// pidfile (or daemonize yes): the pid and a newline, removed at exit;
+	// a file that cannot be written is a warning, as in Valkey.
+	if pf := cfg["pidfile"]; pf != "" || daemon {
+		if pf == "" {
+			pf = defaultPidFile
+		}
+		if err := os.WriteFile(pf, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			log.Warn("Failed to write PID file: " + err.Error())
+		} else {
+			defer os.Remove(pf)
+		}
+	}
+	tellParent(ready, "")
 	s.OnConfigSet("loglevel", func(v string) error { level.Set(server.LogLevel(v)); return nil })
 
 	sig := make(chan os.Signal, 1)
@@ -180,9 +225,28 @@ func parseArgs(args []string) ([]directive, error) {
 	return out, nil
 }
 
-// parseConfigFile reads valkey.conf syntax: one directive per line, "#"
-// comments, arguments split with Valkey's quoting rules.
-func parseConfigFile(r io.Reader) ([]directive, error) {
+// parseConfigFile reads valkey.conf syntax from r (include paths are
+// relative to the working directory, as in Valkey).
+func parseConfigFile(r io.Reader) ([]directive, error) { return parseConfig(r, 0) }
+
+// parseConfigPath reads one config file (include's depth so far).
+func parseConfigPath(path string, depth int) ([]directive, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &badDirective{fmt.Sprintf("Fatal error, can't open config file '%s': %v", path, err)}
+	}
+	defer f.Close()
+	return parseConfig(f, depth)
+}
+
+// maxIncludeDepth bounds include chains (a file including itself).
+const maxIncludeDepth = 16
+
+// parseConfig reads valkey.conf syntax: one directive per line, "#"
+// comments, arguments split with Valkey's quoting rules. "include <glob>"
+// reads each matching file in place, as Valkey (a pattern matching nothing
+// is an error only without wildcards); its lines keep their own numbers.
+func parseConfig(r io.Reader, depth int) ([]directive, error) {
 	var out []directive
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -203,6 +267,26 @@ func parseConfigFile(r io.Reader) ([]directive, error) {
 		if len(argv) < 2 {
 			return nil, configError(n, line, "wrong number of arguments")
 		}
+		if strings.EqualFold(argv[0], "include") {
+			if len(argv) != 2 {
+				return nil, configError(n, line, "wrong number of arguments")
+			}
+			if depth >= maxIncludeDepth {
+				return nil, configError(n, line, "include nested too deep (a file including itself?)")
+			}
+			files, err := filepath.Glob(argv[1])
+			if err != nil || (len(files) == 0 && !strings.ContainsAny(argv[1], "*?[")) {
+				files = []string{argv[1]}
+			}
+			for _, f := range files {
+				d, err := parseConfigPath(f, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, d...)
+			}
+			continue
+		}
 		out = append(out, directive{name: argv[0], args: argv[1:], line: n, text: line})
 	}
 	if err := sc.Err(); err != nil {
@@ -212,28 +296,13 @@ func parseConfigFile(r io.Reader) ([]directive, error) {
 }
 
 // directiveError renders a refused directive as Valkey's config loader
-// does: the last directive of that name is the one in force.
-func directiveError(dirs []directive, fileLines int, ce *server.ConfigError) string {
-	line, text := 0, ce.Name+" \""+ce.Value+"\""
-	for i := len(dirs) - 1; i >= 0; i-- {
-		d := dirs[i]
-		if !strings.EqualFold(d.name, ce.Name) {
-			continue
-		}
-		if d.line > 0 {
-			line, text = d.line, d.text
-		} else {
-			cli := 0
-			for _, e := range dirs[:i+1] {
-				if e.line == 0 {
-					cli++
-				}
-			}
-			line = fileLines + cli
-		}
-		break
+// does: the line, as written, then the reason.
+func directiveError(ce *server.ConfigError) string {
+	text := ce.Text
+	if text == "" {
+		text = ce.Name + " \"" + ce.Value + "\""
 	}
-	return configError(line, text, ce.Msg).Error()
+	return configError(ce.Line, text, ce.Msg).Error()
 }
 
 func configError(line int, text, msg string) error {
