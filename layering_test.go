@@ -23,9 +23,12 @@ var layers = map[string]int{
 	"num":   0, // Valkey's number rules: string2ll, string2d, d2string, long double
 
 	"internal/valkeyref": 0, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
-	"resp":               1, // RESP request reader and reply writer
-	"plan":               1, // the write plan (primitive ops)
-	"store":              2, // keyspace, data types, Valkey commands, command specs
+	"internal/cmdmeta":   0, // command metadata: Valkey 8.0.1's generated table, emqd's own entries
+
+	"internal/cmdmeta/gencmd": 1, // writes internal/cmdmeta/valkey_gen.go from Valkey's commands/*.json
+	"resp":                    1, // RESP request reader and reply writer
+	"plan":                    1, // the write plan (primitive ops)
+	"store":                   2, // keyspace, data types, Valkey commands, command specs
 
 	"store/aof": 3, // the append-only file
 	"verbs":     3, // the EMQ.* verbs

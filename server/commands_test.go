@@ -542,8 +542,8 @@ func TestCommandCommand(t *testing.T) {
 		{a("COMMAND", "GETKEYS", "NOSUCH", "x"), errReply("ERR Invalid command specified")},
 		{a("COMMAND", "GETKEYS", "PING", "x"), errReply("ERR The command has no key arguments")},
 		{a("COMMAND", "GETKEYS"), errReply("ERR wrong number of arguments for 'command|getkeys' command")},
-		{a("COMMAND", "DOCS"), "*0\r\n"},
-		{a("COMMAND", "DOCS", "get"), "*0\r\n"},
+		{a("COMMAND", "DOCS", "nosuch"), "*0\r\n"},
+		{a("COMMAND", "DOCS", "get", "nosuch"), "*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n$34\r\nReturns the string value of a key.\r\n$5\r\nsince\r\n$5\r\n1.0.0\r\n$5\r\ngroup\r\n$6\r\nstring\r\n$10\r\ncomplexity\r\n$4\r\nO(1)\r\n$9\r\narguments\r\n*1\r\n*8\r\n$4\r\nname\r\n$3\r\nkey\r\n$4\r\ntype\r\n$3\r\nkey\r\n$12\r\ndisplay_text\r\n$3\r\nkey\r\n$14\r\nkey_spec_index\r\n:0\r\n"},
 		{a("COMMAND", "INFO", "nosuch"), "*1\r\n$-1\r\n"},
 		{a("COMMAND", "INFO", "nosuch", "client|nosuch", "nosuch|x"), "*3\r\n$-1\r\n$-1\r\n$-1\r\n"},
 	})
@@ -576,7 +576,7 @@ func TestCommandCommand(t *testing.T) {
 		t.Fatalf("COMMAND gave %d entries", len(all[0].kids))
 	}
 	c.do("HELLO", "3")
-	if r := c.do("COMMAND", "DOCS"); r != "%0\r\n" {
+	if r := c.do("COMMAND", "DOCS", "nosuch"); r != "%0\r\n" {
 		t.Fatalf("RESP3 DOCS %q", r)
 	}
 	if r := c.do("COMMAND", "INFO", "nosuch"); r != "*1\r\n_\r\n" {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/emqd/emqd/internal/cmdmeta"
 	"github.com/emqd/emqd/store"
 )
 
@@ -20,6 +21,13 @@ type command struct {
 	// handler a store or verb handler.
 	run     func(c *client, x *store.Ctx)
 	handler store.Handler
+
+	// meta is the command's metadata (internal/cmdmeta), info what COMMAND
+	// INFO derives from it; synthMeta marks metadata made from the spec for
+	// a command the table lacks (attachMeta).
+	meta      *cmdmeta.Command
+	info      cmdmeta.Info
+	synthMeta bool
 
 	// Statistics (store lock): INFO commandstats.
 	calls, usec, rejected, failed int64
@@ -68,6 +76,7 @@ func newRegistry(storeCmds, verbCmds []*store.CommandSpec, own []serverCmd) *reg
 func fromSpec(cs *store.CommandSpec, parent *command) *command {
 	e := &command{spec: cs, name: strings.ToLower(cs.Name), arity: cs.Arity, parent: parent, handler: cs.Handler}
 	e.flags = cs.FlagSet()
+	e.attachMeta()
 	if len(cs.Subcommands) > 0 {
 		e.subs = make(map[string]*command)
 		for _, sub := range cs.Subcommands {

@@ -1,0 +1,110 @@
+package cmdmeta
+
+// emqCommands are the metadata of the commands emqd has and Valkey 8.0.1
+// has not: the EMQ.* verbs and EMQ.DEBUG, written by hand in the shape of
+// the generated Valkey entries (valkey_gen.go). A new command's entry goes
+// here, one line of emqVerb (or a full Command literal) per command or
+// subcommand, with its grammar in Args (docs/architecture.md, "Command
+// metadata"). server's TestCommandMetadataComplete fails, naming this
+// file, for a registered command without an entry; its flags and arity are
+// what the dispatcher uses.
+var emqCommands = map[string]*Command{}
+
+func init() {
+	for _, c := range []*Command{
+		emqVerb("emq.enqueue", -4, FlagWrite|FlagDenyOOM|FlagFast, KeyRW|KeyInsert,
+			"Admits a job to a queue, pending or scheduled.",
+			arg("id", "string"), arg("payload", "string"),
+			oneOf("when", ArgOptional, tok("delay-ms", "integer", "DELAY"), tok("run-at-ms", "unix-time", "AT"))),
+		emqVerb("emq.claim", -3, FlagWrite|FlagBlocking, KeyRW|KeyUpdate,
+			"Leases up to count claimable jobs of a queue, waiting up to block_ms for one.",
+			arg("lease-ms", "integer"), opt(tok("count", "integer", "COUNT")), opt(tok("block-ms", "integer", "BLOCK"))),
+		emqVerb("emq.complete", 4, FlagWrite|FlagFast, KeyRW|KeyDelete,
+			"Completes a leased job (the holder's token) and deletes it.",
+			arg("id", "string"), arg("token", "string")),
+		emqVerb("emq.fail", 7, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Reports a leased job's failure: retried after delay_ms, or dead after max_attempts.",
+			arg("id", "string"), arg("token", "string"), arg("max-attempts", "integer"),
+			arg("delay-ms", "integer"), arg("error", "string")),
+		emqVerb("emq.requeue", 4, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Returns a leased job to pending without counting a failure.",
+			arg("id", "string"), arg("token", "string")),
+		emqVerb("emq.extend", 5, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Extends a leased job's lease to lease_ms from now.",
+			arg("id", "string"), arg("token", "string"), arg("lease-ms", "integer")),
+		emqVerb("emq.delay", 6, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Moves a leased job to the schedule, due in delay_ms or at run_at_ms.",
+			arg("id", "string"), arg("token", "string"),
+			oneOf("when", 0, tok("delay-ms", "integer", "IN"), tok("run-at-ms", "unix-time", "AT"))),
+		emqVerb("emq.progress", 5, FlagWrite|FlagDenyOOM|FlagFast, KeyRW|KeyUpdate,
+			"Records a leased job's progress value.",
+			arg("id", "string"), arg("token", "string"), arg("value", "string")),
+		emqVerb("emq.stalled.check", -2, FlagWrite, KeyRW|KeyUpdate,
+			"Recovers the jobs whose lease expired: retried, or dead after max_stalled stalls.",
+			Arg{Name: "budget", Type: "block", Flags: ArgOptional, Args: []Arg{
+				arg("max-stalled", "integer"), opt(arg("limit", "integer"))}}),
+		emqVerb("emq.promote", -2, FlagWrite, KeyRW|KeyUpdate,
+			"Moves the due scheduled jobs of a queue to pending.",
+			opt(arg("limit", "integer"))),
+		emqVerb("emq.reprocess", -3, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Returns a dead job to pending.",
+			arg("id", "string"), opt(pure("reset", "RESET"))),
+		emqVerb("emq.pause", 2, FlagWrite|FlagFast, KeyRW|KeyUpdate, "Stops a queue's claims."),
+		emqVerb("emq.resume", 2, FlagWrite|FlagFast, KeyRW|KeyUpdate, "Resumes a paused queue's claims."),
+		emqVerb("emq.remove", 3, FlagWrite|FlagFast, KeyRW|KeyDelete,
+			"Removes a job that is not leased.",
+			arg("id", "string")),
+		emqVerb("emq.counts", 2, FlagReadonly|FlagFast, KeyRO|KeyAccess,
+			"Returns the number of jobs in each state and the completed and failed counters."),
+		emqVerb("emq.job", 3, FlagReadonly|FlagFast, KeyRO|KeyAccess,
+			"Returns a job's row.",
+			arg("id", "string")),
+		emqVerb("emq.list", -3, FlagReadonly, KeyRO|KeyAccess,
+			"Returns a page of the job ids in one state.",
+			arg("state", "string"), Arg{Name: "page", Type: "block", Flags: ArgOptional, Args: []Arg{
+				arg("offset", "integer"), arg("count", "integer")}}),
+		{Name: "emq.debug", Arity: -2, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale,
+			Summary: "A container for debugging commands.", Group: "emq", Complexity: "Depends on subcommand."},
+		{Name: "emq.debug|clock", Arity: 4, Flags: FlagAdmin | FlagNoScript | FlagLoading | FlagStale,
+			Summary: "Moves the server clock forward by ms (enable-debug-command).", Group: "emq", Complexity: "O(1)",
+			Args: []Arg{pure("advance", "ADVANCE"), arg("ms", "integer")}},
+		{Name: "emq.debug|help", Arity: 2, Flags: FlagLoading | FlagStale,
+			Summary: "Returns helpful text about the different subcommands.", Group: "emq", Complexity: "O(1)"},
+	} {
+		if _, dup := emqCommands[c.Name]; dup {
+			panic("cmdmeta: " + c.Name + " defined twice in emq.go")
+		}
+		emqCommands[c.Name] = c
+	}
+}
+
+// emqVerb is the entry of an EMQ verb: its first argument is the queue
+// name, the one declared key (docs/verbs.md §1.1), with key flags kf; the
+// verb is in ACL category @emq and group "emq"; args are the arguments
+// after the queue name.
+func emqVerb(name string, arity int, flags Flag, kf KeyFlag, summary string, args ...Arg) *Command {
+	complexity := "O(1)"
+	if flags&FlagFast == 0 {
+		complexity = "O(N) where N is the number of jobs handled (docs/verbs.md)"
+	}
+	return &Command{
+		Name: name, Arity: arity, Flags: flags, ACLCategories: CatEMQ,
+		KeySpecs: []KeySpec{{Flags: kf,
+			BeginSearch: BeginSearch{Type: "index", Index: 1},
+			FindKeys:    FindKeys{Type: "range", LastKey: 0, KeyStep: 1, Limit: 0}}},
+		Summary: summary, Group: "emq", Complexity: complexity,
+		Args: append([]Arg{{Name: "queue", Type: "key", KeySpecIndex: 0, HasKeySpec: true}}, args...),
+	}
+}
+
+func arg(name, typ string) Arg { return Arg{Name: name, Type: typ} }
+
+func tok(name, typ, token string) Arg { return Arg{Name: name, Type: typ, Token: token} }
+
+func pure(name, token string) Arg { return Arg{Name: name, Type: "pure-token", Token: token} }
+
+func opt(a Arg) Arg { a.Flags |= ArgOptional; return a }
+
+func oneOf(name string, flags ArgFlag, alts ...Arg) Arg {
+	return Arg{Name: name, Type: "oneof", Flags: flags, Args: alts}
+}

@@ -1,0 +1,400 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emqd/emqd/internal/cmdmeta"
+	"github.com/emqd/emqd/internal/valkeyref"
+	"github.com/emqd/emqd/store"
+)
+
+// The COMMAND replies compared byte for byte with a real Valkey 8.0.1
+// (EMQD_VALKEY_DIR; docs/compat.md §1.5): COMMAND INFO, COMMAND DOCS,
+// COMMAND GETKEYS, COMMAND GETKEYSANDFLAGS and COMMAND LIST (with every
+// FILTERBY) of every command and subcommand both servers have, in RESP2
+// and RESP3. Two things are not byte-equal by design and are normalised on
+// both sides: the subcommands of a container are only those emqd has, and
+// their order (Valkey's is its dict's hash order, emqd's by name).
+
+// rawNode is one RESP value with its exact bytes.
+type rawNode struct {
+	typ  byte
+	raw  string // the value's bytes, header and children included
+	text string // a scalar's payload
+	kids []*rawNode
+}
+
+var errShort = errors.New("incomplete reply")
+
+func parseRaw(b string) (*rawNode, int, error) {
+	i := strings.Index(b, "\r\n")
+	if i < 0 {
+		return nil, 0, errShort
+	}
+	typ, body, pos := b[0], b[1:i], i+2
+	n := &rawNode{typ: typ}
+	switch typ {
+	case '+', '-', ':', '_', ',', '#', '(':
+		n.text = body
+	case '$', '=', '!':
+		l, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, 0, err
+		}
+		if l >= 0 {
+			if len(b) < pos+l+2 {
+				return nil, 0, errShort
+			}
+			n.text = b[pos : pos+l]
+			pos += l + 2
+		}
+	case '*', '~', '>', '%', '|':
+		l, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, 0, err
+		}
+		if typ == '%' || typ == '|' {
+			l *= 2
+		}
+		for k := 0; k < l; k++ {
+			kid, used, err := parseRaw(b[pos:])
+			if err != nil {
+				return nil, 0, err
+			}
+			n.kids = append(n.kids, kid)
+			pos += used
+		}
+	default:
+		return nil, 0, errors.New("bad RESP type " + strconv.Quote(string(typ)))
+	}
+	n.raw = b[:pos]
+	return n, pos, nil
+}
+
+// refConn is a raw RESP connection that returns whole parsed replies.
+type refConn struct {
+	t   *testing.T
+	nc  net.Conn
+	buf []byte
+}
+
+func dialRef(t *testing.T, addr string) *refConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &refConn{t: t, nc: nc}
+}
+
+func (c *refConn) do(args ...string) *rawNode {
+	c.t.Helper()
+	if _, err := c.nc.Write(encode(args...)); err != nil {
+		c.t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<16)
+	for {
+		if len(c.buf) > 0 {
+			n, used, err := parseRaw(string(c.buf))
+			if err == nil {
+				c.buf = c.buf[used:]
+				return n
+			}
+			if err != errShort {
+				c.t.Fatalf("%q: %v", args, err)
+			}
+		}
+		c.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+		k, err := c.nc.Read(chunk)
+		if err != nil {
+			c.t.Fatalf("%q: %v", args, err)
+		}
+		c.buf = append(c.buf, chunk[:k]...)
+	}
+}
+
+// canonInfo renders a COMMAND INFO entry with its subcommands kept to
+// those in keep (all when keep is nil) and sorted by their bytes.
+func canonInfo(n *rawNode, keep map[string]bool) string {
+	if n.typ != '*' || len(n.kids) != 10 {
+		return n.raw
+	}
+	var b strings.Builder
+	b.WriteString("*10\r\n")
+	for _, k := range n.kids[:9] {
+		b.WriteString(k.raw)
+	}
+	subs := n.kids[9]
+	if len(subs.kids) == 0 {
+		b.WriteString(subs.raw)
+		return b.String()
+	}
+	var parts []string
+	for _, s := range subs.kids {
+		if keep == nil || keep[s.kids[0].text] {
+			parts = append(parts, canonInfo(s, nil))
+		}
+	}
+	sort.Strings(parts)
+	b.WriteString("*" + strconv.Itoa(len(parts)) + "\r\n")
+	b.WriteString(strings.Join(parts, ""))
+	return b.String()
+}
+
+// canonDocs renders a COMMAND DOCS map of one command likewise: its
+// "subcommands" map kept to keep and sorted.
+func canonDocs(n *rawNode, keep map[string]bool) string {
+	var b strings.Builder
+	b.WriteString(n.raw[:strings.Index(n.raw, "\r\n")+2])
+	for i := 0; i+1 < len(n.kids); i += 2 {
+		k, v := n.kids[i], n.kids[i+1]
+		b.WriteString(k.raw)
+		if k.text != "subcommands" {
+			b.WriteString(v.raw)
+			continue
+		}
+		var parts []string
+		for j := 0; j+1 < len(v.kids); j += 2 {
+			if keep == nil || keep[v.kids[j].text] {
+				parts = append(parts, v.kids[j].raw+canonDocs(v.kids[j+1], nil))
+			}
+		}
+		sort.Strings(parts)
+		hdr := "%"
+		if v.typ == '*' {
+			hdr = "*"
+		}
+		n := len(parts)
+		if v.typ == '*' {
+			n *= 2
+		}
+		b.WriteString(hdr + strconv.Itoa(n) + "\r\n" + strings.Join(parts, ""))
+	}
+	return b.String()
+}
+
+func names(n *rawNode) []string {
+	var out []string
+	for _, k := range n.kids {
+		out = append(out, k.text)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestCommandRepliesMatchValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	for _, proto := range []string{"2", "3"} {
+		t.Run("RESP"+proto, func(t *testing.T) {
+			e, v := dialRef(t, s.Addr()), dialRef(t, ref.Addr)
+			e.do("HELLO", proto)
+			v.do("HELLO", proto)
+			valkeyHas := map[string]bool{}
+			for _, n := range names(v.do("COMMAND", "LIST")) {
+				valkeyHas[n] = true
+			}
+			ours := names(e.do("COMMAND", "LIST"))
+			emqdHas := map[string]bool{}
+			var shared []string
+			for _, n := range ours {
+				emqdHas[n] = true
+				// CLUSTER is one command in emqd (every form answers that
+				// cluster support is disabled), a container in Valkey
+				// (docs/compat.md §1.5).
+				if valkeyHas[n] && n != "cluster" {
+					shared = append(shared, n)
+				}
+			}
+			if len(shared) < 150 {
+				t.Fatalf("only %d shared commands: %v", len(shared), shared)
+			}
+			subsOf := func(name string) map[string]bool {
+				keep := map[string]bool{}
+				for _, n := range shared {
+					if strings.HasPrefix(n, name+"|") {
+						keep[n] = true
+					}
+				}
+				return keep
+			}
+			for _, name := range shared {
+				got, want := e.do("COMMAND", "INFO", name), v.do("COMMAND", "INFO", name)
+				if g, w := canonInfo(got.kids[0], subsOf(name)), canonInfo(want.kids[0], subsOf(name)); g != w {
+					t.Errorf("COMMAND INFO %s\n emqd   %q\n valkey %q", name, g, w)
+				}
+				got, want = e.do("COMMAND", "DOCS", name), v.do("COMMAND", "DOCS", name)
+				if len(got.kids) != 2 || len(want.kids) != 2 {
+					t.Errorf("COMMAND DOCS %s: emqd %q valkey %q", name, got.raw, want.raw)
+					continue
+				}
+				if g, w := got.kids[0].raw+canonDocs(got.kids[1], subsOf(name)), want.kids[0].raw+canonDocs(want.kids[1], subsOf(name)); g != w {
+					t.Errorf("COMMAND DOCS %s\n emqd   %q\n valkey %q", name, g, w)
+				}
+			}
+			// COMMAND LIST FILTERBY: the same shared names.
+			filters := [][2]string{{"PATTERN", "*"}, {"PATTERN", "z*"}, {"PATTERN", "client|*"}, {"PATTERN", "*|*"},
+				{"PATTERN", "[hz]?et"}, {"ACLCAT", "nosuch"}, {"ACLCAT", "READ"}, {"MODULE", "nosuch"}}
+			for _, c := range []string{"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
+				"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
+				"dangerous", "connection", "transaction", "scripting"} {
+				filters = append(filters, [2]string{"ACLCAT", c})
+			}
+			for _, f := range filters {
+				g := names(e.do("COMMAND", "LIST", "FILTERBY", f[0], f[1]))
+				w := names(v.do("COMMAND", "LIST", "FILTERBY", f[0], f[1]))
+				g = slices.DeleteFunc(g, func(n string) bool { return !valkeyHas[n] })
+				w = slices.DeleteFunc(w, func(n string) bool { return !emqdHas[n] })
+				if !slices.Equal(g, w) {
+					t.Errorf("COMMAND LIST FILTERBY %s %s\n emqd   %v\n valkey %v", f[0], f[1], g, w)
+				}
+			}
+			// Whole replies that must be equal.
+			for _, args := range [][]string{
+				{"COMMAND", "INFO", "nosuch", "get", "client|nosuch", "nosuch|x", "GET"},
+				{"COMMAND", "DOCS", "nosuch"}, {"COMMAND", "DOCS", "nosuch", "get", "SET"},
+				{"COMMAND", "LIST", "FILTERBY", "bogus", "x"}, {"COMMAND", "LIST", "x"},
+				{"COMMAND", "LIST", "FILTERBY", "pattern"}, {"COMMAND", "HELP"},
+				{"COMMAND", "GETKEYS"}, {"COMMAND", "GETKEYS", "nosuch", "x"}, {"COMMAND", "GETKEYS", "ping"},
+				{"COMMAND", "GETKEYS", "get"}, {"COMMAND", "GETKEYS", "client", "nosuch"},
+				{"COMMAND", "GETKEYS", "config", "get", "x"},
+			} {
+				if g, w := e.do(args...).raw, v.do(args...).raw; g != w {
+					t.Errorf("%q\n emqd   %q\n valkey %q", args, g, w)
+				}
+			}
+			// GETKEYS and GETKEYSANDFLAGS of sample lines of every shared
+			// command: its arity's worth of arguments and up to three
+			// more, as names, as numbers, and mixed (numkeys at 2).
+			samples := 0
+			for _, name := range shared {
+				m := cmdmeta.Valkey(name)
+				argv0 := strings.Split(name, "|")
+				lo, hi := m.Arity, m.Arity
+				if m.Arity < 0 {
+					lo, hi = -m.Arity, -m.Arity+3
+				}
+				for argc := max(lo, len(argv0)); argc <= hi; argc++ {
+					for variant := 0; variant < 3; variant++ {
+						line := append([]string(nil), argv0...)
+						for i := len(argv0); i < argc; i++ {
+							switch {
+							case variant == 1, variant == 2 && i == 2:
+								line = append(line, strconv.Itoa(min(i, 2)))
+							case i%3 == 0 && variant == 2:
+								line = append(line, "GET")
+							default:
+								line = append(line, "k"+strconv.Itoa(i))
+							}
+						}
+						for _, sub := range []string{"GETKEYS", "GETKEYSANDFLAGS"} {
+							args := append([]string{"COMMAND", sub}, line...)
+							if g, w := e.do(args...).raw, v.do(args...).raw; g != w {
+								t.Errorf("%q\n emqd   %q\n valkey %q", args, g, w)
+							}
+							samples++
+						}
+					}
+				}
+			}
+			extra := [][]string{
+				{"ZUNIONSTORE", "dst", "2", "a", "b"}, {"ZUNIONSTORE", "dst", "x", "a", "b"},
+				{"ZUNIONSTORE", "dst", "5", "a", "b"}, {"ZUNIONSTORE", "dst", "-1", "a", "b"},
+				{"ZUNIONSTORE", "dst", "0", "a"}, {"ZUNIONSTORE", "dst", "2x", "a", "b"},
+				{"ZINTER", "2", "a", "b", "WITHSCORES"}, {"ZDIFF", "3", "a", "b"}, {"ZINTERCARD", "2", "a", "b", "LIMIT", "1"},
+				{"ZMPOP", "2", "a", "b", "MIN"}, {"BZMPOP", "0", "2", "a", "b", "MAX"}, {"BZMPOP", "0", "9", "a", "b", "MAX"},
+				{"SET", "k", "v"}, {"SET", "k", "v", "GET"}, {"SET", "k", "v", "EX", "10", "get"}, {"SET", "k", "v", "NX"},
+				{"MSET", "a", "1", "b", "2"}, {"MSET", "a", "1", "b"}, {"DEL", "a", "b", "c"}, {"RENAME", "a", "b"},
+				{"COPY", "a", "b", "DB", "1"}, {"ZRANGESTORE", "d", "s", "0", "-1"}, {"MEMORY", "USAGE", "k"},
+				{"OBJECT", "ENCODING", "k"}, {"WATCH", "a", "b"}, {"GETEX", "k", "PERSIST"}, {"LCS", "a", "b", "LEN"},
+				{"BZPOPMIN", "a", "b", "0"}, {"EXISTS", "a"}, {"HSET", "h", "f", "v", "f2", "v2"},
+			}
+			for _, line := range extra {
+				for _, sub := range []string{"GETKEYS", "GETKEYSANDFLAGS"} {
+					args := append([]string{"COMMAND", sub}, line...)
+					if g, w := e.do(args...).raw, v.do(args...).raw; g != w {
+						t.Errorf("%q\n emqd   %q\n valkey %q", args, g, w)
+					}
+				}
+			}
+			t.Logf("RESP%s: %d shared commands, %d sample GETKEYS lines, %d fixed ones", proto, len(shared), samples, len(extra)*2)
+			if bytes.Contains([]byte(e.do("COMMAND", "INFO", "get").raw), []byte("@keyspace")) {
+				t.Error("GET still reports @keyspace")
+			}
+		})
+	}
+}
+
+// TestCommandMetadataComplete: every command and subcommand of the
+// registry has an entry in the metadata table, and the entry's arity is
+// the one the spec declares (the dispatcher checks the spec's; COMMAND
+// INFO shows the entry's).
+func TestCommandMetadataComplete(t *testing.T) {
+	s := startServer(t, nil, nil)
+	fake := map[string]bool{}
+	for _, cs := range fakeCommands(nil) {
+		fake[cs.Name] = true
+	}
+	n := 0
+	for _, e := range s.reg.allCommands() {
+		if fake[e.name] {
+			continue
+		}
+		n++
+		if e.synthMeta {
+			t.Errorf("%s has no command metadata: a Valkey command takes its entry from internal/cmdmeta/valkey_gen.go by name (is the name Valkey's?); any other command needs an entry in internal/cmdmeta/emq.go (docs/architecture.md, \"Command metadata\")", e.name)
+			continue
+		}
+		if e.meta.Arity != e.spec.Arity {
+			t.Errorf("%s: arity %d in its spec, %d in its metadata entry (internal/cmdmeta)", e.name, e.spec.Arity, e.meta.Arity)
+		}
+	}
+	if n < 140 {
+		t.Fatalf("only %d commands checked", n)
+	}
+	for _, name := range cmdmeta.OwnNames() {
+		if cmdmeta.Valkey(name) != nil {
+			t.Errorf("internal/cmdmeta/emq.go: %s is a Valkey command (its entry is generated)", name)
+		}
+		if s.reg.lookupFullName(name) == nil {
+			t.Errorf("internal/cmdmeta/emq.go: %s is not a command of emqd", name)
+		}
+	}
+}
+
+// TestDispatchFlagsFromTable: the dispatcher's flags are the table's, with
+// emqd's three extras (dispatchExtras), and the test commands keep their
+// spec's.
+func TestDispatchFlagsFromTable(t *testing.T) {
+	s := startServer(t, nil, nil)
+	for name, want := range map[string][]string{
+		"get":          {"readonly", "fast"},
+		"echo":         {"loading", "stale", "fast"},
+		"auth":         {"noscript", "loading", "stale", "skip_slowlog", "fast", "no_auth", "sentinel", "allow_busy"},
+		"client|reply": {"noscript", "loading", "stale", "sentinel", "no_multi"},
+		"emq.claim":    {"write", "blocking"},
+		"test.put":     {"write"},
+	} {
+		e := s.reg.lookupFullName(name)
+		var got []string
+		for b := uint32(1); b != 0; b <<= 1 {
+			if f := e.flags & store.Flag(b); f != 0 {
+				got = append(got, f.String())
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: dispatch flags %v, want %v", name, got, want)
+		}
+	}
+}
