@@ -42,7 +42,8 @@ func init() {
 		emqVerb("emq.stalled.check", -2, FlagWrite, KeyRW|KeyUpdate,
 			"Recovers the jobs whose lease expired: retried, or dead after max_stalled stalls.",
 			Arg{Name: "budget", Type: "block", Flags: ArgOptional, Args: []Arg{
-				arg("max-stalled", "integer"), opt(arg("limit", "integer"))}}),
+				arg("max-stalled", "integer"), opt(arg("limit", "integer"))}},
+			opt(tok("interval-ms", "integer", "EVERY"))),
 		emqVerb("emq.promote", -2, FlagWrite, KeyRW|KeyUpdate,
 			"Moves the due scheduled jobs of a queue to pending.",
 			opt(arg("limit", "integer"))),
