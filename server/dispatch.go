@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"time"
 	_ "unsafe" // go:linkname nanotime
 
@@ -51,6 +52,10 @@ func (c *client) lookup(argv [][]byte) (*command, bool) {
 
 func (c *client) dispatch(argv [][]byte) {
 	s := c.s
+	if isCrossProtocol(argv[0]) {
+		c.securityWarning()
+		return
+	}
 	cmd, badSub := c.lookup(argv)
 	c.curCmd = cmd
 	if cmd == nil {
@@ -298,3 +303,34 @@ func (c *client) countReplyError(reply []byte) {
 //
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
+
+// isCrossProtocol reports whether name is POST or Host: (any case), the
+// first words of an HTTP request's lines: Valkey's processCommand closes
+// such a connection before anything else is checked, since a browser tricked
+// into posting to the port would otherwise have the request's body run
+// as commands (cross-protocol scripting).
+func isCrossProtocol(name []byte) bool {
+	return (len(name) == 4 && strings.EqualFold(string(name), "post")) ||
+		(len(name) == 5 && strings.EqualFold(string(name), "host:"))
+}
+
+// securityWarning is Valkey's securityWarningCommand: the connection is
+// closed at once, the replies of the commands before it in the batch are
+// not sent, and a warning is logged at most once a minute (server clock).
+func (c *client) securityWarning() {
+	s := c.s
+	now := s.clock.NowMs()
+	if last := s.xprotoLogged.Load(); last == 0 || now-last > 60_000 || last-now > 60_000 {
+		s.xprotoLogged.Store(now)
+		s.log.Warn("Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to emqd. "+
+			"This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your emqd instance. Connection aborted.",
+			"id", c.id, "addr", c.addr)
+	}
+	c.w.Buf = c.w.Buf[:0]
+	c.outMu.Lock()
+	c.out = c.out[:0]
+	c.outMu.Unlock()
+	c.closeAfter = true
+	c.killed.Store(true)
+	c.nc.Close()
+}

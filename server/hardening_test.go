@@ -2,13 +2,16 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -246,5 +249,73 @@ func TestSubscribersListLinear(t *testing.T) {
 	}
 	if !l.remove(cs[n-2], &work) {
 		t.Fatal("not empty at the end")
+	}
+}
+
+// readAll reads until the peer closes (or 5 s pass, which fails).
+func readAll(t *testing.T, c *rawConn) string {
+	t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.br.Read(buf)
+		b = append(b, buf[:n]...)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("connection not closed; read %q", b)
+			}
+			return string(b)
+		}
+	}
+}
+
+// TestCrossProtocolClosed (issue 27 item 3): the bytes of `curl -X POST
+// --data-binary $'SET xproto 1\r\nQUIT\r\n' http://127.0.0.1:<port>/`, and
+// a GET whose Host: line comes second, close the connection with nothing
+// sent, the body never runs, and the replies of the commands before it in
+// the same read are not sent, as on Valkey 8.0.1; the warning is logged
+// once a minute (server clock).
+func TestCrossProtocolClosed(t *testing.T) {
+	ref := valkeyref.Start(t)
+	logs := &syncBuffer{}
+	clk := clock.NewManual(1_700_000_000_000)
+	s, err := Start(Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	post := "POST / HTTP/1.1\r\nHost: 127.0.0.1:6379\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n" +
+		"Content-Length: 20\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nSET xproto 1\r\nQUIT\r\n"
+	inputs := []string{
+		post,
+		"GET / HTTP/1.1\r\nHost: evil.example\r\n\r\nSET xproto 2\r\n",
+		"PING\r\nSET before 1\r\npost\r\nSET xproto 3\r\n",
+		"*1\r\n$5\r\nHOST:\r\n*3\r\n$3\r\nSET\r\n$6\r\nxproto\r\n$1\r\n4\r\n",
+		"MULTI\r\nSET inmulti 1\r\nPost\r\nEXEC\r\n",
+	}
+	for _, in := range inputs {
+		e, v := dial(t, s), refDial(t, ref.Addr)
+		e.write([]byte(in))
+		v.write([]byte(in))
+		if got, want := readAll(t, e), readAll(t, v); got != want {
+			t.Errorf("%q: emqd sent %q, valkey %q", in, got, want)
+		}
+	}
+	e, v := dial(t, s), refDial(t, ref.Addr)
+	for _, cmd := range [][]string{{"EXISTS", "xproto", "inmulti"}, {"GET", "before"}} {
+		if got, want := e.do(cmd...), v.do(cmd...); got != want {
+			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
+		}
+	}
+	if n := strings.Count(logs.String(), "Possible SECURITY ATTACK detected"); n != 1 {
+		t.Fatalf("%d warnings in the log, want 1 (once a minute)", n)
+	}
+	clk.Advance(61_000)
+	x := dial(t, s)
+	x.write([]byte(post))
+	readAll(t, x)
+	if n := strings.Count(logs.String(), "Possible SECURITY ATTACK detected"); n != 2 {
+		t.Fatalf("%d warnings after a minute, want 2", n)
 	}
 }

@@ -58,6 +58,7 @@ type Server struct {
 	maxBulk       atomic.Int64
 	maxQuery      atomic.Int64
 	outLimits     atomic.Pointer[outputLimits] // client-output-buffer-limit
+	xprotoLogged  atomic.Int64                 // server clock ms of the last cross-protocol warning (dispatch.go)
 	slowlogSlower atomic.Int64
 	slowlogMax    atomic.Int64
 	trkMaxKeys    atomic.Int64 // tracking-table-max-keys
