@@ -180,22 +180,74 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tellParent(ready, "")
 	s.OnConfigSet("loglevel", func(v string) error { level.Set(server.LogLevel(v)); return nil })
 
-	sig := make(chan os.Signal, 1)
+	return serveSignals(s, log)
+}
+
+// signalsReady, when set (tests), is called once the signal handlers are
+// in place.
+var signalsReady func()
+
+// exitNow ends the process at once (a second SIGINT); tests replace it.
+var exitNow = os.Exit
+
+// serveSignals handles signals as valkey-server does until the server
+// stops, and returns the exit status: SIGHUP and SIGPIPE are ignored
+// (Valkey's main: a closed terminal or a reader gone from a pipe does not
+// stop a server); SIGTERM and SIGINT log "Received SIGTERM scheduling
+// shutdown..." (SIGINT) and shut down cleanly (the AOF made durable, exit
+// 0); a second SIGINT during that shutdown logs "You insist... exiting
+// now." and exits 1 at once (Valkey's sigShutdownHandler). SHUTDOWN from a
+// client ends it too. docs/operations.md §12.
+func serveSignals(s *server.Server, log *slog.Logger) int {
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
+	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	if signalsReady != nil {
+		signalsReady()
+	}
 	select {
 	case got := <-sig:
-		log.Warn("Received signal, scheduling shutdown...", "signal", got.String())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := s.Close(ctx)
-		cancel()
-		if err != nil {
-			log.Error("shutdown", "err", err)
-			return 1
+		log.Warn(shutdownMessage(got))
+		closed := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			closed <- s.Close(ctx)
+		}()
+		for {
+			select {
+			case again := <-sig:
+				if again == syscall.SIGINT {
+					log.Warn("You insist... exiting now.")
+					exitNow(1)
+					return 1
+				}
+				log.Warn(shutdownMessage(again))
+				continue
+			case err := <-closed:
+				if err != nil {
+					log.Error("shutdown", "err", err)
+					return 1
+				}
+				return 0
+			}
 		}
 	case <-s.Done():
 		// SHUTDOWN from a client.
 	}
 	return 0
+}
+
+// shutdownMessage is Valkey's log line for a shutdown signal.
+func shutdownMessage(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "Received SIGINT scheduling shutdown..."
+	case syscall.SIGTERM:
+		return "Received SIGTERM scheduling shutdown..."
+	}
+	return "Received shutdown signal, scheduling shutdown..."
 }
 
 type badDirective struct{ msg string }
