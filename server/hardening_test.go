@@ -8,11 +8,13 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/valkeyref"
+	"github.com/emqd/emqd/store/aof"
 )
 
 // refDial connects to a reference server (valkeyref) with the test
@@ -317,5 +319,55 @@ func TestCrossProtocolClosed(t *testing.T) {
 	readAll(t, x)
 	if n := strings.Count(logs.String(), "Possible SECURITY ATTACK detected"); n != 2 {
 		t.Fatalf("%d warnings after a minute, want 2", n)
+	}
+}
+
+// TestAppendOnlyOnReadOnlyDir (issue 27 item 7): CONFIG SET appendonly yes
+// where no file can be created in dir (EROFS, a read-only mount) is
+// refused with Valkey's text, the reason is logged, appendonly stays no
+// (aof_enabled:0, CONFIG GET), and the write after it changes the keyspace
+// only, as with appendonly no; once the directory is writable the same
+// CONFIG SET turns the AOF on and the writes reach the file.
+func TestAppendOnlyOnReadOnlyDir(t *testing.T) {
+	fsys := aof.NewFaultFS()
+	fsys.FailOps(syscall.EROFS, aof.OpCreate, aof.OpOpen)
+	logs := &syncBuffer{}
+	s, err := Start(Options{Config: map[string]string{"appendonly": "no", "dir": "/ro"}, aofFS: fsys,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	c := dial(t, s)
+	want := "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.\r\n"
+	if r := c.do("CONFIG", "SET", "appendonly", "yes"); r != want {
+		t.Fatalf("CONFIG SET: %q", r)
+	}
+	if !strings.Contains(logs.String(), "read-only file system") {
+		t.Fatalf("reason not logged: %q", logs.String())
+	}
+	if r := c.do("CONFIG", "GET", "appendonly"); r != "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n" {
+		t.Fatalf("CONFIG GET: %q", r)
+	}
+	if r := c.do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:0\r\n") {
+		t.Fatalf("INFO: %q", r)
+	}
+	if s.AOF() != nil {
+		t.Fatal("an AOF is open")
+	}
+	c.do("SET", "k", "v")
+	names, _ := fsys.ReadDir("/ro")
+	if len(names) != 0 {
+		t.Fatalf("files in the read-only dir: %v", names)
+	}
+	fsys.Heal()
+	if r := c.do("CONFIG", "SET", "appendonly", "yes"); r != "+OK\r\n" {
+		t.Fatalf("writable: %q", r)
+	}
+	eventually(t, func() bool {
+		return strings.Contains(c.do("INFO", "persistence"), "aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
+	})
+	if r := c.do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:1\r\n") {
+		t.Fatalf("INFO after: %q", r)
 	}
 }

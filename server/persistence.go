@@ -171,6 +171,10 @@ func (p *persistence) boot() (*aof.AOF, error) {
 	return a, nil
 }
 
+// errAOFOn is CONFIG SET appendonly yes's refusal when the file cannot be
+// written (Valkey's text).
+var errAOFOn = errors.New("Unable to turn on AOF. Check server logs.")
+
 // setAppendOnly is CONFIG SET appendonly (under the store lock): yes starts
 // an AOF from a rewrite of the keyspace; no stops writing it (the last
 // records are written and fsynced in the background).
@@ -184,7 +188,11 @@ func (p *persistence) setAppendOnly(v string) error {
 			return err
 		}
 		if err := a.StartFromKeyspace(); err != nil {
-			return err
+			// Valkey's startAppendOnly: the reason goes to the log, the
+			// client gets "Unable to turn on AOF. Check server logs.",
+			// and appendonly stays no.
+			s.log.Warn("Can't open the append-only file for writing: AOF not turned on", "dir", s.Config("dir"), "err", err)
+			return errAOFOn
 		}
 		s.store.Feed = a
 		p.cur.Store(a)

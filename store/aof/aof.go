@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -352,6 +353,22 @@ func (a *AOF) prepareDir() error {
 	return nil
 }
 
+// probeDir checks that a file can be created in the directory, as the
+// rewrite that StartFromKeyspace starts in the background must: Valkey's
+// startAppendOnly creates its new file before it answers, so a directory
+// it cannot write fails CONFIG SET appendonly yes at once instead of
+// leaving the server acknowledging writes nothing records. The probe file
+// is a rewrite temp file by name, so prepareDir removes one left behind.
+func (a *AOF) probeDir() error {
+	p := filepath.Join(a.cfg.Dir, fmt.Sprintf("temp-rewriteaof-probe-%d-%d.aof", os.Getpid(), tempSeq.Add(1)))
+	f, err := a.fs.Create(p)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return a.fs.Remove(p)
+}
+
 // StartFromKeyspace turns the AOF on while the server runs (CONFIG SET
 // appendonly yes), as Valkey's startAppendOnly does: nothing is written
 // until a rewrite has made a file from the live keyspace, which then
@@ -364,6 +381,9 @@ func (a *AOF) StartFromKeyspace() error {
 		return errClosed
 	}
 	if err := a.prepareDir(); err != nil {
+		return err
+	}
+	if err := a.probeDir(); err != nil {
 		return err
 	}
 	a.mu.Lock()
