@@ -31,6 +31,7 @@ var layers = map[string]int{
 	"store":                   2, // keyspace, data types, Valkey commands, command specs
 
 	"store/aof": 3, // the append-only file
+	"store/rdb": 3, // the RDB format: dump.rdb, DUMP/RESTORE payloads
 	"verbs":     3, // the EMQ.* verbs
 	"dashboard": 3, // the web dashboard (a RESP client of the server; imports clock only)
 

@@ -42,3 +42,105 @@ func (s *ZSetSnapshot) AscendAll(fn func(ZItem) bool) {
 		off = sc + 8
 	}
 }
+
+// HashSnapshot is a read-only, point-in-time copy of a hash that stays
+// valid after the store lock is released (BGSAVE, docs/durability.md §9):
+// a listpack hash is taken in O(1) (its bytes below len are never written
+// again, listpack.go), a hashtable hash copies its entry list (the values
+// are shared: the store never changes a value in place).
+type HashSnapshot struct {
+	lp      []byte // a listpack hash's bytes, to len at the snapshot
+	n       int    // the number of fields
+	entries []hashEntry
+	big     bool
+}
+
+// Snapshot copies h (call under the store lock).
+func (h *Hash) Snapshot() *HashSnapshot {
+	if !h.big() {
+		return &HashSnapshot{lp: h.v.Str, n: h.Len()}
+	}
+	t := h.tab
+	out := make([]hashEntry, 0, t.live)
+	for _, e := range t.entries {
+		if e.value != nil {
+			out = append(out, e)
+		}
+	}
+	return &HashSnapshot{entries: out, n: t.live, big: true}
+}
+
+// Len is the number of fields.
+func (s *HashSnapshot) Len() int { return s.n }
+
+// Big reports whether the hash was hashtable-encoded (else listpack).
+func (s *HashSnapshot) Big() bool { return s.big }
+
+// Range calls fn for each field in insertion order until it returns false;
+// it may run without the store lock. field and value must not be changed.
+func (s *HashSnapshot) Range(fn func(field string, value []byte) bool) {
+	if s.big {
+		for _, e := range s.entries {
+			if !fn(e.field, e.value) {
+				return
+			}
+		}
+		return
+	}
+	for off := lpHeader; off < len(s.lp); {
+		f, next := lpStr(s.lp, off)
+		v, after := lpStr(s.lp, next)
+		if !fn(lpView(f), v) {
+			return
+		}
+		off = after
+	}
+}
+
+// Big reports whether the sorted set was skiplist-encoded (else listpack).
+func (s *ZSetSnapshot) Big() bool { return s.tree != nil }
+
+// DescendAll calls fn for every member in descending order (the order an
+// RDB ZSET_2 holds them) until it returns false; it may run without the
+// store lock.
+func (s *ZSetSnapshot) DescendAll(fn func(ZItem) bool) {
+	if s.tree != nil {
+		s.tree.Reverse(fn)
+		return
+	}
+	var items []ZItem
+	s.AscendAll(func(it ZItem) bool { items = append(items, it); return true })
+	for i := len(items) - 1; i >= 0; i-- {
+		if !fn(items[i]) {
+			return
+		}
+	}
+}
+
+// StrSnapshot returns a string value's bytes as they are now, valid and
+// unchanged after the store lock is released: the bytes themselves, or a
+// copy for a string SETRANGE may have changed in place (encoding raw).
+func (v *Value) StrSnapshot() []byte {
+	if v.enc == encRaw {
+		return append([]byte(nil), v.Str...)
+	}
+	return v.Str
+}
+
+// NewHashValue returns an empty listpack hash Value with s's encoding
+// thresholds, not stored (an RDB load or RESTORE fills it, then DB.Put).
+func (s *Store) NewHashValue() *Value { return newHashValue(s.hashLim) }
+
+// NewZSetValue returns an empty sorted-set Value with s's thresholds, not
+// stored.
+func (s *Store) NewZSetValue() *Value {
+	z := NewZSet()
+	z.lim = &s.limits
+	return &Value{Kind: KindZSet, ZSet: z}
+}
+
+// SetIdleMs makes v look last accessed ms milliseconds ago on the server
+// clock (RESTORE ... IDLETIME, an RDB's IDLE opcode; OBJECT IDLETIME).
+func (s *Store) SetIdleMs(v *Value, ms int64) {
+	v.access = uint32((s.now - ms) / accessUnit)
+}
