@@ -53,6 +53,9 @@ type driver struct {
 	failed, crashes, stale, recovered, stallDead, extends atomic.Int64
 	lostReplyCompletions, dupAdmissions                   atomic.Int64
 	restarts                                              atomic.Int64
+	// restartKick receives one signal each RestartAfter outcomes (nil
+	// without RestartAfter).
+	restartKick chan struct{}
 
 	probMu   sync.Mutex
 	problems []string
@@ -111,7 +114,13 @@ func (d *driver) get(id string) *job {
 func (d *driver) resolve(j *job) {
 	if !j.resolved {
 		j.resolved = true
-		d.resolved.Add(1)
+		n := d.resolved.Add(1)
+		if d.restartKick != nil && n%int64(d.cfg.RestartAfter) == 0 && (d.cfg.Jobs == 0 || n < int64(d.cfg.Jobs)) {
+			select {
+			case d.restartKick <- struct{}{}:
+			default: // a restart is pending already
+			}
+		}
 		d.lastDoneNs.Store(int64(time.Since(d.start)))
 	}
 }
@@ -126,6 +135,9 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 	cfg := d.cfg
 	if cfg.RestartCmd != "" {
 		d.sup = &supervisor{cmdline: cfg.RestartCmd, addr: cfg.Addr, log: cfg.ServerLog}
+		if cfg.RestartAfter > 0 {
+			d.restartKick = make(chan struct{}, 1)
+		}
 		if err := d.sup.start(); err != nil {
 			return nil, err
 		}
@@ -183,7 +195,7 @@ func (d *driver) run(ctx context.Context) (*Result, error) {
 	}
 	restartsDone := make(chan struct{})
 	stopRestarts := make(chan struct{})
-	if d.sup != nil && cfg.RestartEvery > 0 {
+	if d.sup != nil && (cfg.RestartEvery > 0 || cfg.RestartAfter > 0) {
 		go func() { defer close(restartsDone); d.restarter(stopRestarts) }()
 	} else {
 		close(restartsDone)
@@ -548,14 +560,21 @@ func (d *driver) sweepQueue(ctx context.Context, q string) {
 	})
 }
 
+// restarter restarts the server at every tick of RestartEvery, or at every
+// kick of resolve (RestartAfter), until stop.
 func (d *driver) restarter(stop <-chan struct{}) {
-	t := time.NewTicker(d.cfg.RestartEvery)
-	defer t.Stop()
+	var tick <-chan time.Time
+	if d.cfg.RestartEvery > 0 {
+		t := time.NewTicker(d.cfg.RestartEvery)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-tick:
+		case <-d.restartKick:
 		}
 		if err := d.sup.restart(); err != nil {
 			d.problem("restart: %v", err)

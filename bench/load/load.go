@@ -139,6 +139,12 @@ type Config struct {
 	// RestartEvery, with RestartCmd, kills that emqd with SIGKILL at this
 	// interval while the load runs and starts the command again.
 	RestartEvery time.Duration
+	// RestartAfter, with RestartCmd, kills that emqd with SIGKILL each time
+	// this many more jobs have a known outcome (completed or dead) and
+	// starts the command again: the number of restarts of a run of Jobs jobs
+	// is (Jobs-1)/RestartAfter whatever the machine's speed, where
+	// RestartEvery's depends on it. It excludes RestartEvery.
+	RestartAfter int
 	// ServerLog receives the output of RestartCmd (default: discarded).
 	ServerLog io.Writer
 	// Progress receives progress lines (nil: none); ProgressTTY makes it one
@@ -169,6 +175,15 @@ func (c *Config) defaults() error {
 	}
 	if c.RestartEvery > 0 && c.RestartCmd == "" {
 		return errors.New("load: RestartEvery needs RestartCmd")
+	}
+	if c.RestartAfter < 0 {
+		return errors.New("load: RestartAfter must be >= 0")
+	}
+	if c.RestartAfter > 0 && c.RestartCmd == "" {
+		return errors.New("load: RestartAfter needs RestartCmd")
+	}
+	if c.RestartAfter > 0 && c.RestartEvery > 0 {
+		return errors.New("load: RestartAfter and RestartEvery exclude each other")
 	}
 	def := func(p *int, v int) {
 		if *p <= 0 {

@@ -204,7 +204,9 @@ func TestLoadRestartsBinary(t *testing.T) {
 	cfg := smallConfig(addr, 1500)
 	cfg.FailRate, cfg.CrashRate = 0.1, 0.02
 	cfg.RestartCmd = cmdline
-	cfg.RestartEvery = 600 * time.Millisecond
+	// A restart after every 400 outcomes: 3 restarts in 1500 jobs however
+	// slow the machine (a wall-clock interval gave 1 on a loaded one).
+	cfg.RestartAfter = 400
 	var log strings.Builder
 	cfg.ServerLog = &log
 	res, err := Run(ctx, cfg)
@@ -215,8 +217,8 @@ func TestLoadRestartsBinary(t *testing.T) {
 	if !res.OK() {
 		t.Fatalf("verification failed:\n%s", res.Summary())
 	}
-	if res.Restarts < 2 {
-		t.Fatalf("only %d restarts: the run was too short to test them", res.Restarts)
+	if res.Restarts != 3 {
+		t.Fatalf("%d restarts, want 3 (one after each 400 of the 1500 outcomes)", res.Restarts)
 	}
 	if res.Completed+res.Dead != 1500 {
 		t.Fatalf("completed %d + dead %d, want 1500", res.Completed, res.Dead)

@@ -86,7 +86,12 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 
 	m := &model{enqueued: map[string]bool{}, completed: map[string]bool{}, completing: map[string]bool{}, tokens: map[string]int{}}
 	var seq atomic.Int64
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
+	seed, err := crashSeed(os.Getenv("EMQD_CRASH_SEED"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d: EMQD_CRASH_SEED=%d repeats the test's random choices (kill points, rewrites, each worker's mix)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 4))
 	const rounds = 24
 	duringRewrite := 0
 	for round := 0; round < rounds; round++ {
@@ -100,7 +105,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for w := range 6 {
-			wg.Go(func() { m.worker(t, addr, w, &seq, stop) })
+			wg.Go(func() { m.worker(t, addr, w, seed+uint64(round)<<32, &seq, stop) })
 		}
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
 		if round%3 == 2 {
@@ -185,13 +190,43 @@ type model struct {
 	counter    int64           // highest acknowledged HINCRBY result
 }
 
+// crashSeed is the crash test's seed: EMQD_CRASH_SEED's value (a decimal
+// uint64) when set, otherwise one from the time now.
+func crashSeed(env string, now time.Time) (uint64, error) {
+	if env == "" {
+		return uint64(now.UnixNano()), nil
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(env), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("EMQD_CRASH_SEED=%q is not a decimal unsigned 64-bit integer", env)
+	}
+	return v, nil
+}
+
+// TestCrashSeed: the seed comes from EMQD_CRASH_SEED when set, from the
+// clock otherwise, and a bad value is refused with its name.
+func TestCrashSeed(t *testing.T) {
+	now := time.Unix(0, 1234567890)
+	if v, err := crashSeed("", now); err != nil || v != 1234567890 {
+		t.Errorf("unset: %d %v", v, err)
+	}
+	if v, err := crashSeed("18446744073709551615", now); err != nil || v != 1<<64-1 {
+		t.Errorf("max: %d %v", v, err)
+	}
+	for _, bad := range []string{"x", "-1", "18446744073709551616", "1.5"} {
+		if _, err := crashSeed(bad, now); err == nil || !strings.Contains(err.Error(), "EMQD_CRASH_SEED") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
 // worker enqueues (one at a time and pipelined), claims, completes, fails
 // and counts until stop or until the server dies.
-func (m *model) worker(t *testing.T, addr string, w int, seq *atomic.Int64, stop chan struct{}) {
+func (m *model) worker(t *testing.T, addr string, w int, seed uint64, seq *atomic.Int64, stop chan struct{}) {
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1})
 	defer c.Close()
-	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+	rng := rand.New(rand.NewPCG(uint64(w), seed))
 	newID := func() string { return fmt.Sprintf("JOB%011d", seq.Add(1)) }
 	for {
 		select {

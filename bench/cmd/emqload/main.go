@@ -50,6 +50,7 @@ func main() {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 0, "how long to wait for the last jobs (default 30s + 3 leases)")
 	fs.StringVar(&c.RestartCmd, "restart-cmd", "", "shell command that starts emqd on --addr (with a fixed --dir); the driver runs it")
 	fs.DurationVar(&c.RestartEvery, "restart-every", 0, "with --restart-cmd: SIGKILL emqd at this interval and start it again")
+	fs.IntVar(&c.RestartAfter, "restart-after", 0, "with --restart-cmd: SIGKILL emqd each time this many more jobs completed or died, and start it again (excludes --restart-every)")
 	fs.StringVar(&logPath, "server-log", "", "file for the output of --restart-cmd (default: discarded)")
 	fs.DurationVar(&progressEvery, "progress-every", 0, "progress interval (default 250ms on a terminal, 5s otherwise)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress output")
