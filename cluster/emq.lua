@@ -391,6 +391,8 @@ local function keys(q)
     failed = p .. 'metrics:failed',
     meta = p .. 'meta',
     mint = p .. 'mint',
+    done = p .. 'completed',
+    events = p .. 'events',
     job = p .. 'job:',
   }
   if key_cache_n >= 4096 then
@@ -399,6 +401,15 @@ local function keys(q)
   key_cache[q] = k
   key_cache_n = key_cache_n + 1
   return k
+end
+
+-- event publishes one transition of job id on the queue's channel
+-- (docs/verbs.md §1.6): "<event> <id> 0". The library uses SPUBLISH, so the
+-- message stays within the queue's shard (a cluster's PUBLISH goes to
+-- every node): subscribers SSUBSCRIBE emq:{q}:events (docs/cluster.md,
+-- "events"). A cluster has one database, 0.
+local function event(k, ev, id)
+  redis.call('SPUBLISH', k.events, ev .. ' ' .. id .. ' 0')
 end
 
 -- ---------------------------------------------------------------------------
@@ -577,7 +588,7 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
   end
 
   -- Read pass. The clock is read only when a minted id or DELAY needs it.
-  local now = (mint or sched == 'delay') and now_ms() or 0
+  local now = now_ms()
   local row
   if mint then
     local mk, last = read_field(k.mint, 'last')
@@ -626,11 +637,12 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
   end
 
   -- Write pass.
-  redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload)
+  redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now))
   redis.call('ZADD', dest, score_str(score), id)
   if mint then
     redis.call('HSET', k.mint, 'last', id)
   end
+  event(k, 'enqueued', id)
   return id
 end)
 
@@ -674,6 +686,7 @@ verb('emq_complete', 'emq.complete', 4, { 'allow-oom' }, function(k, args)
   redis.call('ZREM', k.active, id)
   redis.call('DEL', k.job .. id)
   redis.call('HINCRBY', k.completed, 'count', '1')
+  event(k, 'completed', id)
   return 1
 end)
 
@@ -711,9 +724,10 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
       return err(e)
     end
     redis.call('ZREM', k.active, id)
-    redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'dead')
+    redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'dead', 'finished_at', score_str(now))
     redis.call('ZADD', k.dead, '0', id)
     redis.call('HINCRBY', k.failed, 'count', '1')
+    event(k, 'dead', id)
     return { 'dead', tonumber(f) }
   end
   if zset_kind(k.schedule) == WRONG then
@@ -722,6 +736,7 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
   redis.call('ZREM', k.active, id)
   redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'scheduled')
   redis.call('ZADD', k.schedule, score_str(add_ms(now, delay)), id)
+  event(k, 'failed', id)
   return { 'scheduled', tonumber(f) }
 end)
 
@@ -738,6 +753,7 @@ verb('emq_requeue', 'emq.requeue', 4, { 'allow-oom' }, function(k, args)
   redis.call('ZREM', k.active, id)
   redis.call('HSET', k.job .. id, 'state', 'pending')
   redis.call('ZADD', k.pending, '0', id)
+  event(k, 'requeued', id)
   return 1
 end)
 
@@ -791,6 +807,7 @@ verb('emq_delay', 'emq.delay', 6, { 'allow-oom' }, function(k, args)
   redis.call('ZREM', k.active, id)
   redis.call('HSET', k.job .. id, 'state', 'scheduled')
   redis.call('ZADD', k.schedule, score_str(score), id)
+  event(k, 'delayed', id)
   return 1
 end)
 
@@ -802,6 +819,7 @@ verb('emq_progress', 'emq.progress', 5, {}, function(k, args)
     return err(e)
   end
   redis.call('HSET', k.job .. id, 'progress', args[3])
+  event(k, 'progress', id)
   return 1
 end)
 
@@ -835,6 +853,11 @@ local function write_promotions(k, due)
     if d.row.kind == OK then
       redis.call('HSET', d.key, 'state', 'pending')
       redis.call('ZADD', k.pending, '0', d.id)
+    end
+  end
+  for i = 1, #due do
+    if due[i].row.kind == OK then
+      event(k, 'promoted', due[i].id)
     end
   end
 end
@@ -1018,9 +1041,12 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
       local job = jobs[j]
       redis.call('ZREM', k.pending, job[1])
       redis.call('HINCRBY', job.key, 'attempts', '1')
-      redis.call('HSET', job.key, 'state', 'active', 'lease_epoch', epoch)
+      redis.call('HSET', job.key, 'state', 'active', 'lease_epoch', epoch, 'claimed_at', score_str(now))
       redis.call('ZADD', k.active, deadline, job[1])
       job.key = nil
+    end
+    for j = 1, #jobs do
+      event(k, 'claimed', jobs[j][1])
     end
   end
   return jobs
@@ -1136,7 +1162,7 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       redis.call('ZADD', k.pending, '0', id)
       recovered[#recovered + 1] = id
     elseif v.kind == 'dead' then
-      redis.call('HSET', rk, 'stalled', v.s, 'state', 'dead', 'last_error', 'stalled')
+      redis.call('HSET', rk, 'stalled', v.s, 'state', 'dead', 'last_error', 'stalled', 'finished_at', score_str(now))
       redis.call('ZADD', k.dead, '0', id)
       redis.call('HINCRBY', k.failed, 'count', '1')
       dead[#dead + 1] = id
@@ -1144,6 +1170,12 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
   end
   if every then
     redis.call('HSET', k.meta, 'swept_at', score_str(now))
+  end
+  for i = 1, #recovered do
+    event(k, 'stalled', recovered[i])
+  end
+  for i = 1, #dead do
+    event(k, 'dead', dead[i])
   end
   return { recovered, dead }
 end)
@@ -1219,6 +1251,7 @@ verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
   end
   redis.call('HSET', rk, 'state', 'pending')
   redis.call('ZADD', k.pending, '0', id)
+  event(k, 'reprocessed', id)
   return 1
 end)
 
@@ -1258,6 +1291,9 @@ verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
   end
   if row.kind == OK then
     n = n + redis.call('DEL', rk)
+  end
+  if n > 0 then
+    event(k, 'removed', id)
   end
   return n > 0 and 1 or 0
 end)

@@ -59,7 +59,11 @@ type Options struct {
 func Start(opts Options) (*Server, error) {
 	s := newServer(opts)
 	// The command table first: rename-command lines act on it in file order.
-	s.verbs = verbs.New(verbs.Config{Ready: s.onReady, Logger: s.log})
+	s.verbs = verbs.New(verbs.Config{
+		Ready: s.onReady, Logger: s.log,
+		Publish:   func(ch string, msg []byte) { s.publish(ch, msg) },
+		Listening: s.listening,
+	})
 	storeCmds := store.Commands()
 	if opts.testCommands != nil {
 		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -293,7 +294,8 @@ func TestAOFSeedRestartTable(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("after a restart: %v, want %v", got, want)
 				}
-				wantRow := map[any]any{"state": "pending", "attempts": "1", "payload": "p", "lease_epoch": epoch}
+				wantRow := map[any]any{"state": "pending", "attempts": "1", "payload": "p", "lease_epoch": epoch,
+					"enqueued_at": "1700000000000", "claimed_at": "1700000000000"}
 				if !reflect.DeepEqual(toMap(row), wantRow) {
 					t.Fatalf("row %v", row)
 				}
@@ -308,7 +310,8 @@ func TestAOFSeedRestartTable(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("without a restart: %v, want %v", got, want)
 				}
-				wantRow := map[any]any{"state": "dead", "attempts": "1", "payload": "p", "lease_epoch": epoch, "stalled": "1", "last_error": "stalled"}
+				wantRow := map[any]any{"state": "dead", "attempts": "1", "payload": "p", "lease_epoch": epoch, "stalled": "1", "last_error": "stalled",
+					"enqueued_at": "1700000000000", "claimed_at": "1700000000000", "finished_at": "1700000001001"}
 				if !reflect.DeepEqual(toMap(row), wantRow) {
 					t.Fatalf("row %v", row)
 				}
@@ -399,10 +402,13 @@ func TestAOFDiskFailureMISCONF(t *testing.T) {
 			s.Close(context.Background())
 			s2 := durableFS(t, fsys, "/d", nil)
 			got := keyspace(s2)
+			for i := range got { // the wall clock's enqueued_at
+				got[i] = regexp.MustCompile(`"enqueued_at"="[0-9]+"`).ReplaceAllString(got[i], `"enqueued_at"=T`)
+			}
 			// The refused writes (c, h, job 2) left nothing, in memory or
 			// in the file.
 			want := []string{`db0 "a" string "1"`, `db0 "b" string "2"`, `db0 "d" string "4"`,
-				`db0 "emq:{q}:job:JOB00000000001" hash "state"="pending" "attempts"="0" "payload"="p"`,
+				`db0 "emq:{q}:job:JOB00000000001" hash "state"="pending" "attempts"="0" "payload"="p" "enqueued_at"=T`,
 				fmt.Sprintf(`db0 "emq:{q}:pending" zset "JOB00000000001"@%b`, 0.0)}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("after the power loss:\n%q\nwant\n%q", got, want)

@@ -377,6 +377,23 @@ func (s *Server) publish(channel string, message []byte) int {
 	return n
 }
 
+// listening reports whether a PUBLISH on channel would reach anyone: a
+// channel subscriber, or a pattern that matches (the verbs' events,
+// docs/verbs.md §1.6, are built only then). With no subscription at all it
+// is one map lookup.
+func (s *Server) listening(channel string) bool {
+	ps := &s.pubsub
+	if l := ps.channels[channel]; l != nil && l.live > 0 {
+		return true
+	}
+	for p, l := range ps.patterns {
+		if l != nil && l.live > 0 && store.GlobMatch(p, channel, false) {
+			return true
+		}
+	}
+	return false
+}
+
 // pubsubSubcommands are PUBSUB's subcommands.
 func pubsubSubcommands() []serverCmd {
 	flags := []store.Flag{store.FlagPubSub, store.FlagLoading, store.FlagStale}

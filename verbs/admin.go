@@ -96,6 +96,7 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, k, Removed, 1)
+	vs.event(c, k, EvRemoved, id)
 	c.W.Int(1)
 }
 

@@ -83,7 +83,7 @@ func TestJobAndCountsReplies(t *testing.T) {
 	}
 	claimOne(t, h, "1500")
 	got := h.ok("EMQ.JOB", "q", tID)
-	want := []any{"state", "active", "attempts", "1", "payload", "pay", "lease_epoch", tRun, "lease_deadline_ms", "1700000001500"}
+	want := []any{"state", "active", "attempts", "1", "payload", "pay", "enqueued_at", "1700000000000", "lease_epoch", tRun, "claimed_at", "1700000000000", "lease_deadline_ms", "1700000001500"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("job %v", got)
 	}
@@ -94,7 +94,7 @@ func TestJobAndCountsReplies(t *testing.T) {
 	if out := h.raw("EMQ.COUNTS", "q"); !strings.HasPrefix(out, "%6\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:1\r\n") {
 		t.Fatalf("RESP3 counts %q", out)
 	}
-	if out := h.raw("EMQ.JOB", "q", tID); !strings.HasPrefix(out, "%5\r\n") {
+	if out := h.raw("EMQ.JOB", "q", tID); !strings.HasPrefix(out, "%7\r\n") {
 		t.Fatalf("RESP3 job %q", out)
 	}
 	h.ok("EMQ.DELAY", "q", tID, "1", "AT", "1700000009000")
@@ -279,9 +279,9 @@ func TestListEachState(t *testing.T) {
 			out := h.raw("EMQ.LIST", "q", "DEAD")
 			head := "*2\r\n$14\r\n" + id(4) + "\r\n"
 			if proto == 3 {
-				head += "%6\r\n"
+				head += "%9\r\n"
 			} else {
-				head += "*12\r\n"
+				head += "*18\r\n"
 			}
 			if !strings.HasPrefix(out, "*1\r\n"+head+"$5\r\nstate\r\n$4\r\ndead\r\n") {
 				t.Fatalf("raw dead list %q", out)

@@ -11,18 +11,43 @@ import (
 
 // BenchmarkJobCycle is one ENQUEUE *, CLAIM, COMPLETE through the handlers
 // (no network), the native side of bench/cmd/jobcycle.
-func BenchmarkJobCycle(b *testing.B) { benchJobCycle(b, nopFeed{}) }
+func BenchmarkJobCycle(b *testing.B) { benchJobCycle(b, nopFeed{}, Config{}) }
 
 // BenchmarkJobCycleNoFeed is BenchmarkJobCycle with nothing recording the
 // writes (appendonly no, as bench/compare.sh runs the servers): the plans
 // are not rendered for a Feed.
-func BenchmarkJobCycleNoFeed(b *testing.B) { benchJobCycle(b, nil) }
+func BenchmarkJobCycleNoFeed(b *testing.B) { benchJobCycle(b, nil, Config{}) }
 
-func benchJobCycle(b *testing.B, feed store.Feed) {
+// BenchmarkEventsNoSubscriber is BenchmarkJobCycleNoFeed with the events
+// of docs/verbs.md §1.6 wired as the server wires them: "off" without the
+// Pub/Sub hooks, "unsubscribed" with them and nobody listening (the cost a
+// queue pays for its events when no one subscribes: one map lookup per
+// transition), "subscribed" with a subscriber on the channel (three
+// messages built and handed over per cycle).
+func BenchmarkEventsNoSubscriber(b *testing.B) {
+	subs := map[string]int{}
+	listening := func(ch string) bool { return subs[ch] > 0 }
+	var got int
+	publish := func(ch string, msg []byte) { got += len(msg) }
+	b.Run("off", func(b *testing.B) { benchJobCycle(b, nil, Config{}) })
+	b.Run("unsubscribed", func(b *testing.B) {
+		benchJobCycle(b, nil, Config{Publish: publish, Listening: listening})
+	})
+	b.Run("subscribed", func(b *testing.B) {
+		subs[NewKeys("q").Events] = 1
+		defer delete(subs, NewKeys("q").Events)
+		benchJobCycle(b, nil, Config{Publish: publish, Listening: listening})
+		if got == 0 {
+			b.Fatal("nothing published to the subscriber")
+		}
+	})
+}
+
+func benchJobCycle(b *testing.B, feed store.Feed, cfg Config) {
 	s := store.New(16)
 	s.Feed = feed
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
-	vs := New(Config{})
+	vs := New(cfg)
 	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
 	claim := [][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("30000")}
 	complete := [][]byte{[]byte("EMQ.COMPLETE"), []byte("q"), nil, nil}

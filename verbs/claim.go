@@ -142,6 +142,7 @@ type claimVerdict struct {
 	Jobs     []claimedJob
 	Woken    []string
 	Promoted int
+	Prom     []string // the promoted ids, in selection order (their events)
 }
 
 // claimPromoteMax bounds the promotion EMQ.CLAIM runs first (docs/verbs.md §4.3.2).
@@ -153,7 +154,8 @@ const claimPromoteMax = 100
 // Count jobs are found: a ghost is dropped and does not use up Count; a
 // non-hash row, a lane row or an attempts/failures value HINCRBY would
 // refuse refuses the whole call. Each job gets attempts+1 (the token), state
-// active, lease_epoch run_id and an active score of now+lease_ms.
+// active, lease_epoch run_id, claimed_at now and an active score of
+// now+lease_ms.
 func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdict, *plan.Plan, refusal) {
 	k := a.K
 	var v claimVerdict
@@ -266,6 +268,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		}
 	}
 	v.Promoted = len(promoted)
+	v.Prom = promoted
 	for _, id := range promoted {
 		if !taken[id] {
 			v.Woken = append(v.Woken, id)
@@ -275,10 +278,14 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		p.ZRem(k.Pending, id)
 	}
 	deadline := addMs(now, a.LeaseMs)
+	var claimedAt []byte
+	if len(v.Jobs) > 0 {
+		claimedAt = msBytes(now)
+	}
 	for _, jb := range v.Jobs {
 		p.ZRem(k.Pending, jb.ID)
 		hincr1(p, jb.Key, fvAttempts)
-		p.HSetBytes(jb.Key, fState, vActive, fLeaseEpoch, runID)
+		p.HSetBytes(jb.Key, fState, vActive, fLeaseEpoch, runID, fClaimedAt, claimedAt)
 		p.ZAdd(k.Active, deadline, jb.ID)
 	}
 	if len(p.Ops) == 0 {
@@ -300,6 +307,12 @@ func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused 
 	apply(c, p)
 	vs.count(c, a.K, Promoted, v.Promoted)
 	vs.count(c, a.K, Claimed, len(v.Jobs))
+	vs.events(c, a.K, EvPromoted, v.Prom)
+	if len(v.Jobs) > 0 && vs.listening(a.K) {
+		for i := range v.Jobs {
+			vs.event(c, a.K, EvClaimed, v.Jobs[i].ID)
+		}
+	}
 	for range v.Woken {
 		vs.wake(c, a.K)
 	}

@@ -40,9 +40,9 @@ func TestClaim(t *testing.T) {
 	eqLines(t, render(p), []string{
 		"ZREM emq:{q}:pending " + tID,
 		"ZREM emq:{q}:pending " + tID2, "HINCRBY " + tRowQ + tID2 + " attempts 1",
-		"HSET " + tRowQ + tID2 + " state active lease_epoch " + tRun, "ZADD emq:{q}:active 1700000001000 " + tID2,
+		"HSET " + tRowQ + tID2 + " state active lease_epoch " + tRun + " claimed_at 1700000000000", "ZADD emq:{q}:active 1700000001000 " + tID2,
 		"ZREM emq:{q}:pending " + tID3, "HINCRBY " + tRowQ + tID3 + " attempts 1",
-		"HSET " + tRowQ + tID3 + " state active lease_epoch " + tRun, "ZADD emq:{q}:active 1700000001000 " + tID3,
+		"HSET " + tRowQ + tID3 + " state active lease_epoch " + tRun + " claimed_at 1700000000000", "ZADD emq:{q}:active 1700000001000 " + tID3,
 	})
 	// Refusals of the whole call: lane, wrong type, attempts and failures.
 	for _, c := range []struct {

@@ -1,6 +1,8 @@
 package verbs
 
 import (
+	"strconv"
+
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/store"
 )
@@ -117,6 +119,7 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, k, Enqueued, 1)
+	vs.event(c, k, EvEnqueued, v.ID)
 	// A pending job wakes a claimer; a scheduled one too, so the server
 	// re-reads the earliest due time (and a run_at_ms in the past is
 	// claimable at once: EMQ.CLAIM promotes it).
@@ -193,10 +196,24 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 		return enqueueVerdict{}, nil, wrongType(dest)
 	}
 	p := newPlan(3)
-	p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, a.Payload)
-	p.ZAdd(dest, score, r.ID)
+	addJobRow(p, rowKey, r.ID, state, a.Payload, now, dest, score)
 	if a.Mint {
 		p.HSetBytes(MintKey, fLast, []byte(r.ID))
 	}
 	return enqueueVerdict{ID: r.ID, Pending: a.Sched == schedNone}, p, noRefusal
 }
+
+// addJobRow appends the writes that create a job row (docs/verbs.md §1.3,
+// §4.2): `HSET row state <state> attempts 0 payload <payload> enqueued_at
+// <now>` and `ZADD <dest> <score> id`. It is the one builder of a new row:
+// every verb that admits a job (EMQ.ENQUEUE, its batch form, a schedule's
+// occurrence) calls it, so every row gets the same fields. payload must be
+// the verb's own copy (the plan keeps it); now is the verb's one clock
+// reading in Unix ms (§2.4), score already capped (§2.12).
+func addJobRow(p *plan.Plan, rowKey, id string, state, payload []byte, now int64, dest string, score int64) {
+	p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
+	p.ZAdd(dest, score, id)
+}
+
+// msBytes is a time in Unix ms in decimal, as the row stores it.
+func msBytes(ms int64) []byte { return strconv.AppendInt(make([]byte, 0, 13), ms, 10) }

@@ -13,7 +13,7 @@ func TestEnqueue(t *testing.T) {
 		t.Fatalf("%+v %+v", v, ref)
 	}
 	eqLines(t, render(p), []string{
-		"HSET " + tRowQ + tID + " state pending attempts 0 payload pay",
+		"HSET " + tRowQ + tID + " state pending attempts 0 payload pay enqueued_at 1700000000000",
 		"ZADD emq:{q}:pending 0 " + tID,
 	})
 	if v, p, _ := judgeEnqueue(&enqueueRead{ID: tID, Row: keyOK, Dest: keyWrong}, tNow, a); !v.Dup || p != nil {
@@ -31,7 +31,7 @@ func TestEnqueue(t *testing.T) {
 		t.Fatal("delayed job reported pending")
 	}
 	eqLines(t, render(p), []string{
-		"HSET " + tRowQ + tID2 + " state scheduled attempts 0 payload x",
+		"HSET " + tRowQ + tID2 + " state scheduled attempts 0 payload x enqueued_at 1700000000000",
 		"ZADD emq:{q}:schedule 1700000000250 " + tID2,
 		"HSET {emq}:mint last " + tID2,
 	})

@@ -37,6 +37,9 @@ type th struct {
 	outLimit int64
 	v        *Verbs                        // the verbs under test, bound to h
 	specs    map[string]*store.CommandSpec // v's commands by name ("emq.debug|clock" too)
+	pub      []string                      // published events, "<channel> <message>" (when listen)
+	// listen: a subscriber listens on every channel (Config.Listening).
+	listen bool
 }
 
 // recFeed records every Append (the AOF's view of the writes).
@@ -54,7 +57,12 @@ func newTH(t testing.TB) *th {
 // bind gives h fresh verbs logging to log (nil: nowhere) that record every
 // wake-up in h.ready.
 func (h *th) bind(log *slog.Logger) {
-	h.v = New(Config{Ready: func(db int, q string) { h.ready = append(h.ready, fmt.Sprintf("%d:%s", db, q)) }, Logger: log})
+	h.v = New(Config{
+		Ready:     func(db int, q string) { h.ready = append(h.ready, fmt.Sprintf("%d:%s", db, q)) },
+		Logger:    log,
+		Publish:   func(ch string, msg []byte) { h.pub = append(h.pub, ch+" "+string(msg)) },
+		Listening: func(string) bool { return h.listen },
+	})
 	h.specs = map[string]*store.CommandSpec{}
 	for _, c := range h.v.Commands() {
 		h.specs[c.Name] = c

@@ -12,7 +12,9 @@ type Keys struct {
 	Dead      string // emq:{q}:dead      (zset, score 0)
 	Completed string // emq:{q}:metrics:completed (hash, field count)
 	Failed    string // emq:{q}:metrics:failed    (hash, field count)
-	Meta      string // emq:{q}:meta      (hash, field paused)
+	Meta      string // emq:{q}:meta      (hash, field paused, the retention settings)
+	Done      string // emq:{q}:completed (zset of retained completed jobs, score = finished_at ms)
+	Events    string // emq:{q}:events    (the Pub/Sub channel of the queue's transitions, not a key)
 	JobPrefix string // emq:{q}:job:      (the row key is JobPrefix + id)
 }
 
@@ -33,6 +35,8 @@ const (
 	PartCompleted = "metrics:completed"
 	PartFailed    = "metrics:failed"
 	PartMeta      = "meta"
+	PartDone      = "completed"
+	partEvents    = "events"
 	partJob       = "job:"
 )
 
@@ -53,12 +57,15 @@ func NewKeys(q string) *Keys {
 		Completed: p + PartCompleted,
 		Failed:    p + PartFailed,
 		Meta:      p + PartMeta,
+		Done:      p + PartDone,
+		Events:    p + partEvents,
 		JobPrefix: p + partJob,
 	}
 }
 
 // ParseQueueKey reports whether key is one of the queue keys NewKeys names
-// (pending, active, schedule, dead, meta or a metrics hash; not a job row)
+// (pending, active, schedule, dead, completed, meta or a metrics hash; not a
+// job row)
 // of a valid queue name, and returns the queue and the part (PartActive,
 // ...). The server's sweeper and its statistics find the queues of a
 // keyspace with it.
@@ -73,7 +80,7 @@ func ParseQueueKey(key string) (queue, part string, ok bool) {
 	}
 	queue, part = rest[:i], rest[i+len(keyTagEnd):]
 	switch part {
-	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta:
+	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone:
 	default:
 		return "", "", false
 	}

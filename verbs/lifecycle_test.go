@@ -21,11 +21,11 @@ func claimOne(t *testing.T, h *th, lease string) (id, token string, failures int
 func TestCountersTable(t *testing.T) {
 	h := newTH(t)
 	id := h.ok("EMQ.ENQUEUE", "q", "*", "pay").(string)
-	if h.row("q", id) != "state=pending attempts=0 payload=pay" {
+	if h.row("q", id) != "state=pending attempts=0 payload=pay enqueued_at=1700000000000" {
 		t.Fatalf("enqueue row: %s", h.row("q", id))
 	}
 	_, tok, f := claimOne(t, h, "1000")
-	if tok != "1" || f != 0 || h.row("q", id) != "state=active attempts=1 payload=pay lease_epoch="+tRun {
+	if tok != "1" || f != 0 || h.row("q", id) != "state=active attempts=1 payload=pay enqueued_at=1700000000000 lease_epoch="+tRun+" claimed_at=1700000000000" {
 		t.Fatalf("claim: %s %d %s", tok, f, h.row("q", id))
 	}
 	for _, args := range [][]string{{"EMQ.PROGRESS", "q", id, "1", "10%"}, {"EMQ.EXTEND", "q", id, "1", "5000"}} {
@@ -43,7 +43,7 @@ func TestCountersTable(t *testing.T) {
 	if got := h.ok("EMQ.FAIL", "q", id, "1", "3", "100", "oops"); !reflect.DeepEqual(got, []any{"scheduled", int64(1)}) {
 		t.Fatalf("fail: %v", got)
 	}
-	if h.row("q", id) != "state=scheduled attempts=1 payload=pay lease_epoch="+h.run+" progress=10% last_error=oops failures=1" {
+	if h.row("q", id) != "state=scheduled attempts=1 payload=pay enqueued_at=1700000000000 lease_epoch="+h.run+" claimed_at=1700000000000 progress=10% last_error=oops failures=1" {
 		t.Fatalf("after fail: %s", h.row("q", id))
 	}
 	if h.ok("EMQ.PROMOTE", "q") != int64(0) {

@@ -59,6 +59,10 @@ var (
 	fCount      = []byte("count")
 	fPaused     = []byte("paused")
 	fLast       = []byte("last")
+	fEnqueuedAt = []byte("enqueued_at")
+	fClaimedAt  = []byte("claimed_at")
+	fFinishedAt = []byte("finished_at")
+	fResult     = []byte("result")
 
 	vPending   = []byte("pending")
 	vActive    = []byte("active")
@@ -67,6 +71,7 @@ var (
 	vZero      = []byte("0")
 	vOne       = []byte("1")
 	vStalled   = []byte("stalled")
+	vCompleted = []byte("completed")
 )
 
 func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {

@@ -66,7 +66,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 			return
 		}
 	}
-	var r stalledRead
+	r := stalledRead{Now: c.NowMs}
 	var act *store.ZSet
 	act, r.Active = zsetKind(d, k.Active)
 	r.Expired = readDue(d, k, act, c.NowMs, limit, vs.sweep.due)
@@ -91,6 +91,8 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	vs.sweep.keep(r.Expired, p)
 	vs.count(c, k, StallRecovered, len(v.Recovered))
 	vs.count(c, k, StallDead, len(v.Dead))
+	vs.events(c, k, EvStalled, v.Recovered)
+	vs.events(c, k, EvDead, v.Dead)
 	for range v.Recovered {
 		vs.wake(c, k)
 	}
@@ -135,6 +137,7 @@ func judgeSweepGuard(g *sweepGuardRead, k *Keys, now, every int64) (skip bool, r
 // members of active (score <= now, at most limit) with their rows, and the
 // destinations.
 type stalledRead struct {
+	Now     int64 // the clock reading (finished_at of the dead)
 	Active  keyKind
 	Expired []dueJob
 	Pending keyKind
@@ -257,8 +260,8 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 	if cap(p.Ops) < 4*len(r.Expired) {
 		p.Ops = make([]plan.Op, 0, 4*len(r.Expired))
 	}
-	if cap(fv) < 6*len(r.Expired) {
-		fv = make([][]byte, 0, 6*len(r.Expired))
+	if cap(fv) < 8*len(r.Expired) {
+		fv = make([][]byte, 0, 8*len(r.Expired))
 	}
 	if nRecovered > 0 {
 		v.Recovered = make([]string, 0, nRecovered)
@@ -273,6 +276,7 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		fv = append(fv, b...)
 		return fv[n:len(fv):len(fv)]
 	}
+	var finishedAt []byte
 	for i := range r.Expired {
 		id := r.Expired[i].ID
 		rk := r.Expired[i].rowKey(k)
@@ -288,7 +292,10 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 			p.ZAdd(k.Pending, 0, id)
 			v.Recovered = append(v.Recovered, id)
 		case dead:
-			hset(p, rk, fields(fStalled, countBytes(vs[i].s), fState, vDead, fLastError, vStalled))
+			if finishedAt == nil {
+				finishedAt = msBytes(r.Now)
+			}
+			hset(p, rk, fields(fStalled, countBytes(vs[i].s), fState, vDead, fLastError, vStalled, fFinishedAt, finishedAt))
 			p.ZAdd(k.Dead, 0, id)
 			hincr1(p, k.Failed, fvCount)
 			v.Dead = append(v.Dead, id)
@@ -333,6 +340,7 @@ func (vs *Verbs) cmdPromote(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, k, Promoted, len(ids))
+	vs.events(c, k, EvPromoted, ids)
 	for range ids {
 		vs.wake(c, k)
 	}
@@ -423,6 +431,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, k, Reprocessed, 1)
+	vs.event(c, k, EvReprocessed, id)
 	vs.wake(c, k)
 	c.W.Int(1)
 }

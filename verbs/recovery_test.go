@@ -19,7 +19,7 @@ func stalledRow(epoch string) jobRow {
 }
 
 func sweepRead(rows ...dueJob) *stalledRead {
-	return &stalledRead{Active: keyOK, Expired: rows, Pending: keyOK, Dead: keyOK, Failed: counter{Kind: keyOK}}
+	return &stalledRead{Now: tNow, Active: keyOK, Expired: rows, Pending: keyOK, Dead: keyOK, Failed: counter{Kind: keyOK}}
 }
 
 func TestStalledCheck(t *testing.T) {
@@ -61,12 +61,12 @@ func TestStalledCheck(t *testing.T) {
 		{name: "counted below max_stalled", due: []dueJob{{ID: tID, Row: row(tRun, "1")}}, max: 3, rec: []string{tID},
 			plan: []string{"ZREM emq:{q}:active " + tID, "HSET " + tRowQ + tID + " state pending stalled 2", "ZADD emq:{q}:pending 0 " + tID}},
 		{name: "counted at max_stalled", due: []dueJob{{ID: tID, Row: row(tRun, "1")}}, max: 2, dead: []string{tID},
-			plan: []string{"ZREM emq:{q}:active " + tID, "HSET " + tRowQ + tID + " stalled 2 state dead last_error stalled",
+			plan: []string{"ZREM emq:{q}:active " + tID, "HSET " + tRowQ + tID + " stalled 2 state dead last_error stalled finished_at 1700000000000",
 				"ZADD emq:{q}:dead 0 " + tID, "HINCRBY emq:{q}:metrics:failed count 1"}},
 		{name: "mixed, selection order", due: []dueJob{{ID: tID3, Row: row(tRun, "")}, {ID: tID, Row: jobRow{Kind: keyAbsent}}, {ID: tID2, Row: row(tOld, "")}}, max: 1,
 			rec: []string{tID2}, dead: []string{tID3},
 			plan: []string{
-				"ZREM emq:{q}:active " + tID3, "HSET " + tRowQ + tID3 + " stalled 1 state dead last_error stalled",
+				"ZREM emq:{q}:active " + tID3, "HSET " + tRowQ + tID3 + " stalled 1 state dead last_error stalled finished_at 1700000000000",
 				"ZADD emq:{q}:dead 0 " + tID3, "HINCRBY emq:{q}:metrics:failed count 1",
 				"ZREM emq:{q}:active " + tID,
 				"ZREM emq:{q}:active " + tID2, "HSET " + tRowQ + tID2 + " state pending", "ZADD emq:{q}:pending 0 " + tID2}},
@@ -126,7 +126,7 @@ func TestThreeRecoveries(t *testing.T) {
 	}
 	eqLines(t, render(p), []string{
 		"ZREM emq:{q}:active " + tID,
-		"HSET " + tRowQ + tID + " stalled 1 state dead last_error stalled",
+		"HSET " + tRowQ + tID + " stalled 1 state dead last_error stalled finished_at 1700000000000",
 		"ZADD emq:{q}:dead 0 " + tID,
 		"HINCRBY emq:{q}:metrics:failed count 1",
 	})

@@ -24,11 +24,12 @@ func TestRefusalWritesNothing(t *testing.T) {
 	for s := 0; s < states; s++ {
 		h := newTH(t)
 		h.debug = rng.Intn(2) == 0
+		h.listen = true // a subscriber on every channel: a refusal publishes nothing
 		randomState(h, rng)
 		for i := 0; i < calls; i++ {
 			args := randomCall(rng)
 			before := digest(h.s)
-			feedN, dirty, ready, bad := h.feed.n, h.s.DirtyCount, len(h.ready), h.v.BadRowRefusals()
+			feedN, dirty, ready, bad, pub := h.feed.n, h.s.DirtyCount, len(h.ready), h.v.BadRowRefusals(), len(h.pub)
 			out := h.raw(args...)
 			after := digest(h.s)
 			if strings.HasPrefix(out, "-") {
@@ -36,9 +37,9 @@ func TestRefusalWritesNothing(t *testing.T) {
 				cls := refusalClass(text)
 				seen[cls]++
 				verbSeen[strings.ToUpper(args[0])]++
-				if after != before || h.feed.n != feedN || h.s.DirtyCount != dirty || len(h.ready) != ready {
-					t.Fatalf("state %d call %q refused with %q but wrote (digest changed %v, feed %d->%d, dirty %d->%d, wakes %d->%d)",
-						s, args, text, after != before, feedN, h.feed.n, dirty, h.s.DirtyCount, ready, len(h.ready))
+				if after != before || h.feed.n != feedN || h.s.DirtyCount != dirty || len(h.ready) != ready || len(h.pub) != pub {
+					t.Fatalf("state %d call %q refused with %q but wrote (digest changed %v, feed %d->%d, dirty %d->%d, wakes %d->%d, events %d->%d)",
+						s, args, text, after != before, feedN, h.feed.n, dirty, h.s.DirtyCount, ready, len(h.ready), pub, len(h.pub))
 				}
 				wantBad := int64(0)
 				if isBadRowText(text) {

@@ -87,6 +87,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, a.K, Completed, 1)
+	vs.event(c, a.K, EvCompleted, a.ID)
 	c.W.Int(1)
 }
 
@@ -146,7 +147,9 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	vs.count(c, a.K, Failed, 1)
 	if v.Dead {
 		vs.count(c, a.K, FailedDead, 1)
+		vs.event(c, a.K, EvDead, a.ID)
 	} else {
+		vs.event(c, a.K, EvFailed, a.ID)
 		vs.wake(c, a.K) // the retry's due time (see cmdEnqueue)
 	}
 	c.W.Array(2)
@@ -201,7 +204,7 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 		}
 		p := newPlan(4)
 		p.ZRem(a.K.Active, a.ID)
-		p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vDead)
+		p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vDead, fFinishedAt, msBytes(now))
 		p.ZAdd(a.K.Dead, 0, a.ID)
 		hincr1(p, a.K.Failed, fvCount)
 		return failVerdict{Dead: true, F: f}, p, noRefusal
@@ -234,6 +237,7 @@ func (vs *Verbs) cmdRequeue(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, a.K, Requeued, 1)
+	vs.event(c, a.K, EvRequeued, a.ID)
 	vs.wake(c, a.K)
 	c.W.Int(1)
 }
@@ -332,6 +336,7 @@ func (vs *Verbs) cmdDelay(c *store.Ctx) {
 	}
 	apply(c, p)
 	vs.count(c, a.K, Delayed, 1)
+	vs.event(c, a.K, EvDelayed, a.ID)
 	vs.wake(c, a.K) // the new due time (see cmdEnqueue)
 	c.W.Int(1)
 }
@@ -378,6 +383,7 @@ func (vs *Verbs) cmdProgress(c *store.Ctx) {
 		return
 	}
 	apply(c, p)
+	vs.event(c, a.K, EvProgress, a.ID)
 	c.W.Int(1)
 }
 

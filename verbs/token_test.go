@@ -40,7 +40,7 @@ func TestTheCapIsOnFailuresNotAttempts(t *testing.T) {
 	}
 	eqLines(t, render(p), []string{
 		"ZREM emq:{q}:active " + tID,
-		"HSET " + tRowQ + tID + " last_error boom failures 2 state dead",
+		"HSET " + tRowQ + tID + " last_error boom failures 2 state dead finished_at 1700000000000",
 		"ZADD emq:{q}:dead 0 " + tID,
 		"HINCRBY emq:{q}:metrics:failed count 1",
 	})

@@ -37,6 +37,11 @@ type Verbs struct {
 	// sweep is EMQ.STALLED.CHECK's scratch, reused from call to call
 	// (verbs run under the store lock, one at a time).
 	sweep sweepScratch
+	// publish and listens are the server's Pub/Sub (Config); evbuf is the
+	// message scratch (events.go).
+	publish func(channel string, msg []byte)
+	listens func(channel string) bool
+	evbuf   []byte
 }
 
 // Config is what a server lends its verbs.
@@ -48,6 +53,13 @@ type Config struct {
 	// Logger receives the rate-limited warnings of refusals caused by
 	// stored data (docs/verbs.md §1); nil discards them.
 	Logger *slog.Logger
+	// Publish delivers msg on a Pub/Sub channel as PUBLISH does (under the
+	// store lock; msg is only valid during the call), and Listening
+	// reports whether a message on channel would reach any subscriber
+	// (channel or pattern). The verbs publish their transitions through
+	// them (docs/verbs.md §1.6); nil: nothing is published.
+	Publish   func(channel string, msg []byte)
+	Listening func(channel string) bool
 }
 
 // New returns the verbs of one server. They count nothing until SetStats.
@@ -56,7 +68,11 @@ func New(cfg Config) *Verbs {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Verbs{ready: cfg.Ready, badRows: badRowLog{log: log}}
+	vs := &Verbs{ready: cfg.Ready, badRows: badRowLog{log: log}}
+	if cfg.Publish != nil && cfg.Listening != nil {
+		vs.publish, vs.listens = cfg.Publish, cfg.Listening
+	}
+	return vs
 }
 
 // SetStats makes the verbs count the transitions they apply into st (nil:

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emqd/emqd/verbs"
 	"github.com/redis/go-redis/v9"
@@ -51,6 +52,9 @@ var Differences = []Difference{
 		"the shortest digits that read back, which differ from Grisu2's for about 0.14% of doubles (1771878222317.9688); same layout", "RepliesAsMaps"},
 	{"bad-row accounting", "logged once per key per minute and counted in INFO (emq_bad_row_refusals)",
 		"counted only in the server's errorstats (errorstat_WRONGTYPE, errorstat_EMQLANE, ...)", "-"},
+	{"events", "PUBLISH on emq:{q}:events: SUBSCRIBE or PSUBSCRIBE; the message's third word is the database",
+		"SPUBLISH on emq:{q}:events (the queue's shard only): SSUBSCRIBE; the third word is always 0 (a cluster has one database)",
+		"Events"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
 		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
 }
@@ -83,6 +87,7 @@ var Scenarios = []Scenario{
 	{"DebugRefused", debugRefused},
 	{"List", list},
 	{"SweepGuard", sweepGuard},
+	{"Events", eventsScenario},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -127,7 +132,8 @@ func capIsOnFailures(t *testing.T, tg Target) {
 	if got := e.ok("EMQ.FAIL", "q", idA, tok, 2, 0, "second"); !reflect.DeepEqual(got, []any{"dead", int64(2)}) {
 		t.Fatalf("failures 1, max 2: %v, want [dead 2]", got)
 	}
-	want := rowOf("state=dead", "attempts=3", "payload=p", "lease_epoch="+tg.RunID(), "last_error=second", "failures=2")
+	want := rowOf("state=dead", "attempts=3", "payload=p", "lease_epoch="+tg.RunID(), "last_error=second", "failures=2",
+		"enqueued_at=1700000000000", "claimed_at=1700000000000", "finished_at=1700000000000")
 	if e.row("q", idA) != want {
 		t.Fatalf("dead row %s, want %s", e.row("q", idA), want)
 	}
@@ -340,7 +346,7 @@ func threeRecoveries(t *testing.T, tg Target) {
 	if got := e.ok("EMQ.STALLED.CHECK", "q", 1); !reflect.DeepEqual(got, []any{[]any{}, []any{idA}}) {
 		t.Fatalf("this run: %v", got)
 	}
-	if want := rowOf("state=dead", "attempts=1", "payload=p", "lease_epoch="+tg.RunID(), "stalled=1", "last_error=stalled"); e.row("q", idA) != want {
+	if want := rowOf("state=dead", "attempts=1", "payload=p", "lease_epoch="+tg.RunID(), "stalled=1", "last_error=stalled", "finished_at=1700000000000"); e.row("q", idA) != want {
 		t.Fatalf("dead row %s", e.row("q", idA))
 	}
 	if !reflect.DeepEqual(e.zmembers("emq:{q}:dead"), []string{idA}) || e.ok("HGET", "emq:{q}:metrics:failed", "count") != "1" {
@@ -380,7 +386,7 @@ func restartExemption(t *testing.T, tg Target) {
 		t.Fatalf("after the restart: %v, want [[%s %s] [%s]]", got, idA, idB, idC)
 	}
 	for _, id := range []string{idA, idB} {
-		if want := rowOf("state=pending", "attempts=1", "payload=p-"+id, "lease_epoch="+before); e.row("q", id) != want {
+		if want := rowOf("state=pending", "attempts=1", "payload=p-"+id, "lease_epoch="+before, "enqueued_at=1700000000000", "claimed_at=1700000000000"); e.row("q", id) != want {
 			t.Fatalf("exempt %s: %s", id, e.row("q", id))
 		}
 	}
@@ -611,7 +617,8 @@ func repliesAsMaps(t *testing.T, tg Target) {
 	if a, isArr := v2.([]any); !isArr || len(a) != 12 || !reflect.DeepEqual(asMap(t, v2), counts) {
 		t.Fatalf("RESP2 counts %#v", v2)
 	}
-	job := map[string]any{"state": "active", "attempts": "1", "payload": "p", "lease_epoch": tg.RunID(), "lease_deadline_ms": "1700000000500"}
+	job := map[string]any{"state": "active", "attempts": "1", "payload": "p", "lease_epoch": tg.RunID(), "lease_deadline_ms": "1700000000500",
+		"enqueued_at": "1700000000000", "claimed_at": "1700000000000"}
 	v3, _ = r3.Do(e.ctx, "EMQ.JOB", "q", idA).Result()
 	if _, isMap := v3.(map[any]any); !isMap || !reflect.DeepEqual(asMap(t, v3), job) {
 		t.Fatalf("RESP3 job %#v", v3)
@@ -880,7 +887,7 @@ func reprocessAndRemove(t *testing.T, tg Target) {
 	if e.ok("EMQ.REPROCESS", "q", idA, "reset") != int64(1) {
 		t.Fatal("reprocess reset")
 	}
-	if want := rowOf("state=pending", "attempts=5", "payload=p", "lease_epoch="+tg.RunID()); e.row("q", idA) != want {
+	if want := rowOf("state=pending", "attempts=5", "payload=p", "lease_epoch="+tg.RunID(), "claimed_at=1700000000000", "finished_at=1700000000000"); e.row("q", idA) != want {
 		t.Fatalf("reset row %s", e.row("q", idA))
 	}
 }
@@ -1142,5 +1149,47 @@ func sweepGuard(t *testing.T, tg Target) {
 	before = e.digest()
 	if got := e.refused("EMQ.STALLED.CHECK", "q", "EVERY", 5); got != "ERR hash value is not an integer" || e.digest() != before {
 		t.Fatalf("bad swept_at: %q", got)
+	}
+}
+
+// eventsScenario: one message per transition on emq:{q}:events, in order,
+// "<event> <id> <db>" (docs/verbs.md §1.6); emqd publishes (SUBSCRIBE),
+// the library sharded-publishes (SSUBSCRIBE, docs/cluster.md "events").
+func eventsScenario(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	sub := tg.Client(3)
+	var ps *redis.PubSub
+	if tg.Native() {
+		ps = sub.Subscribe(e.ctx, "emq:{q}:events")
+	} else {
+		ps = sub.SSubscribe(e.ctx, "emq:{q}:events")
+	}
+	defer ps.Close()
+	if _, err := ps.Receive(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	e.ok("EMQ.ENQUEUE", "q", idB, "p", "DELAY", 10)
+	_, tok, _ := e.claim("q", 1000)
+	e.ok("EMQ.FAIL", "q", idA, tok, 1, 0, "boom")
+	e.ok("EMQ.REPROCESS", "q", idA)
+	tg.Advance(10)
+	if got := e.ok("EMQ.CLAIM", "q", 1000, "COUNT", 2).([]any); len(got) != 2 {
+		t.Fatalf("claim %v", got)
+	}
+	e.ok("EMQ.COMPLETE", "q", idA, "2")
+	e.ok("EMQ.REQUEUE", "q", idB, "1")
+	e.ok("EMQ.REMOVE", "q", idB)
+	want := []string{"enqueued " + idA, "enqueued " + idB, "claimed " + idA, "dead " + idA, "reprocessed " + idA,
+		"promoted " + idB, "claimed " + idA, "claimed " + idB, "completed " + idA, "requeued " + idB, "removed " + idB}
+	for _, w := range want {
+		m, err := ps.ReceiveTimeout(e.ctx, 10*time.Second)
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", w, err)
+		}
+		msg, ok := m.(*redis.Message)
+		if !ok || msg.Channel != "emq:{q}:events" || msg.Payload != w+" 0" {
+			t.Fatalf("got %#v, want %q", m, w+" 0")
+		}
 	}
 }
