@@ -53,7 +53,7 @@ func (s *Server) clientsCronTick() {
 }
 
 // closeIdleClientsLocked closes every client idle for longer than timeout
-// (store lock held: c.park is read under it).
+// (store lock held: c.park and the subscriptions are read under it).
 func (s *Server) closeIdleClientsLocked(now int64) {
 	max := s.idleTimeout.Load() * 1000
 	if max <= 0 {
@@ -62,7 +62,10 @@ func (s *Server) closeIdleClientsLocked(now int64) {
 	var idle []*client
 	s.clientsMu.Lock()
 	for _, c := range s.clients {
-		if c.park == nil && now-c.lastIO.Load() > max {
+		// Blocked clients and subscribers (RESP2 and RESP3) are never
+		// timed out, as Valkey's clientsCronHandleTimeout exempts
+		// CLIENT_BLOCKED and CLIENT_PUBSUB (docs/operations.md §8).
+		if c.park == nil && c.subscriptions() == 0 && now-c.lastIO.Load() > max {
 			idle = append(idle, c)
 		}
 	}

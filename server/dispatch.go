@@ -111,10 +111,11 @@ func (c *client) dispatch(argv [][]byte) {
 	c.call(cmd, argv, &c.ctx)
 }
 
-// rejectOnOOM is Valkey's processCommand rule for maxmemory: a denyoom
-// command, EXEC of a transaction that queued one, and inside MULTI any
-// command but EXEC, DISCARD, QUIT and RESET (queueing takes memory) are
-// refused while memory is over the limit (docs/operations.md §5).
+// rejectOnOOM is Valkey 8.0.1's processCommand rule for maxmemory: a
+// denyoom command, and EXEC of a transaction that queued one, are refused
+// while memory is over the limit. Inside MULTI the other commands are
+// queued and EXEC runs them, as Valkey 8.0.1 does (Redis 7.0 refused
+// anything queued; docs/operations.md §5).
 func (c *client) rejectOnOOM(cmd *command) bool {
 	if cmd.flags&store.FlagDenyOOM != 0 {
 		return true
@@ -129,14 +130,6 @@ func (c *client) rejectOnOOM(cmd *command) bool {
 				return true
 			}
 		}
-		return false
-	}
-	if c.inMulti {
-		switch name {
-		case "discard", "quit", "reset":
-			return false
-		}
-		return true
 	}
 	return false
 }

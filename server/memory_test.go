@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emqd/emqd/internal/valkeyref"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -81,8 +82,8 @@ func fillToOOM(t *testing.T, c *redis.Client) (string, int) {
 
 // TestMaxmemoryOOM: with maxmemory set, 1 MiB values are refused with
 // Valkey's OOM text once used memory passes it (as Redis does); reads,
-// deletes and every verb that drains a queue go on; ENQUEUE and PROGRESS
-// and anything queued in MULTI are refused; a refusal leaves the keyspace
+// deletes and every verb that drains a queue go on, in MULTI too; ENQUEUE,
+// PROGRESS and a MULTI queueing a denyoom command are refused; a refusal leaves the keyspace
 // and the append-only file untouched; freed memory takes writes again.
 func TestMaxmemoryOOM(t *testing.T) {
 	// The reference: Redis with the same kind of limit.
@@ -140,10 +141,17 @@ func TestMaxmemoryOOM(t *testing.T) {
 			t.Errorf("%v at the limit: %v", cmd, err)
 		}
 	}
+	// Inside MULTI only denyoom commands are refused (then EXECABORT);
+	// the others are queued and run, as in Valkey 8.0.1.
 	tx := c.TxPipeline()
-	tx.HGet(ctx, "big:0", "v")
+	tx.HSet(ctx, "big:0", "w", "x")
 	if _, err := tx.Exec(ctx); err == nil || !strings.Contains(err.Error(), "EXECABORT") {
-		t.Errorf("MULTI at the limit: %v", err)
+		t.Errorf("MULTI HSET at the limit: %v", err)
+	}
+	tx = c.TxPipeline()
+	hlen := tx.HStrLen(ctx, "big:0", "v")
+	if _, err := tx.Exec(ctx); err != nil || hlen.Val() != 1<<20 {
+		t.Errorf("MULTI HSTRLEN at the limit: %v %d", err, hlen.Val())
 	}
 	if after, _ := os.ReadFile(aof); string(after) != string(before) {
 		t.Fatal("a refused command reached the append-only file")
@@ -210,4 +218,38 @@ func TestMaxmemoryConfigSet(t *testing.T) {
 		{a("CONFIG", "SET", "maxmemory", "0"), "+OK\r\n"},
 		{a("SET", "k", "v"), "+OK\r\n"},
 	})
+}
+
+// TestMultiAtMaxmemoryAsValkey: at the memory limit a transaction queues
+// the commands that are not denyoom (GET, DEL, PING) and EXEC runs them;
+// a denyoom command (SET) is refused with OOM and EXEC then aborts; the
+// bytes are Valkey 8.0.1's (the reference server, maxmemory 1).
+func TestMultiAtMaxmemoryAsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	script := [][]string{
+		{"SET", "a", "1"},
+		{"CONFIG", "SET", "maxmemory", "1"},
+		{"MULTI"}, {"GET", "a"}, {"DEL", "a"}, {"SET", "b", "1"}, {"EXEC"},
+		{"MULTI"}, {"GET", "a"}, {"PING"}, {"DEL", "a"}, {"EXEC"},
+		{"EXISTS", "a"},
+		{"CONFIG", "SET", "maxmemory", "0"},
+	}
+	run := func(addr string) []string {
+		c := dialAddr(t, addr)
+		var out []string
+		for _, cmd := range script {
+			out = append(out, c.do(cmd...))
+		}
+		return out
+	}
+	want, got := run(ref.Addr), run(s.Addr())
+	for i := range script {
+		if got[i] != want[i] {
+			t.Errorf("%q: emqd %q, Valkey 8.0.1 %q", script[i], got[i], want[i])
+		}
+	}
+	if want[11] != "*3\r\n$1\r\n1\r\n+PONG\r\n:1\r\n" {
+		t.Fatalf("the reference's EXEC: %q", want[11])
+	}
 }

@@ -73,3 +73,46 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("PING after 10 s with timeout 0: %q", r)
 	}
 }
+
+// TestIdleSubscribersStay: timeout never closes a client with a
+// subscription (SUBSCRIBE or PSUBSCRIBE, RESP2 or RESP3), as in Valkey,
+// and it keeps receiving messages; an idle client without one is closed,
+// and so is a former subscriber once it unsubscribed and went idle.
+func TestIdleSubscribersStay(t *testing.T) {
+	clk := clock.NewManual(pt0)
+	s := startServer(t, map[string]string{"timeout": "1"}, clk)
+	sub2, psub2, sub3, psub3, idle := dial(t, s), dial(t, s), dial(t, s), dial(t, s), dial(t, s)
+	sub3.do("HELLO", "3")
+	psub3.do("HELLO", "3")
+	if r := sub2.do("SUBSCRIBE", "ch"); r != "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n" {
+		t.Fatalf("SUBSCRIBE: %q", r)
+	}
+	psub2.do("PSUBSCRIBE", "c*")
+	sub3.do("SUBSCRIBE", "ch")
+	psub3.do("PSUBSCRIBE", "c*")
+	left := dial(t, s)
+	left.do("SUBSCRIBE", "x")
+	left.do("UNSUBSCRIBE", "x")
+	idle.do("PING")
+	clk.Advance(5000)
+	clk.Wait()
+	idle.expectClosed()
+	left.expectClosed()
+	pub := dial(t, s)
+	if r := pub.do("PUBLISH", "ch", "hi"); r != ":4\r\n" {
+		t.Fatalf("PUBLISH reached %q subscribers, want 4", r)
+	}
+	for _, want := range []struct {
+		c *rawConn
+		f string
+	}{
+		{sub2, "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
+		{psub2, "*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
+		{sub3, ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
+		{psub3, ">4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
+	} {
+		if f := want.c.read(); f != want.f {
+			t.Fatalf("got %q want %q", f, want.f)
+		}
+	}
+}

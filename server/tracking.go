@@ -631,11 +631,11 @@ func cmdClientTracking(c *client, x *store.Ctx) {
 
 // prefixCollisionsOK is Valkey's checkPrefixCollisionsOrReply: a new
 // prefix may not share its shorter length with an existing prefix of the
-// client nor with a later new one. Valkey reports a collision between two
-// new prefixes as success unless the first of them is the first prefix
-// given (the function returns the index), so the error is then followed by
-// `+OK` and tracking is turned on: emqd does the same (docs/compat.md
-// §1.9).
+// client nor with a later new one. Valkey 8.0.1 reports a collision
+// between two new prefixes and then, unless the first of them is the first
+// prefix given, answers +OK too and turns tracking on (two replies to one
+// command). emqd answers only the error and leaves tracking as it was, so
+// a client reading replies in order stays in step (docs/compat.md §1.8).
 func prefixCollisionsOK(w *resp.Writer, existing, prefixes []string) bool {
 	overlap := func(a, b string) bool {
 		n := min(len(a), len(b))
@@ -653,7 +653,7 @@ func prefixCollisionsOK(w *resp.Writer, existing, prefixes []string) bool {
 			if overlap(p, q) {
 				w.Error("ERR Prefix '" + cstring(p) + "' overlaps with another provided prefix '" + cstring(q) +
 					"'. Prefixes for a single client must not overlap.")
-				return i != 0
+				return false
 			}
 		}
 	}
