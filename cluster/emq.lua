@@ -262,6 +262,29 @@ local function run_id()
   return run_id_cache
 end
 
+-- ERROR_CAP_AT_LIMIT: while used memory is above maxmemory, emq_fail
+-- (allow-oom, so a full queue drains) stores at most this many bytes of its
+-- error in last_error, as emqd's EMQ.FAIL (docs/verbs.md §2.14).
+local ERROR_CAP_AT_LIMIT = 256
+
+-- at_memory_limit reports used_memory above a maxmemory that is set, as
+-- INFO memory shows them (read only for an error longer than the cap).
+local function at_memory_limit()
+  local info = redis.call('INFO', 'memory')
+  local max = tonumber(string.match(info, '\nmaxmemory:(%d+)'))
+  local used = tonumber(string.match(info, '\nused_memory:(%d+)'))
+  return max ~= nil and max > 0 and used ~= nil and used > max
+end
+
+-- stored_error is the error emq_fail stores: all of it, or its first
+-- ERROR_CAP_AT_LIMIT bytes when it is longer and memory is at the limit.
+local function stored_error(e)
+  if #e > ERROR_CAP_AT_LIMIT and at_memory_limit() then
+    return string.sub(e, 1, ERROR_CAP_AT_LIMIT)
+  end
+  return e
+end
+
 -- format_ms prints a score as EMQ.JOB does (docs/verbs.md §4.17), Valkey's
 -- d2string: 'inf', '-inf', '0', '-0'; an integral score within 2^62 in
 -- decimal; else the shortest digits that read back (fpconv_dtoa's Grisu2
@@ -724,7 +747,7 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
       return err(e)
     end
     redis.call('ZREM', k.active, id)
-    redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'dead', 'finished_at', score_str(now))
+    redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'dead', 'finished_at', score_str(now))
     redis.call('ZADD', k.dead, '0', id)
     redis.call('HINCRBY', k.failed, 'count', '1')
     event(k, 'dead', id)
@@ -734,7 +757,7 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
     return err(E_WRONGTYPE)
   end
   redis.call('ZREM', k.active, id)
-  redis.call('HSET', rk, 'last_error', args[5], 'failures', f, 'state', 'scheduled')
+  redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'scheduled')
   redis.call('ZADD', k.schedule, score_str(add_ms(now, delay)), id)
   event(k, 'failed', id)
   return { 'scheduled', tonumber(f) }

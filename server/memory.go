@@ -30,6 +30,12 @@ import (
 // one per ten times the last one's duration, so refusals stay cheap and
 // collections take a bounded share of the time at the limit.
 
+// atMemoryLimit is store.Ctx.AtMemoryLimit: maxmemory is set and used
+// memory is above it (the measure the OOM refusals use; store lock held).
+func (s *Server) atMemoryLimit() bool {
+	return s.maxMemory.Load() > 0 && s.overMaxmemory(nanotime(), 0)
+}
+
 // errOOM is Valkey's shared.oomerr.
 const errOOM = "OOM command not allowed when used memory > 'maxmemory'."
 

@@ -226,5 +226,5 @@ func (s *Server) debugAllowed(peer net.Addr) bool {
 // reply writer w, this boot's run_id, the clock and enable-debug-command.
 // Callers set DB and NowMs (and Argv through ResetForCommand) per command.
 func (s *Server) newCtx(w *resp.Writer) store.Ctx {
-	return store.Ctx{S: s.store, W: w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug}
+	return store.Ctx{S: s.store, W: w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, AtMemoryLimit: s.atMemoryLimit}
 }

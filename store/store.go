@@ -546,6 +546,11 @@ type Ctx struct {
 	// bounds it with ReplyRoom before applying (docs/verbs.md §2.16). Set
 	// by the server; zero (no limit) for every other caller.
 	OutLimit, OutQueued int64
+	// AtMemoryLimit reports whether used memory is above maxmemory now
+	// (docs/operations.md §5), for the verbs allowed at the limit that
+	// bound what they store there (docs/verbs.md §2.14). Set by the
+	// server; nil (no limit) for every other caller.
+	AtMemoryLimit func() bool
 
 	dirty      int
 	propagated bool

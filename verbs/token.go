@@ -137,7 +137,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	_, r.Schedule = zsetKind(d, a.K.Schedule)
 	_, r.Dead = zsetKind(d, a.K.Dead)
 	r.Failed = readCounter(d, a.K.Failed)
-	fa.Error = clone(c.Argv[6])
+	fa.Error = clone(storedError(c, c.Argv[6]))
 	v, p, ref := judgeFail(&r, c.NowMs, &a, &fa)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -217,6 +217,22 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 	p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vScheduled)
 	p.ZAdd(a.K.Schedule, addMs(now, fa.DelayMs), a.ID)
 	return failVerdict{F: f}, p, noRefusal
+}
+
+// ErrorCapAtLimit is how many bytes of its error EMQ.FAIL stores in
+// last_error while used memory is above maxmemory: the verb runs at the
+// limit so a full queue drains, and must not grow memory there by more
+// than this bound per job (docs/verbs.md §2.14; cluster/emq.lua has the
+// same rule).
+const ErrorCapAtLimit = 256
+
+// storedError is the error EMQ.FAIL stores: all of it, or its first
+// ErrorCapAtLimit bytes when it is longer and memory is at the limit.
+func storedError(c *store.Ctx, e []byte) []byte {
+	if len(e) > ErrorCapAtLimit && c.AtMemoryLimit != nil && c.AtMemoryLimit() {
+		return e[:ErrorCapAtLimit]
+	}
+	return e
 }
 
 // ---------------------------------------------------------------------------

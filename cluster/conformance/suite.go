@@ -88,6 +88,7 @@ var Scenarios = []Scenario{
 	{"List", list},
 	{"SweepGuard", sweepGuard},
 	{"Events", eventsScenario},
+	{"FailErrorCappedAtLimit", failErrorCappedAtLimit},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -1191,5 +1192,45 @@ func eventsScenario(t *testing.T, tg Target) {
 		if !ok || msg.Channel != "emq:{q}:events" || msg.Payload != w+" 0" {
 			t.Fatalf("got %#v, want %q", m, w+" 0")
 		}
+	}
+}
+
+// At the memory limit EMQ.FAIL runs (a full queue must drain) but stores
+// at most the first 256 bytes of its error (docs/verbs.md §2.14): a
+// 20,000-byte error at maxmemory 1 leaves a 256-byte last_error, for a
+// retry and for a death alike; an error within the cap is kept whole at
+// the limit, and below the limit every error is.
+func failErrorCappedAtLimit(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	for _, id := range []string{idA, idB, idC, idD} {
+		e.ok("EMQ.ENQUEUE", "q", id, "p")
+	}
+	big := strings.Repeat("0123456789", 2_000)
+	e.ok("CONFIG", "SET", "maxmemory", "1")
+	defer e.ok("CONFIG", "SET", "maxmemory", "0")
+	if got := e.refused("EMQ.ENQUEUE", "q", "JOB00000000009", "p"); !strings.HasPrefix(got, "OOM ") {
+		t.Fatalf("ENQUEUE at maxmemory 1: %q", got)
+	}
+	const later = 1 << 40 // retries wait: the next claim takes the next job
+	fail := func(max int, msg string, verdict string) string {
+		t.Helper()
+		id, tok, _ := e.claim("q", 1000)
+		if got := e.ok("EMQ.FAIL", "q", id, tok, max, later, msg); !reflect.DeepEqual(got, []any{verdict, int64(1)}) {
+			t.Fatalf("FAIL %s: %v, want [%s 1]", id, got, verdict)
+		}
+		return e.field("q", id, "last_error")
+	}
+	if got := fail(5, big, "scheduled"); got != big[:256] {
+		t.Fatalf("retry at the limit: last_error of %d bytes, want the first 256", len(got))
+	}
+	if got := fail(1, big, "dead"); got != big[:256] {
+		t.Fatalf("death at the limit: last_error of %d bytes, want the first 256", len(got))
+	}
+	if got := fail(5, big[:256], "scheduled"); got != big[:256] {
+		t.Fatalf("a 256-byte error at the limit: %d bytes", len(got))
+	}
+	e.ok("CONFIG", "SET", "maxmemory", "0")
+	if got := fail(5, big, "scheduled"); got != big {
+		t.Fatalf("below the limit: last_error of %d bytes, want %d", len(got), len(big))
 	}
 }
