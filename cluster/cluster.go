@@ -40,7 +40,7 @@ func Function(verb string) string {
 // Functions lists the library's functions, one per verb, in the order of
 // docs/verbs.md, then emq_debug.
 var Functions = []string{
-	"emq_enqueue", "emq_claim", "emq_complete", "emq_fail", "emq_requeue", "emq_extend", "emq_delay",
+	"emq_enqueue", "emq_enqueue_many", "emq_claim", "emq_complete", "emq_fail", "emq_requeue", "emq_extend", "emq_delay",
 	"emq_progress", "emq_stalled_check", "emq_promote", "emq_reprocess", "emq_pause", "emq_resume",
 	"emq_remove", "emq_counts", "emq_job", "emq_list", "emq_debug",
 }

@@ -99,7 +99,7 @@ func TestProductionLibrary(t *testing.T) {
 		flags[f.Name] = f.Flags
 	}
 	for name, want := range map[string][]string{
-		"emq_enqueue": {}, "emq_progress": {}, "emq_claim": {"allow-oom"}, "emq_complete": {"allow-oom"},
+		"emq_enqueue": {}, "emq_enqueue_many": {}, "emq_progress": {}, "emq_claim": {"allow-oom"}, "emq_complete": {"allow-oom"},
 		"emq_counts": {"no-writes"}, "emq_job": {"no-writes"}, "emq_list": {"no-writes"},
 	} {
 		if got := flags[name]; len(got) != len(want) || (len(want) > 0 && got[0] != want[0]) {

@@ -670,6 +670,134 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
+-- EMQ.ENQUEUE.MANY q [DELAY delay_ms | AT run_at_ms] JOBS id payload [id payload ...]
+-- (docs/verbs.md §4.2.1): each pair as EMQ.ENQUEUE with the same options, in
+-- order, all or nothing; the reply has one entry per pair (the id, or nil
+-- for a duplicate).
+
+verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
+  local sched, ms
+  local i = 1
+  while i <= #args and string.upper(args[i]) ~= 'JOBS' do
+    if i + 1 > #args or sched then
+      return err(E_SYNTAX)
+    end
+    local opt, v, e = string.upper(args[i]), nil, nil
+    if opt == 'DELAY' then
+      sched = 'delay'
+      v, e = int_arg(args[i + 1], 0, 'delay_ms')
+    elseif opt == 'AT' then
+      sched = 'at'
+      v, e = int_arg(args[i + 1], 0, 'run_at_ms')
+    else
+      e = E_SYNTAX
+    end
+    ms = v and tonumber(v)
+    if e then
+      return err(e)
+    end
+    i = i + 2
+  end
+  local first = i + 1
+  local n = #args - i
+  if i > #args or n == 0 or n % 2 ~= 0 then
+    return err(E_SYNTAX)
+  end
+  local mints = false
+  for j = first, #args, 2 do
+    if args[j] == '*' then
+      mints = true
+    elseif not valid_id(args[j]) then
+      return err(E_KIND)
+    end
+  end
+
+  -- Read pass.
+  local now = now_ms()
+  local dest, state, score = k.pending, 'pending', 0
+  if sched == 'delay' then
+    dest, state, score = k.schedule, 'scheduled', add_ms(now, ms)
+  elseif sched == 'at' then
+    dest, state, score = k.schedule, 'scheduled', math.min(ms, MAX_SCORE)
+  end
+  if zset_kind(dest) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local nextid, exhausted
+  if mints then
+    local mk, last = read_field(k.mint, 'last')
+    if mk == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    nextid = enc62(now < 0 and 0 or now)
+    if last then
+      if not valid_id(last) or bytes_lt(MAX_ID, last) then
+        return err('EMQKIND ' .. k.mint .. ' last is not a minted job id')
+      end
+      if last == MAX_ID then
+        return err(E_EXHAUSTED)
+      end
+      local after = inc62(last)
+      if bytes_lt(nextid, after) then
+        nextid = after
+      end
+    end
+  end
+  local ids, taken, last_minted = {}, {}, nil
+  for j = first, #args, 2 do
+    local id = args[j]
+    local out = false
+    if id == '*' then
+      while true do
+        if exhausted then
+          return err(E_EXHAUSTED)
+        end
+        local cand = nextid
+        if cand == MAX_ID then
+          exhausted = true
+        else
+          nextid = inc62(cand)
+        end
+        if not taken[cand] and redis.call('EXISTS', k.job .. cand) == 0 then
+          out = cand
+          break
+        end
+      end
+      last_minted = out
+      taken[out] = true
+    elseif not taken[id] then
+      local row = hash_kind(k.job .. id)
+      if row == WRONG then
+        return err(E_WRONGTYPE)
+      end
+      if row == ABSENT then
+        out = id
+        taken[id] = true
+      end
+    end
+    ids[#ids + 1] = out
+  end
+
+  -- Write pass.
+  for j = 1, #ids do
+    local id = ids[j]
+    if id then
+      redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1], 'enqueued_at', score_str(now))
+      redis.call('ZADD', dest, score_str(score), id)
+    end
+  end
+  if last_minted then
+    redis.call('HSET', k.mint, 'last', last_minted)
+  end
+  for j = 1, #ids do
+    if ids[j] then
+      event(k, 'enqueued', ids[j])
+    end
+  end
+  return ids
+end)
+
+-- ---------------------------------------------------------------------------
 -- The six token verbs: q id token first, then the common guard
 -- (docs/verbs.md §4.4, in this order).
 

@@ -72,6 +72,63 @@ func (c *Client) Enqueue(ctx context.Context, q string, payload []byte, opts ...
 	return s, nil
 }
 
+// NewJob is one job of EnqueueMany: its payload and, optionally, the
+// caller's own id ("" mints one).
+type NewJob struct {
+	ID      string
+	Payload []byte
+}
+
+// EnqueueMany admits jobs on queue q in one atomic verb (EMQ.ENQUEUE.MANY,
+// docs/verbs.md §4.2.1), all or nothing, with the options of Enqueue
+// (WithDelay, WithRunAt; WithID is ignored: give NewJob.ID). It returns one
+// id per job, in order: the job's id, or "" for a duplicate (an id that
+// exists, or one admitted by an earlier job of the same call). A malformed
+// id anywhere refuses the whole call (*Error EMQKIND) and admits nothing.
+// An empty jobs admits nothing and sends nothing.
+func (c *Client) EnqueueMany(ctx context.Context, q string, jobs []NewJob, opts ...EnqueueOption) ([]string, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var o enqueueOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	args := make([]any, 0, 3+2*len(jobs))
+	switch {
+	case o.delayed:
+		args = append(args, "DELAY", ms(o.delay))
+	case o.at:
+		args = append(args, "AT", max(o.runAt.UnixMilli(), 0))
+	}
+	args = append(args, "JOBS")
+	for _, j := range jobs {
+		id := j.ID
+		if id == "" {
+			id = "*"
+		}
+		args = append(args, id, j.Payload)
+	}
+	v, err := c.do(ctx, "EMQ.ENQUEUE.MANY", q, args...)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok || len(arr) != len(jobs) {
+		return nil, badReply("EMQ.ENQUEUE.MANY", v)
+	}
+	out := make([]string, len(arr))
+	for i, x := range arr {
+		if x == nil {
+			continue
+		}
+		if out[i], ok = asString(x); !ok {
+			return nil, badReply("EMQ.ENQUEUE.MANY", v)
+		}
+	}
+	return out, nil
+}
+
 // Counts are a queue's set sizes and its persistent metric counts
 // (EMQ.COUNTS).
 type Counts struct {

@@ -185,13 +185,7 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 	if r.Row == keyOK {
 		return enqueueVerdict{ID: r.ID, Dup: true}, nil, noRefusal
 	}
-	dest, state, score := k.Pending, vPending, int64(0)
-	switch a.Sched {
-	case schedDelay:
-		dest, state, score = k.Schedule, vScheduled, addMs(now, a.Ms)
-	case schedAt:
-		dest, state, score = k.Schedule, vScheduled, atMs(a.Ms)
-	}
+	dest, state, score := jobDest(k, a.Sched, a.Ms, now)
 	if r.Dest == keyWrong {
 		return enqueueVerdict{}, nil, wrongType(dest)
 	}
@@ -217,3 +211,169 @@ func addJobRow(p *plan.Plan, rowKey, id string, state, payload []byte, now int64
 
 // msBytes is a time in Unix ms in decimal, as the row stores it.
 func msBytes(ms int64) []byte { return strconv.AppendInt(make([]byte, 0, 13), ms, 10) }
+
+// jobDest is where a new job goes (docs/verbs.md §4.2): pending at score 0,
+// or with DELAY / AT the schedule at now+ms / ms (capped, §2.12).
+func jobDest(k *Keys, sched uint8, ms, now int64) (dest string, state []byte, score int64) {
+	switch sched {
+	case schedDelay:
+		return k.Schedule, vScheduled, addMs(now, ms)
+	case schedAt:
+		return k.Schedule, vScheduled, atMs(ms)
+	}
+	return k.Pending, vPending, 0
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.ENQUEUE.MANY q [DELAY delay_ms | AT run_at_ms] JOBS id payload [id payload ...]
+
+// cmdEnqueueMany admits many jobs in one atomic plan (docs/verbs.md §4.2.1):
+// the same as EMQ.ENQUEUE of each pair in order with the same options, all
+// or nothing.
+func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	argv := c.Argv
+	var sched uint8
+	var ms int64
+	i := 2
+	for ; i < len(argv) && !eqFold(argv[i], "JOBS"); i += 2 {
+		if i+1 >= len(argv) || sched != schedNone {
+			c.W.Error(store.ErrSyntax)
+			return
+		}
+		var e string
+		switch {
+		case eqFold(argv[i], "DELAY"):
+			sched = schedDelay
+			ms, e = intArg(argv[i+1], 0, errNonNegDelay)
+		case eqFold(argv[i], "AT"):
+			sched = schedAt
+			ms, e = intArg(argv[i+1], 0, errNonNegRunAt)
+		default:
+			e = store.ErrSyntax
+		}
+		if e != "" {
+			c.W.Error(e)
+			return
+		}
+	}
+	pairs := argv[min(i+1, len(argv)):]
+	if i >= len(argv) || len(pairs) == 0 || len(pairs)%2 != 0 {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	n := len(pairs) / 2
+	mints := 0
+	for j := 0; j < len(pairs); j += 2 {
+		if len(pairs[j]) == 1 && pairs[j][0] == '*' {
+			mints++
+		} else if !ValidID(pairs[j]) {
+			c.W.Error(ErrKind)
+			return
+		}
+	}
+
+	// Read pass.
+	d := c.DB
+	dest, state, score := jobDest(k, sched, ms, c.NowMs)
+	if _, kind := zsetKind(d, dest); kind == keyWrong {
+		vs.refuseReply(c, wrongType(dest))
+		return
+	}
+	var next int64 // the next number to mint
+	if mints > 0 {
+		var m mintRead
+		var h *store.Hash
+		h, m.Kind = hashKind(d, MintKey)
+		if h != nil {
+			m.Last = getField(h, "last")
+		}
+		var ref refusal
+		if next, ref = judgeMint(m, c.NowMs); ref.Refused() {
+			vs.refuseReply(c, ref)
+			return
+		}
+	}
+	ids := make([]string, n) // "" for a duplicate
+	keys := make([]string, n)
+	taken := make(map[string]bool, n) // ids admitted by earlier pairs
+	var lastMinted string
+	var idb [idLen]byte
+	exhausted := false // the last number was minted
+	for j := 0; j < n; j++ {
+		raw := pairs[2*j]
+		if len(raw) == 1 && raw[0] == '*' {
+			for {
+				if exhausted {
+					vs.refuseReply(c, badRow(ErrMintExhausted, MintKey))
+					return
+				}
+				encodeID(next, &idb)
+				rowKey, id := k.rowOf(idb[:])
+				if next == maxMintNum {
+					exhausted = true
+				} else {
+					next++
+				}
+				if !taken[id] && d.Get(rowKey) == nil {
+					ids[j], keys[j], lastMinted = id, rowKey, id
+					break
+				}
+			}
+			taken[ids[j]] = true
+			continue
+		}
+		rowKey, id := k.rowOf(raw)
+		if taken[id] {
+			continue // admitted by an earlier pair: a duplicate
+		}
+		_, kind := hashKind(d, rowKey)
+		switch kind {
+		case keyWrong:
+			vs.refuseReply(c, wrongType(rowKey))
+			return
+		case keyAbsent:
+			ids[j], keys[j] = id, rowKey
+			taken[id] = true
+		}
+	}
+
+	p := newPlan(2*len(taken) + 1)
+	admitted := 0
+	for j := 0; j < n; j++ {
+		if ids[j] != "" {
+			addJobRow(p, keys[j], ids[j], state, c.KeepArg(pairs[2*j+1]), c.NowMs, dest, score)
+			admitted++
+		}
+	}
+	if lastMinted != "" {
+		p.HSetBytes(MintKey, fLast, []byte(lastMinted))
+	}
+	if admitted == 0 {
+		plan.Put(p)
+		p = nil
+	}
+	apply(c, p)
+	vs.count(c, k, Enqueued, admitted)
+	if admitted > 0 {
+		vs.wake(c, k)
+		if vs.listening(k) {
+			for _, id := range ids {
+				if id != "" {
+					vs.event(c, k, EvEnqueued, id)
+				}
+			}
+		}
+	}
+	c.W.Array(n)
+	for _, id := range ids {
+		if id == "" {
+			c.W.Nil()
+		} else {
+			c.W.BulkString(id)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"math/rand"
 	"reflect"
 	"strconv"
 	"testing"
@@ -104,5 +105,157 @@ func TestSweepGuardRefusals(t *testing.T) {
 	h.setString(tk.Meta, "x")
 	if got := h.do("EMQ.STALLED.CHECK", "q", "EVERY", "5"); got != replyErr("WRONGTYPE Operation against a key holding the wrong kind of value") {
 		t.Fatalf("meta of another type: %v", got)
+	}
+}
+
+// TestEnqueueManyTenThousand: 10,000 jobs in one call, one plan, one Feed
+// record; then the same batch with one bad id in the middle writes nothing
+// (docs/verbs.md §4.2.1).
+func TestEnqueueManyTenThousand(t *testing.T) {
+	h := newTH(t)
+	const n = 10000
+	args := []string{"EMQ.ENQUEUE.MANY", "q", "JOBS"}
+	for i := 0; i < n; i++ {
+		args = append(args, "*", "p"+strconv.Itoa(i))
+	}
+	feed := h.feed.n
+	got := h.ok(args...).([]any)
+	if len(got) != n || h.feed.n != feed+1 {
+		t.Fatalf("%d replies, %d feed records, want %d and 1", len(got), h.feed.n-feed, n)
+	}
+	first, _ := DecodeID([]byte(got[0].(string)))
+	for i, x := range got {
+		id := x.(string)
+		if m, _ := DecodeID([]byte(id)); m != first+int64(i) {
+			t.Fatalf("reply %d: %s, want the minted number %d", i, id, first+int64(i))
+		}
+	}
+	if first != tNow {
+		t.Fatalf("first minted number %d, want the clock %d", first, tNow)
+	}
+	if c := h.ok("EMQ.COUNTS", "q").([]any); c[1] != int64(n) {
+		t.Fatalf("counts %v", c)
+	}
+	if h.field("q", got[4321].(string), "payload") != "p4321" || h.field("q", got[4321].(string), "state") != "pending" || h.field("q", got[4321].(string), "attempts") != "0" {
+		t.Fatalf("row %s", h.row("q", got[4321].(string)))
+	}
+	if last, _ := h.s.DB(0).Get(MintKey).Hash.Get("last"); string(last) != got[n-1].(string) {
+		t.Fatalf("{emq}:mint last %q, want %s", last, got[n-1])
+	}
+	// One bad id in the middle: nothing written.
+	bad := []string{"EMQ.ENQUEUE.MANY", "other", "JOBS"}
+	for i := 0; i < n; i++ {
+		id := EncodeID(int64(i + 1))
+		if i == n/2 {
+			id = "JOB-bad"
+		}
+		bad = append(bad, id, "x")
+	}
+	before, feed := digest(h.s), h.feed.n
+	if r := h.do(bad...); r != replyErr(ErrKind) {
+		t.Fatalf("bad id in the middle: %v", r)
+	}
+	if digest(h.s) != before || h.feed.n != feed {
+		t.Fatal("a refused batch wrote")
+	}
+}
+
+// TestEnqueueManyIsSequentialEnqueues: over random states and batches, a
+// batch that is not refused answers and leaves the keyspace exactly as the
+// same pairs sent one by one with EMQ.ENQUEUE and the same options; a
+// refused one writes nothing.
+func TestEnqueueManyIsSequentialEnqueues(t *testing.T) {
+	rng := rand.New(rand.NewSource(21))
+	ids := append([]string{"*", "*", "*"}, propIDs...)
+	ids = append(ids, EncodeID(tNow), EncodeID(tNow+1), EncodeID(tNow+2))
+	refused := 0
+	for s := 0; s < 400; s++ {
+		seed := rng.Int63()
+		mk := func() *th {
+			h := newTH(t)
+			randomState(h, rand.New(rand.NewSource(seed)))
+			return h
+		}
+		a, b := mk(), mk()
+		var opts []string
+		switch rng.Intn(3) {
+		case 1:
+			opts = []string{"DELAY", strconv.Itoa(rng.Intn(3000))}
+		case 2:
+			opts = []string{"AT", strconv.Itoa(int(tNow) + rng.Intn(3000) - 1500)}
+		}
+		batch := append(append([]string{"EMQ.ENQUEUE.MANY", "q"}, opts...), "JOBS")
+		var singles [][]string
+		for j, m := 0, 1+rng.Intn(8); j < m; j++ {
+			id, pay := pick(rng, ids...), "p"+strconv.Itoa(j)
+			batch = append(batch, id, pay)
+			singles = append(singles, append([]string{"EMQ.ENQUEUE", "q", id, pay}, opts...))
+		}
+		before := digest(a.s)
+		got := a.do(batch...)
+		if e, isErr := got.(replyErr); isErr {
+			refused++
+			if digest(a.s) != before {
+				t.Fatalf("%q refused with %s but wrote", batch, e)
+			}
+			continue
+		}
+		var want []any
+		for _, one := range singles {
+			r := b.do(one...)
+			if e, isErr := r.(replyErr); isErr {
+				t.Fatalf("batch %q admitted, but %q alone refused: %s", batch, one, e)
+			}
+			want = append(want, r)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %v, one by one %v", batch, got, want)
+		}
+		if digest(a.s) != digest(b.s) {
+			t.Fatalf("%q: the keyspace differs from the one-by-one enqueues", batch)
+		}
+	}
+	if refused == 0 || refused > 300 {
+		t.Fatalf("%d of 400 batches refused", refused)
+	}
+}
+
+// TestEnqueueManyArguments: options before JOBS, checked left to right,
+// then every id's shape, before any key is read.
+func TestEnqueueManyArguments(t *testing.T) {
+	h := newTH(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "JOBS", "*"}, "ERR wrong number of arguments for 'emq.enqueue.many' command"},
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "JOBS", "*", "p", "*"}, "ERR syntax error"},
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "*", "p", "*", "p"}, "ERR syntax error"},
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "DELAY", "5", "AT", "5", "JOBS", "*", "p"}, "ERR syntax error"},
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "DELAY", "-1", "JOBS", "*", "p"}, "ERR delay_ms must be a non-negative integer"},
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "at", "x", "JOBS", "nope", "p"}, "ERR value is not an integer or out of range"},
+		{[]string{"EMQ.ENQUEUE.MANY", "q", "DELAY", "5", "JOBS", "*", "p", "nope", "p"}, ErrKind},
+		{[]string{"EMQ.ENQUEUE.MANY", "a:b", "JOBS", "*", "p"}, ErrInvalidQueue},
+	} {
+		if got := h.do(c.args...); got != replyErr(c.want) {
+			t.Errorf("%v: %v, want %q", c.args, got, c.want)
+		}
+	}
+	if digest(h.s) != digest(newTH(t).s) {
+		t.Fatal("argument errors wrote")
+	}
+	// Duplicates: an existing row, and an id admitted earlier in the batch.
+	h.ok("EMQ.ENQUEUE", "q", tID, "old")
+	got := h.ok("EMQ.ENQUEUE.MANY", "q", "delay", "10", "JOBS", tID, "new", tID2, "a", tID2, "b")
+	if !reflect.DeepEqual(got, []any{nil, tID2, nil}) || h.field("q", tID, "payload") != "old" || h.field("q", tID2, "payload") != "a" {
+		t.Fatalf("duplicates: %v %s %s", got, h.row("q", tID), h.row("q", tID2))
+	}
+	if h.field("q", tID2, "state") != "scheduled" {
+		t.Fatalf("DELAY: %s", h.row("q", tID2))
+	}
+	// All duplicates: nothing written.
+	before, feed := digest(h.s), h.feed.n
+	if got := h.ok("EMQ.ENQUEUE.MANY", "q", "JOBS", tID, "x"); !reflect.DeepEqual(got, []any{nil}) || digest(h.s) != before || h.feed.n != feed {
+		t.Fatalf("all duplicates: %v", got)
 	}
 }

@@ -193,7 +193,7 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return args
 	}
-	switch rng.Intn(19) {
+	switch rng.Intn(20) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
 		switch rng.Intn(6) {
@@ -267,7 +267,33 @@ func randomCall(rng *rand.Rand) []string {
 			a = append(a, num())
 		}
 		return a
+	case 19:
+		return randomBatch(rng, q(), id, num)
 	default:
 		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
 	}
+}
+
+// randomBatch is an EMQ.ENQUEUE.MANY call (docs/verbs.md §4.2.1): options,
+// JOBS, pairs of valid and invalid ids, sometimes a bad shape.
+func randomBatch(rng *rand.Rand, q string, id, num func() string) []string {
+	a := []string{"EMQ.ENQUEUE.MANY", q}
+	switch rng.Intn(6) {
+	case 0:
+		a = append(a, "DELAY", num())
+	case 1:
+		a = append(a, pick(rng, "AT", "at"), num())
+	case 2:
+		a = append(a, pick(rng, "DELAY", "AT", "FOO"), num(), pick(rng, "DELAY", "AT"), num())
+	}
+	if rng.Intn(12) != 0 {
+		a = append(a, "JOBS")
+	}
+	for n := 1 + rng.Intn(4); n > 0; n-- {
+		a = append(a, id(), "p")
+	}
+	if rng.Intn(10) == 0 {
+		a = append(a, "*")
+	}
+	return a
 }

@@ -95,6 +95,7 @@ func verb(name string, arity int, h store.Handler, flags ...store.Flag) *store.C
 func (vs *Verbs) Commands() []*store.CommandSpec {
 	return []*store.CommandSpec{
 		verb("emq.enqueue", -4, vs.cmdEnqueue, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
+		verb("emq.enqueue.many", -5, vs.cmdEnqueueMany, store.FlagWrite, store.FlagDenyOOM),
 		verb("emq.claim", -3, vs.cmdClaim, store.FlagWrite, store.FlagBlocking),
 		verb("emq.complete", 4, vs.cmdComplete, store.FlagWrite, store.FlagFast),
 		verb("emq.fail", 7, vs.cmdFail, store.FlagWrite, store.FlagFast),

@@ -370,7 +370,7 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return args
 	}
-	switch rng.Intn(19) {
+	switch rng.Intn(20) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), pick(rng, id(), "*"), "payload"}
 		if a[2] == "*" && a[1] == "other" {
@@ -448,6 +448,32 @@ func randomCall(rng *rand.Rand) []string {
 			a = append(a, num(), pick(rng, num(), "1001"))
 		case 1:
 			a = append(a, num())
+		}
+		return a
+	case 19:
+		a := []string{"EMQ.ENQUEUE.MANY", q()}
+		switch rng.Intn(6) {
+		case 0:
+			a = append(a, "DELAY", num())
+		case 1:
+			a = append(a, pick(rng, "AT", "at"), num())
+		case 2:
+			a = append(a, pick(rng, "DELAY", "AT", "FOO"), num(), pick(rng, "DELAY", "AT"), num())
+		}
+		if rng.Intn(12) != 0 {
+			a = append(a, "JOBS")
+		}
+		mints := false
+		for n := 1 + rng.Intn(4); n > 0; n-- {
+			x := pick(rng, id(), "*")
+			mints = mints || x == "*"
+			a = append(a, x, "p")
+		}
+		if mints && a[1] == "other" {
+			a[1] = "q" // only q mints (Differences: "minted ids across queues")
+		}
+		if rng.Intn(10) == 0 {
+			a = append(a, "*")
 		}
 		return a
 	default:

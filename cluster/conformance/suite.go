@@ -89,6 +89,7 @@ var Scenarios = []Scenario{
 	{"SweepGuard", sweepGuard},
 	{"Events", eventsScenario},
 	{"FailErrorCappedAtLimit", failErrorCappedAtLimit},
+	{"EnqueueMany", enqueueMany},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -1232,5 +1233,52 @@ func failErrorCappedAtLimit(t *testing.T, tg Target) {
 	e.ok("CONFIG", "SET", "maxmemory", "0")
 	if got := fail(5, big, "scheduled"); got != big {
 		t.Fatalf("below the limit: last_error of %d bytes, want %d", len(got), len(big))
+	}
+}
+
+// EMQ.ENQUEUE.MANY (docs/verbs.md §4.2.1): each pair as EMQ.ENQUEUE with the
+// same options, in order; duplicates answer nil; one bad id, or one row of
+// another type, writes nothing.
+func enqueueMany(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idA, "old")
+	got := e.ok("EMQ.ENQUEUE.MANY", "q", "JOBS", idA, "new", idB, "b", idB, "again", "*", "m1", "*", "m2")
+	arr, _ := got.([]any)
+	if len(arr) != 5 || arr[0] != nil || arr[1] != idB || arr[2] != nil {
+		t.Fatalf("reply %v", got)
+	}
+	m1, _ := arr[3].(string)
+	if m2, _ := arr[4].(string); m2 != incID(m1) {
+		t.Fatalf("minted %v then %v, want consecutive ids", arr[3], arr[4])
+	}
+	if e.field("q", idA, "payload") != "old" || e.field("q", idB, "payload") != "b" || e.field("q", m1, "payload") != "m1" {
+		t.Fatalf("rows %s %s %s", e.row("q", idA), e.row("q", idB), e.row("q", m1))
+	}
+	if got := e.zmembers("emq:{q}:pending"); !reflect.DeepEqual(got, []string{idA, idB, m1, incID(m1)}) {
+		t.Fatalf("pending %v", got)
+	}
+	now := tg.Now()
+	e.ok("EMQ.ENQUEUE.MANY", "q", "DELAY", 500, "JOBS", idC, "c")
+	if e.field("q", idC, "state") != "scheduled" || e.zscore("emq:{q}:schedule", idC) != strconv.FormatInt(now+500, 10) {
+		t.Fatalf("DELAY: %s %s", e.row("q", idC), e.zscore("emq:{q}:schedule", idC))
+	}
+	e.ok("SET", "emq:{q}:job:"+idD, "x")
+	before, d := e.digest(), e.dirty()
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.ENQUEUE.MANY", "q", "JOBS", "*", "p", "JOB-bad", "p", "*", "p"}, "EMQKIND job id must be JOB followed by 11 characters from 0-9A-Za-z"},
+		{[]any{"EMQ.ENQUEUE.MANY", "q", "JOBS", "*", "p", idD, "p"}, wrongType},
+		{[]any{"EMQ.ENQUEUE.MANY", "q", "JOBS", "*", "p", "*"}, "ERR syntax error"},
+		{[]any{"EMQ.ENQUEUE.MANY", "q", "*", "p", "*", "p"}, "ERR syntax error"},
+		{[]any{"EMQ.ENQUEUE.MANY", "q", "DELAY", -1, "JOBS", "*", "p"}, "ERR delay_ms must be a non-negative integer"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	if e.digest() != before || e.dirty() != d {
+		t.Fatal("a refused batch wrote")
 	}
 }

@@ -1,0 +1,54 @@
+package emq_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/emqd/emqd/emq"
+)
+
+// TestEnqueueMany: EMQ.ENQUEUE.MANY through the library, RESP2 and RESP3:
+// minted and own ids, duplicates as "", the options, and a bad id that
+// admits nothing.
+func TestEnqueueMany(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			e := newEnvProto(t, proto)
+			jobs := make([]emq.NewJob, 1000)
+			for i := range jobs {
+				jobs[i].Payload = []byte(fmt.Sprint(i))
+			}
+			jobs[10].ID = "JOB00000000001"
+			ids, err := e.c.EnqueueMany(e.ctx, "q", jobs)
+			if err != nil || len(ids) != len(jobs) || ids[10] != "JOB00000000001" || ids[0] == "" || ids[999] <= ids[0] {
+				t.Fatalf("ids %d %v", len(ids), err)
+			}
+			again, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{ID: "JOB00000000001", Payload: []byte("x")}, {Payload: []byte("y")}})
+			if err != nil || again[0] != "" || again[1] == "" {
+				t.Fatalf("duplicate: %q %v", again, err)
+			}
+			n, err := e.c.Counts(e.ctx, "q")
+			if err != nil || n.Pending != 1001 {
+				t.Fatalf("counts %+v %v", n, err)
+			}
+			d, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{Payload: []byte("later")}}, emq.WithDelay(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j, err := e.c.Job(e.ctx, "q", d[0]); err != nil || j.State != "scheduled" || j.RunAt.UnixMilli() != t0+1000 {
+				t.Fatalf("delayed %+v %v", j, err)
+			}
+			if _, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{Payload: []byte("a")}, {ID: "nope"}}); !errors.Is(err, emq.ErrKind) {
+				t.Fatalf("bad id: %v", err)
+			}
+			if n2, _ := e.c.Counts(e.ctx, "q"); n2.Pending != 1001 || n2.Scheduled != 1 {
+				t.Fatalf("a refused batch admitted: %+v", n2)
+			}
+			if ids, err := e.c.EnqueueMany(e.ctx, "q", nil); ids != nil || err != nil {
+				t.Fatalf("empty: %v %v", ids, err)
+			}
+		})
+	}
+}
