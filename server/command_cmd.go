@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/emqd/emqd/internal/cmdmeta"
@@ -294,7 +295,7 @@ func keysFromSpecs(m *cmdmeta.Command, argv [][]byte) ([]keyRef, bool) {
 				if i >= argc || i < 1 {
 					break
 				}
-				if strings.EqualFold(string(argv[i]), ks.BeginSearch.Keyword) {
+				if cEqualFold(argv[i], ks.BeginSearch.Keyword) {
 					first = i + 1
 					break
 				}
@@ -353,7 +354,7 @@ func keysFromSpecs(m *cmdmeta.Command, argv [][]byte) ([]keyRef, bool) {
 }
 
 // getKeysFunc runs Valkey's get-keys function name (src/db.c) on argv:
-// nil when it finds no key or emqd has no such function.
+// nil when it finds no key or Valkey has no such function.
 func getKeysFunc(name string, argv [][]byte) []keyRef {
 	switch name {
 	case "zunionInterDiffStoreGetKeys":
@@ -364,15 +365,159 @@ func getKeysFunc(name string, argv [][]byte) []keyRef {
 		return genericGetKeys(0, 2, 3, 1, argv)
 	case "setGetKeys":
 		for _, a := range argv[3:] {
-			if strings.EqualFold(string(a), "get") {
+			if cEqualFold(a, "get") {
 				return []keyRef{{1, cmdmeta.KeyRW | cmdmeta.KeyAccess | cmdmeta.KeyUpdate}}
 			}
 		}
 		return []keyRef{{1, cmdmeta.KeyOW | cmdmeta.KeyUpdate}}
 	case "sortROGetKeys":
 		return []keyRef{{1, cmdmeta.KeyRO | cmdmeta.KeyAccess}}
+	case "sortGetKeys":
+		return sortGetKeys(argv)
+	case "bitfieldGetKeys":
+		return bitfieldGetKeys(argv)
+	case "migrateGetKeys":
+		return migrateGetKeys(argv)
+	case "georadiusGetKeys":
+		return georadiusGetKeys(argv)
+	case "xreadGetKeys":
+		return xreadGetKeys(argv)
 	}
 	return nil
+}
+
+// cEqualFold is strcasecmp(b, s) == 0 as Valkey calls it on an argument:
+// the comparison stops at a NUL byte of b.
+func cEqualFold(b []byte, s string) bool {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return strings.EqualFold(string(b), s)
+}
+
+// sortGetKeys is Valkey's: the sort key, and the key after the last STORE
+// (LIMIT skips two arguments, GET and BY one).
+func sortGetKeys(argv [][]byte) []keyRef {
+	keys := []keyRef{{1, cmdmeta.KeyRO | cmdmeta.KeyAccess}}
+	store := -1
+	for i := 2; i < len(argv); i++ {
+		switch {
+		case cEqualFold(argv[i], "limit"):
+			i += 2
+		case cEqualFold(argv[i], "store") && i+1 < len(argv):
+			store = i + 1
+		case cEqualFold(argv[i], "get"), cEqualFold(argv[i], "by"):
+			i++
+		}
+	}
+	if store >= 0 {
+		keys = append(keys, keyRef{store, cmdmeta.KeyOW | cmdmeta.KeyUpdate})
+	}
+	return keys
+}
+
+// bitfieldGetKeys is Valkey's: the key, RO access when only GET (and
+// OVERFLOW) subcommands come before the first SET or INCRBY.
+func bitfieldGetKeys(argv [][]byte) []keyRef {
+	readonly := true
+	for i := 2; i < len(argv); i++ {
+		rem := len(argv) - i - 1
+		switch {
+		case cEqualFold(argv[i], "get") && rem >= 2:
+			i += 2
+		case (cEqualFold(argv[i], "set") || cEqualFold(argv[i], "incrby")) && rem >= 3:
+			readonly = false
+			i = len(argv)
+		case cEqualFold(argv[i], "overflow") && rem >= 1:
+			i++
+		default:
+			readonly = false
+			i = len(argv)
+		}
+	}
+	if readonly {
+		return []keyRef{{1, cmdmeta.KeyRO | cmdmeta.KeyAccess}}
+	}
+	return []keyRef{{1, cmdmeta.KeyRW | cmdmeta.KeyAccess | cmdmeta.KeyUpdate}}
+}
+
+// migrateGetKeys is Valkey's: argv[3], or with KEYS (and an empty
+// argv[3]) every argument after it.
+func migrateGetKeys(argv [][]byte) []keyRef {
+	first, n := 3, 1
+	if len(argv) > 6 {
+	scan:
+		for i := 6; i < len(argv); i++ {
+			switch {
+			case cEqualFold(argv[i], "keys"):
+				if len(argv[3]) > 0 {
+					n = 0
+				} else {
+					first, n = i+1, len(argv)-i-1
+				}
+				break scan
+			case cEqualFold(argv[i], "auth"):
+				i++
+			case cEqualFold(argv[i], "auth2"):
+				i += 2
+			}
+		}
+	}
+	var keys []keyRef
+	for i := 0; i < n; i++ {
+		keys = append(keys, keyRef{first + i, cmdmeta.KeyRW | cmdmeta.KeyAccess | cmdmeta.KeyDelete})
+	}
+	return keys
+}
+
+// georadiusGetKeys is Valkey's: the key, and the key after the last STORE
+// or STOREDIST, with no flags.
+func georadiusGetKeys(argv [][]byte) []keyRef {
+	stored := -1
+	for i := 5; i < len(argv); i++ {
+		if (cEqualFold(argv[i], "store") || cEqualFold(argv[i], "storedist")) && i+1 < len(argv) {
+			stored = i + 1
+			i++
+		}
+	}
+	keys := []keyRef{{pos: 1}}
+	if stored >= 0 {
+		keys = append(keys, keyRef{pos: stored})
+	}
+	return keys
+}
+
+// xreadGetKeys is Valkey's: the first half of the arguments after
+// STREAMS, with no flags; none when they are not an even number.
+func xreadGetKeys(argv [][]byte) []keyRef {
+	pos := -1
+scan:
+	for i := 1; i < len(argv); i++ {
+		switch {
+		case cEqualFold(argv[i], "block"), cEqualFold(argv[i], "count"):
+			i++
+		case cEqualFold(argv[i], "group"):
+			i += 2
+		case cEqualFold(argv[i], "noack"):
+		case cEqualFold(argv[i], "streams"):
+			pos = i
+			break scan
+		default:
+			break scan
+		}
+	}
+	if pos < 0 {
+		return nil
+	}
+	n := len(argv) - pos - 1
+	if n == 0 || n%2 != 0 {
+		return nil
+	}
+	var keys []keyRef
+	for i := pos + 1; i < len(argv)-n/2; i++ {
+		keys = append(keys, keyRef{pos: i})
+	}
+	return keys
 }
 
 // genericGetKeys is Valkey's: the count at keyCountOfs read as atoi, keys

@@ -357,9 +357,25 @@ func TestCommandMetadataComplete(t *testing.T) {
 		if e.meta.Arity != e.spec.Arity {
 			t.Errorf("%s: arity %d in its spec, %d in its metadata entry (internal/cmdmeta)", e.name, e.spec.Arity, e.meta.Arity)
 		}
+		// emqd's own entries must say what their specs say (for a Valkey
+		// command the table wins: docs/compat.md §2.6).
+		if cmdmeta.Own(e.name) != nil && e.flags != e.spec.FlagSet() {
+			t.Errorf("%s: flags %v in its spec, %v in internal/cmdmeta/emq.go: make them agree", e.name, flagNames(e.spec.FlagSet()), flagNames(e.flags))
+		}
 	}
 	if n < 140 {
 		t.Fatalf("only %d commands checked", n)
+	}
+	c := dialRef(t, s.Addr())
+	var verbs []string
+	for _, e := range s.reg.allCommands() {
+		if strings.HasPrefix(e.name, "emq.") && !strings.HasPrefix(e.name, "emq.debug") {
+			verbs = append(verbs, e.name)
+		}
+	}
+	sort.Strings(verbs)
+	if got := names(c.do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "emq")); !slices.Equal(got, verbs) || len(got) < 17 {
+		t.Errorf("COMMAND LIST FILTERBY ACLCAT emq: %v, want the verbs %v", got, verbs)
 	}
 	for _, name := range cmdmeta.OwnNames() {
 		if cmdmeta.Valkey(name) != nil {
@@ -369,6 +385,16 @@ func TestCommandMetadataComplete(t *testing.T) {
 			t.Errorf("internal/cmdmeta/emq.go: %s is not a command of emqd", name)
 		}
 	}
+}
+
+func flagNames(f store.Flag) []string {
+	var out []string
+	for b := store.Flag(1); b != 0; b <<= 1 {
+		if f&b != 0 {
+			out = append(out, b.String())
+		}
+	}
+	return out
 }
 
 // TestDispatchFlagsFromTable: the dispatcher's flags are the table's, with
@@ -395,6 +421,94 @@ func TestDispatchFlagsFromTable(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: dispatch flags %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestGetKeysFunctionsMatchValkey runs the key finder of Valkey commands
+// emqd has not (SORT, MIGRATE, GEORADIUS, XREAD, BITFIELD, EVAL, FCALL,
+// LMPOP, ...: the table has them, so a command added later answers
+// COMMAND GETKEYSANDFLAGS right) on sample lines and compares the keys and
+// flags with a real Valkey 8.0.1's answer.
+func TestGetKeysFunctionsMatchValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	v := dialRef(t, ref.Addr)
+	lines := [][]string{
+		{"SORT", "k"}, {"SORT", "k", "STORE", "d"}, {"SORT", "k", "BY", "store", "STORE", "d", "store", "d2"},
+		{"SORT", "k", "LIMIT", "0", "store", "STORE", "d"}, {"SORT", "k", "GET", "STORE", "x"}, {"SORT", "k", "STORE"},
+		{"SORT_RO", "k", "BY", "x"},
+		{"MIGRATE", "h", "1", "k", "0", "10"}, {"MIGRATE", "h", "1", "", "0", "10", "KEYS", "a", "b"},
+		{"MIGRATE", "h", "1", "k", "0", "10", "KEYS", "a", "b"}, {"MIGRATE", "h", "1", "", "0", "10", "AUTH", "keys", "KEYS", "a"},
+		{"MIGRATE", "h", "1", "", "0", "10", "COPY", "AUTH2", "u", "keys", "KEYS", "a", "b", "c"},
+		{"GEORADIUS", "k", "1", "2", "3", "m"}, {"GEORADIUS", "k", "1", "2", "3", "m", "STORE", "d"},
+		{"GEORADIUS", "k", "1", "2", "3", "m", "STORE", "d", "STOREDIST", "e"}, {"GEORADIUS", "k", "1", "2", "3", "m", "STORE"},
+		{"GEORADIUSBYMEMBER", "k", "m", "3", "km", "STOREDIST", "d"},
+		{"XREAD", "STREAMS", "a", "b", "0", "0"}, {"XREAD", "COUNT", "2", "BLOCK", "0", "STREAMS", "a", "0"},
+		{"XREAD", "STREAMS", "a", "b", "0"}, {"XREAD", "x", "STREAMS", "a", "0"},
+		{"XREADGROUP", "GROUP", "g", "c", "NOACK", "STREAMS", "a", "b", ">", ">"}, {"XREADGROUP", "GROUP", "g", "c", "STREAMS", "a", ">", ">"},
+		{"BITFIELD", "k"}, {"BITFIELD", "k", "GET", "u8", "0"}, {"BITFIELD", "k", "GET", "u8", "0", "SET", "u8", "0", "1"},
+		{"BITFIELD", "k", "OVERFLOW", "SAT", "GET", "u8", "0"}, {"BITFIELD", "k", "INCRBY", "u8", "0", "1"}, {"BITFIELD", "k", "bogus"},
+		{"BITFIELD_RO", "k", "GET", "u8", "0"},
+		{"EVAL", "s", "2", "a", "b", "c"}, {"EVAL", "s", "0"}, {"EVAL", "s", "3", "a"}, {"EVALSHA", "s", "1", "a"},
+		{"EVAL_RO", "s", "1", "a"}, {"FCALL", "f", "2", "a", "b"}, {"FCALL_RO", "f", "1", "a"}, {"FCALL", "f", "x"},
+		{"LMPOP", "2", "a", "b", "LEFT"}, {"BLMPOP", "0", "1", "a", "RIGHT"}, {"SINTERCARD", "2", "a", "b"},
+		{"SINTERCARD", "0", "a"}, {"LMPOP", "x", "a", "LEFT"},
+		{"SET", "k", "v", "get\x00x"}, {"SET", "k", "v", "GETX"},
+		{"SUNSUBSCRIBE"}, {"SPUBLISH", "c", "m"}, {"SSUBSCRIBE", "c"},
+		{"GEOSEARCHSTORE", "d", "s", "FROMMEMBER", "m", "BYRADIUS", "1", "m"}, {"LMOVE", "a", "b", "LEFT", "RIGHT"},
+		{"OBJECT", "FREQ", "k"}, {"XINFO", "STREAM", "k"}, {"PFMERGE", "d", "a", "b"}, {"BLPOP", "a", "b", "0"},
+	}
+	render := func(args []string) string {
+		m := cmdmeta.Valkey(strings.ToLower(args[0]))
+		if m == nil {
+			t.Fatalf("no entry for %s", args[0])
+		}
+		if len(args) > 1 {
+			if sub := cmdmeta.Valkey(strings.ToLower(args[0] + "|" + args[1])); sub != nil {
+				m = sub
+			}
+		}
+		argv := make([][]byte, len(args))
+		for i, a := range args {
+			argv[i] = []byte(a)
+		}
+		switch {
+		case !hasKeys(m):
+			return "-ERR The command has no key arguments"
+		case (m.Arity > 0 && m.Arity != len(argv)) || len(argv) < -m.Arity:
+			return "-ERR Invalid number of arguments specified for command"
+		}
+		keys := commandKeys(m, argv)
+		if len(keys) == 0 {
+			if m.Derive().Flags&cmdmeta.FlagNoMandatoryKeys != 0 {
+				return ""
+			}
+			return "-ERR Invalid arguments specified for command"
+		}
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, args[k.pos]+"="+strings.Join(k.flags.ReplyNames(), ","))
+		}
+		return strings.Join(parts, " ")
+	}
+	for _, args := range lines {
+		r := v.do(append([]string{"COMMAND", "GETKEYSANDFLAGS"}, args...)...)
+		var want string
+		if r.typ == '-' {
+			want = "-" + r.text
+		} else {
+			var parts []string
+			for _, k := range r.kids {
+				var fl []string
+				for _, f := range k.kids[1].kids {
+					fl = append(fl, f.text)
+				}
+				parts = append(parts, k.kids[0].text+"="+strings.Join(fl, ","))
+			}
+			want = strings.Join(parts, " ")
+		}
+		if got := render(args); got != want {
+			t.Errorf("%q: emqd %q, valkey %q", args, got, want)
 		}
 	}
 }
