@@ -16,6 +16,11 @@ func init() {
 			"Admits a job to a queue, pending or scheduled.",
 			arg("id", "string"), arg("payload", "string"),
 			oneOf("when", ArgOptional, tok("delay-ms", "integer", "DELAY"), tok("run-at-ms", "unix-time", "AT"))),
+		emqVerb("emq.enqueue.many", -5, FlagWrite|FlagDenyOOM, KeyRW|KeyInsert,
+			"Admits many jobs to a queue in one atomic step, each as EMQ.ENQUEUE.",
+			oneOf("when", ArgOptional, tok("delay-ms", "integer", "DELAY"), tok("run-at-ms", "unix-time", "AT")),
+			Arg{Name: "job", Type: "block", Token: "JOBS", Flags: ArgMultiple, Args: []Arg{
+				arg("id", "string"), arg("payload", "string")}}),
 		emqVerb("emq.claim", -3, FlagWrite|FlagBlocking, KeyRW|KeyUpdate,
 			"Leases up to count claimable jobs of a queue, waiting up to block_ms for one.",
 			arg("lease-ms", "integer"), opt(tok("count", "integer", "COUNT")), opt(tok("block-ms", "integer", "BLOCK"))),
