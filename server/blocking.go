@@ -331,6 +331,19 @@ func (b *blocking) armDue(s *Server, k queueKey) {
 	b.due[k] = d
 }
 
+// rearmDue drops every due-time timer and retries its queue now: the
+// server clock moved (clients_cron.go checkClockLocked), so what is due has
+// changed; serveReady claims what is due at the new time and armDue arms
+// each queue again for the rest. Store lock held.
+func (b *blocking) rearmDue(s *Server) {
+	for k, d := range b.due {
+		d.t.Stop()
+		delete(b.due, k)
+		s.onReady(k.db, k.queue)
+	}
+	b.serveReady(s)
+}
+
 // stopAll stops every timer (server close).
 func (b *blocking) stopAll() {
 	for _, q := range b.queues {

@@ -16,7 +16,17 @@ import (
 type clientsCron struct {
 	t    clock.Timer
 	stop bool
+	// lastWall and lastMono are the server clock (ms) and the monotonic
+	// clock (ns) at the previous tick: their difference moving is a jump
+	// of the server clock (clockMoved).
+	lastWall, lastMono int64
+	jumps              int64 // jumps seen (tests)
 }
+
+// clockJumpMs is how far the server clock may drift from the monotonic
+// clock between two ticks before the due-time timers are re-armed: far
+// above a tick's jitter, far below any delay a user would notice.
+const clockJumpMs = 100
 
 // startClientsCron arms the cron (Start).
 func (s *Server) startClientsCron() {
@@ -48,8 +58,32 @@ func (s *Server) clientsCronTick() {
 	if s.ccron.stop {
 		return
 	}
-	s.closeIdleClientsLocked(s.clock.NowMs())
+	now := s.clock.NowMs()
+	s.closeIdleClientsLocked(now)
+	s.checkClockLocked(now)
 	s.armClientsCronLocked()
+}
+
+// checkClockLocked compares how far the server clock and the monotonic
+// clock moved since the last tick. A timer runs on the monotonic clock,
+// but a scheduled job's due time is a reading of the server clock, so when
+// the server clock jumps (the system clock stepped, EMQ.DEBUG CLOCK
+// ADVANCE) a timer armed for the old distance fires early or late: every
+// due-time timer is then dropped and its queue retried at once, which
+// claims what is due now and arms a new timer for the rest (docs/verbs.md
+// §4.3.3).
+func (s *Server) checkClockLocked(now int64) {
+	mono := nanotime()
+	c := &s.ccron
+	if c.lastMono != 0 {
+		drift := (now - c.lastWall) - (mono-c.lastMono)/1e6
+		if drift > clockJumpMs || drift < -clockJumpMs {
+			c.jumps++
+			s.log.Debug("The server clock moved: due-time timers re-armed", "drift_ms", drift)
+			s.blk.rearmDue(s)
+		}
+	}
+	c.lastWall, c.lastMono = now, mono
 }
 
 // closeIdleClientsLocked closes every client idle for longer than timeout

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -369,5 +370,63 @@ func TestAppendOnlyOnReadOnlyDir(t *testing.T) {
 	})
 	if r := c.do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:1\r\n") {
 		t.Fatalf("INFO after: %q", r)
+	}
+}
+
+// jumpClock is a server clock whose reading can jump while its timers keep
+// their own time, as the system clock does when it is stepped: NowMs is the
+// manual clock plus an offset, AfterFunc runs on the manual clock alone.
+type jumpClock struct {
+	m   *clock.Manual
+	off atomic.Int64
+}
+
+func (j *jumpClock) NowMs() int64                            { return j.m.NowMs() + j.off.Load() }
+func (j *jumpClock) AfterFunc(d int64, f func()) clock.Timer { return j.m.AfterFunc(d, f) }
+
+// TestDueTimerFollowsClockJump (issue 27 item 11): a claimer parked until a
+// job scheduled an hour ahead comes due is served once the server clock
+// jumps an hour forward, at the next cron tick (100 ms of timer time), not
+// after the hour its timer was first armed for.
+func TestDueTimerFollowsClockJump(t *testing.T) {
+	m := clock.NewManual(1_700_000_000_000)
+	jc := &jumpClock{m: m}
+	s := startServer(t, nil, jc)
+	c, p := dial(t, s), dial(t, s)
+	if r := c.do("EMQ.ENQUEUE", "q", "JOB00000000001", "later", "DELAY", "3600000"); r != "$14\r\nJOB00000000001\r\n" {
+		t.Fatal(r)
+	}
+	p.write(encode("EMQ.CLAIM", "q", "30000", "BLOCK", "0"))
+	eventually(t, func() bool { return strings.Contains(c.do("INFO", "clients"), "blocked_clients:1\r\n") })
+	m.Advance(100) // a cron tick with no jump: nothing changes
+	m.Wait()
+	p.expectNothing(50 * time.Millisecond)
+	jc.off.Add(3_600_000)
+	m.Advance(100) // the next tick sees the jump
+	if ids := claimIDs(t, p.read()); len(ids) != 1 || ids[0] != "JOB00000000001" {
+		t.Fatalf("claimed %v", ids)
+	}
+	s.store.Lock()
+	jumps := s.ccron.jumps
+	s.store.Unlock()
+	if jumps != 1 {
+		t.Fatalf("%d jumps seen, want 1", jumps)
+	}
+	// A jump back: a job due in 10 s of the new time is not handed out
+	// by the timer armed before the jump.
+	c.do("EMQ.ENQUEUE", "q", "JOB00000000002", "x", "DELAY", "10000")
+	p.write(encode("EMQ.CLAIM", "q", "30000", "BLOCK", "0"))
+	eventually(t, func() bool { return strings.Contains(c.do("INFO", "clients"), "blocked_clients:1\r\n") })
+	jc.off.Add(-60_000)
+	m.Advance(10_000)
+	m.Wait()
+	p.expectNothing(50 * time.Millisecond)
+	if r := c.do("ZCARD", "emq:{q}:schedule"); r != ":1\r\n" {
+		t.Fatalf("schedule %q", r)
+	}
+	jc.off.Add(60_000)
+	m.Advance(100)
+	if ids := claimIDs(t, p.read()); len(ids) != 1 || ids[0] != "JOB00000000002" {
+		t.Fatalf("claimed %v", ids)
 	}
 }
