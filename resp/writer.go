@@ -7,6 +7,7 @@ package resp
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/redcon"
 )
@@ -51,8 +52,13 @@ func (w *Writer) Int(n int64) { w.Buf = redcon.AppendInt(w.Buf, n) }
 
 // Error writes an error reply. As Valkey's addReplyError, "ERR " is prefixed
 // unless msg already starts with an error code: callers pass the full text,
-// e.g. "ERR syntax error" or "WRONGTYPE Operation ...". CR/LF become spaces.
-func (w *Writer) Error(msg string) { w.Buf = redcon.AppendError(w.Buf, msg) }
+// e.g. "ERR syntax error" or "WRONGTYPE Operation ...". As Valkey's
+// addReplyErrorFormat, CR and LF at either end are dropped (an argument
+// quoted at the end of a text, "a\n", leaves no trailing space) and those
+// inside become spaces.
+func (w *Writer) Error(msg string) {
+	w.Buf = redcon.AppendError(w.Buf, strings.Trim(msg, "\r\n"))
+}
 
 // Array writes an array header of n elements.
 func (w *Writer) Array(n int) { w.Buf = redcon.AppendArray(w.Buf, n) }

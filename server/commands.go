@@ -210,7 +210,14 @@ func cmdHello(c *client, x *store.Ctx) {
 			user, pass = argv[j+1], argv[j+2]
 			j += 2
 		case strings.EqualFold(string(opt), "SETNAME") && more >= 1:
+			// Checked where it is read, before AUTH and NOAUTH, as
+			// Valkey's helloCommand: a bad name fails the whole HELLO,
+			// its AUTH included.
 			name = argv[j+1]
+			if !validName(name) {
+				x.W.Error(errBadName)
+				return
+			}
 			j++
 		default:
 			x.W.Error("ERR Syntax error in HELLO option '" + string(cPrefix(opt, -1)) + "'")
@@ -231,10 +238,6 @@ func cmdHello(c *client, x *store.Ctx) {
 		return
 	}
 	if name != nil {
-		if !validName(name) {
-			x.W.Error(errBadName)
-			return
-		}
 		c.name = string(name)
 	}
 	if ver != 0 {

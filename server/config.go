@@ -30,12 +30,16 @@ const (
 // param is one directive.
 type param struct {
 	name      string
-	aliases   []string // older names (hash-max-ziplist-*); matched by exact name only
+	aliases   []string // older names (hash-max-ziplist-*); CONFIG GET patterns list them too
 	kind      paramKind
 	def       string
 	min, max  int64
 	enums     []string
 	immutable bool // refused by CONFIG SET (still settable at boot)
+	// protected is Valkey's PROTECTED_CONFIG (dir, dbfilename): CONFIG SET
+	// refuses it with "can't set protected config" (enable-protected-configs
+	// is stored without effect, so always).
+	protected bool
 	// check validates a value and returns its canonical form (kindSpecial;
 	// for other kinds it runs after the generic parse).
 	check func(v string) (string, error)
@@ -70,6 +74,7 @@ func paramTable() []*param {
 	}
 	str := func(name, def string) *param { return &param{name: name, kind: kindString, def: def} }
 	immutable := func(p *param) *param { p.immutable = true; return p }
+	protected := func(p *param) *param { p.protected = true; return p }
 	alias := func(p *param, names ...string) *param { p.aliases = names; return p }
 	apply := func(p *param, f func(s *Server, v string)) *param { p.apply = f; return p }
 	checked := func(p *param, f func(v string) (string, error)) *param { p.check = f; return p }
@@ -96,7 +101,7 @@ func paramTable() []*param {
 		// The binary's logger follows it through OnConfigSet (cmd/emqd).
 		enum("loglevel", "notice", "debug", "verbose", "notice", "warning", "nothing"),
 		immutable(str("logfile", "")),
-		immutable(str("dir", cwd)),
+		protected(str("dir", cwd)),
 		immutable(boolean("appendonly", "no")),
 		enum("appendfsync", "everysec", "always", "everysec", "no"),
 		// A file name inside dir, never a path (Valkey's isValidAOFfilename).
@@ -163,7 +168,7 @@ func paramTable() []*param {
 		none(immutable(enum("supervised", "no", "upstart", "systemd", "auto", "no")), "emqd does not notify systemd or upstart; it is ready when the port accepts"),
 		none(immutable(boolean("always-show-logo", "no")), "emqd prints no logo"),
 		none(immutable(boolean("set-proc-title", "yes")), "the process title is the command line"),
-		checked(str("dbfilename", "dump.rdb"), baseName("dbfilename", "filename", true)),
+		protected(checked(str("dbfilename", "dump.rdb"), baseName("dbfilename", "filename", true))),
 		none(immutable(ints("io-threads", "1", 1, 128)), "every connection has its own goroutine and the Go runtime uses every core"),
 		none(ints("lua-time-limit", "5000", 0, 1<<62), "emqd runs no scripts (the EMQ verbs replace the Lua scripts)"),
 		none(str("notify-keyspace-events", ""), "emqd sends no keyspace notifications"),
@@ -264,8 +269,12 @@ func (c *config) get(name string) (string, bool) {
 	return p.value, true
 }
 
-// errImmutable is CONFIG SET's refusal of a boot-only directive.
-var errImmutable = errors.New("can't set immutable config")
+// errImmutable is CONFIG SET's refusal of a boot-only directive,
+// errProtectedConfig of a protected one (Valkey's texts).
+var (
+	errImmutable       = errors.New("can't set immutable config")
+	errProtectedConfig = errors.New("can't set protected config")
+)
 
 // normalize parses v for p and returns the canonical stored form, or the
 // reason Valkey's CONFIG SET gives.
@@ -544,6 +553,10 @@ func (c *config) set(s *Server, name, value string, boot bool) error {
 	if p.immutable && !boot && len(c.hooks[p.name]) == 0 {
 		c.mu.Unlock()
 		return errImmutable
+	}
+	if p.protected && !boot {
+		c.mu.Unlock()
+		return errProtectedConfig
 	}
 	v, err := p.normalize(value)
 	if err != nil {

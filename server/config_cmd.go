@@ -41,12 +41,17 @@ func cmdConfigGet(c *client, x *store.Ctx) {
 			out = append(out, kv{name, p.value})
 			continue
 		}
+		// A pattern matches the older names too (hash-max-ziplist-*,
+		// slave-*), each listed under its own name, as Valkey's configs
+		// dict holds them.
 		for _, p := range cfg.params {
-			if seen[p.name] || !store.GlobMatch(name, p.name, true) {
-				continue
+			for _, n := range append([]string{p.name}, p.aliases...) {
+				if seen[n] || !store.GlobMatch(name, n, true) {
+					continue
+				}
+				seen[n] = true
+				out = append(out, kv{n, p.value})
 			}
-			seen[p.name] = true
-			out = append(out, kv{p.name, p.value})
 		}
 	}
 	cfg.mu.Unlock()
@@ -89,6 +94,10 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 		cfg.mu.Unlock()
 		if p.immutable && !hooked {
 			fail(errImmutable.Error())
+			return
+		}
+		if p.protected {
+			fail(errProtectedConfig.Error())
 			return
 		}
 		if _, err := p.normalize(string(argv[i+1])); err != nil {

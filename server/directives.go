@@ -62,7 +62,7 @@ var valkeyOnly = []struct{ prefix, why string }{
 	{"acl-pubsub-default", "emqd has no ACL users"},
 	{"active-defrag-", "Go's allocator has no defragmenter"},
 	{"enable-module-command", "emqd loads no modules"},
-	{"enable-protected-configs", "emqd has no protected configs: CONFIG SET refuses the directives read at start"},
+	{"enable-protected-configs", "CONFIG SET always refuses the protected configs (dir, dbfilename) with Valkey's can't set protected config"},
 	{"io-threads-do-reads", "every connection has its own goroutine"},
 	{"events-per-io-thread", "every connection has its own goroutine"},
 	{"prefetch-batch-max-size", "every connection has its own goroutine"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -428,5 +429,95 @@ func TestDueTimerFollowsClockJump(t *testing.T) {
 	m.Advance(100)
 	if ids := claimIDs(t, p.read()); len(ids) != 1 || ids[0] != "JOB00000000002" {
 		t.Fatalf("claimed %v", ids)
+	}
+}
+
+// TestSmallRepliesAsValkey (issue 27 item 10): error texts that end in a
+// newline of the argument, CONFIG GET patterns over the older names, the
+// protected configs, and HELLO's name check before its AUTH, each compared
+// with Valkey 8.0.1 byte for byte (CONFIG GET as a set of pairs: the order
+// of Valkey's is its hash table's).
+func TestSmallRepliesAsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	e, v := dial(t, s), refDial(t, ref.Addr)
+	same := func(cmd ...string) {
+		t.Helper()
+		if got, want := e.do(cmd...), v.do(cmd...); got != want {
+			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
+		}
+	}
+	same("SET", "k", "v")
+	same("EXPIRE", "k", "10", "a\n")
+	same("EXPIRE", "k", "10", "\r\na\nb\r\n")
+	same("EXPIRE", "k", "10", "x\r")
+	same("CONFIG", "SET", "dbfilename", "x.rdb")
+	same("CONFIG", "SET", "dir", "/tmp")
+	same("CONFIG", "GET", "dbfilename")
+	pairs := func(raw string) []string {
+		n, err := diffParse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for i := 0; i+1 < len(n.kids); i += 2 {
+			out = append(out, n.kids[i].text+"="+n.kids[i+1].text)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, pat := range []string{"*max-*-entries*", "*ziplist*", "hash-max-*"} {
+		got, want := pairs(e.do("CONFIG", "GET", pat)), pairs(v.do("CONFIG", "GET", pat))
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("CONFIG GET %s:\nemqd  %v\nvalkey %v", pat, got, want)
+		}
+	}
+	// HELLO before AUTH: the name is checked first, and a HELLO refused for
+	// its name authenticates nothing.
+	same("CONFIG", "SET", "requirepass", "pw")
+	e2, v2 := dial(t, s), refDial(t, ref.Addr)
+	for _, cmd := range [][]string{
+		{"HELLO", "2", "SETNAME", "a b"},
+		{"HELLO", "2", "AUTH", "default", "pw", "SETNAME", "a b"},
+		{"HELLO", "2", "SETNAME", "ab"},
+		{"HELLO", "2", "SETNAME", "a b", "BOGUS"},
+		{"HELLO", "2", "BOGUS", "SETNAME", "a b"},
+	} {
+		if got, want := e2.do(cmd...), v2.do(cmd...); got != want {
+			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
+		}
+	}
+}
+
+// TestClientReplyInMultiValkeyMalformed is the evidence for keeping CLIENT
+// REPLY refused inside MULTI (docs/compat.md §2.6): Valkey 8.0.1 queues it,
+// and its EXEC then announces one reply and sends none, so the client's
+// next reply is read as that element; emqd refuses it and EXEC aborts.
+func TestClientReplyInMultiValkeyMalformed(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	in := "MULTI\r\nCLIENT REPLY OFF\r\nEXEC\r\n"
+	v := refDial(t, ref.Addr)
+	v.write([]byte(in))
+	v.nc.Write([]byte("CLIENT REPLY ON\r\n"))
+	var got []string
+	for range 4 {
+		f, err := v.readErr(2 * time.Second)
+		if err != nil {
+			break
+		}
+		got = append(got, f)
+	}
+	// +OK, +QUEUED, then EXEC's "*1" whose one element is the +OK of the
+	// next command, CLIENT REPLY ON: the stream is off by one from here.
+	if strings.Join(got, "|") != "+OK\r\n|+QUEUED\r\n|*1\r\n+OK\r\n" {
+		t.Fatalf("valkey 8.0.1 answered %q", got)
+	}
+	e := dial(t, s)
+	e.write([]byte(in))
+	for _, want := range []string{"+OK\r\n", "-ERR Command not allowed inside a transaction\r\n", "-EXECABORT Transaction discarded because of previous errors.\r\n"} {
+		if r := e.read(); r != want {
+			t.Fatalf("emqd %q, want %q", r, want)
+		}
 	}
 }
