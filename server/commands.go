@@ -85,6 +85,7 @@ func cmdQuit(c *client, x *store.Ctx) {
 // name, CLIENT REPLY ON, and back to the default user's authentication.
 func cmdReset(c *client, x *store.Ctx) {
 	c.disableTracking()
+	c.stopMonitor()
 	c.discardTransaction()
 	c.unsubscribeAll(false)
 	c.db = 0

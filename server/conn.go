@@ -93,6 +93,8 @@ type client struct {
 	// store lock: frames for it (invalidations) then go to w, after the
 	// replies written so far.
 	inBatch bool
+	// monitor: the client ran MONITOR (store lock; monitor.go).
+	monitor bool
 
 	inMulti    bool
 	multiDirty bool
@@ -515,6 +517,7 @@ func (c *client) cleanup() {
 	st.Unwatch(&c.watcher)
 	c.queue = nil
 	c.disableTracking()
+	c.stopMonitor()
 	c.unsubscribeAll(false)
 	st.Unlock()
 	c.s.removeClient(c)

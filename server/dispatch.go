@@ -86,6 +86,11 @@ func (c *client) dispatch(argv [][]byte) {
 			}
 		}
 	}
+	if c.monitor && cmd.flags&(store.FlagWrite|store.FlagReadonly|store.FlagMayReplicate) != 0 {
+		// A MONITOR client is a replica in Valkey's eyes.
+		c.rejectCmd(cmd, "ERR Replica can't interact with the keyspace")
+		return
+	}
 	if c.inMulti && cmd.flags&store.FlagNoMulti != 0 {
 		c.rejectCmd(cmd, "ERR Command not allowed inside a transaction")
 		return
@@ -265,6 +270,9 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	}
 	if cmd.flags&store.FlagSkipSlowlog == 0 {
 		s.slowlogRecord(c, argv, dur)
+	}
+	if len(s.monitors) > 0 {
+		s.feedMonitors(c, cmd, argv)
 	}
 }
 

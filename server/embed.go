@@ -68,7 +68,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.testCommands != nil {
 		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
 	}
-	s.reg = newRegistry(storeCmds, s.verbs.Commands(), serverCommands())
+	s.reg = newRegistry(storeCmds, s.verbs.Commands(), append(serverCommands(), monitorCommands()...))
 	names := make([]string, 0, len(opts.Config))
 	for k := range opts.Config {
 		names = append(names, k)

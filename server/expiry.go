@@ -29,6 +29,10 @@ type expiry struct {
 	stop bool
 	// runs counts finished cycles (tests wait on it: waitExpireCycle).
 	runs atomic.Int64
+	// held is DEBUG SET-ACTIVE-EXPIRE 0: the cycle still ticks but
+	// reclaims nothing (keys expire only when touched), as Valkey's
+	// server.active_expire_enabled.
+	held atomic.Bool
 }
 
 // startExpiry applies the store's directives and arms the cycle (Start,
@@ -94,6 +98,11 @@ func (s *Server) expireTick() {
 		if s.exp.stop {
 			st.Unlock()
 			return
+		}
+		if s.exp.held.Load() {
+			s.armExpireLocked()
+			st.Unlock()
+			break
 		}
 		start := time.Now()
 		st.SetNow(s.clock.NowMs())

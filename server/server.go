@@ -28,6 +28,8 @@ type Server struct {
 	clock clock.Clock
 	store *store.Store
 	reg   *registry
+	// monitors are the clients in MONITOR mode, in order (store lock).
+	monitors []*client
 	// noEffectOrder lists the no-effect directives given at start, in
 	// the order first given (directives.go).
 	noEffectOrder []string
