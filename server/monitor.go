@@ -198,4 +198,3 @@ func cmdDebug(c *client, x *store.Ctx) {
 		x.W.Error("ERR unknown subcommand or wrong number of arguments for '" + string(cPrefix(x.Argv[1], 128)) + "'. Try DEBUG HELP.")
 	}
 }
-
