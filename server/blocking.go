@@ -147,6 +147,7 @@ func (b *blocking) remove(p *parked) {
 // onKeyReady is Store.OnKeyReady: key of db was written. When a pop waits
 // on it, it is retried after the current batch.
 func (s *Server) onKeyReady(db int, key string) {
+	s.schedKeyWritten(db, key)
 	b := s.blk
 	if b.keyWaiters == 0 {
 		return
@@ -162,6 +163,7 @@ func (s *Server) onKeyReady(db int, key string) {
 // onDBReady is Store.OnDBReady: SWAPDB replaced every key of db, so every
 // key a pop waits on in db is retried (Valkey's scanDatabaseForReadyKeys).
 func (s *Server) onDBReady(db int) {
+	s.schedDBReplaced(db)
 	b := s.blk
 	if b.keyWaiters == 0 {
 		return
@@ -213,6 +215,8 @@ func (b *blocking) serveReady(s *Server) {
 		}
 	}
 	b.ready = b.ready[:0]
+	// The schedule timer follows the writes of the batch (scheduler.go).
+	s.schedFlush()
 }
 
 // retry runs p's Retry as a unit (panics.go); when it served the client,

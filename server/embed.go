@@ -155,6 +155,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.startSweeper()
+	s.startScheduler()
 	for _, l := range s.lns {
 		s.log.Info("Ready to accept connections "+l.name, "addr", l.ln.Addr().String(), "run_id", s.runID, "version", Version,
 			"port", s.port, "dir", s.Config("dir"), "appendonly", s.Config("appendonly"), "pid", os.Getpid())
@@ -180,6 +181,7 @@ func newServer(opts Options) *Server {
 		done:        make(chan struct{}),
 		stopping:    make(chan struct{}),
 		blk:         newBlocking(),
+		sched:       newScheduler(),
 		info:        make(map[string]func(add func(field, value string))),
 		errStats:    make(map[string]int64),
 		onCrash:     opts.onCrash,
@@ -272,6 +274,7 @@ func (s *Server) Close(ctx context.Context) error {
 			l.ln.Close()
 		}
 		s.stopSweeper()
+		s.stopScheduler()
 		s.clientsMu.Lock()
 		for _, c := range s.clients {
 			c.nc.Close()

@@ -89,6 +89,9 @@ func (s *Server) emqInfo(add func(field, value string)) {
 	for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 		i("emq_"+t.String(), st.Total(t))
 	}
+	_, _, lagMax := st.SchedLag()
+	i("emq_schedule_lag_p99_ms", max(st.SchedLagQuantileMs(0.99), 0))
+	i("emq_schedule_lag_max_ms", lagMax)
 	i("emq_bad_row_refusals", s.verbs.BadRowRefusals())
 	i("emq_sweep_interval_ms", atoi(s.Config("emq-sweep-interval-ms")))
 	i("emq_sweep_recovered", s.obs.sweepRecovered.Load())

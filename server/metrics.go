@@ -27,6 +27,8 @@ import (
 //	emqd_connections_received_total, emqd_rejected_connections_total
 //	emqd_bad_row_refusals_total                counter: docs/verbs.md §2.11
 //	emqd_sweep_jobs_total{result}              counter: the opt-in sweeper's recovered / dead
+//	emqd_schedule_lag_seconds                  histogram: slot time to enqueue of every fired
+//	                                           schedule occurrence (docs/verbs.md §4.22.7)
 //	emqd_build_info{version}                   gauge 1
 //	go_*, process_*                            the client library's runtime collectors
 //
@@ -98,6 +100,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 		m.hist,
 		build,
 		&queueCollector{s: s},
+		schedLagCollector{s: s},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gaugeFunc("emqd_connected_clients", "Client connections open (INFO connected_clients).", func() float64 {
@@ -236,4 +239,28 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(jobsTotalDesc, prometheus.CounterValue, float64(q.Count(t)), dbl, q.Queue, t.String())
 		}
 	}
+}
+
+var schedLagDesc = prometheus.NewDesc("emqd_schedule_lag_seconds",
+	"Time from a schedule's slot to the enqueue of its occurrence (docs/verbs.md §4.22.7).", nil, nil)
+
+// schedLagCollector exports verbs.Stats' schedule lag histogram.
+type schedLagCollector struct{ s *Server }
+
+func (c schedLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- schedLagDesc }
+
+func (c schedLagCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.EMQStats()
+	if st == nil {
+		return
+	}
+	counts, sum, _ := st.SchedLag()
+	buckets := make(map[float64]uint64, len(verbs.SchedLagBucketsMs))
+	var acc uint64
+	for i, b := range verbs.SchedLagBucketsMs {
+		acc += uint64(counts[i])
+		buckets[float64(b)/1000] = acc
+	}
+	acc += uint64(counts[len(counts)-1])
+	ch <- prometheus.MustNewConstHistogram(schedLagDesc, acc, float64(sum)/1000, buckets)
 }

@@ -483,7 +483,7 @@ func TestReadmeObservability(t *testing.T) {
 		sec = sec[:j+3]
 	}
 	documented := map[string]bool{}
-	for _, m := range regexp.MustCompile("`(emqd?_[a-z_]+)`").FindAllStringSubmatch(sec, -1) {
+	for _, m := range regexp.MustCompile("`(emqd?_[a-z0-9_]+)`").FindAllStringSubmatch(sec, -1) {
 		documented[m[1]] = true
 	}
 	s := server.StartTest(t, server.Options{Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})

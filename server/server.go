@@ -90,6 +90,7 @@ type Server struct {
 	statErrs   int64            // total_error_replies
 	errStats   map[string]int64 // errorstats by code
 	blk        *blocking
+	sched      *scheduler
 	slowlog    slowlog
 	sweepT     clock.Timer
 	sweepStop  bool

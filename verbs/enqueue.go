@@ -203,9 +203,17 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 // every verb that admits a job (EMQ.ENQUEUE, its batch form, a schedule's
 // occurrence) calls it, so every row gets the same fields. payload must be
 // the verb's own copy (the plan keeps it); now is the verb's one clock
-// reading in Unix ms (§2.4), score already capped (§2.12).
-func addJobRow(p *plan.Plan, rowKey, id string, state, payload []byte, now int64, dest string, score int64) {
-	p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
+// reading in Unix ms (§2.4), score already capped (§2.12). extra are
+// (field, value, ...) pairs written after those (a schedule's occurrence:
+// `schedule <name> slot_ms <slot>`, §4.22.4).
+func addJobRow(p *plan.Plan, rowKey, id string, state, payload []byte, now int64, dest string, score int64, extra ...[]byte) {
+	if len(extra) == 0 {
+		p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
+	} else {
+		fv := make([][]byte, 0, 8+len(extra))
+		fv = append(fv, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
+		p.HSetBytes(rowKey, append(fv, extra...)...)
+	}
 	p.ZAdd(dest, score, id)
 }
 

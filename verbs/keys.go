@@ -16,6 +16,8 @@ type Keys struct {
 	Done      string // emq:{q}:completed (zset of retained completed jobs, score = finished_at ms)
 	Events    string // emq:{q}:events    (the Pub/Sub channel of the queue's transitions, not a key)
 	JobPrefix string // emq:{q}:job:      (the row key is JobPrefix + id)
+	Sched     string // emq:{q}:sched     (zset: schedule name, score = next fire ms; docs/verbs.md §4.22)
+	SchedPref string // emq:{q}:sched:    (the schedule's hash is SchedPref + name)
 }
 
 // MintKey is the hash whose field `last` holds the greatest id the server
@@ -37,6 +39,7 @@ const (
 	PartMeta      = "meta"
 	PartDone      = "completed"
 	partEvents    = "events"
+	PartSched     = "sched"
 	partJob       = "job:"
 )
 
@@ -60,6 +63,8 @@ func NewKeys(q string) *Keys {
 		Done:      p + PartDone,
 		Events:    p + partEvents,
 		JobPrefix: p + partJob,
+		Sched:     p + PartSched,
+		SchedPref: p + PartSched + ":",
 	}
 }
 
@@ -80,7 +85,7 @@ func ParseQueueKey(key string) (queue, part string, ok bool) {
 	}
 	queue, part = rest[:i], rest[i+len(keyTagEnd):]
 	switch part {
-	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone:
+	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone, PartSched:
 	default:
 		return "", "", false
 	}

@@ -64,6 +64,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
+		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -80,7 +81,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 func isBadRowText(text string) bool {
 	return strings.HasPrefix(text, "WRONGTYPE") || strings.HasPrefix(text, "EMQLANE") ||
 		text == "ERR hash value is not an integer" || text == "ERR increment or decrement would overflow" ||
-		text == ErrMintNotID || text == ErrMintExhausted
+		text == ErrMintNotID || text == ErrMintExhausted || text == ErrSchedBadRow
 }
 
 func refusalClass(text string) string {
@@ -89,6 +90,7 @@ func refusalClass(text string) string {
 		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
+		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
 	} {
 		if strings.Contains(text, c) {
 			return c
@@ -146,8 +148,22 @@ func randomState(h *th, rng *rand.Rand) {
 		}
 		h.zadd(set, score(set), id)
 	}
+	// Schedules (docs/verbs.md §4.21), some due, one malformed.
+	for _, name := range []string{"s1", "s2"} {
+		if rng.Intn(3) == 0 {
+			h.raw("EMQ.SCHEDULE", "q", name, "EVERY", pick(rng, "500", "1000"), "p-"+name,
+				"OVERLAP", pick(rng, "allow", "skip"), "CATCHUP", pick(rng, "none", "one", "all"))
+		}
+	}
+	if rng.Intn(4) == 0 {
+		h.raw("EMQ.SCHEDULE", "q", "c1", "CRON", "* * * * * *", "TZ", "Europe/Berlin", "p", "LIMIT", "2")
+	}
+	if rng.Intn(10) == 0 {
+		h.hset(k.SchedPref+"s3", "sid", pick(rng, "x", "1"), "kind", "every")
+		h.zadd(k.Sched, now-1, "s3")
+	}
 	if rng.Intn(6) == 0 {
-		key := pick(rng, k.Pending, k.Active, k.Schedule, k.Dead, k.Completed, k.Failed, k.Meta, MintKey)
+		key := pick(rng, k.Pending, k.Active, k.Schedule, k.Dead, k.Completed, k.Failed, k.Meta, MintKey, k.Sched, k.SchedPref+"s1")
 		h.s.DB(h.db).Remove(key)
 		h.setString(key, "wrong")
 	}
@@ -193,7 +209,8 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return args
 	}
-	switch rng.Intn(20) {
+	sname := func() string { return pick(rng, "s1", "s2", "s3", "c1", "nope", "a:b", "") }
+	switch rng.Intn(27) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
 		switch rng.Intn(6) {
@@ -269,6 +286,39 @@ func randomCall(rng *rand.Rand) []string {
 		return a
 	case 19:
 		return randomBatch(rng, q(), id, num)
+	case 20:
+		a := []string{"EMQ.SCHEDULE", q(), sname()}
+		switch rng.Intn(4) {
+		case 0:
+			a = append(a, "EVERY", num())
+		case 1:
+			a = append(a, "CRON", pick(rng, "*/2 * * * * *", "61 * * * *", "@hourly", "@nope"))
+			if rng.Intn(2) == 0 {
+				a = append(a, "TZ", pick(rng, "America/New_York", "Mars/Base", ""))
+			}
+		case 2:
+			a = append(a, pick(rng, "EVERY", "DAILY"), "1000")
+		default:
+			a = append(a, "EVERY", "1000")
+		}
+		a = append(a, "payload")
+		for n := rng.Intn(3); n > 0; n-- {
+			a = append(a, pick(rng, "START", "END", "LIMIT", "OVERLAP", "CATCHUP", "FOO"), pick(rng, "1", "0", "skip", "all", "x", "9007199254740991"))
+		}
+		if rng.Intn(8) == 0 {
+			a = append(a, "START", "5", "END", "4")
+		}
+		return a
+	case 21:
+		return []string{"EMQ.SCHEDULE.GET", q(), sname()}
+	case 22:
+		return []string{"EMQ.SCHEDULE.DEL", q(), sname()}
+	case 23:
+		return maybe([]string{"EMQ.SCHEDULE.LIST", q()}, num(), num())
+	case 24:
+		return []string{pick(rng, "EMQ.SCHEDULE.PAUSE", "EMQ.SCHEDULE.RESUME"), q(), sname()}
+	case 25:
+		return maybe([]string{"EMQ.SCHEDULE.FIRE", q()}, num())
 	default:
 		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
 	}

@@ -32,12 +32,16 @@ const (
 	Delayed                          // EMQ.DELAY
 	Reprocessed                      // EMQ.REPROCESS (dead -> pending)
 	Removed                          // EMQ.REMOVE removed a job
+	SchedFired                       // a schedule's slot enqueued its occurrence (EMQ.SCHEDULE.FIRE)
+	SchedSkipped                     // a slot not enqueued: OVERLAP skip, the previous occurrence still ran
+	SchedMissed                      // a late slot not enqueued: CATCHUP none or one
 	NumTransitions
 )
 
 var transitionNames = [NumTransitions]string{
 	"enqueued", "claimed", "completed", "failed", "failed_dead", "stall_recovered", "stall_dead",
 	"promoted", "requeued", "delayed", "reprocessed", "removed",
+	"schedule_fired", "schedule_skipped", "schedule_missed",
 }
 
 // String is the transition's name ("enqueued", "stall_dead", ...).
@@ -76,6 +80,72 @@ type Stats struct {
 	mu     sync.Mutex
 	queues map[queueID]*QueueStats
 	total  [NumTransitions]atomic.Int64
+	// lag counts fired occurrences by their lag (now - slot, ms) in the
+	// buckets SchedLagBucketsMs (the last one: above them all).
+	lag    [len(SchedLagBucketsMs) + 1]atomic.Int64
+	lagSum atomic.Int64
+	lagMax atomic.Int64
+}
+
+// SchedLagBucketsMs are the upper bounds (ms, inclusive) of the schedule
+// lag histogram: INFO's emq_schedule_lag_p99_ms is the bound of the bucket
+// holding the 99th percentile, /metrics exports the histogram
+// (docs/verbs.md §4.22.7).
+var SchedLagBucketsMs = [...]int64{0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 60000}
+
+// schedLag counts one fired occurrence of lag ms.
+func (s *Stats) schedLag(ms int64) {
+	i := 0
+	for i < len(SchedLagBucketsMs) && ms > SchedLagBucketsMs[i] {
+		i++
+	}
+	s.lag[i].Add(1)
+	s.lagSum.Add(ms)
+	for {
+		m := s.lagMax.Load()
+		if ms <= m || s.lagMax.CompareAndSwap(m, ms) {
+			break
+		}
+	}
+}
+
+// SchedLag returns the lag histogram: per-bucket counts (not cumulative;
+// the last is above every bound), the sum and the largest lag, in ms.
+func (s *Stats) SchedLag() (counts []int64, sumMs, maxMs int64) {
+	counts = make([]int64, len(s.lag))
+	for i := range s.lag {
+		counts[i] = s.lag[i].Load()
+	}
+	return counts, s.lagSum.Load(), s.lagMax.Load()
+}
+
+// SchedLagQuantileMs is the upper bound of the bucket holding quantile q
+// (0..1) of the fired occurrences' lags (-1: none fired; the largest lag
+// when it falls above the last bound).
+func (s *Stats) SchedLagQuantileMs(q float64) int64 {
+	counts, _, mx := s.SchedLag()
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return -1
+	}
+	rank := int64(float64(n)*q + 0.999999)
+	if rank < 1 {
+		rank = 1
+	}
+	var acc int64
+	for i, c := range counts {
+		acc += c
+		if acc >= rank {
+			if i < len(SchedLagBucketsMs) {
+				return SchedLagBucketsMs[i]
+			}
+			return mx
+		}
+	}
+	return mx
 }
 
 // NewStats returns empty accounting.

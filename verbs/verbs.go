@@ -42,6 +42,9 @@ type Verbs struct {
 	publish func(channel string, msg []byte)
 	listens func(channel string) bool
 	evbuf   []byte
+	// crons caches parsed cron specs by spec and zone (schedules re-read
+	// their hash at every fire).
+	crons map[string]*cronSched
 }
 
 // Config is what a server lends its verbs.
@@ -112,6 +115,13 @@ func (vs *Verbs) Commands() []*store.CommandSpec {
 		verb("emq.counts", 2, vs.cmdCounts, store.FlagReadonly, store.FlagFast),
 		verb("emq.job", 3, vs.cmdJob, store.FlagReadonly, store.FlagFast),
 		verb("emq.list", -3, vs.cmdList, store.FlagReadonly),
+		verb("emq.schedule", -6, vs.cmdSchedule, store.FlagWrite, store.FlagDenyOOM),
+		verb("emq.schedule.get", 3, vs.cmdScheduleGet, store.FlagReadonly, store.FlagFast),
+		verb("emq.schedule.del", 3, vs.cmdScheduleDel, store.FlagWrite, store.FlagFast),
+		verb("emq.schedule.list", -2, vs.cmdScheduleList, store.FlagReadonly),
+		verb("emq.schedule.pause", 3, vs.cmdSchedulePause, store.FlagWrite, store.FlagFast),
+		verb("emq.schedule.resume", 3, vs.cmdScheduleResume, store.FlagWrite, store.FlagFast),
+		verb("emq.schedule.fire", -2, vs.cmdScheduleFire, store.FlagWrite),
 		store.NewCommand("emq.debug", -2, vs.cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
 			store.NewCommand("emq.debug|clock", 4, vs.cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),
 			store.NewCommand("emq.debug|help", 2, vs.cmdDebugHelp, store.FlagLoading, store.FlagStale),

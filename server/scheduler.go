@@ -1,0 +1,260 @@
+package server
+
+import (
+	"container/heap"
+	"strings"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/resp"
+	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/verbs"
+)
+
+// The schedule timer (docs/verbs.md §4.22.4). Every queue's schedules
+// live in its sorted set emq:{q}:sched, scored by next fire time. The
+// server keeps one entry per (db, queue) holding that set's least score,
+// in a min-heap, and ONE clock timer armed at the heap's minimum: no
+// polling, no scan of the schedules per tick. An entry is re-read when the
+// set is written (Store.OnKeyReady, so verbs, plain commands, the AOF
+// replay, MOVE/COPY; SWAPDB rescans its databases), at the end of the
+// batch or timer callback that wrote it (serveReady). When the timer
+// passes, the server runs EMQ.SCHEDULE.FIRE q for every due queue, as if a
+// client had sent it: the plan of each is one record of the append-only
+// file, which is committed (fsynced under appendfsync always) before the
+// callback returns, and its occurrences wake blocked claimers.
+
+// schedFiresPerTick bounds the queues one timer callback fires before it
+// lets go of the store lock (it re-arms at once when more are due).
+const schedFiresPerTick = 64
+
+// schedStuckMs is how long a queue whose EMQ.SCHEDULE.FIRE wrote nothing
+// while a schedule was due (a refusal: a bad row) waits before the next
+// try.
+const schedStuckMs = 1000
+
+type schedEntry struct {
+	k   queueKey
+	at  int64
+	idx int
+}
+
+type schedHeap []*schedEntry
+
+func (h schedHeap) Len() int           { return len(h) }
+func (h schedHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h schedHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *schedHeap) Push(x any) {
+	e := x.(*schedEntry)
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *schedHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	e.idx = -1
+	return e
+}
+
+// scheduler is the server's schedule index and timer (store lock held for
+// every field).
+type scheduler struct {
+	entries  map[queueKey]*schedEntry
+	h        schedHeap
+	dirty    map[queueKey]bool
+	rescan   map[int]bool
+	stuck    map[queueKey]int64
+	timer    clock.Timer
+	armedAt  int64
+	armed    bool
+	gen      uint64
+	started  bool
+	stopped  bool
+	firesRun int64 // EMQ.SCHEDULE.FIRE calls the timer made
+}
+
+func newScheduler() *scheduler {
+	return &scheduler{
+		entries: make(map[queueKey]*schedEntry),
+		dirty:   make(map[queueKey]bool),
+		rescan:  make(map[int]bool),
+		stuck:   make(map[queueKey]int64),
+	}
+}
+
+// schedKeyWritten is called from onKeyReady with every written key: a
+// queue's emq:{q}:sched marks the queue for a re-read.
+func (s *Server) schedKeyWritten(db int, key string) {
+	if !strings.HasSuffix(key, ":"+verbs.PartSched) {
+		return
+	}
+	q, part, ok := verbs.ParseQueueKey(key)
+	if !ok || part != verbs.PartSched {
+		return
+	}
+	s.sched.dirty[queueKey{db: db, queue: q}] = true
+}
+
+// schedDBReplaced is called from onDBReady (SWAPDB).
+func (s *Server) schedDBReplaced(db int) { s.sched.rescan[db] = true }
+
+// schedFlush re-reads the marked queues and re-arms the timer (store lock
+// held; serveReady calls it at the end of every batch and timer callback).
+func (s *Server) schedFlush() {
+	sc := s.sched
+	for db := range sc.rescan {
+		delete(sc.rescan, db)
+		for k := range sc.entries {
+			if k.db == db {
+				sc.dirty[k] = true
+			}
+		}
+		s.store.DB(db).Keys(func(key string, v *store.Value) bool {
+			if q, part, ok := verbs.ParseQueueKey(key); ok && part == verbs.PartSched {
+				sc.dirty[queueKey{db: db, queue: q}] = true
+			}
+			return true
+		})
+	}
+	for k := range sc.dirty {
+		delete(sc.dirty, k)
+		at, ok := int64(0), false
+		if v := s.store.DB(k.db).Peek(verbs.NewKeys(k.queue).Sched); v != nil && v.Kind == store.KindZSet {
+			if it, has := v.ZSet.Min(); has && it.Score < verbs.MaxScoreMs {
+				at, ok = int64(it.Score), true
+			}
+		}
+		if st, has := sc.stuck[k]; has {
+			if !ok {
+				delete(sc.stuck, k)
+			} else if at < st {
+				at = st
+			}
+		}
+		e := sc.entries[k]
+		switch {
+		case !ok && e != nil:
+			heap.Remove(&sc.h, e.idx)
+			delete(sc.entries, k)
+		case ok && e == nil:
+			e = &schedEntry{k: k, at: at}
+			sc.entries[k] = e
+			heap.Push(&sc.h, e)
+		case ok:
+			e.at = at
+			heap.Fix(&sc.h, e.idx)
+		}
+	}
+	s.schedArm()
+}
+
+// schedArm arms the one timer at the heap's minimum.
+func (s *Server) schedArm() {
+	sc := s.sched
+	if !sc.started || sc.stopped {
+		return
+	}
+	if len(sc.h) == 0 {
+		if sc.armed {
+			sc.timer.Stop()
+			sc.armed = false
+		}
+		return
+	}
+	at := sc.h[0].at
+	if sc.armed && sc.armedAt == at {
+		return
+	}
+	if sc.armed {
+		sc.timer.Stop()
+	}
+	sc.gen++
+	gen := sc.gen
+	sc.armed, sc.armedAt = true, at
+	sc.timer = s.clock.AfterFunc(at-s.clock.NowMs(), func() { s.schedTick(gen) })
+}
+
+// schedTick fires every due queue (at most schedFiresPerTick), then
+// commits what it wrote.
+func (s *Server) schedTick(gen uint64) {
+	s.store.Lock()
+	sc := s.sched
+	if sc.stopped || gen != sc.gen {
+		s.store.Unlock()
+		return
+	}
+	sc.armed = false
+	e := s.reg.lookupFullName("emq.schedule.fire")
+	wrote := false
+	if e != nil && e.handler != nil {
+		var w resp.Writer
+		w.Proto = 2
+		x := s.newCtx(&w)
+		for n := 0; n < schedFiresPerTick && len(sc.h) > 0; n++ {
+			now := s.clock.NowMs()
+			top := sc.h[0]
+			if top.at > now {
+				break
+			}
+			k := top.k
+			heap.Pop(&sc.h)
+			delete(sc.entries, k)
+			sc.dirty[k] = true
+			argv := [][]byte{[]byte("EMQ.SCHEDULE.FIRE"), []byte(k.queue)}
+			x.ResetForCommand(argv)
+			x.DB = s.store.DB(k.db)
+			x.NowMs = now
+			s.store.SetNow(now)
+			w.Reset()
+			if !s.sweepUnit(e, &x, "EMQ.SCHEDULE.FIRE "+k.queue) {
+				sc.stuck[k] = now + schedStuckMs
+				continue
+			}
+			e.calls++
+			s.statCmds++
+			sc.firesRun++
+			if x.Changed() {
+				wrote = true
+				delete(sc.stuck, k)
+				if !x.Propagated() && s.store.Feed != nil {
+					s.store.Feed.Append(k.db, [][][]byte{argv})
+				}
+			} else {
+				sc.stuck[k] = now + schedStuckMs
+			}
+			if len(w.Buf) > 0 && w.Buf[0] == '-' {
+				s.log.Warn("schedule fire refused", "db", k.db, "queue", k.queue, "reply", strings.TrimSpace(string(w.Buf)))
+			}
+		}
+	}
+	s.blk.serveReady(s) // wakes claimers, re-reads the fired queues, re-arms
+	s.store.Unlock()
+	if wrote {
+		if f := s.commit.Load(); f != nil {
+			if err := (*f)(); err != nil {
+				s.log.Warn("schedule fire: the append-only file could not be committed", "err", err)
+			}
+		}
+	}
+}
+
+// startScheduler reads the queues the AOF replay marked and arms the timer.
+func (s *Server) startScheduler() {
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.sched.started = true
+	s.schedFlush()
+}
+
+func (s *Server) stopScheduler() {
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.sched.stopped = true
+	if s.sched.armed {
+		s.sched.timer.Stop()
+		s.sched.armed = false
+	}
+}
