@@ -417,6 +417,8 @@ local function keys(q)
     done = p .. 'completed',
     events = p .. 'events',
     job = p .. 'job:',
+    sched = p .. 'sched',
+    schedp = p .. 'sched:',
   }
   if key_cache_n >= 4096 then
     key_cache, key_cache_n = {}, 0
@@ -1621,6 +1623,577 @@ verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
     end
   end
   return out
+end)
+
+-- ---------------------------------------------------------------------------
+-- Schedules (docs/verbs.md §4.22): EMQ.SCHEDULE, .GET, .DEL, .LIST, .PAUSE,
+-- .RESUME and .FIRE. A function cannot arm a timer, so emq_schedule_fire is
+-- called by workers or the Go library's sweeper (docs/cluster.md §3); it
+-- fires the due slots exactly as emqd's timer does, with the same ids, the
+-- occurrences and the advance in one call (one atomic unit). Only EVERY
+-- schedules: the library has no cron parser and no zone database, so CRON
+-- is refused (docs/cluster.md, Differences "cron schedules").
+
+local E_SCHED_NAME = 'ERR invalid schedule name'
+local E_NO_SCHED = 'ERR no such schedule'
+local E_SCHED_END = 'ERR end_ms must not be before start_ms'
+local E_SCHED_SPACE = 'ERR schedule ids of the queue exhausted'
+local E_SCHED_BAD = 'ERR schedule hash is malformed'
+local E_CRON = 'ERR CRON schedules are not available in the cluster library (docs/cluster.md)'
+local MAX_SID = 1048575 -- 2^20-1
+local MAX_SLOT = 17592186044415 -- 2^44-1
+local LATE_MS = 1000
+
+local function valid_sched_name(n)
+  return #n >= 1 and #n <= 128 and not string.find(n, '[^A-Za-z0-9._%-]')
+end
+
+-- occ_id is the id of the number slot*2^20 + sid (docs/verbs.md §4.22.3),
+-- computed digit by digit in base 62 (the number passes 2^53).
+local function occ_id(sid, slot)
+  local d, n = {}, slot
+  for i = 11, 1, -1 do
+    local r = n % 62
+    d[i] = r
+    n = (n - r) / 62
+  end
+  local carry = sid
+  for i = 11, 1, -1 do
+    local v = d[i] * 1048576 + carry
+    local r = v % 62
+    d[i] = string.sub(B62, r + 1, r + 1)
+    carry = (v - r) / 62
+  end
+  return 'JOB' .. table.concat(d)
+end
+
+local function num_field(m, f, min, need)
+  local v = m[f]
+  if v == nil then
+    return nil, not need
+  end
+  if not ll(v) then
+    return nil, false
+  end
+  local n = tonumber(v)
+  return n, n >= min
+end
+
+-- read_sched reads a schedule's hash: the table, or false when absent,
+-- or nil and the refusal.
+local function read_sched(key, name)
+  local all = redis.pcall('HGETALL', key)
+  if all.err then
+    return nil, E_WRONGTYPE
+  end
+  if #all == 0 then
+    return false
+  end
+  local m = {}
+  for i = 1, #all, 2 do
+    m[all[i]] = all[i + 1]
+  end
+  local s, ok = { name = name, key = key }, nil
+  s.sid, ok = num_field(m, 'sid', 1, true)
+  if not ok or s.sid > MAX_SID then
+    return nil, E_SCHED_BAD
+  end
+  if m.kind == 'cron' then
+    return nil, E_CRON
+  elseif m.kind ~= 'every' then
+    return nil, E_SCHED_BAD
+  end
+  s.every, ok = num_field(m, 'every_ms', 1, true)
+  if not ok then
+    return nil, E_SCHED_BAD
+  end
+  s.anchor, ok = num_field(m, 'anchor_ms', 0, true)
+  if not ok then
+    return nil, E_SCHED_BAD
+  end
+  s.payload = m.payload or ''
+  for _, f in ipairs({ { 'start', 'start_ms', 0 }, { 'end_', 'end_ms', 0 }, { 'limit', 'limit', 1 },
+    { 'next', 'next_ms', 0 }, { 'last', 'last_slot_ms', 0 }, { 'fired', 'fired', 0 },
+    { 'skipped', 'skipped', 0 }, { 'missed', 'missed', 0 } }) do
+    s[f[1]], ok = num_field(m, f[2], f[3], false)
+    if not ok then
+      return nil, E_SCHED_BAD
+    end
+  end
+  s.fired, s.skipped, s.missed = s.fired or 0, s.skipped or 0, s.missed or 0
+  if m.overlap ~= 'allow' and m.overlap ~= 'skip' then
+    return nil, E_SCHED_BAD
+  end
+  s.skip = m.overlap == 'skip'
+  if m.catchup ~= 'none' and m.catchup ~= 'one' and m.catchup ~= 'all' then
+    return nil, E_SCHED_BAD
+  end
+  s.catchup = m.catchup
+  if m.state ~= 'active' and m.state ~= 'paused' and m.state ~= 'done' then
+    return nil, E_SCHED_BAD
+  end
+  s.state = m.state
+  if s.state ~= 'done' and not s.next then
+    return nil, E_SCHED_BAD
+  end
+  if s.last then
+    s.last_id = m.last_id or ''
+  end
+  return s
+end
+
+-- slot_after is the schedule's first slot after prev (nil: none).
+local function slot_after(s, prev)
+  if prev < s.anchor then
+    return s.anchor
+  end
+  local k = math.floor((prev - s.anchor) / s.every) + 1
+  if k > math.floor((MAX_SCORE - s.anchor) / s.every) then
+    return nil
+  end
+  return s.anchor + k * s.every
+end
+
+local function first_from(s, t)
+  if s.start and t < s.start then
+    t = s.start
+  end
+  return slot_after(s, t - 1)
+end
+
+local function set_next(s, n)
+  if not n or n > MAX_SLOT or (s.end_ and n > s.end_) or (s.limit and s.fired >= s.limit) then
+    s.state, s.next = 'done', nil
+  else
+    s.next = n
+  end
+end
+
+local function sched_score(s)
+  if s.state ~= 'active' or not s.next then
+    return MAX_SCORE
+  end
+  return s.next
+end
+
+local function progress(s)
+  local fv = { 'state', s.state }
+  if s.next then
+    fv[#fv + 1] = 'next_ms'
+    fv[#fv + 1] = score_str(s.next)
+  end
+  if s.last then
+    fv[#fv + 1] = 'last_slot_ms'
+    fv[#fv + 1] = score_str(s.last)
+    fv[#fv + 1] = 'last_id'
+    fv[#fv + 1] = s.last_id
+  end
+  for _, f in ipairs({ 'fired', 'skipped', 'missed' }) do
+    fv[#fv + 1] = f
+    fv[#fv + 1] = score_str(s[f])
+  end
+  return fv
+end
+
+local function write_progress(k, s)
+  redis.call('HSET', s.key, unpack(progress(s)))
+  if not s.next then
+    redis.call('HDEL', s.key, 'next_ms')
+  end
+  redis.call('ZADD', k.sched, score_str(sched_score(s)), s.name)
+end
+
+local function sched_name_arg(args)
+  if not valid_sched_name(args[1]) then
+    return nil, E_SCHED_NAME
+  end
+  return args[1]
+end
+
+-- EMQ.SCHEDULE q name (EVERY interval_ms | CRON spec [TZ zone]) payload [options]
+verb('emq_schedule', 'emq.schedule', -6, {}, function(k, args)
+  local name, e = sched_name_arg(args)
+  if not name then
+    return err(e)
+  end
+  local s = { name = name, key = k.schedp .. name, catchup = 'one', skip = false }
+  local kind, i = string.upper(args[2]), 4
+  if kind == 'EVERY' then
+    local v
+    v, e = int_arg(args[3], 1, 'interval_ms')
+    if not v then
+      return err(e)
+    end
+    if cmp_ll(v, '9007199254740991') > 0 then
+      return err('ERR interval_ms is out of range')
+    end
+    s.every = tonumber(v)
+  elseif kind == 'CRON' then
+    return err(E_CRON)
+  else
+    return err(E_SYNTAX)
+  end
+  s.payload = args[i]
+  local seen = {}
+  i = i + 1
+  while i <= #args do
+    if i + 1 > #args then
+      return err(E_SYNTAX)
+    end
+    local opt, v = string.upper(args[i]), args[i + 1]
+    if seen[opt] then
+      return err(E_SYNTAX)
+    end
+    seen[opt] = true
+    local n
+    if opt == 'START' or opt == 'END' then
+      n, e = int_arg(v, 0, opt == 'START' and 'start_ms' or 'end_ms')
+      if not n then
+        return err(e)
+      end
+      if opt == 'START' then
+        s.start = tonumber(n)
+      else
+        s.end_ = tonumber(n)
+      end
+    elseif opt == 'LIMIT' then
+      n, e = int_arg(v, 1, 'limit')
+      if not n then
+        return err(e)
+      end
+      s.limit = tonumber(n)
+    elseif opt == 'OVERLAP' then
+      local w = string.upper(v)
+      if w ~= 'ALLOW' and w ~= 'SKIP' then
+        return err(E_SYNTAX)
+      end
+      s.skip = w == 'SKIP'
+    elseif opt == 'CATCHUP' then
+      local w = string.lower(v)
+      if w ~= 'none' and w ~= 'one' and w ~= 'all' then
+        return err(E_SYNTAX)
+      end
+      s.catchup = w
+    else
+      return err(E_SYNTAX)
+    end
+    i = i + 2
+  end
+  if s.start and s.end_ and s.end_ < s.start then
+    return err(E_SCHED_END)
+  end
+  if zset_kind(k.sched) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local old
+  old, e = read_sched(s.key, name)
+  if old == nil then
+    return err(e)
+  end
+  local mk, seq = read_field(k.meta, 'sched_seq')
+  if mk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local now = now_ms()
+  s.state, s.fired, s.skipped, s.missed = 'active', 0, 0, 0
+  local new_sid = false
+  if old then
+    s.sid, s.last, s.last_id = old.sid, old.last, old.last_id
+    if old.state == 'paused' then
+      s.state = 'paused'
+    end
+  else
+    local n = 0
+    if seq then
+      if not ll(seq) or string.byte(seq, 1) == 45 then
+        return err(E_HASH_NOT_INT)
+      end
+      n = tonumber(seq)
+    end
+    if n >= MAX_SID then
+      return err(E_SCHED_SPACE)
+    end
+    s.sid, new_sid = n + 1, true
+  end
+  s.anchor = s.start or now
+  local from = now + 1
+  if s.last and s.last >= from then
+    from = s.last + 1
+  end
+  set_next(s, first_from(s, from))
+  if new_sid then
+    redis.call('HSET', k.meta, 'sched_seq', score_str(s.sid))
+  end
+  redis.call('DEL', s.key)
+  local fv = { 'sid', score_str(s.sid), 'kind', 'every', 'every_ms', score_str(s.every), 'anchor_ms', score_str(s.anchor),
+    'payload', s.payload }
+  if s.start then
+    fv[#fv + 1] = 'start_ms'
+    fv[#fv + 1] = score_str(s.start)
+  end
+  if s.end_ then
+    fv[#fv + 1] = 'end_ms'
+    fv[#fv + 1] = score_str(s.end_)
+  end
+  if s.limit then
+    fv[#fv + 1] = 'limit'
+    fv[#fv + 1] = score_str(s.limit)
+  end
+  fv[#fv + 1] = 'overlap'
+  fv[#fv + 1] = s.skip and 'skip' or 'allow'
+  fv[#fv + 1] = 'catchup'
+  fv[#fv + 1] = s.catchup
+  for _, x in ipairs(progress(s)) do
+    fv[#fv + 1] = x
+  end
+  redis.call('HSET', s.key, unpack(fv))
+  redis.call('ZADD', k.sched, score_str(sched_score(s)), name)
+  return redis.status_reply('OK')
+end)
+
+local function sched_map(name, all)
+  local m = { name = name }
+  for i = 1, #all, 2 do
+    m[all[i]] = all[i + 1]
+  end
+  return { map = m }
+end
+
+verb('emq_schedule_get', 'emq.schedule.get', 3, { 'no-writes' }, function(k, args)
+  local name, e = sched_name_arg(args)
+  if not name then
+    return err(e)
+  end
+  local all = redis.pcall('HGETALL', k.schedp .. name)
+  if all.err then
+    return err(E_WRONGTYPE)
+  end
+  if #all == 0 then
+    return false
+  end
+  return sched_map(name, all)
+end)
+
+verb('emq_schedule_list', 'emq.schedule.list', -2, { 'no-writes' }, function(k, args)
+  local offset, count, e = '0', 100, nil
+  if #args == 2 then
+    offset, e = int_arg(args[1], 0, 'offset')
+    if not offset then
+      return err(e)
+    end
+    local c
+    c, e = int_arg(args[2], 1, 'count')
+    if not c then
+      return err(e)
+    end
+    if cmp_ll(c, LIST_MAX) > 0 then
+      return err('ERR count must be at most 1000')
+    end
+    count = tonumber(c)
+  elseif #args ~= 0 then
+    return err(E_SYNTAX)
+  end
+  local size = redis.pcall('ZCARD', k.sched)
+  if type(size) == 'table' then
+    return err(E_WRONGTYPE)
+  end
+  if cmp_ll(offset, string.format('%d', size)) >= 0 then
+    return {}
+  end
+  local from = tonumber(offset)
+  local names = redis.call('ZRANGE', k.sched, from, from + count - 1)
+  local out = {}
+  for i = 1, #names do
+    local all = redis.pcall('HGETALL', k.schedp .. names[i])
+    if all.err then
+      return err(E_WRONGTYPE)
+    end
+    out[i] = { names[i], #all == 0 and false or sched_map(names[i], all) }
+  end
+  return out
+end)
+
+verb('emq_schedule_del', 'emq.schedule.del', 3, {}, function(k, args)
+  local name, e = sched_name_arg(args)
+  if not name then
+    return err(e)
+  end
+  if zset_kind(k.sched) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local key = k.schedp .. name
+  local hk = hash_kind(key)
+  if hk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local in_set = redis.call('ZSCORE', k.sched, name)
+  if hk == ABSENT and not in_set then
+    return 0
+  end
+  if hk == OK then
+    redis.call('DEL', key)
+  end
+  if in_set then
+    redis.call('ZREM', k.sched, name)
+  end
+  return 1
+end)
+
+local function pause_resume(k, args, pause)
+  local name, e = sched_name_arg(args)
+  if not name then
+    return err(e)
+  end
+  if zset_kind(k.sched) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local s
+  s, e = read_sched(k.schedp .. name, name)
+  if s == nil then
+    return err(e)
+  end
+  if not s then
+    return err(E_NO_SCHED)
+  end
+  if pause and s.state == 'active' then
+    s.state = 'paused'
+  elseif not pause and s.state == 'paused' then
+    s.state = 'active'
+    local now = now_ms()
+    if s.next < now then
+      set_next(s, slot_after(s, now - 1))
+    end
+  else
+    return redis.status_reply('OK')
+  end
+  write_progress(k, s)
+  return redis.status_reply('OK')
+end
+
+verb('emq_schedule_pause', 'emq.schedule.pause', 3, {}, function(k, args)
+  return pause_resume(k, args, true)
+end)
+
+verb('emq_schedule_resume', 'emq.schedule.resume', 3, {}, function(k, args)
+  return pause_resume(k, args, false)
+end)
+
+-- EMQ.SCHEDULE.FIRE q [limit] (docs/verbs.md §4.22.4, §4.22.5).
+verb('emq_schedule_fire', 'emq.schedule.fire', -2, { 'allow-oom' }, function(k, args)
+  local limit = 100
+  if #args == 1 then
+    local v, e = int_arg(args[1], 1, 'limit')
+    if not v then
+      return err(e)
+    end
+    limit = tonumber(v)
+  elseif #args > 1 then
+    return err(E_SYNTAX)
+  end
+  if zset_kind(k.sched) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local now = now_ms()
+  local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', score_str(now), 'LIMIT', 0, limit)
+  if #due == 0 then
+    return 0
+  end
+  local live, touched, orphans = {}, {}, {}
+  for _, name in ipairs(due) do
+    local s, e = read_sched(k.schedp .. name, name)
+    if s == nil then
+      return err(e)
+    end
+    if not s or s.state ~= 'active' then
+      orphans[#orphans + 1] = { name, s }
+    else
+      touched[#touched + 1] = s
+      if s.next <= now then
+        live[#live + 1] = s
+      end
+    end
+  end
+  if zset_kind(k.pending) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local fired_ids, n_fired = {}, 0
+  local function running(id)
+    if fired_ids[id] then
+      return true
+    end
+    local st = redis.pcall('HGET', k.job .. id, 'state')
+    return st == 'pending' or st == 'active' or st == 'scheduled'
+  end
+  local budget = limit
+  while budget > 0 and #live > 0 do
+    local bi = 1
+    for j = 2, #live do
+      local a, b = live[j], live[bi]
+      if a.next < b.next or (a.next == b.next and bytes_lt(a.name, b.name)) then
+        bi = j
+      end
+    end
+    local s = table.remove(live, bi)
+    local slot = s.next
+    budget = budget - 1
+    local again = false
+    if slot > MAX_SLOT or (s.end_ and slot > s.end_) or (s.limit and s.fired >= s.limit) then
+      set_next(s, nil)
+    else
+      local fire = true
+      if now - slot >= LATE_MS and s.catchup ~= 'all' then
+        local last_late = now - LATE_MS
+        if s.end_ and s.end_ < last_late then
+          last_late = s.end_
+        end
+        local cnt = math.floor((last_late - slot) / s.every)
+        local L = slot + cnt * s.every
+        s.missed = s.missed + cnt
+        if s.catchup == 'none' then
+          s.missed = s.missed + 1
+          set_next(s, slot_after(s, L))
+          again = s.next and s.next <= now
+          fire = false
+        else
+          slot = L
+        end
+      end
+      if fire then
+        local id = occ_id(s.sid, slot)
+        if s.skip and s.last and running(s.last_id) then
+          s.skipped = s.skipped + 1
+        else
+          local row = k.job .. id
+          if redis.call('EXISTS', row) == 0 and not fired_ids[id] then
+            redis.call('HSET', row, 'state', 'pending', 'attempts', '0', 'payload', s.payload,
+              'enqueued_at', score_str(now), 'schedule', s.name, 'slot_ms', score_str(slot))
+            redis.call('ZADD', k.pending, 0, id)
+            event(k, 'enqueued', id)
+          end
+          fired_ids[id] = true
+          s.fired = s.fired + 1
+          n_fired = n_fired + 1
+          s.last, s.last_id = slot, id
+        end
+        set_next(s, slot_after(s, slot))
+        again = s.next and s.next <= now
+      end
+    end
+    if again then
+      live[#live + 1] = s
+    end
+  end
+  for _, s in ipairs(touched) do
+    write_progress(k, s)
+  end
+  for _, o in ipairs(orphans) do
+    if not o[2] then
+      redis.call('ZREM', k.sched, o[1])
+    else
+      redis.call('ZADD', k.sched, score_str(sched_score(o[2])), o[1])
+    end
+  end
+  return n_fired
 end)
 
 -- ---------------------------------------------------------------------------

@@ -62,7 +62,7 @@ func TestScheduleEveryInSteps(t *testing.T) {
 		t.Fatalf("schedule %v", m)
 	}
 	id := verbs.OccurrenceID(1, t0+3000)
-	if r := e.row("q", id); r != "state=pending attempts=0 payload=hello schedule=tick slot_ms="+strconv.FormatInt(t0+3000, 10) {
+	if r := e.row("q", id); r != "state=pending attempts=0 payload=hello enqueued_at="+strconv.FormatInt(t0+3000, 10)+" schedule=tick slot_ms="+strconv.FormatInt(t0+3000, 10) {
 		t.Fatalf("row %q", r)
 	}
 	info := e.ok("INFO", "emq").(string)

@@ -55,6 +55,10 @@ var Differences = []Difference{
 	{"events", "PUBLISH on emq:{q}:events: SUBSCRIBE or PSUBSCRIBE; the message's third word is the database",
 		"SPUBLISH on emq:{q}:events (the queue's shard only): SSUBSCRIBE; the third word is always 0 (a cluster has one database)",
 		"Events"},
+	{"schedule firing", "the server fires due slots itself, on one timer at the earliest next fire time (EMQ.SCHEDULE.FIRE run as a command)",
+		"a function cannot arm a timer: due slots fire when emq_schedule_fire is called (the emq library's sweeper or a worker calls it), with the same ids and end state", "Schedules"},
+	{"cron schedules", "EMQ.SCHEDULE ... CRON spec [TZ zone] (robfig/cron/v3's parser, the IANA zones, the DST rules)",
+		"refused: ERR CRON schedules are not available in the cluster library (no cron parser or zone database in the function); EVERY only", "Schedules"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
 		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
 }
@@ -90,6 +94,7 @@ var Scenarios = []Scenario{
 	{"Events", eventsScenario},
 	{"FailErrorCappedAtLimit", failErrorCappedAtLimit},
 	{"EnqueueMany", enqueueMany},
+	{"Schedules", schedules},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
