@@ -46,6 +46,9 @@ func serverCommands() []serverCmd {
 		{spec: store.NewCommand("punsubscribe", -1, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdPUnsubscribe},
 		{spec: store.NewCommand("publish", 3, nil, store.FlagPubSub, store.FlagLoading, store.FlagStale, store.FlagFast, store.FlagMayReplicate), run: cmdPublish},
 		{spec: store.NewCommand("pubsub", -2, nil), subs: pubsubSubcommands()},
+		{spec: store.NewCommand("save", 1, nil, store.FlagNoAsyncLoading, store.FlagAdmin, store.FlagNoScript, store.FlagNoMulti), run: cmdSave},
+		{spec: store.NewCommand("bgsave", -1, nil, store.FlagNoAsyncLoading, store.FlagAdmin, store.FlagNoScript), run: cmdBGSave},
+		{spec: store.NewCommand("lastsave", 1, nil, store.FlagLoading, store.FlagStale, store.FlagFast), run: cmdLastSave},
 		{spec: store.NewCommand("bgrewriteaof", 1, nil, store.FlagAdmin, store.FlagNoScript, store.FlagNoAsyncLoading), run: cmdBGRewriteAOF},
 	}
 }
@@ -297,6 +300,11 @@ func cmdShutdown(c *client, x *store.Ctx) {
 	for _, a := range x.Argv[1:] {
 		switch strings.ToLower(string(a)) {
 		case "nosave", "save", "now", "force":
+			if m := strings.ToLower(string(a)); m == "nosave" {
+				c.s.shutdownSave.Store(-1)
+			} else if m == "save" {
+				c.s.shutdownSave.Store(1)
+			}
 		case "abort":
 			abort = true
 		default:

@@ -410,7 +410,7 @@ func TestConfigGetSet(t *testing.T) {
 		{a("CONFIG", "GET", "maxmemory"), "*2\r\n$9\r\nmaxmemory\r\n$10\r\n1073741824\r\n"},
 		{a("CONFIG", "GET", "appendfsync"), "*2\r\n$11\r\nappendfsync\r\n$6\r\nalways\r\n"},
 		{a("CONFIG", "SET", "save", "900 1"), "+OK\r\n"},
-		{a("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
+		{a("CONFIG", "GET", "save"), "*2\r\n$4\r\nsave\r\n$5\r\n900 1\r\n"},
 		{a("CONFIG", "SET", "save", "900"), errReply("ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters")},
 		{a("CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 1k 5"), "+OK\r\n"},
 		{a("CONFIG", "GET", "client-output-buffer-limit"), "*2\r\n$26\r\nclient-output-buffer-limit\r\n$62\r\nnormal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 1000 5\r\n"},

@@ -189,11 +189,15 @@ func paramTable() []*param {
 		none(boolean("hide-user-data-from-log", "yes"), "emqd's log lines carry no keys, values or arguments"),
 		none(str("proc-title-template", "{title} {listen-addr} {server-mode}"), "the process title is the command line"),
 		none(immutable(str("locale-collate", "")), "emqd compares strings byte by byte (it has no SORT)"),
-		none(boolean("stop-writes-on-bgsave-error", "yes"), "emqd writes no RDB snapshot"),
-		none(boolean("rdbcompression", "yes"), "emqd writes no RDB snapshot"),
-		none(boolean("rdbchecksum", "yes"), "emqd writes no RDB snapshot"),
+		// RDB snapshots (rdb.go, docs/durability.md §9).
+		boolean("stop-writes-on-bgsave-error", "yes"),
+		boolean("rdbcompression", "yes"),
+		boolean("rdbchecksum", "yes"),
+		// Valkey's test hook: microseconds slept per key a background save
+		// writes (a slow save for tests).
+		ints("rdb-key-save-delay", "0", -maxInt-1, maxInt),
 		none(boolean("rdb-del-sync-files", "no"), "emqd has no replication, so no RDB files for it"),
-		none(boolean("rdb-save-incremental-fsync", "yes"), "emqd writes no RDB snapshot"),
+		none(boolean("rdb-save-incremental-fsync", "yes"), "a snapshot is fsynced once, when written whole (docs/durability.md §9)"),
 		none(alias(boolean("replica-serve-stale-data", "yes"), "slave-serve-stale-data"), "emqd has no replication"),
 		none(alias(boolean("replica-read-only", "yes"), "slave-read-only"), "emqd has no replication"),
 		none(boolean("repl-diskless-sync", "yes"), "emqd has no replication"),
@@ -395,18 +399,22 @@ func baseName(name, what string, mayBeEmpty bool) func(v string) (string, error)
 }
 
 // checkSave accepts Valkey's save syntax ("" or pairs of seconds and
-// changes) and stores "": emqd writes no RDB.
+// changes, each an integer >= 0) and stores the pairs separated by single
+// spaces, as CONFIG GET save shows them (rdb.go fires them).
 func checkSave(v string) (string, error) {
 	f := strings.Fields(v)
 	if len(f)%2 != 0 {
 		return "", errors.New("Invalid save parameters")
 	}
+	out := make([]string, 0, len(f))
 	for _, x := range f {
-		if n, ok := parseLL(x); !ok || n < 0 {
+		n, ok := parseLL(x)
+		if !ok || n < 0 {
 			return "", errors.New("Invalid save parameters")
 		}
+		out = append(out, strconv.FormatInt(n, 10))
 	}
-	return "", nil
+	return strings.Join(out, " "), nil
 }
 
 // checkOctalPerm is unixsocketperm: an octal mode, 0 to 0777 (Valkey's

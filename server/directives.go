@@ -110,6 +110,17 @@ func (s *Server) applyDirective(d Directive, given map[string]Directive) error {
 	fail := func(msg string) error {
 		return &ConfigError{Name: d.Name, Value: value, Msg: msg, Line: d.Line, Text: d.Text}
 	}
+	if name == "save" && d.Line > 0 {
+		// As Valkey's config loader: the save lines of the file and the
+		// command line add up (the first replaces the default), save ""
+		// clears them.
+		if strings.TrimSpace(value) != "" && s.saveLines > 0 {
+			if cur := s.Config("save"); cur != "" {
+				value = cur + " " + value
+			}
+		}
+		s.saveLines++
+	}
 	if name == "rename-command" {
 		if len(d.Args) != 2 {
 			return fail("wrong number of arguments")

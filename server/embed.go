@@ -14,6 +14,7 @@ import (
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/store"
 	"github.com/emqd/emqd/store/aof"
+	"github.com/emqd/emqd/store/rdb"
 	"github.com/emqd/emqd/verbs"
 )
 
@@ -64,7 +65,7 @@ func Start(opts Options) (*Server, error) {
 		Publish:   func(ch string, msg []byte) { s.publish(ch, msg) },
 		Listening: s.listening,
 	})
-	storeCmds := store.Commands()
+	storeCmds := append(store.Commands(), rdb.Commands(&s.dumpCompress)...)
 	if opts.testCommands != nil {
 		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
 	}

@@ -61,6 +61,11 @@ func (s *Server) startPersistence(fsys aof.FS) error {
 		p.cur.Store(a)
 	}
 	s.persist = p
+	// dump.rdb is loaded when there is no AOF to replay (Valkey's
+	// loadDataFromDisk).
+	if err := s.startRDB(fsys, s.Config("appendonly") != "yes"); err != nil {
+		return err
+	}
 	s.SetCommitHook(func() error {
 		if a := p.cur.Load(); a != nil {
 			return a.Commit()
@@ -69,9 +74,11 @@ func (s *Server) startPersistence(fsys aof.FS) error {
 	})
 	s.SetWriteGate(func() string {
 		if a := p.cur.Load(); a != nil {
-			return a.WriteError()
+			if msg := a.WriteError(); msg != "" {
+				return msg
+			}
 		}
-		return ""
+		return s.rdb.writeError()
 	})
 	s.SetRewriteHook(func() error {
 		if a := p.cur.Load(); a != nil {
@@ -80,7 +87,7 @@ func (s *Server) startPersistence(fsys aof.FS) error {
 		return errors.New("ERR Background append only file rewriting is not available: appendonly is off")
 	})
 	s.SetInfoSection("persistence", func(add func(field, value string)) {
-		for _, kv := range aof.PersistenceInfo(p.cur.Load(), s.store.DirtyCount, s.started.Unix()) {
+		for _, kv := range s.rdb.info(aof.PersistenceInfo(p.cur.Load(), s.store.DirtyCount, s.started.Unix())) {
 			add(kv[0], kv[1])
 		}
 	})

@@ -104,6 +104,15 @@ type Server struct {
 
 	// persist is the append-only file wiring (persistence.go); set in Start.
 	persist *persistence
+	// rdb is the RDB snapshot state (rdb.go); set in Start.
+	rdb *saver
+	// saveLines counts the save lines given at start (directives.go).
+	saveLines int
+	// dumpCompress is rdbcompression, for DUMP.
+	dumpCompress atomic.Bool
+	// shutdownSave is SHUTDOWN's choice: 1 SAVE, -1 NOSAVE, 0 as the save
+	// points say.
+	shutdownSave atomic.Int32
 
 	// obs is the transition accounting, the metrics endpoint and the
 	// rate-limited logs (emqstats.go); set once in Start.

@@ -95,7 +95,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dirs = append(dirs, d...)
 
 	// Defaults of the binary that differ from the embedded server's.
-	defaults := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes", "dir": "./data"}
+	// save: Valkey's own default points (docs/durability.md §9.1), so a
+	// valkey.conf with appendonly no keeps its data as in Valkey.
+	defaults := map[string]string{"port": "6379", "bind": "127.0.0.1", "appendonly": "yes", "dir": "./data",
+		"save": "3600 1 300 100 60 10000"}
 	cfg := map[string]string{}
 	for k, v := range defaults {
 		cfg[k] = v

@@ -1,0 +1,549 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/store/aof"
+	"github.com/emqd/emqd/store/rdb"
+)
+
+// RDB snapshots (docs/durability.md §9): dump.rdb in dir, written by SAVE
+// (in the foreground, under the store lock, as Valkey's SAVE blocks),
+// BGSAVE and the save points (a copy-on-write capture under the lock, the
+// file written without it), and the final save at shutdown when save
+// points are set; loaded at start when appendonly is no. A save writes
+// temp-<pid>.rdb, fsyncs it, renames it over dbfilename and fsyncs the
+// directory, so a failure at any step (a full disk, a torn write, kill -9)
+// leaves the previous snapshot as it was.
+
+// errMisconfRDB is Valkey's refusal of writes after a failed background
+// save with stop-writes-on-bgsave-error yes (server.c).
+const errMisconfRDB = "MISCONF Valkey is configured to save RDB snapshots, but it's currently unable to persist to disk. " +
+	"Commands that may modify the data set are disabled, because this instance is configured to report errors during " +
+	"writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Valkey logs for details about the RDB error."
+
+// bgsaveRetryMs is how long after a failed background save the save points
+// wait before trying again (Valkey's CONFIG_BGSAVE_RETRY_DELAY, 5 s).
+const bgsaveRetryMs = 5000
+
+// saver is a server's RDB state (Server.rdb).
+type saver struct {
+	s  *Server
+	fs aof.FS
+
+	mu        sync.Mutex // guards what follows
+	running   bool
+	done      chan struct{}
+	scheduled bool
+	bgStart   time.Time
+	lastSave  int64 // Unix s of the last successful save (or of the start)
+	lastOK    bool  // rdb_last_bgsave_status
+	lastBgSec int64
+	lastTryMs int64 // server clock of the last background save begun
+	saves     int64
+	dirtyBase int64 // store.DirtyCount as of the last successful save
+	loaded    int64
+	expired   int64
+	keysTotal int64
+	keysDone  atomic.Int64
+	stop      chan struct{}
+	stopped   bool
+}
+
+// savePoint is one "seconds changes" pair of the save directive.
+type savePoint struct{ sec, changes int64 }
+
+// savePoints parses the save directive's value (checked already).
+func savePoints(v string) []savePoint {
+	f := strings.Fields(v)
+	var out []savePoint
+	for i := 0; i+1 < len(f); i += 2 {
+		out = append(out, savePoint{atoi(f[i]), atoi(f[i+1])})
+	}
+	return out
+}
+
+// startRDB wires RDB persistence (startPersistence calls it): the load at
+// start when appendonly is no, SAVE/BGSAVE/LASTSAVE, the save points, the
+// write gate's RDB part, INFO's rdb_* fields, the final save at shutdown.
+func (s *Server) startRDB(fsys aof.FS, loadFile bool) error {
+	r := &saver{s: s, fs: fsys, lastOK: true, lastBgSec: -1, stop: make(chan struct{})}
+	if r.fs == nil {
+		r.fs = aof.OSFS{}
+	}
+	s.rdb = r
+	s.dumpCompress.Store(s.Config("rdbcompression") == "yes")
+	s.OnConfigSet("rdbcompression", func(v string) error { s.dumpCompress.Store(v == "yes"); return nil })
+	dir, err := filepath.Abs(s.Config("dir"))
+	if err != nil {
+		return err
+	}
+	s.cfg.set(nil, "dir", dir, true)
+	r.removeTemps(dir)
+	if loadFile {
+		if err := r.load(); err != nil {
+			return err
+		}
+	}
+	r.lastSave = s.clock.NowMs() / 1000
+	r.dirtyBase = s.store.DirtyCount
+	go r.cron()
+	s.OnClose(r.close)
+	return nil
+}
+
+func (r *saver) path() string {
+	return filepath.Join(r.s.Config("dir"), r.s.Config("dbfilename"))
+}
+
+// tempRe matches the temporary files of saves (temp-<pid>.rdb).
+var tempRe = regexp.MustCompile(`^temp-[0-9]+\.rdb$`)
+
+// removeTemps removes temporary files a killed save left in dir.
+func (r *saver) removeTemps(dir string) {
+	names, err := r.fs.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if tempRe.MatchString(n) {
+			_ = r.fs.Remove(filepath.Join(dir, n))
+		}
+	}
+}
+
+// load reads dbfilename into the empty store: the whole file is read and
+// checked first, then stored, so a refused file stores nothing. Keys whose
+// expire time has passed are dropped (Valkey's rdb_last_load_keys_expired).
+func (r *saver) load() error {
+	s := r.s
+	path := r.path()
+	names, err := r.fs.ReadDir(s.Config("dir"))
+	if err != nil || !slices.Contains(names, s.Config("dbfilename")) {
+		return nil // no file: an empty keyspace (first start)
+	}
+	f, err := r.fs.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("Fatal error: can't open the RDB file %s for reading: %w", path, err)
+	}
+	defer f.Close()
+	var in io.Reader = f
+	size := int64(-1)
+	if st, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil {
+			size = fi.Size()
+		}
+	}
+	if size < 0 {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			return err
+		}
+		in, size = bytes.NewReader(b), int64(len(b))
+	}
+	start := time.Now()
+	var keys []rdb.Key
+	_, err = rdb.Load(bufio.NewReaderSize(in, 1<<16), size, s.store, rdb.Limits{DBs: s.store.NumDBs()},
+		s.Config("rdbchecksum") == "yes", func(k rdb.Key) error {
+			keys = append(keys, k)
+			return nil
+		})
+	if err != nil {
+		return &RDBLoadError{Path: path, Err: err}
+	}
+	st := s.store
+	st.Lock()
+	now := s.clock.NowMs()
+	st.SetNow(now)
+	for _, k := range keys {
+		db := st.DB(k.DB)
+		if k.ExpireAt != 0 && k.ExpireAt < now {
+			r.expired++
+			continue
+		}
+		if db.Peek(k.Key) != nil {
+			st.Unlock()
+			return &RDBLoadError{Path: path, Err: fmt.Errorf("RDB has duplicated key '%s' in DB %d", k.Key, k.DB)}
+		}
+		db.Put(k.Key, k.Value)
+		if k.ExpireAt != 0 {
+			db.SetExpire(k.Key, k.ExpireAt)
+		}
+		if k.IdleSec >= 0 {
+			st.SetIdleMs(k.Value, k.IdleSec*1000)
+		}
+		r.loaded++
+	}
+	st.Unlock()
+	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: %d.", r.loaded, r.expired))
+	s.log.Info(fmt.Sprintf("DB loaded from disk: %.3f seconds", time.Since(start).Seconds()))
+	return nil
+}
+
+// RDBLoadError is Start's error for a dump.rdb it refuses to load.
+type RDBLoadError struct {
+	Path string
+	Err  error
+}
+
+func (e *RDBLoadError) Error() string { return e.Err.Error() + " (loading " + e.Path + ")" }
+func (e *RDBLoadError) Unwrap() error { return e.Err }
+
+// aux is the header's aux fields, as Valkey 8.0.1 writes them.
+func (r *saver) aux() [][2]string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return [][2]string{
+		{"valkey-ver", Version},
+		{"redis-bits", strconv.Itoa(strconv.IntSize)},
+		{"ctime", strconv.FormatInt(r.s.clock.NowMs()/1000, 10)},
+		{"used-mem", strconv.FormatUint(ms.HeapAlloc, 10)},
+		{"aof-base", "0"},
+	}
+}
+
+// write writes snap to a temporary file in dir, fsyncs it, renames it over
+// dbfilename and fsyncs the directory; on any error the temporary file is
+// removed and the old dump.rdb is left as it was.
+func (r *saver) write(snap *rdb.Snapshot, delayUs int64) (err error) {
+	s := r.s
+	dir := s.Config("dir")
+	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d.rdb", os.Getpid()))
+	f, err := r.fs.Create(tmp)
+	if err != nil {
+		s.log.Warn(fmt.Sprintf("Failed opening the temp RDB file %s (in server root dir %s) for saving: %s", filepath.Base(tmp), dir, aof.Strerror(err)))
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			_ = r.fs.Remove(tmp)
+		}
+	}()
+	opts := rdb.Options{Compress: s.Config("rdbcompression") == "yes", Checksum: s.Config("rdbchecksum") == "yes"}
+	r.keysDone.Store(0)
+	progress := func(n int) {
+		r.keysDone.Store(int64(n))
+		if delayUs > 0 {
+			time.Sleep(time.Duration(delayUs) * time.Microsecond)
+		}
+	}
+	if _, err = snap.WriteTo(fileWriter{f}, opts, r.aux(), progress); err != nil {
+		s.log.Warn("Write error saving DB on disk: " + aof.Strerror(err))
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		s.log.Warn("Write error saving DB on disk: " + aof.Strerror(err))
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = r.fs.Rename(tmp, r.path()); err != nil {
+		s.log.Warn(fmt.Sprintf("Error moving temp DB file %s on the final destination %s (in server root dir %s): %s",
+			filepath.Base(tmp), s.Config("dbfilename"), dir, aof.Strerror(err)))
+		_ = r.fs.Remove(tmp)
+		return err
+	}
+	if err := r.fs.SyncDir(dir); err != nil {
+		// The file is complete under its name; only the rename may not
+		// survive a power loss.
+		s.log.Warn("Failed to fsync the directory after saving the DB: " + aof.Strerror(err))
+	}
+	return nil
+}
+
+// saveNow is SAVE and the shutdown save: capture and write in the
+// foreground. Call under the store lock (SAVE) or with it free (locked
+// false).
+func (r *saver) saveNow(locked bool) error {
+	s := r.s
+	if !locked {
+		s.store.Lock()
+	}
+	snap := rdb.Take(s.store)
+	dirty := s.store.DirtyCount
+	if !locked {
+		s.store.Unlock()
+	}
+	r.mu.Lock()
+	r.keysTotal = int64(snap.Keys())
+	r.mu.Unlock()
+	err := r.write(snap, 0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.lastSave = s.clock.NowMs() / 1000
+	r.lastOK = true
+	r.saves++
+	r.dirtyBase = dirty
+	s.log.Info("DB saved on disk")
+	return nil
+}
+
+// startBG starts a background save (call under the store lock): false
+// when one is running.
+func (r *saver) startBG() bool {
+	s := r.s
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return false
+	}
+	r.running, r.scheduled = true, false
+	r.bgStart = time.Now()
+	r.lastTryMs = s.clock.NowMs()
+	r.done = make(chan struct{})
+	done := r.done
+	r.mu.Unlock()
+	snap := rdb.Take(s.store)
+	dirty := s.store.DirtyCount
+	r.mu.Lock()
+	r.keysTotal = int64(snap.Keys())
+	r.mu.Unlock()
+	delay := atoi(s.Config("rdb-key-save-delay"))
+	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()))
+	go func() {
+		err := r.write(snap, delay)
+		r.mu.Lock()
+		r.running = false
+		r.lastBgSec = int64(time.Since(r.bgStart) / time.Second)
+		if err == nil {
+			r.lastOK = true
+			r.lastSave = s.clock.NowMs() / 1000
+			r.saves++
+			r.dirtyBase = dirty
+		} else {
+			r.lastOK = false
+		}
+		r.mu.Unlock()
+		if err == nil {
+			s.log.Info("DB saved on disk")
+			s.log.Info("Background saving terminated with success")
+		} else {
+			s.log.Warn("Background saving error: " + aof.Strerror(err))
+		}
+		close(done)
+	}()
+	return true
+}
+
+// wait blocks until the running background save (if any) ends.
+func (r *saver) wait() {
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// changes is rdb_changes_since_last_save.
+func (r *saver) changes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.s.store.DirtyCount - r.dirtyBase
+}
+
+// cron checks the save points and a scheduled BGSAVE ten times a second
+// (on the server clock: EMQ.DEBUG CLOCK ADVANCE or a manual clock moves
+// them), as Valkey's serverCron does.
+func (r *saver) cron() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		r.tick()
+	}
+}
+
+// tick is one pass of cron: a background save starts when one is
+// scheduled, or when a save point is reached (at least its changes since
+// the last save, at least its seconds since the last save) and the last
+// background save succeeded or was tried more than 5 s ago.
+func (r *saver) tick() {
+	s := r.s
+	s.store.Lock()
+	defer s.store.Unlock()
+	now := s.clock.NowMs()
+	r.mu.Lock()
+	if r.running || r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	due := r.scheduled
+	changes := s.store.DirtyCount - r.dirtyBase
+	for _, p := range savePoints(s.Config("save")) {
+		if changes >= p.changes && now/1000-r.lastSave > p.sec && (r.lastOK || now-r.lastTryMs > bgsaveRetryMs) {
+			s.log.Info(fmt.Sprintf("%d changes in %d seconds. Saving...", p.changes, p.sec))
+			due = true
+			break
+		}
+	}
+	r.mu.Unlock()
+	if due {
+		r.startBG()
+	}
+}
+
+// writeError is the RDB part of the write gate: Valkey's MISCONF after a
+// failed background save, with stop-writes-on-bgsave-error yes and save
+// points set.
+func (r *saver) writeError() string {
+	r.mu.Lock()
+	ok := r.lastOK
+	r.mu.Unlock()
+	if ok || r.s.Config("stop-writes-on-bgsave-error") != "yes" || r.s.Config("save") == "" {
+		return ""
+	}
+	return errMisconfRDB
+}
+
+// close is the shutdown: the running background save is waited for, then
+// with save points set (or SHUTDOWN SAVE), unless SHUTDOWN NOSAVE, a final
+// save.
+func (r *saver) close() error {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	close(r.stop)
+	r.wait()
+	mode := r.s.shutdownSave.Load()
+	if mode < 0 || (mode == 0 && r.s.Config("save") == "") {
+		return nil
+	}
+	r.s.log.Info("Saving the final RDB snapshot before exiting.")
+	if err := r.saveNow(false); err != nil {
+		r.s.log.Warn("Error trying to save the DB, can't exit: " + aof.Strerror(err))
+		return err
+	}
+	return nil
+}
+
+// info overrides the rdb_* fields of INFO persistence.
+func (r *saver) info(kv [][2]string) [][2]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	status := "ok"
+	if !r.lastOK {
+		status = "err"
+	}
+	cur := int64(-1)
+	processed, total := int64(0), int64(0)
+	if r.running {
+		cur = int64(time.Since(r.bgStart) / time.Second)
+		processed, total = r.keysDone.Load(), r.keysTotal
+	}
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	vals := map[string]string{
+		"current_save_keys_processed": i(processed),
+		"current_save_keys_total":     i(total),
+		"rdb_changes_since_last_save": i(r.s.store.DirtyCount - r.dirtyBase),
+		"rdb_bgsave_in_progress":      b(r.running),
+		"rdb_last_save_time":          i(r.lastSave),
+		"rdb_last_bgsave_status":      status,
+		"rdb_last_bgsave_time_sec":    i(r.lastBgSec),
+		"rdb_current_bgsave_time_sec": i(cur),
+		"rdb_saves":                   i(r.saves),
+		"rdb_last_load_keys_expired":  i(r.expired),
+		"rdb_last_load_keys_loaded":   i(r.loaded),
+	}
+	for j := range kv {
+		if v, ok := vals[kv[j][0]]; ok {
+			kv[j][1] = v
+		}
+	}
+	return kv
+}
+
+// fileWriter adapts aof.File to io.Writer.
+type fileWriter struct{ f aof.File }
+
+func (w fileWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
+
+// SAVE: the snapshot written in the foreground (the server waits, as
+// Valkey's SAVE blocks it); "Background save already in progress" while a
+// BGSAVE runs; "ERR" when the write failed.
+func cmdSave(c *client, x *store.Ctx) {
+	r := c.s.rdb
+	r.mu.Lock()
+	running := r.running
+	r.mu.Unlock()
+	if running {
+		x.W.Error("ERR Background save already in progress")
+		return
+	}
+	if err := r.saveNow(true); err != nil {
+		x.W.Error("ERR")
+		return
+	}
+	x.W.OK()
+}
+
+// BGSAVE [SCHEDULE]: "Background saving started"; while one runs,
+// "Background save already in progress" (also with SCHEDULE, as Valkey);
+// inside EXEC it is scheduled ("Background saving scheduled") and starts
+// at the next check.
+func cmdBGSave(c *client, x *store.Ctx) {
+	if len(x.Argv) > 2 || (len(x.Argv) == 2 && !strings.EqualFold(string(x.Argv[1]), "schedule")) {
+		x.W.Error(store.ErrSyntax)
+		return
+	}
+	r := c.s.rdb
+	r.mu.Lock()
+	running := r.running
+	if !running && x.InMulti {
+		r.scheduled = true
+	}
+	r.mu.Unlock()
+	switch {
+	case running:
+		x.W.Error("ERR Background save already in progress")
+	case x.InMulti:
+		x.W.Simple("Background saving scheduled")
+	case r.startBG():
+		x.W.Simple("Background saving started")
+	default:
+		x.W.Error("ERR Background save already in progress")
+	}
+}
+
+// LASTSAVE: the Unix time (s, server clock) of the last successful save,
+// or of the start.
+func cmdLastSave(c *client, x *store.Ctx) {
+	r := c.s.rdb
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x.W.Int(r.lastSave)
+}
