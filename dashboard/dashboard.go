@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/emqd/emqd/clock"
@@ -65,6 +66,11 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives the dashboard's few log lines; nil discards them.
 	Logger *slog.Logger
+	// AllowedHosts are host names, besides localhost and IP literals,
+	// that a request's Host header may name (compared without the port and
+	// case; "*.example.com" matches its subdomains). nil allows only
+	// localhost and IP literals. See hostAllowed.
+	AllowedHosts func() []string
 }
 
 // Dashboard is an http.Handler serving Prefix.
@@ -79,6 +85,8 @@ type Dashboard struct {
 	lim   *loginLimiter
 	// sem bounds the connections the dashboard holds at once.
 	sem chan struct{}
+	// hostLogged is when a refused Host was last logged (server clock ms).
+	hostLogged atomic.Int64
 }
 
 // maxConns is the most connections the dashboard opens at once (HTTP
@@ -146,7 +154,56 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
+	if !d.hostAllowed(r.Host) {
+		// DNS rebinding: a page of another site whose name now resolves
+		// to this address would otherwise be served the dashboard, its
+		// session cookie and its actions as same-origin.
+		if now := d.clk.NowMs(); now-d.hostLogged.Load() >= 60_000 {
+			d.hostLogged.Store(now)
+			d.log.Warn("Dashboard request refused: its Host is not an allowed name (logged at most once a minute)",
+				"host", r.Host, "remote", r.RemoteAddr)
+		}
+		http.Error(w, "Host not allowed: open the dashboard by an IP address or localhost, or add this name to dashboard-allowed-hosts.", http.StatusMisdirectedRequest)
+		return
+	}
 	d.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether a request naming host (the Host header, with
+// or without a port) may be served: an IP literal (v4 or bracketed v6),
+// localhost or a name under .localhost (RFC 6761: they never leave the
+// machine), or a name of AllowedHosts. A DNS-rebinding page always names
+// its own domain, never an address, so the rule keeps it out while an
+// operator who opens http://10.0.0.5:9121/ or http://localhost:9121/ gets
+// in. docs/operations.md §2.2.
+func (d *Dashboard) hostAllowed(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	if name == "" {
+		return false
+	}
+	if strings.HasPrefix(name, "[") && strings.HasSuffix(name, "]") {
+		name = name[1 : len(name)-1]
+	}
+	if net.ParseIP(name) != nil {
+		return true
+	}
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	if d.o.AllowedHosts == nil {
+		return false
+	}
+	for _, a := range d.o.AllowedHosts() {
+		a = strings.TrimSuffix(strings.ToLower(a), ".")
+		if a == name || (strings.HasPrefix(a, "*.") && strings.HasSuffix(name, a[1:])) {
+			return true
+		}
+	}
+	return false
 }
 
 func staticHandler(h http.Handler) http.Handler {

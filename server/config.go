@@ -146,6 +146,10 @@ func paramTable() []*param {
 		immutable(str("metrics-addr", "")),
 		// emqd's own: the web dashboard on the metrics listener (dashboard.go).
 		immutable(boolean("dashboard", "yes")),
+		// emqd's own: host names the dashboard answers besides localhost
+		// and IP literals (space-separated; "*.example.com" for
+		// subdomains): the DNS-rebinding check (docs/operations.md §2.2).
+		str("dashboard-allowed-hosts", ""),
 		immutable(enum("log-format", "text", "text", "json")),
 		apply(ints("tracking-table-max-keys", "1000000", 0, 1<<63-1), func(s *Server, v string) { s.trkMaxKeys.Store(atoi(v)) }),
 		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/emqd/emqd/dashboard"
@@ -30,6 +31,7 @@ func (s *Server) mountDashboard(mux *http.ServeMux) func() error {
 		Queues:       s.dashboardQueues,
 		Clock:        s.clock,
 		Logger:       s.log,
+		AllowedHosts: func() []string { return strings.Fields(s.Config("dashboard-allowed-hosts")) },
 	})
 	mux.Handle(dashboard.Prefix, d)
 	mux.Handle("GET /{$}", http.RedirectHandler(dashboard.Prefix, http.StatusFound))
