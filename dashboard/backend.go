@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -341,10 +340,4 @@ func (c *conn) info(ctx context.Context, sections ...string) (map[string]string,
 		}
 	}
 	return out, nil
-}
-
-// atoi parses a decimal field, 0 when it is not one.
-func atoi(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
 }

@@ -62,15 +62,13 @@ func (rawFunctions) fail(e *enc, k *qkeys, id, token string) {
 
 // functionsExec is the go-redis executor of the library.
 type functionsExec struct {
-	label string
-	rdb   redis.UniversalClient
+	rdb redis.UniversalClient
 }
 
 func fcall(ctx context.Context, fn, q string, args ...any) *redis.Cmd {
 	return redis.NewCmd(ctx, append([]any{"FCALL", fn, 1, q}, args...)...)
 }
 
-func (e *functionsExec) name() string                  { return e.label }
 func (e *functionsExec) client() redis.UniversalClient { return e.rdb }
 func (e *functionsExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
 	return fcall(ctx, "emq_enqueue", q, id, payload)
@@ -120,7 +118,7 @@ func startLibrary(c config) (*env, error) {
 		rdb.Close()
 		return nil, err
 	}
-	return &env{addr: addr, ex: &functionsExec{label: "library", rdb: rdb}, raw: rawFunctions{},
+	return &env{addr: addr, ex: &functionsExec{rdb: rdb}, raw: rawFunctions{},
 		route: func(string) string { return addr }, stop: func() { rdb.Close(); stop() }, sweep: true}, nil
 }
 
@@ -174,7 +172,7 @@ func startCluster(c config, spread int) (*env, error) {
 		}
 	}
 	route := func(q string) string { return owner[cluster.Slot(q)] }
-	return &env{addr: fmt.Sprintf("%d primaries", len(addrs)), ex: &functionsExec{label: fmt.Sprintf("cluster/%d", spread), rdb: rdb},
+	return &env{addr: fmt.Sprintf("%d primaries", len(addrs)), ex: &functionsExec{rdb: rdb},
 		raw: rawFunctions{}, route: route, place: placer(addrs, route, spread), stop: func() { rdb.Close(); stopNodes() },
 		nodes: spread, addrs: addrs}, nil
 }

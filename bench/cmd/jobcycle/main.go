@@ -418,7 +418,6 @@ func jobID(base uint64, n uint64) string {
 
 // executor builds the commands of one transition for one side.
 type executor interface {
-	name() string
 	client() redis.UniversalClient
 	enqueue(ctx context.Context, q, id, payload string) *redis.Cmd
 	claim(ctx context.Context, q string, leaseMs int) *redis.Cmd
@@ -432,7 +431,6 @@ type executor interface {
 
 type nativeExec struct{ rdb *redis.Client }
 
-func (e *nativeExec) name() string                  { return "emqd" }
 func (e *nativeExec) client() redis.UniversalClient { return e.rdb }
 func (e *nativeExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
 	return redis.NewCmd(ctx, "EMQ.ENQUEUE", q, id, payload)
@@ -465,7 +463,6 @@ func evalsha(ctx context.Context, s lua.Script, keys []string, args ...any) *red
 	return redis.NewCmd(ctx, a...)
 }
 
-func (e *scriptExec) name() string                  { return "redis" }
 func (e *scriptExec) client() redis.UniversalClient { return e.rdb }
 func (e *scriptExec) enqueue(ctx context.Context, q, id, payload string) *redis.Cmd {
 	k := lua.Keys{Q: q}

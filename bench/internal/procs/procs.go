@@ -35,18 +35,10 @@ type Proc struct {
 	tmp  string // removed once the process has exited
 }
 
-// Start runs bin with args (its output goes to logPath, or is discarded when
-// logPath is ""), then waits up to 10 s for addr to answer PING.
-func Start(name, bin string, args []string, addr, logPath string) (*Proc, error) {
-	return start(name, bin, args, addr, logPath, "")
-}
-
-func start(name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
-	return startCPU("", name, bin, args, addr, logPath, tmp)
-}
-
-// startCPU is start under `taskset -c cpu` when cpu is not "" (taskset execs
-// the server, so the process is the server itself).
+// startCPU runs bin with args (its output goes to logPath, or is discarded
+// when logPath is ""), under `taskset -c cpu` when cpu is not "" (taskset
+// execs the server, so the process is the server itself), then waits up to
+// 10 s for addr to answer PING.
 func startCPU(cpu, name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
 	cmd := exec.Command(bin, args...)
 	if cpu != "" {
@@ -148,13 +140,10 @@ func (p *Proc) Stop(grace time.Duration) {
 // Pid is the server's process id.
 func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
 
-// StartEmqd starts the emqd binary on a free port with persistence off and
-// the extra directives given (valkey style, e.g. "--enable-debug-command",
-// "yes").
-func StartEmqd(bin string, extra ...string) (*Proc, error) { return StartEmqdCPU("", bin, extra...) }
-
-// StartEmqdCPU is StartEmqd pinned to the CPUs cpu names (taskset -c list;
-// "" leaves it unpinned). Later directives in extra override earlier ones,
+// StartEmqdCPU starts the emqd binary on a free port with persistence off
+// and the extra directives given (valkey style, e.g.
+// "--enable-debug-command", "yes"), pinned to the CPUs cpu names (taskset
+// -c list; "" leaves it unpinned). Later directives in extra override earlier ones,
 // so extra may turn persistence on ("--appendonly", "yes", "--dir", d).
 func StartEmqdCPU(cpu, bin string, extra ...string) (*Proc, error) {
 	port, err := FreePort()
