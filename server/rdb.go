@@ -240,7 +240,6 @@ func (r *saver) write(snap *rdb.Snapshot, delayUs int64) (err error) {
 		}
 	}()
 	opts := rdb.Options{Compress: s.Config("rdbcompression") == "yes", Checksum: s.Config("rdbchecksum") == "yes"}
-	r.keysDone.Store(0)
 	progress := func(n int) {
 		r.keysDone.Store(int64(n))
 		if delayUs > 0 {
@@ -312,6 +311,7 @@ func (r *saver) startBG() bool {
 		return false
 	}
 	r.running, r.scheduled = true, false
+	r.keysDone.Store(0) // before INFO can see running: no count of the last save
 	r.bgStart = time.Now()
 	r.lastTryMs = s.clock.NowMs()
 	r.done = make(chan struct{})
