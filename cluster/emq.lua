@@ -825,10 +825,86 @@ local function token_guard(k, verb_name, id, token)
   return row
 end
 
--- EMQ.COMPLETE q id token
-verb('emq_complete', 'emq.complete', 4, { 'allow-oom' }, function(k, args)
+-- NEXT (docs/verbs.md §4.5.1): EMQ.COMPLETE and EMQ.FAIL answer what
+-- EMQ.CLAIM q lease_ms COUNT count would answer right after them, in the
+-- same call. claim_judge and claim_write are EMQ.CLAIM's (defined with it).
+local claim_judge, claim_write
+
+-- parse_next parses `NEXT lease_ms` and `COUNT count` from args[from] on (in
+-- either order, each once, COUNT only with NEXT): next, lease, count, or
+-- the refusal as the fourth value.
+local function parse_next(args, from)
+  local next_, lease, count, have_count = false, nil, 1, false
+  local i = from
+  while i <= #args do
+    if i + 1 > #args then
+      return false, nil, nil, E_SYNTAX
+    end
+    local opt, v, e = string.upper(args[i]), nil, nil
+    if opt == 'NEXT' and not next_ then
+      next_ = true
+      v, e = int_arg(args[i + 1], 1, 'lease_ms')
+      lease = v and tonumber(v)
+    elseif opt == 'COUNT' and not have_count then
+      have_count = true
+      v, e = int_arg(args[i + 1], 1, 'count')
+      count = v and tonumber(v)
+    else
+      e = E_SYNTAX
+    end
+    if e then
+      return false, nil, nil, e
+    end
+    i = i + 2
+  end
+  if have_count and not next_ then
+    return false, nil, nil, E_SYNTAX
+  end
+  return next_, lease, count, nil
+end
+
+-- overlay_due is the claim's due members of schedule (at most 100, in
+-- ZRANGEBYSCORE's order) once ov is applied: ov.id's row is ov.row; with
+-- ov.sched ov.id has a new score, due (now) when ov.due.
+local function overlay_due(k, now, ov)
+  local r = redis.pcall('ZRANGEBYSCORE', k.schedule, '-inf', score_str(now), 'WITHSCORES', 'LIMIT', '0', '101')
+  if r.err then
+    return nil
+  end
+  local out = {}
+  local pending_insert = ov.sched and ov.due
+  for i = 1, #r, 2 do
+    local id, sc = r[i], tonumber(r[i + 1])
+    if pending_insert and (sc > now or (sc == now and bytes_lt(ov.id, id))) then
+      out[#out + 1] = { id = ov.id, key = k.job .. ov.id, row = ov.row }
+      pending_insert = false
+    end
+    if id == ov.id then
+      if not ov.sched then
+        out[#out + 1] = { id = id, key = k.job .. id, row = ov.row }
+      end
+    else
+      out[#out + 1] = { id = id, key = k.job .. id, row = read_row(k.job .. id) }
+    end
+  end
+  if pending_insert then
+    out[#out + 1] = { id = ov.id, key = k.job .. ov.id, row = ov.row }
+  end
+  while #out > 100 do
+    out[#out] = nil
+  end
+  return out
+end
+
+-- EMQ.COMPLETE q id token [NEXT lease_ms [COUNT count]]
+verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
   local id, token = args[1], args[2]
-  local _, e = token_guard(k, 'complete', id, token)
+  local next_, lease, count, e = parse_next(args, 3)
+  if e then
+    return err(e)
+  end
+  local _
+  _, e = token_guard(k, 'complete', id, token)
   if e then
     return err(e)
   end
@@ -836,15 +912,26 @@ verb('emq_complete', 'emq.complete', 4, { 'allow-oom' }, function(k, args)
   if e then
     return err(e)
   end
+  local pl, now
+  if next_ then
+    now = now_ms()
+    pl, e = claim_judge(k, lease, count, now, { id = id, row = { kind = ABSENT } })
+    if not pl then
+      return err(e)
+    end
+  end
   redis.call('ZREM', k.active, id)
   redis.call('DEL', k.job .. id)
   redis.call('HINCRBY', k.completed, 'count', '1')
   event(k, 'completed', id)
+  if next_ then
+    return claim_write(k, pl, lease, now)
+  end
   return 1
 end)
 
--- EMQ.FAIL q id token max_attempts delay_ms error
-verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
+-- EMQ.FAIL q id token max_attempts delay_ms error [NEXT lease_ms [COUNT count]]
+verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
   local id, token = args[1], args[2]
   local max, e = int_arg(args[3], 1, 'max_attempts')
   if not max then
@@ -856,6 +943,11 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
     return err(e)
   end
   delay = tonumber(delay)
+  local next_, lease, count
+  next_, lease, count, e = parse_next(args, 6)
+  if e then
+    return err(e)
+  end
   local now = now_ms()
   local row
   row, e = token_guard(k, 'fail', id, token)
@@ -868,7 +960,23 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
     return err(e)
   end
   local rk = k.job .. id
-  if cmp_ll(f, max) >= 0 then
+  local dead = cmp_ll(f, max) >= 0
+  -- NEXT's claim is judged before anything is written, on the failed job
+  -- as the writes below leave it (docs/verbs.md §4.5.1).
+  local function next_claim()
+    if not next_ then
+      return true
+    end
+    local ovrow = {}
+    for name, v in pairs(row) do
+      ovrow[name] = v
+    end
+    ovrow.failures = f
+    local ov = { id = id, row = ovrow, sched = not dead, due = not dead and add_ms(now, delay) <= now }
+    return claim_judge(k, lease, count, now, ov)
+  end
+  local pl
+  if dead then
     if zset_kind(k.dead) == WRONG then
       return err(E_WRONGTYPE)
     end
@@ -876,20 +984,34 @@ verb('emq_fail', 'emq.fail', 7, { 'allow-oom' }, function(k, args)
     if e then
       return err(e)
     end
+    pl, e = next_claim()
+    if not pl then
+      return err(e)
+    end
     redis.call('ZREM', k.active, id)
     redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'dead', 'finished_at', score_str(now))
     redis.call('ZADD', k.dead, '0', id)
     redis.call('HINCRBY', k.failed, 'count', '1')
     event(k, 'dead', id)
+    if next_ then
+      return { 'dead', tonumber(f), claim_write(k, pl, lease, now) }
+    end
     return { 'dead', tonumber(f) }
   end
   if zset_kind(k.schedule) == WRONG then
     return err(E_WRONGTYPE)
   end
+  pl, e = next_claim()
+  if not pl then
+    return err(e)
+  end
   redis.call('ZREM', k.active, id)
   redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'scheduled')
   redis.call('ZADD', k.schedule, score_str(add_ms(now, delay)), id)
   event(k, 'failed', id)
+  if next_ then
+    return { 'scheduled', tonumber(f), claim_write(k, pl, lease, now) }
+  end
   return { 'scheduled', tonumber(f) }
 end)
 
@@ -1020,52 +1142,29 @@ end
 
 local CLAIM_PROMOTE_MAX = '100'
 
-verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
-  local lease, e = int_arg(args[1], 1, 'lease_ms')
-  if not lease then
-    return err(e)
-  end
-  lease = tonumber(lease)
-  local count, have_count, block = 1, false, false
-  local i = 2
-  while i <= #args do
-    if i + 1 > #args then
-      return err(E_SYNTAX)
-    end
-    local opt = string.upper(args[i])
-    local v
-    if opt == 'COUNT' and not have_count then
-      have_count = true
-      v, e = int_arg(args[i + 1], 1, 'count')
-      if v then
-        count = tonumber(v)
-      end
-    elseif opt == 'BLOCK' and not block then
-      -- A function cannot block: BLOCK is validated and the call answers at
-      -- once, as the native verb does inside MULTI.
-      block = true
-      v, e = int_arg(args[i + 1], 0, 'block_ms')
-    else
-      e = E_SYNTAX
-    end
-    if e then
-      return err(e)
-    end
-    i = i + 2
-  end
-
+-- claim_judge is EMQ.CLAIM's read pass and judgement at now (docs/verbs.md
+-- §4.3.2), as the store will stand once ov (nil, or a finishing verb's
+-- effect on its job not written yet: NEXT, §4.5.1) is applied. It returns
+-- the claim's plan, or nil and the refusal. claim_write writes the plan and
+-- returns the reply.
+claim_judge = function(k, lease, count, now, ov)
+  local e
   -- Read pass.
   local mk, paused = read_field(k.meta, 'paused')
   if mk == WRONG then
-    return err(E_WRONGTYPE)
+    return nil, E_WRONGTYPE
   end
   if paused then
-    return {}
+    return { due = {}, ghosts = {}, jobs = {} }
   end
-  local now = now_ms()
-  local due = read_due(k, k.schedule, now, CLAIM_PROMOTE_MAX)
+  local due
+  if ov then
+    due = overlay_due(k, now, ov)
+  else
+    due = read_due(k, k.schedule, now, CLAIM_PROMOTE_MAX)
+  end
   if not due then
-    return err(E_WRONGTYPE)
+    return nil, E_WRONGTYPE
   end
   -- The first members of pending: the read doubles as pending's type check
   -- (read before any row is judged, as docs/verbs.md §4.3.2 orders them).
@@ -1075,12 +1174,12 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
   end
   local r0 = redis.pcall('ZRANGE', k.pending, 0, first - 1, 'WITHSCORES')
   if r0.err or zset_kind(k.active) == WRONG then
-    return err(E_WRONGTYPE)
+    return nil, E_WRONGTYPE
   end
   local promoted
   promoted, e = judge_promotions(due)
   if not promoted then
-    return err(e)
+    return nil, e
   end
   -- The promoted ids join pending at score 0, so they sort by id among the
   -- score-0 members (bytes); a promoted id already in pending moves to 0.
@@ -1099,7 +1198,13 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
   local function add(r)
     for j = 1, #r, 2 do
       local id = r[j]
-      cands[#cands + 1] = { id = id, score = tonumber(r[j + 1]), key = k.job .. id, row = read_row(k.job .. id) }
+      local row
+      if ov and id == ov.id then
+        row = ov.row
+      else
+        row = read_row(k.job .. id)
+      end
+      cands[#cands + 1] = { id = id, score = tonumber(r[j + 1]), key = k.job .. id, row = row }
     end
     fetched = fetched + #r / 2
   end
@@ -1159,19 +1264,19 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
     if row.kind == ABSENT then
       ghosts[#ghosts + 1] = c.id
     elseif row.kind == WRONG then
-      return err(E_WRONGTYPE)
+      return nil, E_WRONGTYPE
     elseif row.lane then
-      return err(E_LANE)
+      return nil, E_LANE
     else
       local tok
       tok, e = next_count(row.attempts, 1)
       if not tok then
-        return err(e)
+        return nil, e
       end
       local failures = 0
       if row.failures then
         if not ll(row.failures) then
-          return err(E_HASH_NOT_INT)
+          return nil, E_HASH_NOT_INT
         end
         failures = tonumber(row.failures)
       end
@@ -1182,10 +1287,14 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
     end
   end
 
-  -- Write pass.
-  write_promotions(k, due)
-  for j = 1, #ghosts do
-    redis.call('ZREM', k.pending, ghosts[j])
+  return { due = due, ghosts = ghosts, jobs = jobs }
+end
+
+claim_write = function(k, pl, lease, now)
+  local jobs = pl.jobs
+  write_promotions(k, pl.due)
+  for j = 1, #pl.ghosts do
+    redis.call('ZREM', k.pending, pl.ghosts[j])
   end
   if #jobs > 0 then
     local deadline = score_str(add_ms(now, lease))
@@ -1203,6 +1312,49 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
     end
   end
   return jobs
+end
+
+verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
+  local lease, e = int_arg(args[1], 1, 'lease_ms')
+  if not lease then
+    return err(e)
+  end
+  lease = tonumber(lease)
+  local count, have_count, block = 1, false, false
+  local i = 2
+  while i <= #args do
+    if i + 1 > #args then
+      return err(E_SYNTAX)
+    end
+    local opt = string.upper(args[i])
+    local v
+    if opt == 'COUNT' and not have_count then
+      have_count = true
+      v, e = int_arg(args[i + 1], 1, 'count')
+      if v then
+        count = tonumber(v)
+      end
+    elseif opt == 'BLOCK' and not block then
+      -- A function cannot block: BLOCK is validated and the call answers at
+      -- once, as the native verb does inside MULTI.
+      block = true
+      v, e = int_arg(args[i + 1], 0, 'block_ms')
+    else
+      e = E_SYNTAX
+    end
+    if e then
+      return err(e)
+    end
+    i = i + 2
+  end
+
+  local now = now_ms()
+  local pl
+  pl, e = claim_judge(k, lease, count, now, nil)
+  if not pl then
+    return err(e)
+  end
+  return claim_write(k, pl, lease, now)
 end)
 
 -- ---------------------------------------------------------------------------

@@ -81,6 +81,24 @@ type claimRead struct {
 // members with a row were seen (promoted ids may replace pending ones, and
 // ghosts do not use up Count).
 func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
+	return readClaimAfter(d, a, now, nil)
+}
+
+// rowOverlay is what a finishing verb's plan, not applied yet, does to the
+// job it finishes, as NEXT's claim must see it (docs/verbs.md §4.5.1): the
+// row of ID is Row from now on (Kind keyAbsent: deleted); with Sched, ID
+// is a member of schedule at a new score, due (score now, a retry with
+// delay_ms 0) when Due.
+type rowOverlay struct {
+	ID    string
+	Row   jobRow
+	Sched bool // the plan ZADDs ID to schedule (a retry)
+	Due   bool // ... at a score <= now
+}
+
+// readClaimAfter is readClaim as it would read once ov's changes were
+// applied (nil: as the store stands).
+func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay) claimRead {
 	k := a.K
 	var r claimRead
 	var meta *store.Hash
@@ -98,7 +116,11 @@ func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
 	if r.Schedule == keyWrong || r.Pending == keyWrong || r.Active == keyWrong {
 		return r
 	}
-	r.Due = readDue(d, k, sched, now, claimPromoteMax, nil)
+	if ov == nil {
+		r.Due = readDue(d, k, sched, now, claimPromoteMax, nil)
+	} else {
+		r.Due = overlayDue(readDue(d, k, sched, now, claimPromoteMax+1, nil), ov, k, now)
+	}
 	if pend == nil {
 		return r
 	}
@@ -117,6 +139,9 @@ func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
 		}
 		key := k.Row(it.Member)
 		row := readRow(d, key)
+		if ov != nil && it.Member == ov.ID {
+			row = ov.Row
+		}
 		r.Cands = append(r.Cands, dueJob{ID: it.Member, Score: it.Score, Row: row, Key: key})
 		if row.Kind != keyAbsent {
 			need--
@@ -305,6 +330,13 @@ func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused 
 		return v, true
 	}
 	apply(c, p)
+	vs.claimed(c, a, &v)
+	return v, false
+}
+
+// claimed counts, publishes and wakes for claim verdict v once its plan
+// was applied.
+func (vs *Verbs) claimed(c *store.Ctx, a *claimArgs, v *claimVerdict) {
 	vs.count(c, a.K, Promoted, v.Promoted)
 	vs.count(c, a.K, Claimed, len(v.Jobs))
 	vs.events(c, a.K, EvPromoted, v.Prom)
@@ -316,7 +348,6 @@ func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused 
 	for range v.Woken {
 		vs.wake(c, a.K)
 	}
-	return v, false
 }
 
 // replyBytes is what the job's entry of the claim reply takes on the wire:
@@ -415,4 +446,34 @@ func nextDue(d *store.DB, k *Keys) (int64, bool) {
 		return math.MaxInt64, true
 	}
 	return int64(math.Ceil(m.Score)), true
+}
+
+// overlayDue applies ov to the due members of schedule read with one to
+// spare: ov.ID leaves them, and joins them at score now when ov.Due (in
+// ZRANGEBYSCORE's order: by score, then by member); at most
+// claimPromoteMax are kept.
+func overlayDue(due []dueJob, ov *rowOverlay, k *Keys, now int64) []dueJob {
+	out := due[:0]
+	for _, d := range due {
+		if d.ID == ov.ID {
+			if ov.Sched {
+				continue
+			}
+			d.Row = ov.Row
+		}
+		out = append(out, d)
+	}
+	if ov.Due {
+		j := dueJob{ID: ov.ID, Score: float64(now), Row: ov.Row, Key: k.Row(ov.ID)}
+		i := sort.Search(len(out), func(i int) bool {
+			return out[i].Score > j.Score || (out[i].Score == j.Score && out[i].ID > j.ID)
+		})
+		out = append(out, dueJob{})
+		copy(out[i+1:], out[i:])
+		out[i] = j
+	}
+	if len(out) > claimPromoteMax {
+		out = out[:claimPromoteMax]
+	}
+	return out
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/emqd/emqd/store"
 )
 
 // TestSweepGuard is EMQ.STALLED.CHECK ... EVERY interval_ms
@@ -257,5 +259,149 @@ func TestEnqueueManyArguments(t *testing.T) {
 	before, feed := digest(h.s), h.feed.n
 	if got := h.ok("EMQ.ENQUEUE.MANY", "q", "JOBS", tID, "x"); !reflect.DeepEqual(got, []any{nil}) || digest(h.s) != before || h.feed.n != feed {
 		t.Fatalf("all duplicates: %v", got)
+	}
+}
+
+// TestNextIsFinishThenClaim is the property of docs/verbs.md §4.5.1 over
+// random states (jobs in every state, broken rows among them): EMQ.COMPLETE
+// / EMQ.FAIL with NEXT answers and leaves the keyspace exactly as the same
+// verb without NEXT followed by EMQ.CLAIM q lease_ms COUNT n; it is refused
+// exactly when one of the two would be, and then writes nothing; it writes
+// one Feed record.
+func TestNextIsFinishThenClaim(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	served, refused := 0, 0
+	for s := 0; s < 3000; s++ {
+		seed := rng.Int63()
+		mk := func() *th {
+			h := newTH(t)
+			randomState(h, rand.New(rand.NewSource(seed)))
+			return h
+		}
+		a, b := mk(), mk()
+		// Leases held for real: the same claim on both sides, then mostly
+		// a held job with its token.
+		warm := []string{"EMQ.CLAIM", "q", "1000", "COUNT", pick(rng, "1", "3")}
+		a.do(warm...)
+		b.do(warm...)
+		id, tok := pick(rng, propIDs...), pick(rng, "1", "1", "2", "0")
+		if v := a.s.DB(0).Get(tk.Active); v != nil && v.ZSet != nil && rng.Intn(5) != 0 {
+			var held []string
+			v.ZSet.AscendAll(func(it store.ZItem) bool { held = append(held, it.Member); return true })
+			if len(held) > 0 {
+				id = held[rng.Intn(len(held))]
+				if rv := a.s.DB(0).Get(tk.Row(id)); rv != nil && rv.Hash != nil {
+					if at, ok := rv.Hash.Get("attempts"); ok {
+						tok = string(at)
+					}
+				}
+			}
+		}
+		if rng.Intn(4) == 0 {
+			a.clk.Advance(2000) // some leases past their deadline, some due times passed
+			b.clk.Advance(2000)
+		}
+		var finish []string
+		if rng.Intn(2) == 0 {
+			finish = []string{"EMQ.COMPLETE", "q", id, tok}
+		} else {
+			finish = []string{"EMQ.FAIL", "q", id, tok, pick(rng, "1", "3"), pick(rng, "0", "0", "500"), "err"}
+		}
+		lease, count := pick(rng, "1000", "50"), pick(rng, "1", "2", "5")
+		claim := []string{"EMQ.CLAIM", "q", lease, "COUNT", count}
+		with := append(append([]string{}, finish...), "NEXT", lease)
+		if count != "1" || rng.Intn(2) == 0 {
+			if rng.Intn(2) == 0 {
+				with = append(append(append([]string{}, finish...), "COUNT", count), "NEXT", lease)
+			} else {
+				with = append(with, "COUNT", count)
+			}
+		}
+		before, feed := digest(a.s), a.feed.n
+		got := a.do(with...)
+		r1 := b.do(finish...)
+		var r2 any
+		if _, isErr := r1.(replyErr); !isErr {
+			r2 = b.do(claim...)
+		}
+		e1, bad1 := r1.(replyErr)
+		e2, bad2 := r2.(replyErr)
+		if bad1 || bad2 {
+			refused++
+			want := e1
+			if !bad1 {
+				want = e2
+			}
+			if got != want {
+				t.Fatalf("%q: %v, want the refusal %q (%q then %q: %v, %v)", with, got, want, finish, claim, r1, r2)
+			}
+			if digest(a.s) != before || a.feed.n != feed {
+				t.Fatalf("%q refused but wrote", with)
+			}
+			continue
+		}
+		served++
+		var want any = r2
+		if finish[0] == "EMQ.FAIL" {
+			want = append(r1.([]any), r2)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: %v, want %v", with, got, want)
+		}
+		if digest(a.s) != digest(b.s) {
+			t.Fatalf("%q: keyspace differs from %q then %q", with, finish, claim)
+		}
+		if a.feed.n != feed+1 {
+			t.Fatalf("%q: %d Feed records, want 1", with, a.feed.n-feed)
+		}
+	}
+	if served < 300 || refused < 300 {
+		t.Fatalf("served %d, refused %d of 3000", served, refused)
+	}
+	t.Logf("served %d, refused %d", served, refused)
+}
+
+// TestNextArguments: NEXT's options after the verb's own arguments
+// (docs/verbs.md §4.5.1).
+func TestNextArguments(t *testing.T) {
+	h := newTH(t)
+	h.ok("EMQ.ENQUEUE", "q", tID, "p")
+	claimOne(t, h, "1000")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EMQ.COMPLETE", "q", tID, "1", "NEXT"}, "ERR syntax error"},
+		{[]string{"EMQ.COMPLETE", "q", tID, "1", "COUNT", "2"}, "ERR syntax error"},
+		{[]string{"EMQ.COMPLETE", "q", tID, "1", "NEXT", "0"}, "ERR lease_ms must be a positive integer"},
+		{[]string{"EMQ.COMPLETE", "q", tID, "1", "NEXT", "10", "COUNT", "0"}, "ERR count must be a positive integer"},
+		{[]string{"EMQ.COMPLETE", "q", tID, "1", "NEXT", "10", "NEXT", "10"}, "ERR syntax error"},
+		{[]string{"EMQ.COMPLETE", "q", tID, "1", "NEXT", "10", "BLOCK", "10"}, "ERR syntax error"},
+		{[]string{"EMQ.FAIL", "q", tID, "1", "3", "0", "e", "NEXT", "x"}, "ERR value is not an integer or out of range"},
+		{[]string{"EMQ.FAIL", "q", tID, "1", "0", "0", "e", "NEXT", "5"}, "ERR max_attempts must be a positive integer"},
+		{[]string{"EMQ.COMPLETE", "q", tID, "9", "NEXT", "10"}, "EMQSTALE complete token mismatch"},
+	} {
+		before := digest(h.s)
+		if got := h.do(c.args...); got != replyErr(c.want) {
+			t.Errorf("%v: %v, want %q", c.args, got, c.want)
+		}
+		if digest(h.s) != before {
+			t.Errorf("%v wrote", c.args)
+		}
+	}
+	// A worker's loop: complete one, get the next in the same call.
+	h.ok("EMQ.ENQUEUE", "q", tID2, "p2")
+	got := h.ok("EMQ.COMPLETE", "q", tID, "1", "next", "1000", "count", "5")
+	if !reflect.DeepEqual(got, []any{[]any{tID2, "p2", "1", int64(0)}}) {
+		t.Fatalf("COMPLETE NEXT: %v", got)
+	}
+	// FAIL with a retry due at once: the claim takes the failed job back.
+	got = h.ok("EMQ.FAIL", "q", tID2, "1", "3", "0", "boom", "NEXT", "1000")
+	if !reflect.DeepEqual(got, []any{"scheduled", int64(1), []any{[]any{tID2, "p2", "2", int64(1)}}}) {
+		t.Fatalf("FAIL NEXT: %v", got)
+	}
+	// Nothing to claim: an empty array.
+	if got := h.ok("EMQ.COMPLETE", "q", tID2, "2", "NEXT", "1000"); !reflect.DeepEqual(got, []any{}) {
+		t.Fatalf("COMPLETE NEXT on an empty queue: %v", got)
 	}
 }

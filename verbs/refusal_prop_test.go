@@ -234,9 +234,17 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return a
 	case 2:
-		return maybe([]string{"EMQ.COMPLETE", q(), id(), tok()}, "x")
+		a := maybe([]string{"EMQ.COMPLETE", q(), id(), tok()}, "x")
+		if rng.Intn(3) == 0 {
+			a = append(a, pick(rng, "NEXT", "next", "COUNT"), num())
+		}
+		return a
 	case 3:
-		return []string{"EMQ.FAIL", q(), id(), tok(), num(), num(), "err"}
+		a := []string{"EMQ.FAIL", q(), id(), tok(), num(), num(), "err"}
+		if rng.Intn(3) == 0 {
+			a = append(a, "NEXT", num(), pick(rng, "COUNT", "BLOCK"), num())
+		}
+		return a
 	case 4:
 		return []string{"EMQ.REQUEUE", q(), id(), tok()}
 	case 5:

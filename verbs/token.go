@@ -79,16 +79,92 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	if !ok {
 		return
 	}
+	var na claimArgs
+	next, ok := vs.parseNext(c, a.K, 4, &na)
+	if !ok {
+		return
+	}
 	r := completeRead{tokenRead: readToken(c.DB, &a), Completed: readCounter(c.DB, a.K.Completed)}
 	p, ref := judgeComplete(&r, &a)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
+	var v claimVerdict
+	var p2 *plan.Plan
+	if next {
+		if v, p2, ref = vs.judgeNext(c, &na, p, &rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}}); ref.Refused() {
+			plan.Put(p)
+			vs.refuseReply(c, ref)
+			return
+		}
+	}
 	apply(c, p)
+	plan.Put(p2)
 	vs.count(c, a.K, Completed, 1)
 	vs.event(c, a.K, EvCompleted, a.ID)
-	c.W.Int(1)
+	if !next {
+		c.W.Int(1)
+		return
+	}
+	vs.claimed(c, &na, &v)
+	writeClaimReply(c, &v)
+}
+
+// parseNext parses the options of EMQ.COMPLETE and EMQ.FAIL from argv[from]
+// on (docs/verbs.md §4.5.1): `NEXT lease_ms` and `COUNT count`, in either
+// order, each at most once, COUNT only with NEXT. It fills na as EMQ.CLAIM
+// q lease_ms COUNT count would be parsed and reports whether NEXT was
+// given; on an error it has written the reply (ok false).
+func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs) (next, ok bool) {
+	argv := c.Argv
+	*na = claimArgs{K: k, Count: 1}
+	var haveCount bool
+	for i := from; i < len(argv); i += 2 {
+		if i+1 >= len(argv) {
+			c.W.Error(store.ErrSyntax)
+			return false, false
+		}
+		var e string
+		switch {
+		case eqFold(argv[i], "NEXT") && !next:
+			next = true
+			na.LeaseMs, e = intArg(argv[i+1], 1, errPosLease)
+		case eqFold(argv[i], "COUNT") && !haveCount:
+			haveCount = true
+			na.Count, e = intArg(argv[i+1], 1, errPosCount)
+		default:
+			e = store.ErrSyntax
+		}
+		if e != "" {
+			c.W.Error(e)
+			return false, false
+		}
+	}
+	if haveCount && !next {
+		c.W.Error(store.ErrSyntax)
+		return false, false
+	}
+	return next, true
+}
+
+// judgeNext is NEXT's claim (docs/verbs.md §4.5.1): EMQ.CLAIM's read pass
+// and judgement as the store will stand once the finishing plan p (whose
+// effect on its job ov describes) is applied. The claim's ops are appended
+// to p, so the two are one plan and one AOF record; the returned plan is
+// the claim's own, to give back once p was applied. A refusal of the claim
+// refuses the whole call.
+func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOverlay) (claimVerdict, *plan.Plan, refusal) {
+	na.Room = c.ReplyRoom()
+	r := readClaimAfter(c.DB, na, c.NowMs, ov)
+	v, p2, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), na)
+	if ref.Refused() {
+		return v, nil, ref
+	}
+	if p2 != nil {
+		p.Ops = append(p.Ops, p2.Ops...)
+	}
+	return v, p2, noRefusal
 }
 
 // completeRead adds the completed-metrics hash to the guard's read.
@@ -137,13 +213,34 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	_, r.Schedule = zsetKind(d, a.K.Schedule)
 	_, r.Dead = zsetKind(d, a.K.Dead)
 	r.Failed = readCounter(d, a.K.Failed)
+	var na claimArgs
+	next, ok := vs.parseNext(c, a.K, 7, &na)
+	if !ok {
+		return
+	}
 	fa.Error = clone(storedError(c, c.Argv[6]))
 	v, p, ref := judgeFail(&r, c.NowMs, &a, &fa)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
+	var nv claimVerdict
+	var p2 *plan.Plan
+	if next {
+		// The failed job as the claim will see it: failures f, and with a
+		// retry a member of schedule, due at once when delay_ms is 0.
+		row := r.Row
+		row.Payload.Val = clone(row.Payload.Val)
+		row.Failures = rowField{Val: strconv.AppendInt(nil, v.F, 10), Present: true}
+		ov := &rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs}
+		if nv, p2, ref = vs.judgeNext(c, &na, p, ov); ref.Refused() {
+			plan.Put(p)
+			vs.refuseReply(c, ref)
+			return
+		}
+	}
 	apply(c, p)
+	plan.Put(p2)
 	vs.count(c, a.K, Failed, 1)
 	if v.Dead {
 		vs.count(c, a.K, FailedDead, 1)
@@ -152,13 +249,21 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		vs.event(c, a.K, EvFailed, a.ID)
 		vs.wake(c, a.K) // the retry's due time (see cmdEnqueue)
 	}
-	c.W.Array(2)
+	if next {
+		vs.claimed(c, &na, &nv)
+		c.W.Array(3)
+	} else {
+		c.W.Array(2)
+	}
 	if v.Dead {
 		c.W.BulkString("dead")
 	} else {
 		c.W.BulkString("scheduled")
 	}
 	c.W.Int(v.F)
+	if next {
+		writeClaimReply(c, &nv)
+	}
 }
 
 // failArgs are EMQ.FAIL's arguments after `q id token`.

@@ -95,6 +95,7 @@ var Scenarios = []Scenario{
 	{"FailErrorCappedAtLimit", failErrorCappedAtLimit},
 	{"EnqueueMany", enqueueMany},
 	{"Schedules", schedules},
+	{"CompleteAndClaimNext", completeAndClaimNext},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -1285,5 +1286,62 @@ func enqueueMany(t *testing.T, tg Target) {
 	}
 	if e.digest() != before || e.dirty() != d {
 		t.Fatal("a refused batch wrote")
+	}
+}
+
+// EMQ.COMPLETE / EMQ.FAIL ... NEXT lease_ms [COUNT n] (docs/verbs.md
+// §4.5.1): the reply is the claim's that would follow, the keyspace the
+// one after both; a refusal of either writes nothing.
+func completeAndClaimNext(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	for _, id := range []string{idA, idB, idC} {
+		e.ok("EMQ.ENQUEUE", "q", id, "p"+id[len(id)-1:])
+	}
+	id, tok, _ := e.claim("q", 1000)
+	if id != idA {
+		t.Fatalf("claimed %s", id)
+	}
+	got := e.ok("EMQ.COMPLETE", "q", idA, tok, "NEXT", 1000, "COUNT", 2)
+	if !reflect.DeepEqual(got, []any{[]any{idB, "p2", "1", int64(0)}, []any{idC, "p3", "1", int64(0)}}) {
+		t.Fatalf("COMPLETE NEXT: %v", got)
+	}
+	if e.row("q", idA) != "" || e.field("q", idB, "state") != "active" {
+		t.Fatalf("rows %s / %s", e.row("q", idA), e.row("q", idB))
+	}
+	// A retry due at once is promoted and claimed back by its own NEXT.
+	got = e.ok("EMQ.FAIL", "q", idB, "1", 3, 0, "boom", "NEXT", 1000)
+	if !reflect.DeepEqual(got, []any{"scheduled", int64(1), []any{[]any{idB, "p2", "2", int64(1)}}}) {
+		t.Fatalf("FAIL NEXT: %v", got)
+	}
+	got = e.ok("EMQ.FAIL", "q", idC, "1", 1, 0, "dead", "count", 5, "next", 1000)
+	if !reflect.DeepEqual(got, []any{"dead", int64(1), []any{}}) {
+		t.Fatalf("FAIL NEXT to dead: %v", got)
+	}
+	// A bad row in pending refuses the claim, and so the whole call.
+	e.ok("EMQ.ENQUEUE", "q", idD, "p4")
+	e.ok("HSET", "emq:{q}:job:"+idD, "attempts", "x")
+	before, d := e.digest(), e.dirty()
+	if got := e.refused("EMQ.COMPLETE", "q", idB, "2", "NEXT", 1000); got != "ERR hash value is not an integer" {
+		t.Fatalf("bad row behind NEXT: %q", got)
+	}
+	if e.digest() != before || e.dirty() != d {
+		t.Fatal("a refused NEXT wrote")
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.COMPLETE", "q", idB, "2", "COUNT", 2}, "ERR syntax error"},
+		{[]any{"EMQ.COMPLETE", "q", idB, "2", "NEXT", 0}, "ERR lease_ms must be a positive integer"},
+		{[]any{"EMQ.FAIL", "q", idB, "2", 3, 0, "e", "NEXT"}, "ERR syntax error"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	// Without the bad row: completes and answers an empty claim.
+	e.ok("DEL", "emq:{q}:job:"+idD)
+	if got := e.ok("EMQ.COMPLETE", "q", idB, "2", "NEXT", 1000); !reflect.DeepEqual(got, []any{}) {
+		t.Fatalf("COMPLETE NEXT over a ghost: %v", got)
 	}
 }
