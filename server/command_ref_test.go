@@ -512,3 +512,43 @@ func TestGetKeysFunctionsMatchValkey(t *testing.T) {
 		}
 	}
 }
+
+// TestEMQCommandInfo: the verbs' hand-written entries answer in Valkey's
+// shapes (RESP2 and RESP3).
+func TestEMQCommandInfo(t *testing.T) {
+	s := startServer(t, nil, nil)
+	c := dialRef(t, s.Addr())
+	keySpec := func(m, set string) string {
+		h := func(n int) string { // a map of n entries
+			if m == "*" {
+				n *= 2
+			}
+			return m + strconv.Itoa(n) + "\r\n"
+		}
+		return h(3) + "$5\r\nflags\r\n" + set + "2\r\n+RW\r\n+delete\r\n$12\r\nbegin_search\r\n" + h(2) + "$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n" +
+			h(1) + "$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n" + h(2) + "$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n" +
+			h(3) + "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
+	}
+	info := func(m, set string) string {
+		return "*1\r\n*10\r\n$12\r\nemq.complete\r\n:4\r\n" + set + "2\r\n+write\r\n+fast\r\n:1\r\n:1\r\n:1\r\n" +
+			set + "3\r\n+@write\r\n+@fast\r\n+@emq\r\n" + set + "0\r\n" + set + "1\r\n" + keySpec(m, set) + set + "0\r\n"
+	}
+	if got, want := c.do("COMMAND", "INFO", "EMQ.COMPLETE").raw, info("*", "*"); got != want {
+		t.Errorf("RESP2 COMMAND INFO emq.complete\n got  %q\n want %q", got, want)
+	}
+	if got, want := c.do("COMMAND", "GETKEYSANDFLAGS", "EMQ.COMPLETE", "q", "id", "tok").raw, "*1\r\n*2\r\n$1\r\nq\r\n*2\r\n+RW\r\n+delete\r\n"; got != want {
+		t.Errorf("GETKEYSANDFLAGS %q", got)
+	}
+	docs := c.do("COMMAND", "DOCS", "emq.delay").raw
+	for _, part := range []string{"$7\r\nsummary\r\n$68\r\nMoves a leased job to the schedule, due in delay_ms or at run_at_ms.\r\n",
+		"$5\r\ngroup\r\n$3\r\nemq\r\n", "$4\r\nname\r\n$4\r\nwhen\r\n$4\r\ntype\r\n$5\r\noneof\r\n",
+		"$5\r\ntoken\r\n$2\r\nIN\r\n", "$14\r\nkey_spec_index\r\n:0\r\n"} {
+		if !strings.Contains(docs, part) {
+			t.Errorf("COMMAND DOCS emq.delay lacks %q: %q", part, docs)
+		}
+	}
+	c.do("HELLO", "3")
+	if got, want := c.do("COMMAND", "INFO", "emq.complete").raw, info("%", "~"); got != want {
+		t.Errorf("RESP3 COMMAND INFO emq.complete\n got  %q\n want %q", got, want)
+	}
+}
