@@ -14,7 +14,7 @@ import (
 // TRACKINGINFO: §1.9). NO-EVICT, NO-TOUCH, CAPA and MAINT_NOTIFICATIONS are
 // absent: they get "unknown subcommand".
 func clientSubcommands() []serverCmd {
-	return []serverCmd{
+	return append(clientPauseCommands(), []serverCmd{
 		{spec: store.NewCommand("client|id", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientID},
 		{spec: store.NewCommand("client|getname", 2, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientGetName},
 		{spec: store.NewCommand("client|setname", 3, nil, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdClientSetName},
@@ -47,8 +47,12 @@ func clientSubcommands() []serverCmd {
 			"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
 			"         [OPTIN] [OPTOUT] [NOLOOP]",
 			"    Control server assisted client side caching.",
-			"TRACKINGINFO", "    Report tracking status for the current connection.")},
-	}
+			"TRACKINGINFO", "    Report tracking status for the current connection.",
+			"PAUSE <timeout> [WRITE|ALL]", "    Suspend all, or just write, clients for <timeout> milliseconds.",
+			"UNPAUSE", "    Stop the current client pause, resuming traffic.",
+			"NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+			"NO-TOUCH (ON|OFF)", "    Will not touch LRU/LFU stats when this mode is on.")},
+	}...)
 }
 
 func cmdClientID(c *client, x *store.Ctx) { x.W.Int(c.id) }

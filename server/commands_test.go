@@ -54,7 +54,7 @@ func TestContainerErrors(t *testing.T) {
 		{a("COMMAND", "COUNT", "x"), errReply("ERR wrong number of arguments for 'command|count' command")},
 		{a("client", "nosuch"), errReply("ERR unknown subcommand 'nosuch'. Try CLIENT HELP.")},
 		{a("Config", "foo"), errReply("ERR unknown subcommand 'foo'. Try CONFIG HELP.")},
-		{a("CLIENT", "NO-TOUCH", "on"), errReply("ERR unknown subcommand 'NO-TOUCH'. Try CLIENT HELP.")},
+		{a("CLIENT", "NO-SUCH", "on"), errReply("ERR unknown subcommand 'NO-SUCH'. Try CLIENT HELP.")},
 		{a("COMMAND", "FOO"), errReply("ERR unknown subcommand 'FOO'. Try COMMAND HELP.")},
 		{a("FUNCTION", "LIST"), errReply("ERR unknown subcommand 'LIST'. Try FUNCTION HELP.")},
 		{a("FUNCTION", "FLUSH"), "+OK\r\n"},

@@ -93,6 +93,9 @@ type client struct {
 	// store lock: frames for it (invalidations) then go to w, after the
 	// replies written so far.
 	inBatch bool
+	// heldDone, set when CLIENT PAUSE holds the running command, is the
+	// pause's end (pause.go).
+	heldDone chan struct{}
 	// monitor: the client ran MONITOR (store lock; monitor.go).
 	monitor bool
 
@@ -316,6 +319,10 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	}
 	c.waitAuthDelay()
 	c.flushOut()
+	if done := c.heldDone; done != nil {
+		c.heldDone = nil
+		c.waitUnpause(done)
+	}
 	if c.shutdownAfter {
 		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
 	}
@@ -345,6 +352,12 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	c.inBatch = true
 	for i, argv := range cmds {
 		c.execUnit(argv)
+		if c.heldDone != nil {
+			// Held by CLIENT PAUSE: this command and those behind it run
+			// once the pause ends (runBatch waits).
+			c.pending = append([][][]byte(nil), cmds[i:]...)
+			break
+		}
 		if c.park != nil || c.authDelay > 0 {
 			// A parked command, or a failed authentication whose reply
 			// is delayed: the commands behind it wait (auth.go).

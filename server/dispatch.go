@@ -101,6 +101,12 @@ func (c *client) dispatch(argv [][]byte) {
 			return
 		}
 	}
+	if s.paused.Load() && c.heldByPause(cmd) {
+		// Held until the pause ends (pause.go): runLocked keeps this
+		// command and the ones behind it for later.
+		c.heldDone = s.pause.done
+		return
+	}
 	if c.inMulti {
 		switch cmd.name {
 		case "exec", "discard", "multi", "watch", "quit", "reset":

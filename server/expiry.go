@@ -99,7 +99,7 @@ func (s *Server) expireTick() {
 			st.Unlock()
 			return
 		}
-		if s.exp.held.Load() {
+		if s.exp.held.Load() || s.paused.Load() {
 			s.armExpireLocked()
 			st.Unlock()
 			break

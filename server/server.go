@@ -28,6 +28,10 @@ type Server struct {
 	clock clock.Clock
 	store *store.Store
 	reg   *registry
+	// pause is CLIENT PAUSE's state (store lock); paused mirrors
+	// pause.mode != pauseNone for the expiry cycle and the dispatch check.
+	pause  pauseState
+	paused atomic.Bool
 	// monitors are the clients in MONITOR mode, in order (store lock).
 	monitors []*client
 	// noEffectOrder lists the no-effect directives given at start, in
