@@ -15,12 +15,27 @@
 // Then it verifies: every copied key equal on both sides, the queue's
 // counts equal (EMQ.COUNTS against emq_counts), the minter not behind, and
 // it lists keys of the queue present only on the target. A second run
-// writes nothing. Exit status: 0 when the verification passed, 1 when it
-// found a difference, 2 on a usage or connection error.
+// writes nothing.
+//
+// Each key it writes is recorded on the target, in the same MULTI, in the
+// queue's hash emq:{q}:migrated (field: the key, value: a digest of the
+// content written). A later run that finds a key differing from emqd
+// first checks that the target still holds what the last copy wrote: a key
+// the cluster changed since (a job completed there, a counter moved, a job
+// enqueued there that --prune would delete) is a conflict, and the run
+// refuses before writing anything, naming every such key, unless --force.
+// Without --load-library it checks first that every primary has the emq
+// library (the verification calls emq_counts).
+//
+// Exit status: 0 when the verification passed, 1 when it found a
+// difference, 2 on a usage or connection error (or no library), 3 when it
+// refused because the target changed keys since the last copy.
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +43,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -51,6 +67,7 @@ type config struct {
 	loadLibrary        bool
 	verifyOnly         bool
 	prune              bool
+	force              bool
 	queues             map[string]bool
 	batch              int
 }
@@ -69,6 +86,7 @@ func parse(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.loadLibrary, "load-library", false, "load the emq FUNCTION library on every primary first")
 	fs.BoolVar(&c.verifyOnly, "verify-only", false, "write nothing: only compare")
 	fs.BoolVar(&c.prune, "prune", false, "delete keys of a copied queue that exist only on the target")
+	fs.BoolVar(&c.force, "force", false, "overwrite (or prune) keys the target changed since the last copy")
 	fs.StringVar(&queues, "queues", "", "copy only these queues (comma-separated); default: every queue")
 	fs.IntVar(&c.batch, "batch", 500, "fields or members per HSET/ZADD")
 	fs.Usage = func() {
@@ -121,6 +139,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	m := &migrator{cfg: c, src: src, dst: dst, out: stdout}
 	if err := m.run(ctx); err != nil {
 		fmt.Fprintln(stderr, "emqd-migrate:", err)
+		var ce *conflictError
+		if errors.As(err, &ce) {
+			return 3
+		}
 		return 2
 	}
 	if m.diffs > 0 {
@@ -190,6 +212,8 @@ func (m *migrator) run(ctx context.Context) error {
 			return err
 		}
 		fmt.Fprintln(m.out, "library: loaded on every primary")
+	} else if err := m.checkLibrary(ctx); err != nil {
+		return err
 	}
 	byQueue, err := m.scanSource(ctx)
 	if err != nil {
@@ -216,6 +240,24 @@ func (m *migrator) run(ctx context.Context) error {
 		mode = "verify"
 	}
 	fmt.Fprintf(m.out, "%s: %d queue(s) from %s (db %d) to %s\n", mode, len(queues), m.cfg.from, m.cfg.fromDB, strings.Join(m.cfg.to, ","))
+	if !m.cfg.verifyOnly && !m.cfg.force {
+		// Every queue is checked before any is written, so a refusal
+		// writes nothing.
+		var conflicts []string
+		for _, q := range queues {
+			c, err := m.conflicts(ctx, q, byQueue[q])
+			if err != nil {
+				return fmt.Errorf("queue %s: %w", q, err)
+			}
+			conflicts = append(conflicts, c...)
+		}
+		if len(conflicts) > 0 {
+			for _, c := range conflicts {
+				fmt.Fprintln(m.out, "  conflict:", c)
+			}
+			return &conflictError{n: len(conflicts)}
+		}
+	}
 	for _, q := range queues {
 		if err := m.queue(ctx, q, byQueue[q], mint); err != nil {
 			return fmt.Errorf("queue %s: %w", q, err)
@@ -225,6 +267,150 @@ func (m *migrator) run(ctx context.Context) error {
 		fmt.Fprintf(m.out, "copy: %d key(s) written, %d deleted, %d already equal\n", m.keysWritten, m.keysDeleted, m.keysSame)
 	}
 	return nil
+}
+
+// conflictError is the refusal of a run that found keys the target
+// changed since the last copy.
+type conflictError struct{ n int }
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("refused, nothing written: %d key(s) on the target changed since the last copy (listed above); "+
+		"the cluster has taken writes, and copying again would undo them (run it with --force to overwrite them)", e.n)
+}
+
+// checkLibrary fails unless every primary of the target has the emq
+// FUNCTION library (docs/cluster.md §1.1): without it the verification's
+// emq_counts would fail with "ERR Function not found" after the copy.
+func (m *migrator) checkLibrary(ctx context.Context) error {
+	check := func(ctx context.Context, c *redis.Client) error {
+		libs, err := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: cluster.LibraryName}).Result()
+		if err != nil {
+			return fmt.Errorf("FUNCTION LIST on %s: %w", c.Options().Addr, err)
+		}
+		for _, l := range libs {
+			if l.Name == cluster.LibraryName {
+				return nil
+			}
+		}
+		return fmt.Errorf("the %s FUNCTION library is not loaded on %s: run with --load-library to load it on every primary (docs/cluster.md §1.1); nothing was copied",
+			cluster.LibraryName, c.Options().Addr)
+	}
+	switch d := m.dst.(type) {
+	case *redis.ClusterClient:
+		return d.ForEachMaster(ctx, check)
+	case *redis.Client:
+		return check(ctx, d)
+	}
+	return nil
+}
+
+// recordKey is the hash on the target that records what the copies wrote
+// for queue q: field the key, value digest(content) ("" for a key deleted
+// by --prune). Same slot as the queue's keys.
+func recordKey(q string) string { return "emq:{" + q + "}:migrated" }
+
+// digest is a fingerprint of a key's content (nil: absent), equal for
+// contents equal under equal (scores as numbers).
+func digest(c *content) string {
+	if c == nil {
+		return ""
+	}
+	h := sha256.New()
+	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	put(c.typ)
+	switch c.typ {
+	case "string":
+		put(c.str)
+	case "hash":
+		fields := make([]string, 0, len(c.hash))
+		for f := range c.hash {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			put(f)
+			put(c.hash[f])
+		}
+	case "zset":
+		for _, z := range c.zset {
+			put(z.m)
+			if f, err := strconv.ParseFloat(z.score, 64); err == nil {
+				put(strconv.FormatFloat(f, 'g', -1, 64))
+			} else {
+				put(z.score)
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// conflicts lists the keys of queue q that this run would overwrite or
+// prune although the target changed them since the last copy: a key that
+// differs from emqd whose target content is not what the record says the
+// last copy wrote (or that no copy wrote and the target holds).
+func (m *migrator) conflicts(ctx context.Context, q string, keys []string) ([]string, error) {
+	src, err := read(ctx, m.src, keys)
+	if err != nil {
+		return nil, fmt.Errorf("reading emqd: %w", err)
+	}
+	names := make([]string, 0, len(src))
+	for k := range src {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	dst, err := read(ctx, m.dst, names)
+	if err != nil {
+		return nil, fmt.Errorf("reading the target: %w", err)
+	}
+	rec, err := m.dst.HGetAll(ctx, recordKey(q)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", recordKey(q), err)
+	}
+	var out []string
+	for _, k := range names {
+		if equal(src[k], dst[k]) {
+			continue
+		}
+		if why, changed := changedSince(rec, k, dst[k]); changed {
+			out = append(out, fmt.Sprintf("%s %s (emqd %s, target %s)", k, why, describe(src[k]), describe(dst[k])))
+		}
+	}
+	if m.cfg.prune {
+		extra, err := m.targetKeys(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range extra {
+			if _, ok := src[k]; ok || k == "emq:{"+q+"}:mint" || k == recordKey(q) {
+				continue
+			}
+			ct, err := read(ctx, m.dst, []string{k})
+			if err != nil {
+				return nil, err
+			}
+			if why, changed := changedSince(rec, k, ct[k]); changed {
+				out = append(out, fmt.Sprintf("%s %s (--prune would delete it)", k, why))
+			}
+		}
+	}
+	return out, nil
+}
+
+// changedSince reports whether the target's content cur of key differs
+// from what the record says the last copy left there.
+func changedSince(rec map[string]string, key string, cur *content) (string, bool) {
+	want, ok := rec[key]
+	switch {
+	case !ok && cur == nil:
+		return "", false // never written, absent: nothing to lose
+	case !ok:
+		return "was not written by a copy and the target holds it", true
+	case digest(cur) == want:
+		return "", false
+	case cur == nil:
+		return "was deleted on the target since the last copy", true
+	}
+	return "was changed on the target since the last copy", true
 }
 
 // scanSource lists the keys of every queue on emqd.
@@ -368,8 +554,9 @@ func sameScore(a, b string) bool {
 // write makes key on the target hold ct: one MULTI with DEL and the
 // content, so a run stopped half-way leaves whole keys and the next run
 // completes it.
-func (m *migrator) write(ctx context.Context, key string, ct *content) error {
+func (m *migrator) write(ctx context.Context, q, key string, ct *content) error {
 	_, err := m.dst.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, recordKey(q), key, digest(ct))
 		p.Del(ctx, key)
 		switch ct.typ {
 		case "string":
@@ -419,12 +606,24 @@ func (m *migrator) queue(ctx context.Context, q string, keys []string, mint stri
 		if err != nil {
 			return fmt.Errorf("reading the target: %w", err)
 		}
+		rec, err := m.dst.HGetAll(ctx, recordKey(q)).Result()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", recordKey(q), err)
+		}
 		for _, k := range names {
 			if equal(src[k], dst[k]) {
 				m.keysSame++
+				if d := digest(src[k]); rec[k] != d {
+					// Equal already (an earlier copy, or by chance): the
+					// record says so, so a later change on the target is
+					// seen as one.
+					if err := m.dst.HSet(ctx, recordKey(q), k, d).Err(); err != nil {
+						return fmt.Errorf("writing %s: %w", recordKey(q), err)
+					}
+				}
 				continue
 			}
-			if err := m.write(ctx, k, src[k]); err != nil {
+			if err := m.write(ctx, q, k, src[k]); err != nil {
 				return fmt.Errorf("writing %s: %w", k, err)
 			}
 			m.keysWritten++
@@ -449,8 +648,12 @@ func (m *migrator) queue(ctx context.Context, q string, keys []string, mint stri
 				return err
 			}
 			for _, k := range extra {
-				if _, ok := src[k]; !ok && k != mintKey {
-					if err := m.dst.Del(ctx, k).Err(); err != nil {
+				if _, ok := src[k]; !ok && k != mintKey && k != recordKey(q) {
+					if _, err := m.dst.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.HSet(ctx, recordKey(q), k, "")
+						p.Del(ctx, k)
+						return nil
+					}); err != nil {
 						return err
 					}
 					written++
@@ -487,7 +690,7 @@ func (m *migrator) verify(ctx context.Context, q string, names []string, src map
 		report("SCAN on the target: %v", err)
 	}
 	for _, k := range extra {
-		if _, ok := src[k]; !ok && k != "emq:{"+q+"}:mint" {
+		if _, ok := src[k]; !ok && k != "emq:{"+q+"}:mint" && k != recordKey(q) {
 			report("%s exists only on the target (--prune deletes it)", k)
 		}
 	}

@@ -158,7 +158,17 @@ func TestMigrate(t *testing.T) {
 	if dst.HGet(ctx, "emq:{emails}:job:JOB00000000001", "payload").Val() != "changed" {
 		t.Fatal("--verify-only wrote")
 	}
+	// Both were changed on the target since the copy: refused, named,
+	// nothing written, until --force.
 	code, out = migrate("--prune", "--queues", "emails")
+	if code != 3 || !strings.Contains(out, "conflict: emq:{emails}:job:JOB00000000001 was changed on the target since the last copy") ||
+		!strings.Contains(out, "conflict: emq:{emails}:job:JOBzzzzzzzzzzz was not written by a copy") {
+		t.Fatalf("repair without --force: %d\n%s", code, out)
+	}
+	if dst.HGet(ctx, "emq:{emails}:job:JOB00000000001", "payload").Val() != "changed" || dst.Exists(ctx, "emq:{emails}:job:JOBzzzzzzzzzzz").Val() != 1 {
+		t.Fatal("the refused run wrote")
+	}
+	code, out = migrate("--prune", "--force", "--queues", "emails")
 	if code != 0 || !strings.Contains(out, "copy: 1 queue(s)") || !strings.Contains(out, "copy: 1 key(s) written, 1 deleted") {
 		t.Fatalf("repair: %d\n%s", code, out)
 	}
@@ -217,5 +227,88 @@ func TestMigrateUsage(t *testing.T) {
 	}
 	if slot("123456789") != 0x31c3 { // CRC16/XMODEM's check value
 		t.Fatalf("slot %d", slot("123456789"))
+	}
+}
+
+// TestMigrateAgainKeepsClusterWrites (issue 27 item 12): migrate, complete
+// a job on the cluster (completed goes to 31), run the same migration
+// again: it refuses with exit status 3, names the three keys the
+// completion wrote, and writes nothing (the job stays completed, the
+// counter 31); --force copies emqd's state over them. A target without the
+// library is refused before anything is copied.
+func TestMigrateAgainKeepsClusterWrites(t *testing.T) {
+	src := server.StartTest(t)
+	sc := redis.NewClient(&redis.Options{Addr: src.Addr(), Protocol: 2})
+	defer sc.Close()
+	ctx := context.Background()
+	for i := 0; i < 31; i++ {
+		sc.Do(ctx, "EMQ.ENQUEUE", "alpha", verbs.EncodeID(int64(i+1)), "p")
+	}
+	for i := 0; i < 30; i++ {
+		j := sc.Do(ctx, "EMQ.CLAIM", "alpha", 60000).Val().([]any)[0].([]any)
+		sc.Do(ctx, "EMQ.COMPLETE", "alpha", j[0], j[2])
+	}
+	held := sc.Do(ctx, "EMQ.CLAIM", "alpha", 600000).Val().([]any)[0].([]any)
+	id := held[0].(string)
+
+	// A target without the library: refused before copying.
+	bare := clustertest.StartNode(t, clustertest.NodeOptions{})
+	var bout, berr bytes.Buffer
+	code := run(ctx, []string{"--from", src.Addr(), "--to", bare.Addr, "--standalone"}, &bout, &berr)
+	if code != 2 || !strings.Contains(berr.String(), "library is not loaded on "+bare.Addr+": run with --load-library") {
+		t.Fatalf("no library: %d %q %q", code, bout.String(), berr.String())
+	}
+	if n := bare.Client(2).DBSize(ctx).Val(); n != 0 {
+		t.Fatalf("copied %d keys without the library", n)
+	}
+
+	cl := clustertest.StartCluster(t, 3)
+	dst := cl.Client()
+	to := strings.Join(cl.Addrs(), ",")
+	migrate := func(args ...string) (int, string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := run(ctx, append([]string{"--from", src.Addr(), "--to", to}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, out, _ := migrate(); code != 0 {
+		t.Fatalf("first run: %d\n%s", code, out)
+	}
+	if v, err := dst.FCall(ctx, "emq_complete", []string{"alpha"}, id, "1").Result(); err != nil || v != int64(1) {
+		t.Fatalf("complete on the cluster: %v %v", v, err)
+	}
+	completed := func() any { return counts(t, dst.FCall(ctx, "emq_counts", []string{"alpha"}))["completed"] }
+	if c := completed(); c != int64(31) {
+		t.Fatalf("completed %v", c)
+	}
+	code, out, errs := migrate()
+	if code != 3 || !strings.Contains(errs, "refused, nothing written:") {
+		t.Fatalf("second run: %d\n%s\n%s", code, out, errs)
+	}
+	for _, k := range []string{"emq:{alpha}:job:" + id + " was deleted on the target", "emq:{alpha}:active was", "emq:{alpha}:metrics:completed was"} {
+		if !strings.Contains(out, "conflict: "+k) {
+			t.Errorf("%q not named:\n%s", k, out)
+		}
+	}
+	if c := completed(); c != int64(31) {
+		t.Fatalf("completed %v after the refused run", c)
+	}
+	if n := dst.Exists(ctx, "emq:{alpha}:job:"+id).Val(); n != 0 {
+		t.Fatal("the completed job's row is back")
+	}
+	// --verify-only still reports the differences and writes nothing.
+	if code, _, _ := migrate("--verify-only"); code != 1 {
+		t.Fatalf("verify-only: %d", code)
+	}
+	code, out, _ = migrate("--force")
+	if code != 0 || !strings.Contains(out, "verify: OK") {
+		t.Fatalf("--force: %d\n%s", code, out)
+	}
+	if c := completed(); c != int64(30) {
+		t.Fatalf("completed %v after --force", c)
+	}
+	// And now a run again is quiet: nothing changed since that copy.
+	if code, out, _ := migrate(); code != 0 || !strings.Contains(out, "copy: 0 key(s) written") {
+		t.Fatalf("after --force: %d\n%s", code, out)
 	}
 }
