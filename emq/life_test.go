@@ -1,8 +1,11 @@
 package emq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +53,47 @@ func TestEnqueueMany(t *testing.T) {
 				t.Fatalf("empty: %v %v", ids, err)
 			}
 		})
+	}
+}
+
+// TestWorkerCompletesWithNext: a busy worker completes each job with
+// EMQ.COMPLETE ... NEXT (docs/verbs.md §4.5.1), so the server sees one
+// command per job and almost no separate claims: 200 jobs, concurrency 1,
+// then INFO commandstats counts 200 completions and at most a few claims.
+func TestWorkerCompletesWithNext(t *testing.T) {
+	e := newEnv(t)
+	const n = 200
+	jobs := make([]emq.NewJob, n)
+	if _, err := e.c.EnqueueMany(e.ctx, "q", jobs); err != nil {
+		t.Fatal(err)
+	}
+	wk := e.startWorker("q", emq.WorkerOptions{StallSweep: -1}, func(context.Context, *emq.Job) error { return nil })
+	for done := 0; done < n; {
+		select {
+		case <-wk.claimed:
+		case o := <-wk.outcomes:
+			if o.o.Kind != emq.Completed {
+				t.Fatalf("outcome %+v", o.o)
+			}
+			done++
+		case <-time.After(within):
+			t.Fatalf("%d of %d outcomes within %v", done, n, within)
+		}
+	}
+	info, err := e.rdb.Info(e.ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func(cmd string) int {
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+				k, _ := strconv.Atoi(v[:strings.IndexByte(v, ',')])
+				return k
+			}
+		}
+		return 0
+	}
+	if c, cl := calls("emq.complete"), calls("emq.claim"); c != n || cl > 3 {
+		t.Fatalf("emq.complete %d calls, emq.claim %d: want %d and at most 3", c, cl, n)
 	}
 }

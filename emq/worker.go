@@ -910,29 +910,27 @@ func isRefusal(err error, class, detail string) bool {
 	return errors.As(err, &e) && e.Class == class && e.Detail == detail
 }
 
-// completeAndClaim sends EMQ.COMPLETE and, in the same round trip (a
-// pipeline), an EMQ.CLAIM of one job without BLOCK for the freed slot: a
-// busy worker then costs one round trip per job, as a hand-written loop
-// that claims in batches does. A transport error falls back to complete's
-// resends (the claim's reply is lost with it; a job it may have leased is
-// recovered by the sweep, as for any lost claim).
+// completeAndClaim sends EMQ.COMPLETE ... NEXT lease_ms (docs/verbs.md
+// §4.5.1): the completion and the claim of one job for the freed slot in
+// one command, so a busy worker costs one command and one round trip per
+// job. A transport error falls back to complete's resends (a job the lost
+// reply may have leased is recovered by the sweep, as for any lost claim).
+// A refusal (the guard's, or the claim's: a bad row in pending refuses the
+// whole call and completes nothing) is settled by a plain EMQ.COMPLETE, so
+// the job's outcome never depends on another job's row.
 func (r *run) completeAndClaim(j *Job) (Outcome, *Claimed) {
-	var done, claim *redis.Cmd
-	_, _ = r.c.rdb.Pipelined(r.base, func(p redis.Pipeliner) error {
-		done = p.Do(r.base, r.c.argv("EMQ.COMPLETE", r.q, j.ID, j.Token)...)
-		claim = p.Do(r.base, r.c.argv("EMQ.CLAIM", r.q, posMs(r.o.Lease))...)
-		return nil
-	})
-	err := typed(done.Err())
+	v, err := r.c.do(r.base, "EMQ.COMPLETE", r.q, j.ID, j.Token, "NEXT", posMs(r.o.Lease))
 	if !IsReply(err) {
 		return r.complete(j, true, err), nil
 	}
-	o := completeOutcome(false, err)
-	jobs, cerr := parseClaim(claim.Val(), typed(claim.Err()))
-	if cerr != nil || len(jobs) != 1 {
-		return o, nil
+	if err != nil {
+		return r.complete(j, false, nil), nil
 	}
-	return o, &jobs[0]
+	jobs, cerr := parseClaim(v, nil)
+	if cerr != nil || len(jobs) != 1 {
+		return Outcome{Kind: Completed}, nil
+	}
+	return Outcome{Kind: Completed}, &jobs[0]
 }
 
 // complete sends EMQ.COMPLETE with resends; lost and first are the state
