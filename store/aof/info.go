@@ -7,8 +7,9 @@ import (
 
 // PersistenceInfo is INFO's "# Persistence" section as Valkey 8.0 prints it,
 // field by field in order. a is nil when appendonly is no. dirty is the
-// number of changes since boot (rdb_changes_since_last_save: emqd writes no
-// RDB) and lastSave the boot time in Unix seconds (rdb_last_save_time).
+// number of changes since boot and lastSave the boot time in Unix seconds;
+// the server replaces the rdb_* values with its snapshot state
+// (server/rdb.go).
 func PersistenceInfo(a *AOF, dirty, lastSave int64) [][2]string {
 	i := strconv.FormatInt
 	out := [][2]string{
