@@ -317,13 +317,16 @@ func (r *saver) startBG() bool {
 	r.done = make(chan struct{})
 	done := r.done
 	r.mu.Unlock()
+	took := time.Now()
 	snap := rdb.Take(s.store)
 	dirty := s.store.DirtyCount
+	capture := time.Since(took)
 	r.mu.Lock()
 	r.keysTotal = int64(snap.Keys())
 	r.mu.Unlock()
 	delay := atoi(s.Config("rdb-key-save-delay"))
-	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()))
+	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()), "keys", snap.Keys(),
+		"capture_ms", fmt.Sprintf("%.1f", float64(capture.Microseconds())/1000))
 	go func() {
 		err := r.write(snap, delay)
 		r.mu.Lock()

@@ -55,10 +55,11 @@ type HashSnapshot struct {
 	big     bool
 }
 
-// Snapshot copies h (call under the store lock).
-func (h *Hash) Snapshot() *HashSnapshot {
+// Snapshot copies h (call under the store lock). It returns a value, so a
+// snapshot of a listpack hash allocates nothing (BGSAVE takes one per key).
+func (h *Hash) Snapshot() HashSnapshot {
 	if !h.big() {
-		return &HashSnapshot{lp: h.v.Str, n: h.Len()}
+		return HashSnapshot{lp: h.v.Str, n: h.Len()}
 	}
 	t := h.tab
 	out := make([]hashEntry, 0, t.live)
@@ -67,7 +68,7 @@ func (h *Hash) Snapshot() *HashSnapshot {
 			out = append(out, e)
 		}
 	}
-	return &HashSnapshot{entries: out, n: t.live, big: true}
+	return HashSnapshot{entries: out, n: t.live, big: true}
 }
 
 // Len is the number of fields.

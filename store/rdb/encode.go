@@ -15,7 +15,7 @@ import (
 type Object struct {
 	Kind store.Kind
 	Str  []byte
-	Hash *store.HashSnapshot
+	Hash store.HashSnapshot
 	ZSet *store.ZSetSnapshot
 }
 
