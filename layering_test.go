@@ -49,6 +49,7 @@ var layers = map[string]int{
 	"bench/internal/...": 6,
 	"bench/lua":          6,
 	"bench/load":         7,
+	"bench/check":        7, // the history checker under faults (bench/README.md)
 	"bench/...":          8, // bench/cmd/*
 }
 

@@ -1,0 +1,210 @@
+package check
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	e1 = "1111111111111111111111111111111111111111"
+	e2 = "2222222222222222222222222222222222222222"
+)
+
+// ms is a time in the doctored histories.
+func ms(n int64) int64 { return n * 1e6 }
+
+// base is a clean history of one job: enqueued, claimed, completed.
+func base() *History {
+	return &History{
+		MaxStalled: 3, MaxAttempts: 3,
+		Ops: []Op{
+			{Client: 0, Kind: Enqueue, ID: "JOB1", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+			{Client: 1, Kind: Claim, Call: ms(2), Return: ms(3), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}},
+			{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+		},
+		Final: map[string]Row{},
+	}
+}
+
+func kinds(vs []Violation) map[string]bool {
+	m := map[string]bool{}
+	for _, v := range vs {
+		m[v.Kind] = true
+	}
+	return m
+}
+
+func TestCleanHistoriesPass(t *testing.T) {
+	if v := Check(base()); len(v) != 0 {
+		t.Fatalf("clean history reported: %v", v)
+	}
+	// A COMPLETE whose reply was lost and no row at the end: it may have
+	// happened, so nothing is lost.
+	h := base()
+	h.Ops[2].Status, h.Ops[2].Err = Unknown, "i/o timeout"
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("indeterminate COMPLETE reported: %v", v)
+	}
+	// The same lost COMPLETE with the row still active: it did not happen.
+	h.Final["JOB1"] = Row{State: "active", Attempts: 1, LeaseEpoch: e1}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("indeterminate COMPLETE that did not happen reported: %v", v)
+	}
+	// Restart exemption: claimed in e1, recovered by a sweep in e2, stalled
+	// untouched; then claimed in e2, expired, swept in e2: counted.
+	h = base()
+	h.Ops = append(h.Ops[:2],
+		Op{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e2, Recovered: []string{"JOB1"}},
+		Op{Client: 1, Kind: Claim, Call: ms(12), Return: ms(13), Status: OK, Epoch: e2, Grants: []Grant{{"JOB1", 2, 0}}},
+		Op{Client: 2, Kind: Sweep, Call: ms(20), Return: ms(21), Status: OK, Epoch: e2, Recovered: []string{"JOB1"}},
+	)
+	h.Final["JOB1"] = Row{State: "pending", Attempts: 2, Stalled: 1, LeaseEpoch: e2}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("exempt then counted expiry reported: %v", v)
+	}
+}
+
+// Each doctored history breaks one property; the checker must name it.
+func TestDoctoredHistoriesReported(t *testing.T) {
+	cases := []struct {
+		name   string
+		doctor func(h *History)
+		want   string
+	}{
+		{"lost enqueue", func(h *History) { h.Ops = h.Ops[:2] }, VLost},
+		{"double accept", func(h *History) {
+			h.Ops = append(h.Ops, Op{Client: 3, Kind: Requeue, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(6), Status: OK, Epoch: e1})
+		}, VDoubleAccept},
+		{"superseded token accepted", func(h *History) {
+			h.Ops = []Op{h.Ops[0], h.Ops[1],
+				{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1, Recovered: []string{"JOB1"}},
+				{Client: 3, Kind: Claim, Call: ms(12), Return: ms(13), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}},
+				{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(14), Return: ms(15), Status: OK, Epoch: e1},
+			}
+		}, VSuperseded},
+		{"token handed out twice", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 3, Kind: Claim, Call: ms(2), Return: ms(4), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}})
+			h.Final["JOB1"] = Row{State: "active", Attempts: 1}
+		}, VDoubleGrant},
+		{"completed and still there", func(h *History) { h.Final["JOB1"] = Row{State: "pending", Attempts: 1} }, VResurrected},
+		{"claimed after completion", func(h *History) {
+			h.Ops = append(h.Ops, Op{Client: 3, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
+		}, VResurrected},
+		{"exemption not applied", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e2, Dead: []string{"JOB1"}})
+			h.Final["JOB1"] = Row{State: "dead", Attempts: 1, Stalled: 1, LeaseEpoch: e1}
+		}, VExemption},
+		{"exempt expiry charged", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e2, Recovered: []string{"JOB1"}})
+			h.Final["JOB1"] = Row{State: "pending", Attempts: 1, Stalled: 1, LeaseEpoch: e1}
+		}, VStalled},
+		{"failure not counted", func(h *History) {
+			h.Ops[2] = Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 3, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1, Verdict: "scheduled", FailCount: 1}
+			h.Final["JOB1"] = Row{State: "scheduled", Attempts: 1, Failures: 0}
+		}, VFailures},
+		{"dead before the budget", func(h *History) {
+			h.Ops[2] = Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 3, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1, Verdict: "dead", FailCount: 1}
+			h.Final["JOB1"] = Row{State: "dead", Attempts: 1, Failures: 1}
+		}, VFailVerdict},
+		{"attempts moved without a claim", func(h *History) {
+			h.Ops = h.Ops[:2]
+			h.Final["JOB1"] = Row{State: "active", Attempts: 5}
+		}, VAttempts},
+		{"refusal that the state contradicts", func(h *History) {
+			// "job gone" while the job is held by this very token.
+			h.Ops = append(h.Ops[:2], Op{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: Refused, Err: "EMQSTALE job gone", Epoch: e1})
+			h.Final["JOB1"] = Row{State: "active", Attempts: 1}
+		}, VLinearizable},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := base()
+			c.doctor(h)
+			vs := Check(h)
+			if !kinds(vs)[c.want] {
+				t.Fatalf("want a %s violation, got %v", c.want, vs)
+			}
+			for _, v := range vs {
+				if v.ID != "JOB1" {
+					t.Fatalf("violation names %q, want JOB1: %v", v.ID, v)
+				}
+			}
+		})
+	}
+}
+
+// A broken model: a checker that believes every sweep counts (no restart
+// exemption) finds a violation in a correct history. This proves the
+// exemption check looks at the epochs, not only at the counts.
+func TestExemptionCheckUsesEpochs(t *testing.T) {
+	h := base()
+	h.Ops = append(h.Ops[:2], Op{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e2, Recovered: []string{"JOB1"}})
+	h.Final["JOB1"] = Row{State: "pending", Attempts: 1, Stalled: 0, LeaseEpoch: e1}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("exempt recovery reported: %v", v)
+	}
+	h.Ops[2].Epoch = e1 // the same sweep in the lease's own process: counted
+	if !kinds(Check(h))[VStalled] {
+		t.Fatal("a counted expiry that left stalled 0 was not reported")
+	}
+}
+
+func buildEmqd(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "emqd")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/emqd/emqd/cmd/emqd").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build emqd: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The short checked run: the real binary, appendfsync always, about 40 s
+// of producers and workers with a fault every 4 s (SIGKILL and restart,
+// SIGSTOP longer than two leases, every connection cut, the debug clock
+// jumped two leases ahead), then the whole history checked.
+func TestShortRunUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds emqd and runs 40 s under faults")
+	}
+	tmp := t.TempDir()
+	bin := buildEmqd(t, tmp)
+	d := 40 * time.Second
+	if s := os.Getenv("EMQD_CHECK_DURATION"); s != "" {
+		if v, err := time.ParseDuration(s); err == nil {
+			d = v
+		}
+	}
+	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: d, FaultEvery: 4 * time.Second,
+		Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
+	t.Logf("seed %d", cfg.Seed)
+	h, st, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := CheckRun(h, &st)
+	t.Logf("%s", st)
+	for _, f := range []string{"kill", "pause", "cut", "clock"} {
+		if st.Faults[f] == 0 {
+			t.Errorf("no %s fault injected", f)
+		}
+	}
+	if st.Enqueued < 100 || st.Completed < 50 {
+		t.Errorf("too little work to check: %s", st)
+	}
+	if st.Epochs < 2 {
+		t.Errorf("%d server processes, want a restart", st.Epochs)
+	}
+	if len(vs) > 0 {
+		var b strings.Builder
+		for _, v := range vs {
+			b.WriteString(v.String() + "\n")
+		}
+		t.Fatalf("%d violations:\n%s", len(vs), b.String())
+	}
+}

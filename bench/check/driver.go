@@ -1,0 +1,500 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/emqd/emqd/bench/internal/procs"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is one checked run.
+type Config struct {
+	Bin       string        // the emqd binary
+	Dir       string        // its data directory (created; the AOF lives there)
+	Duration  time.Duration // how long the clients run
+	Producers int           // clients sending EMQ.ENQUEUE
+	Workers   int           // clients claiming and releasing
+	Lease     time.Duration // lease_ms of every claim
+	// FaultEvery is the time between two faults (0: no faults). The faults
+	// cycle through Faults in order.
+	FaultEvery time.Duration
+	Faults     []string // of kill, pause, cut, clock (default all four)
+	Seed       uint64
+	Log        func(format string, args ...any) // progress lines (nil: none)
+}
+
+// Stats are a run's figures.
+type Stats struct {
+	Ops, Unknown, Refused int
+	Enqueued, Completed   int
+	Faults                map[string]int
+	Epochs                int // server processes
+	LinJobs, LinTimedOut  int
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, faults %v, %d server processes, %d jobs linearized (%d searches timed out)",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut)
+}
+
+const queue = "chk"
+
+// run is the state of one run.
+type run struct {
+	cfg   Config
+	start time.Time
+	args  []string
+	addr  string
+
+	procMu sync.Mutex
+	proc   *procs.Proc
+	paused bool
+	epochs []string
+
+	histMu sync.Mutex
+	ops    []Op
+	faults []Fault
+
+	connsMu sync.Mutex
+	conns   map[net.Conn]struct{}
+	nextID  atomic.Int64
+}
+
+func (r *run) now() int64 { return int64(time.Since(r.start)) }
+
+func (r *run) logf(format string, args ...any) {
+	if r.cfg.Log != nil {
+		r.cfg.Log(format, args...)
+	}
+}
+
+// Run starts emqd (appendfsync always, debug commands on), runs the
+// clients and the faults for cfg.Duration, reads every job back and
+// returns the history with its figures. The caller checks it (Check).
+func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
+	if cfg.Producers == 0 {
+		cfg.Producers = 2
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 800 * time.Millisecond
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults = []string{"kill", "pause", "cut", "clock"}
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, Stats{}, err
+	}
+	port, err := procs.FreePort()
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	r := &run{cfg: cfg, start: time.Now(), addr: fmt.Sprintf("127.0.0.1:%d", port), conns: map[net.Conn]struct{}{}}
+	r.args = []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", cfg.Dir,
+		"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"}
+	if err := r.startServer(); err != nil {
+		return nil, Stats{}, err
+	}
+	defer func() {
+		r.procMu.Lock()
+		if r.paused {
+			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+		}
+		r.proc.Stop(10 * time.Second)
+		r.procMu.Unlock()
+	}()
+
+	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	client := 0
+	for i := 0; i < cfg.Producers; i++ {
+		c := client
+		client++
+		wg.Add(1)
+		go func() { defer wg.Done(); r.producer(rctx, c) }()
+	}
+	for i := 0; i < cfg.Workers; i++ {
+		c := client
+		client++
+		wg.Add(1)
+		go func() { defer wg.Done(); r.worker(rctx, c, cfg.Seed+uint64(c)) }()
+	}
+	c := client
+	wg.Add(1)
+	go func() { defer wg.Done(); r.sweeper(rctx, c) }()
+	faultDone := make(chan struct{})
+	go func() { defer close(faultDone); r.faulter(rctx) }()
+	<-faultDone
+	wg.Wait()
+
+	// The server runs (not paused) for the read-back.
+	r.procMu.Lock()
+	if r.paused {
+		_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+		r.paused = false
+	}
+	r.procMu.Unlock()
+	final, err := r.readBack(ctx)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	h := &History{Ops: r.ops, Final: final, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts}
+	st := Stats{Faults: map[string]int{}, Epochs: len(r.epochs)}
+	for _, o := range h.Ops {
+		st.Ops++
+		switch o.Status {
+		case Unknown:
+			st.Unknown++
+		case Refused:
+			st.Refused++
+		case OK:
+			if o.Kind == Enqueue {
+				st.Enqueued++
+			}
+			if o.Kind == Complete {
+				st.Completed++
+			}
+		}
+	}
+	for _, f := range h.Faults {
+		st.Faults[f.Kind]++
+	}
+	return h, st, nil
+}
+
+// CheckRun is Check with the figures of the linearizability search added
+// to st.
+func CheckRun(h *History, st *Stats) []Violation {
+	v := Check(h)
+	_, ls := linearizable(h)
+	st.LinJobs, st.LinTimedOut = ls.Jobs, ls.TimedOut
+	return v
+}
+
+const (
+	maxStalled  = 3 // every sweep: EMQ.STALLED.CHECK q 3 100
+	maxAttempts = 3 // every FAIL
+)
+
+func (r *run) startServer() error {
+	p, err := procs.Start("emqd", r.cfg.Bin, r.args, r.addr, filepath.Join(r.cfg.Dir, fmt.Sprintf("emqd-%d.log", len(r.epochs))))
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		p.Kill()
+		return err
+	}
+	r.proc = p
+	r.epochs = append(r.epochs, runID(info))
+	return nil
+}
+
+func runID(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// conn is one client: a single connection (no retries: a lost reply is
+// recorded as such), remembering the run_id of the process it reached.
+type conn struct {
+	r     *run
+	id    int
+	rdb   *redis.Client
+	epoch atomic.Value // string
+}
+
+func (r *run) newConn(id int) *conn {
+	c := &conn{r: r, id: id}
+	c.epoch.Store("")
+	c.rdb = redis.NewClient(&redis.Options{
+		Addr: r.addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true, PoolSize: 1,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			r.connsMu.Lock()
+			r.conns[nc] = struct{}{}
+			r.connsMu.Unlock()
+			return nc, nil
+		},
+		OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+			info, err := cn.Info(ctx, "server").Result()
+			if err != nil {
+				return err
+			}
+			c.epoch.Store(runID(info))
+			return nil
+		},
+	})
+	return c
+}
+
+// do sends one command and records it; fill reads a success reply into op.
+func (c *conn) do(op Op, fill func(v any, op *Op), args ...any) Op {
+	op.Client = c.id
+	op.Call = c.r.now()
+	v, err := c.rdb.Do(context.Background(), args...).Result()
+	op.Return = c.r.now()
+	op.Epoch = c.epoch.Load().(string)
+	var re redis.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		time.Sleep(50 * time.Millisecond) // never sent: not part of the history
+		return op
+	}
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
+		op.Status = OK
+		if fill != nil {
+			fill(v, &op)
+		}
+	case errors.As(err, &re):
+		op.Status = Refused
+		op.Err = err.Error()
+	default:
+		op.Status = Unknown
+		op.Err = err.Error()
+	}
+	if op.Epoch == "" && op.Status != Unknown {
+		op.Status = Unknown // cannot happen: a reply comes on a connection that was set up
+	}
+	c.r.histMu.Lock()
+	c.r.ops = append(c.r.ops, op)
+	c.r.histMu.Unlock()
+	if op.Status == Unknown {
+		time.Sleep(50 * time.Millisecond) // the server may be down: do not spin
+	}
+	return op
+}
+
+func (r *run) producer(ctx context.Context, id int) {
+	c := r.newConn(id)
+	defer c.rdb.Close()
+	for n := 0; ctx.Err() == nil; n++ {
+		c.do(Op{Kind: Enqueue}, func(v any, op *Op) {
+			s, _ := v.(string)
+			op.ID = s
+		}, "EMQ.ENQUEUE", queue, "*", fmt.Sprintf("p%d-%d", id, n))
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *run) worker(ctx context.Context, id int, seed uint64) {
+	c := r.newConn(id)
+	defer c.rdb.Close()
+	rng := rand.New(rand.NewPCG(seed, 26))
+	type zombie struct {
+		g  Grant
+		at time.Time
+	}
+	var zombies []zombie
+	leaseMs := r.cfg.Lease.Milliseconds()
+	for ctx.Err() == nil {
+		// A worker that gave up on a job comes back with its old token
+		// once the lease has run out (a zombie holder).
+		if len(zombies) > 0 && time.Since(zombies[0].at) > 2*r.cfg.Lease {
+			z := zombies[0]
+			zombies = zombies[1:]
+			c.do(Op{Kind: Complete, ID: z.g.ID, Token: z.g.Token}, nil, "EMQ.COMPLETE", queue, z.g.ID, z.g.Token)
+			continue
+		}
+		op := c.do(Op{Kind: Claim}, func(v any, op *Op) {
+			arr, _ := v.([]any)
+			for _, e := range arr {
+				f, _ := e.([]any)
+				if len(f) < 4 {
+					continue
+				}
+				id, _ := f[0].(string)
+				tok, _ := f[2].(string)
+				var t int64
+				fmt.Sscan(tok, &t)
+				fails, _ := f[3].(int64)
+				op.Grants = append(op.Grants, Grant{ID: id, Token: t, Failures: fails})
+			}
+		}, "EMQ.CLAIM", queue, leaseMs, "COUNT", 1+rng.IntN(2), "BLOCK", 200)
+		if len(op.Grants) == 0 {
+			continue
+		}
+		for _, g := range op.Grants {
+			if rng.IntN(4) == 0 {
+				time.Sleep(time.Duration(rng.IntN(int(leaseMs/2))) * time.Millisecond)
+			}
+			base := Op{ID: g.ID, Token: g.Token}
+			switch x := rng.IntN(100); {
+			case x < 55:
+				base.Kind = Complete
+				c.do(base, nil, "EMQ.COMPLETE", queue, g.ID, g.Token)
+			case x < 70:
+				base.Kind, base.MaxAttempts = Fail, maxAttempts
+				c.do(base, func(v any, op *Op) {
+					arr, _ := v.([]any)
+					if len(arr) == 2 {
+						op.Verdict, _ = arr[0].(string)
+						op.FailCount, _ = arr[1].(int64)
+					}
+				}, "EMQ.FAIL", queue, g.ID, g.Token, maxAttempts, 50, "boom")
+			case x < 80:
+				base.Kind = Requeue
+				c.do(base, nil, "EMQ.REQUEUE", queue, g.ID, g.Token)
+			case x < 92:
+				base.Kind = Extend
+				c.do(base, nil, "EMQ.EXTEND", queue, g.ID, g.Token, leaseMs)
+				base.Kind = Complete
+				c.do(base, nil, "EMQ.COMPLETE", queue, g.ID, g.Token)
+			default:
+				zombies = append(zombies, zombie{g, time.Now()}) // abandoned: its lease runs out
+			}
+		}
+	}
+}
+
+func (r *run) sweeper(ctx context.Context, id int) {
+	c := r.newConn(id)
+	defer c.rdb.Close()
+	for ctx.Err() == nil {
+		c.do(Op{Kind: Sweep}, func(v any, op *Op) {
+			arr, _ := v.([]any)
+			if len(arr) != 2 {
+				return
+			}
+			for _, x := range arr[0].([]any) {
+				op.Recovered = append(op.Recovered, x.(string))
+			}
+			for _, x := range arr[1].([]any) {
+				op.Dead = append(op.Dead, x.(string))
+			}
+		}, "EMQ.STALLED.CHECK", queue, maxStalled, 100)
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+func (r *run) fault(kind, note string) {
+	r.histMu.Lock()
+	r.faults = append(r.faults, Fault{Kind: kind, At: r.now(), Note: note})
+	r.histMu.Unlock()
+	r.logf("%.1fs fault %s %s", time.Since(r.start).Seconds(), kind, note)
+}
+
+func (r *run) faulter(ctx context.Context) {
+	if r.cfg.FaultEvery <= 0 {
+		<-ctx.Done()
+		return
+	}
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.cfg.FaultEvery):
+		}
+		switch kind := r.cfg.Faults[i%len(r.cfg.Faults)]; kind {
+		case "kill":
+			r.procMu.Lock()
+			r.proc.Kill()
+			err := r.startServer()
+			r.procMu.Unlock()
+			if err != nil {
+				r.fault("kill", "restart failed: "+err.Error())
+				return
+			}
+			r.fault("kill", "SIGKILL, restarted")
+		case "pause":
+			d := 2*r.cfg.Lease + 500*time.Millisecond
+			r.procMu.Lock()
+			_ = r.proc.Cmd.Process.Signal(syscall.SIGSTOP)
+			r.paused = true
+			r.procMu.Unlock()
+			r.fault("pause", fmt.Sprintf("SIGSTOP for %v", d))
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+			r.procMu.Lock()
+			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+			r.paused = false
+			r.procMu.Unlock()
+		case "cut":
+			r.connsMu.Lock()
+			n := len(r.conns)
+			for nc := range r.conns {
+				_ = nc.Close()
+				delete(r.conns, nc)
+			}
+			r.connsMu.Unlock()
+			r.fault("cut", fmt.Sprintf("%d connections closed", n))
+		case "clock":
+			ms := 2 * r.cfg.Lease.Milliseconds()
+			rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+			err := rdb.Do(context.Background(), "EMQ.DEBUG", "CLOCK", "ADVANCE", ms).Err()
+			rdb.Close()
+			note := fmt.Sprintf("EMQ.DEBUG CLOCK ADVANCE %d", ms)
+			if err != nil {
+				note += ": " + err.Error()
+			}
+			r.fault("clock", note)
+		}
+	}
+}
+
+// readBack reads every row of the queue with EMQ.LIST, page by page.
+func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	final := map[string]Row{}
+	for _, state := range []string{"pending", "active", "scheduled", "dead"} {
+		for off := 0; ; {
+			v, err := rdb.Do(ctx, "EMQ.LIST", queue, state, off, 1000).Result()
+			if err != nil {
+				return nil, fmt.Errorf("EMQ.LIST %s %d: %w", state, off, err)
+			}
+			page, _ := v.([]any)
+			for _, e := range page {
+				pair, _ := e.([]any)
+				if len(pair) != 2 {
+					return nil, fmt.Errorf("EMQ.LIST entry %v", e)
+				}
+				id, _ := pair[0].(string)
+				fields, _ := pair[1].([]any)
+				m := map[string]string{}
+				for i := 0; i+1 < len(fields); i += 2 {
+					k, _ := fields[i].(string)
+					m[k], _ = fields[i+1].(string)
+				}
+				row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"]}
+				fmt.Sscan(m["attempts"], &row.Attempts)
+				fmt.Sscan(m["failures"], &row.Failures)
+				fmt.Sscan(m["stalled"], &row.Stalled)
+				final[id] = row
+			}
+			off += len(page)
+			if len(page) < 1000 {
+				break
+			}
+		}
+	}
+	return final, nil
+}

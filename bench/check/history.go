@@ -1,0 +1,143 @@
+// Package check records a history of job-queue operations issued by many
+// clients against a real emqd process while faults are injected (SIGKILL and
+// restart, SIGSTOP/SIGCONT longer than a lease, connections cut, the debug
+// clock jumping forward), then checks the history against a model of the
+// queue: docs/verbs.md is the contract, bench/README.md ("The history
+// checker") lists the properties and the figures of the runs.
+//
+// An operation whose reply never came (a timeout, a cut connection, a
+// killed server) is indeterminate: as in Jepsen, it may or may not have
+// taken effect, and no property may assume either.
+package check
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names the operation a client issued.
+type Kind string
+
+// The operations of a history: one per verb the clients send.
+const (
+	Enqueue  Kind = "enqueue"  // EMQ.ENQUEUE q * payload
+	Claim    Kind = "claim"    // EMQ.CLAIM q lease_ms COUNT n
+	Complete Kind = "complete" // EMQ.COMPLETE q id token
+	Fail     Kind = "fail"     // EMQ.FAIL q id token max_attempts delay_ms error
+	Requeue  Kind = "requeue"  // EMQ.REQUEUE q id token
+	Extend   Kind = "extend"   // EMQ.EXTEND q id token lease_ms
+	Sweep    Kind = "sweep"    // EMQ.STALLED.CHECK q max_stalled limit
+)
+
+// Status is how an operation ended.
+type Status int
+
+const (
+	// OK: the server answered with a success reply.
+	OK Status = iota
+	// Refused: the server answered with an error reply (it wrote nothing,
+	// docs/verbs.md §2.2).
+	Refused
+	// Unknown: no reply (timeout, connection cut, server killed): the
+	// operation may or may not have happened.
+	Unknown
+)
+
+func (s Status) String() string {
+	switch s {
+	case OK:
+		return "ok"
+	case Refused:
+		return "refused"
+	}
+	return "unknown"
+}
+
+// Grant is one job handed out by a claim: the id, the token (the new
+// attempts) and the failures the reply carried (docs/verbs.md §4.3.2).
+type Grant struct {
+	ID       string
+	Token    int64
+	Failures int64
+}
+
+// Op is one operation of a history. Times are nanoseconds since the start
+// of the run on the driver's monotonic clock: Call before the request was
+// written, Return after the reply (or the error) was read.
+type Op struct {
+	Client int
+	Kind   Kind
+	ID     string // the job: the minted id of an acknowledged enqueue, the id of a token verb
+	Token  int64  // token verbs: the token presented
+	Call   int64
+	Return int64
+	Status Status
+	Err    string // Refused: the error reply; Unknown: the client error
+	// Epoch is the run_id of the server process the client's connection
+	// was made to (docs/verbs.md §1.5): every effect of the operation, if
+	// it had one, happened in that process.
+	Epoch string
+
+	Grants      []Grant  // Claim: the jobs handed out
+	Verdict     string   // Fail: "scheduled" or "dead"
+	FailCount   int64    // Fail: the failures the reply carried
+	MaxAttempts int64    // Fail: the max_attempts sent
+	Recovered   []string // Sweep: the ids sent back to pending
+	Dead        []string // Sweep: the ids dead-lettered
+}
+
+func (o *Op) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "c%d %s", o.Client, o.Kind)
+	if o.ID != "" {
+		fmt.Fprintf(&b, " %s", o.ID)
+	}
+	if o.Token != 0 {
+		fmt.Fprintf(&b, " token %d", o.Token)
+	}
+	fmt.Fprintf(&b, " [%.3fs..%.3fs] %s", float64(o.Call)/1e9, float64(o.Return)/1e9, o.Status)
+	if o.Err != "" {
+		fmt.Fprintf(&b, " %q", o.Err)
+	}
+	for _, g := range o.Grants {
+		fmt.Fprintf(&b, " got %s/%d", g.ID, g.Token)
+	}
+	if o.Verdict != "" {
+		fmt.Fprintf(&b, " -> %s %d", o.Verdict, o.FailCount)
+	}
+	if len(o.Recovered)+len(o.Dead) > 0 {
+		fmt.Fprintf(&b, " recovered %v dead %v", o.Recovered, o.Dead)
+	}
+	if len(o.Epoch) >= 8 {
+		fmt.Fprintf(&b, " epoch %s", o.Epoch[:8])
+	}
+	return b.String()
+}
+
+// Row is a job's row as read back after the run (EMQ.LIST, docs/verbs.md
+// §4.18).
+type Row struct {
+	State      string // pending, active, scheduled or dead
+	Attempts   int64
+	Failures   int64
+	Stalled    int64
+	LeaseEpoch string
+}
+
+// Fault is one injected fault, for the report.
+type Fault struct {
+	Kind string // kill, pause, cut, clock
+	At   int64  // ns since the start
+	Note string
+}
+
+// History is what a run recorded: the operations, the final rows of every
+// job still in the keyspace (a job without a row completed, docs/verbs.md
+// §4.5; the clients never remove one), and the faults.
+type History struct {
+	Ops         []Op
+	Final       map[string]Row
+	Faults      []Fault
+	MaxStalled  int64 // the max_stalled every sweep sent
+	MaxAttempts int64 // the max_attempts every FAIL sent
+}

@@ -1,0 +1,263 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The per-job state machine checked for linearizability with porcupine
+// (github.com/anishathalye/porcupine, Jepsen's Knossos algorithm in Go).
+// A job is absent (its enqueue not yet applied), pending (pending or
+// scheduled: a claim may take it), held, completed or dead; it carries its
+// token (attempts) and its failures. Each job is its own partition: the
+// operations that name it, then the final read. An operation without a
+// reply may take effect or not, at any point after its call (porcupine's
+// model is nondeterministic for it). Claims and sweeps whose reply was
+// lost name no job, so they cannot be placed in a partition; a history
+// that has any lets the model take them as hidden steps (a token may jump
+// by more than one, a held job may turn pending) instead.
+
+type phase byte
+
+const (
+	phAbsent phase = 'a'
+	phPend   phase = 'p'
+	phHeld   phase = 'h'
+	phDone   phase = 'c'
+	phDead   phase = 'd'
+)
+
+type linState struct {
+	ph    phase
+	tok   int64
+	fails int64
+}
+
+type linIn struct {
+	op      *Op
+	grant   Grant
+	dead    bool // sweep listing: dead-lettered
+	final   bool
+	present bool
+	row     Row
+}
+
+type linModel struct {
+	hiddenClaims, hiddenSweeps bool
+}
+
+func (m linModel) step(s linState, in linIn) []linState {
+	if in.final {
+		if !in.present {
+			if s.ph == phDone {
+				return []linState{s}
+			}
+			return nil
+		}
+		want := map[string]phase{"pending": phPend, "scheduled": phPend, "active": phHeld, "dead": phDead}[in.row.State]
+		okTok := in.row.Attempts == s.tok || (m.hiddenClaims && in.row.Attempts > s.tok)
+		if want == s.ph && okTok && in.row.Failures == s.fails {
+			return []linState{s}
+		}
+		if m.hiddenSweeps && s.ph == phHeld && (want == phPend || want == phDead) && okTok && in.row.Failures == s.fails {
+			return []linState{s}
+		}
+		if m.hiddenClaims && s.ph == phPend && want == phHeld && in.row.Attempts > s.tok && in.row.Failures == s.fails {
+			return []linState{s}
+		}
+		return nil
+	}
+	o := in.op
+	held := s.ph == phHeld && s.tok == o.Token
+	if o.Status == Unknown {
+		out := []linState{s}
+		switch o.Kind {
+		case Complete:
+			if held {
+				out = append(out, linState{phDone, s.tok, s.fails})
+			}
+		case Fail:
+			if held {
+				ph := phPend
+				if s.fails+1 >= o.MaxAttempts {
+					ph = phDead
+				}
+				out = append(out, linState{ph, s.tok, s.fails + 1})
+			}
+		case Requeue:
+			if held {
+				out = append(out, linState{phPend, s.tok, s.fails})
+			}
+		}
+		return out
+	}
+	switch o.Kind {
+	case Enqueue:
+		if s.ph == phAbsent {
+			return []linState{{phPend, 0, 0}}
+		}
+	case Claim:
+		g := in.grant
+		canTake := s.ph == phPend || (m.hiddenSweeps && s.ph == phHeld)
+		tokOK := g.Token == s.tok+1 || (m.hiddenClaims && g.Token > s.tok)
+		if canTake && tokOK && g.Failures == s.fails {
+			return []linState{{phHeld, g.Token, s.fails}}
+		}
+	case Sweep:
+		if s.ph == phHeld || (m.hiddenClaims && s.ph == phPend) {
+			if in.dead {
+				return []linState{{phDead, s.tok, s.fails}}
+			}
+			return []linState{{phPend, s.tok, s.fails}}
+		}
+	default: // token verbs
+		if o.Status == Refused {
+			if m.refusalOK(s, o) {
+				return []linState{s}
+			}
+			return nil
+		}
+		if !held {
+			return nil
+		}
+		switch o.Kind {
+		case Complete:
+			return []linState{{phDone, s.tok, s.fails}}
+		case Requeue:
+			return []linState{{phPend, s.tok, s.fails}}
+		case Extend:
+			return []linState{s}
+		case Fail:
+			if o.FailCount != s.fails+1 {
+				return nil
+			}
+			ph := phPend
+			if o.Verdict == "dead" {
+				ph = phDead
+			}
+			return []linState{{ph, s.tok, o.FailCount}}
+		}
+	}
+	return nil
+}
+
+// refusalOK says whether a token verb's refusal fits the state, by the
+// guard's order (docs/verbs.md §4.4). Refusals this model does not know
+// are allowed (a refusal writes nothing).
+func (m linModel) refusalOK(s linState, o *Op) bool {
+	switch {
+	case strings.HasPrefix(o.Err, "EMQSTALE job gone"):
+		return s.ph == phDone
+	case strings.Contains(o.Err, "token mismatch"):
+		return s.ph != phDone && (s.tok != o.Token || m.hiddenClaims)
+	case strings.HasPrefix(o.Err, "EMQSTALE lease lost"):
+		return s.tok == o.Token && (s.ph == phPend || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone)
+	case strings.HasPrefix(o.Err, "EMQSTATE job is dead"):
+		return s.tok == o.Token && (s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone)
+	}
+	return true
+}
+
+// LinearizeTimeout bounds porcupine's search for one job's history; a
+// search that runs out is counted in Linearizable's unknown result, not as
+// a violation.
+var LinearizeTimeout = 5 * time.Second
+
+// Linearizable checks each job's operations against the per-job state
+// machine with porcupine and returns one violation per job whose history
+// has no linearization.
+func Linearizable(h *History) []Violation {
+	v, _ := linearizable(h)
+	return v
+}
+
+// linearizable is Linearizable that also counts the jobs checked and the
+// searches that timed out.
+func linearizable(h *History) ([]Violation, LinStats) {
+	jobs, unknownClaims, unknownSweeps := index(h)
+	m := linModel{hiddenClaims: len(unknownClaims) > 0, hiddenSweeps: len(unknownSweeps) > 0}
+	var end int64
+	for i := range h.Ops {
+		end = max(end, h.Ops[i].Return, h.Ops[i].Call)
+	}
+	end += 2
+	model := porcupine.NondeterministicModel{
+		Init: func() []interface{} { return nil }, // replaced per job
+		Step: func(state, input, output interface{}) []interface{} {
+			var out []interface{}
+			for _, n := range m.step(state.(linState), input.(linIn)) {
+				out = append(out, n)
+			}
+			return out
+		},
+		DescribeOperation: func(input, output interface{}) string {
+			in := input.(linIn)
+			if in.final {
+				return fmt.Sprintf("final %v %+v", in.present, in.row)
+			}
+			return in.op.String()
+		},
+	}
+	ids := make([]string, 0, len(jobs))
+	for id := range jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []Violation
+	var st LinStats
+	for _, id := range ids {
+		j := jobs[id]
+		init := linState{ph: phPend}
+		if j.enq != nil {
+			init = linState{ph: phAbsent}
+		}
+		model.Init = func() []interface{} { return []interface{}{init} }
+		var ops []porcupine.Operation
+		for _, o := range j.related {
+			in := linIn{op: o}
+			switch o.Kind {
+			case Claim:
+				for _, g := range o.Grants {
+					if g.ID == id {
+						in.grant = g
+					}
+				}
+			case Sweep:
+				for _, d := range o.Dead {
+					if d == id {
+						in.dead = true
+					}
+				}
+			}
+			ret := o.Return
+			if o.Status == Unknown {
+				ret = end - 1 // may take effect any time before the final read
+			}
+			ops = append(ops, porcupine.Operation{ClientId: o.Client, Input: in, Call: o.Call, Output: nil, Return: ret})
+		}
+		row, present := h.Final[id]
+		ops = append(ops, porcupine.Operation{ClientId: -1, Input: linIn{final: true, present: present, row: row}, Call: end, Return: end})
+		st.Jobs++
+		st.Ops += len(ops)
+		switch porcupine.CheckOperationsTimeout(model.ToModel(), ops, LinearizeTimeout) {
+		case porcupine.Illegal:
+			v := Violation{Kind: VLinearizable, ID: id, Detail: "no order of its operations fits the job state machine"}
+			for _, o := range j.related {
+				v.Ops = append(v.Ops, *o)
+			}
+			out = append(out, v)
+		case porcupine.Unknown:
+			st.TimedOut++
+		}
+	}
+	return out, st
+}
+
+// LinStats counts what Linearizable checked.
+type LinStats struct {
+	Jobs, Ops, TimedOut int
+}

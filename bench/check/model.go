@@ -1,0 +1,369 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Violation is one property a history broke, with the operations that
+// show it.
+type Violation struct {
+	Kind   string // lost, double-grant, double-accept, superseded, completed-twice, ...
+	ID     string // the job
+	Detail string
+	Ops    []Op // the excerpt of the history that shows it
+}
+
+func (v Violation) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: %s", v.Kind, v.ID, v.Detail)
+	for i := range v.Ops {
+		fmt.Fprintf(&b, "\n    %s", v.Ops[i].String())
+	}
+	return b.String()
+}
+
+// The kinds of violation Check reports.
+const (
+	VLost           = "lost"              // an acknowledged enqueue is nowhere at the end
+	VDoubleGrant    = "double-grant"      // one token handed out by two acknowledged claims
+	VDoubleAccept   = "double-accept"     // two accepted COMPLETE/FAIL/REQUEUE for one claim
+	VSuperseded     = "superseded"        // a token verb accepted after a newer claim was acknowledged
+	VTokenBack      = "token-order"       // a later claim handed out a token not above an earlier one
+	VCompletedTwice = "completed-twice"   // two accepted COMPLETEs for one job
+	VResurrected    = "resurrected"       // a job claimed, or still in the keyspace, after it completed or died
+	VAttempts       = "attempts"          // the final attempts disagrees with the claims
+	VFailures       = "failures"          // failures disagrees with the accepted FAILs
+	VFailVerdict    = "fail-verdict"      // dead/scheduled disagrees with failures and max_attempts
+	VExemption      = "restart-exemption" // a lease granted before a restart was charged, or one after it was not
+	VStalled        = "stalled"           // the final stalled disagrees with the counted expiries
+	VLinearizable   = "not-linearizable"  // the per-job state machine has no linearization (porcupine)
+)
+
+// jobOps is the part of a history that names one job.
+type jobOps struct {
+	enq     *Op
+	grants  []grantAt // acknowledged claims that handed it out
+	verbs   []*Op     // token verbs, every status
+	sweeps  []sweepAt // acknowledged sweeps that listed it
+	related []*Op     // everything above, in history order (for the porcupine partition)
+}
+
+type grantAt struct {
+	op *Op
+	g  Grant
+}
+
+type sweepAt struct {
+	op   *Op
+	dead bool
+}
+
+func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
+	jobs := map[string]*jobOps{}
+	get := func(id string) *jobOps {
+		j := jobs[id]
+		if j == nil {
+			j = &jobOps{}
+			jobs[id] = j
+		}
+		return j
+	}
+	var unknownClaims, unknownSweeps []*Op
+	for i := range h.Ops {
+		o := &h.Ops[i]
+		switch o.Kind {
+		case Enqueue:
+			if o.Status == OK && o.ID != "" {
+				j := get(o.ID)
+				j.enq = o
+				j.related = append(j.related, o)
+			}
+		case Claim:
+			switch o.Status {
+			case OK:
+				for _, g := range o.Grants {
+					j := get(g.ID)
+					j.grants = append(j.grants, grantAt{o, g})
+					j.related = append(j.related, o)
+				}
+			case Unknown:
+				unknownClaims = append(unknownClaims, o)
+			}
+		case Sweep:
+			switch o.Status {
+			case OK:
+				for _, id := range o.Recovered {
+					j := get(id)
+					j.sweeps = append(j.sweeps, sweepAt{o, false})
+					j.related = append(j.related, o)
+				}
+				for _, id := range o.Dead {
+					j := get(id)
+					j.sweeps = append(j.sweeps, sweepAt{o, true})
+					j.related = append(j.related, o)
+				}
+			case Unknown:
+				unknownSweeps = append(unknownSweeps, o)
+			}
+		default:
+			j := get(o.ID)
+			j.verbs = append(j.verbs, o)
+			j.related = append(j.related, o)
+		}
+	}
+	for id := range h.Final {
+		get(id)
+	}
+	return jobs, unknownClaims, unknownSweeps
+}
+
+func isTerminalVerb(k Kind) bool { return k == Complete || k == Fail || k == Requeue }
+
+// Check checks a history against the queue's model and returns every
+// violation found, sorted by job id then kind (nil: none). The properties
+// and the rule each follows are listed in bench/README.md ("The history
+// checker"); the linearizability of each job's state machine is checked
+// by Linearizable, which Check calls.
+func Check(h *History) []Violation {
+	jobs, unknownClaims, unknownSweeps := index(h)
+	var out []Violation
+	add := func(kind, id, detail string, ops ...*Op) {
+		v := Violation{Kind: kind, ID: id, Detail: detail}
+		for _, o := range ops {
+			v.Ops = append(v.Ops, *o)
+		}
+		out = append(out, v)
+	}
+	ids := make([]string, 0, len(jobs))
+	for id := range jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		j := jobs[id]
+		row, present := h.Final[id]
+		var completes, completesMaybe []*Op
+		for _, o := range j.verbs {
+			if o.Kind != Complete {
+				continue
+			}
+			switch o.Status {
+			case OK:
+				completes = append(completes, o)
+			case Unknown:
+				completesMaybe = append(completesMaybe, o)
+			}
+		}
+
+		// No acknowledged enqueue is lost: the row is there, or a
+		// COMPLETE that may have happened deleted it (docs/verbs.md §4.5).
+		if j.enq != nil && !present && len(completes)+len(completesMaybe) == 0 {
+			add(VLost, id, "acknowledged enqueue has no row at the end and no COMPLETE was sent", j.enq)
+		}
+
+		// Tokens: one grant per token, growing in real time.
+		byTok := map[int64]*Op{}
+		var maxTok int64
+		for _, ga := range j.grants {
+			if prev := byTok[ga.g.Token]; prev != nil {
+				add(VDoubleGrant, id, fmt.Sprintf("token %d handed out twice", ga.g.Token), prev, ga.op)
+			}
+			byTok[ga.g.Token] = ga.op
+			maxTok = max(maxTok, ga.g.Token)
+		}
+		for _, a := range j.grants {
+			for _, b := range j.grants {
+				if a.op.Return < b.op.Call && a.g.Token >= b.g.Token {
+					add(VTokenBack, id, fmt.Sprintf("token %d granted after token %d was acknowledged", b.g.Token, a.g.Token), a.op, b.op)
+				}
+			}
+		}
+
+		// Token verbs: at most one accepted release per claim, none for a
+		// superseded token (docs/verbs.md §4.4).
+		accepted := map[int64][]*Op{}
+		for _, o := range j.verbs {
+			if o.Status != OK {
+				continue
+			}
+			if isTerminalVerb(o.Kind) {
+				accepted[o.Token] = append(accepted[o.Token], o)
+			}
+			for _, ga := range j.grants {
+				if ga.g.Token > o.Token && ga.op.Return < o.Call {
+					add(VSuperseded, id, fmt.Sprintf("%s with token %d accepted after token %d was granted", o.Kind, o.Token, ga.g.Token), ga.op, o)
+					break
+				}
+			}
+		}
+		toks := make([]int64, 0, len(accepted))
+		for t := range accepted {
+			toks = append(toks, t)
+		}
+		sort.Slice(toks, func(a, b int) bool { return toks[a] < toks[b] })
+		for _, t := range toks {
+			if ops := accepted[t]; len(ops) > 1 {
+				add(VDoubleAccept, id, fmt.Sprintf("%d accepted releases of token %d", len(ops), t), ops...)
+			}
+		}
+
+		// Every job ends one way.
+		if len(completes) > 1 {
+			add(VCompletedTwice, id, fmt.Sprintf("%d accepted COMPLETEs", len(completes)), completes...)
+		}
+		var ends []*Op // completions and deaths, acknowledged
+		ends = append(ends, completes...)
+		for _, o := range j.verbs {
+			if o.Kind == Fail && o.Status == OK && o.Verdict == "dead" {
+				ends = append(ends, o)
+			}
+		}
+		for _, s := range j.sweeps {
+			if s.dead {
+				ends = append(ends, s.op)
+			}
+		}
+		for _, e := range ends {
+			for _, ga := range j.grants {
+				if ga.op.Call > e.Return {
+					add(VResurrected, id, "claimed after it completed or died", e, ga.op)
+				}
+			}
+		}
+		if len(completes) > 0 && present {
+			add(VResurrected, id, fmt.Sprintf("completed, yet its row is %s at the end", row.State), completes[0])
+		}
+		if !present {
+			continue
+		}
+
+		// attempts: the last token, plus at most the claims whose reply was lost.
+		if row.Attempts < maxTok {
+			add(VAttempts, id, fmt.Sprintf("final attempts %d below the granted token %d", row.Attempts, maxTok))
+		} else if row.Attempts > maxTok+int64(len(unknownClaims)) {
+			add(VAttempts, id, fmt.Sprintf("final attempts %d above the granted token %d plus %d unanswered claims", row.Attempts, maxTok, len(unknownClaims)))
+		}
+
+		// failures: every accepted FAIL adds one, an unanswered one maybe.
+		var fOK, fMaybe int64
+		for _, o := range j.verbs {
+			if o.Kind != Fail {
+				continue
+			}
+			switch o.Status {
+			case OK:
+				fOK++
+				if dead := o.FailCount >= o.MaxAttempts; dead != (o.Verdict == "dead") {
+					add(VFailVerdict, id, fmt.Sprintf("failures %d with max_attempts %d answered %s", o.FailCount, o.MaxAttempts, o.Verdict), o)
+				}
+			case Unknown:
+				fMaybe++
+			}
+		}
+		if row.Failures < fOK || row.Failures > fOK+fMaybe {
+			add(VFailures, id, fmt.Sprintf("final failures %d, accepted FAILs %d, unanswered %d", row.Failures, fOK, fMaybe))
+		}
+
+		// stalled and the restart exemption (docs/verbs.md §1.5, §4.11).
+		var minC, maxC int64
+		for _, s := range j.sweeps {
+			counted, sure := leaseCounted(j, s.op, unknownSweeps)
+			switch {
+			case sure && counted:
+				minC++
+				maxC++
+			case sure && !counted:
+				if s.dead {
+					add(VExemption, id, "a lease granted by an earlier server process was dead-lettered by the sweep", append(leaseOps(j, s.op), s.op)...)
+				}
+			default:
+				maxC++
+			}
+			var hidden int64
+			for _, u := range unknownSweeps {
+				if u.Call < s.op.Return {
+					hidden++
+				}
+			}
+			if s.dead && maxC+hidden < h.MaxStalled {
+				add(VExemption, id, fmt.Sprintf("dead-lettered by the sweep after at most %d counted expiries (max_stalled %d)", maxC+hidden, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
+			}
+			if !s.dead && minC >= h.MaxStalled {
+				add(VExemption, id, fmt.Sprintf("recovered after %d counted expiries (max_stalled %d): should have died", minC, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
+			}
+		}
+		if row.Stalled < minC || row.Stalled > maxC+int64(len(unknownSweeps)) {
+			add(VStalled, id, fmt.Sprintf("final stalled %d, counted expiries between %d and %d, %d unanswered sweeps", row.Stalled, minC, maxC, len(unknownSweeps)))
+		}
+	}
+	out = append(out, Linearizable(h)...)
+	sort.SliceStable(out, func(a, b int) bool { return out[a].ID < out[b].ID })
+	return out
+}
+
+// leaseOps returns the acknowledged claim or EXTEND that last stamped the
+// job's lease before sweep s was sent (nil when there is none).
+func leaseOps(j *jobOps, s *Op) []*Op {
+	var last *Op
+	for _, ga := range j.grants {
+		if ga.op.Return < s.Call && (last == nil || ga.op.Return > last.Return) {
+			last = ga.op
+		}
+	}
+	for _, o := range j.verbs {
+		if o.Kind == Extend && o.Status == OK && o.Return < s.Call && (last == nil || o.Return > last.Return) {
+			last = o
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return []*Op{last}
+}
+
+// leaseCounted says whether sweep s had to count the expiry of the job's
+// lease (its lease_epoch equals the sweep's process) and whether that is
+// certain. It is uncertain when the lease may have been stamped by an
+// operation whose reply was lost or that ran concurrently with the sweep,
+// or when the job was released after its last known grant (an unanswered
+// claim may then have taken it).
+func leaseCounted(j *jobOps, s *Op, unknownSweeps []*Op) (counted, sure bool) {
+	lo := leaseOps(j, s)
+	if len(lo) == 0 {
+		return false, false
+	}
+	last := lo[0]
+	epochs := map[string]bool{last.Epoch: true}
+	for _, ga := range j.grants {
+		if ga.op != last && ga.op.Call < s.Return && ga.op.Return > s.Call {
+			epochs[ga.op.Epoch] = true
+		}
+	}
+	for _, o := range j.verbs {
+		if o.Call > s.Return || o.Call < last.Call || o == last {
+			continue
+		}
+		switch {
+		case o.Kind == Extend && (o.Status == Unknown || o.Return > s.Call):
+			epochs[o.Epoch] = true
+		case isTerminalVerb(o.Kind) && o.Status != Refused:
+			return false, false // released: an unanswered claim may hold it now
+		}
+	}
+	for _, other := range j.sweeps {
+		if other.op != s && other.op.Call > last.Call && other.op.Call < s.Call {
+			return false, false // recovered in between: a lost claim may hold it
+		}
+	}
+	for _, u := range unknownSweeps {
+		if u.Call < s.Call && u.Return > last.Call {
+			return false, false // an unanswered sweep may have recovered it
+		}
+	}
+	if len(epochs) > 1 {
+		return false, false
+	}
+	return epochs[s.Epoch], true
+}
