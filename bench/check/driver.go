@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,7 +54,7 @@ type run struct {
 	cfg   Config
 	start time.Time
 	args  []string
-	addr  string
+	addr  atomic.Value // string: host:port of the running process (a restart takes a new free port)
 
 	procMu sync.Mutex
 	proc   *procs.Proc
@@ -98,13 +97,8 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, Stats{}, err
 	}
-	port, err := procs.FreePort()
-	if err != nil {
-		return nil, Stats{}, err
-	}
-	r := &run{cfg: cfg, start: time.Now(), addr: fmt.Sprintf("127.0.0.1:%d", port), conns: map[net.Conn]struct{}{}}
-	r.args = []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", cfg.Dir,
-		"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"}
+	r := &run{cfg: cfg, start: time.Now(), conns: map[net.Conn]struct{}{}}
+	r.args = []string{"--dir", cfg.Dir, "--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes"}
 	if err := r.startServer(); err != nil {
 		return nil, Stats{}, err
 	}
@@ -191,11 +185,12 @@ const (
 )
 
 func (r *run) startServer() error {
-	p, err := procs.Start("emqd", r.cfg.Bin, r.args, r.addr, filepath.Join(r.cfg.Dir, fmt.Sprintf("emqd-%d.log", len(r.epochs))))
+	p, err := procs.StartEmqdCPU("", r.cfg.Bin, r.args...)
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	r.addr.Store(p.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 	defer rdb.Close()
 	info, err := rdb.Info(context.Background(), "server").Result()
 	if err != nil {
@@ -229,10 +224,11 @@ func (r *run) newConn(id int) *conn {
 	c := &conn{r: r, id: id}
 	c.epoch.Store("")
 	c.rdb = redis.NewClient(&redis.Options{
-		Addr: r.addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true, PoolSize: 1,
+		Addr: r.addr.Load().(string), MaxRetries: -1, Protocol: 2, DisableIdentity: true, PoolSize: 1,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nc, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			// The process running now: a restart moves it to a new port.
+			nc, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, r.addr.Load().(string))
 			if err != nil {
 				return nil, err
 			}
@@ -414,6 +410,7 @@ func (r *run) faulter(ctx context.Context) {
 		switch kind := r.cfg.Faults[i%len(r.cfg.Faults)]; kind {
 		case "kill":
 			r.procMu.Lock()
+			r.addr.Store("127.0.0.1:0") // no dial reaches the old port (another process may take it)
 			r.proc.Kill()
 			err := r.startServer()
 			r.procMu.Unlock()
@@ -448,7 +445,7 @@ func (r *run) faulter(ctx context.Context) {
 			r.fault("cut", fmt.Sprintf("%d connections closed", n))
 		case "clock":
 			ms := 2 * r.cfg.Lease.Milliseconds()
-			rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+			rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 			err := rdb.Do(context.Background(), "EMQ.DEBUG", "CLOCK", "ADVANCE", ms).Err()
 			rdb.Close()
 			note := fmt.Sprintf("EMQ.DEBUG CLOCK ADVANCE %d", ms)
@@ -462,7 +459,7 @@ func (r *run) faulter(ctx context.Context) {
 
 // readBack reads every row of the queue with EMQ.LIST, page by page.
 func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr, MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
 	defer rdb.Close()
 	final := map[string]Row{}
 	for _, state := range []string{"pending", "active", "scheduled", "dead"} {
