@@ -24,13 +24,13 @@ func init() {
 		emqVerb("emq.claim", -3, FlagWrite|FlagBlocking, KeyRW|KeyUpdate,
 			"Leases up to count claimable jobs of a queue, waiting up to block_ms for one.",
 			arg("lease-ms", "integer"), opt(tok("count", "integer", "COUNT")), opt(tok("block-ms", "integer", "BLOCK"))),
-		emqVerb("emq.complete", 4, FlagWrite|FlagFast, KeyRW|KeyDelete,
-			"Completes a leased job (the holder's token) and deletes it.",
-			arg("id", "string"), arg("token", "string")),
-		emqVerb("emq.fail", 7, FlagWrite|FlagFast, KeyRW|KeyUpdate,
-			"Reports a leased job's failure: retried after delay_ms, or dead after max_attempts.",
+		emqVerb("emq.complete", -4, FlagWrite|FlagFast, KeyRW|KeyDelete,
+			"Completes a leased job (the holder's token) and deletes it; with NEXT, claims the next jobs.",
+			arg("id", "string"), arg("token", "string"), nextArg()),
+		emqVerb("emq.fail", -7, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Reports a leased job's failure: retried after delay_ms, or dead after max_attempts; with NEXT, claims the next jobs.",
 			arg("id", "string"), arg("token", "string"), arg("max-attempts", "integer"),
-			arg("delay-ms", "integer"), arg("error", "string")),
+			arg("delay-ms", "integer"), arg("error", "string"), nextArg()),
 		emqVerb("emq.requeue", 4, FlagWrite|FlagFast, KeyRW|KeyUpdate,
 			"Returns a leased job to pending without counting a failure.",
 			arg("id", "string"), arg("token", "string")),
@@ -123,6 +123,13 @@ func emqVerb(name string, arity int, flags Flag, kf KeyFlag, summary string, arg
 		Summary: summary, Group: "emq", Complexity: complexity,
 		Args: append([]Arg{{Name: "queue", Type: "key", KeySpecIndex: 0, HasKeySpec: true}}, args...),
 	}
+}
+
+// nextArg is the NEXT lease_ms [COUNT count] tail of EMQ.COMPLETE and
+// EMQ.FAIL (docs/verbs.md §4.5.1).
+func nextArg() Arg {
+	return Arg{Name: "next", Type: "block", Flags: ArgOptional, Args: []Arg{
+		tok("lease-ms", "integer", "NEXT"), opt(tok("count", "integer", "COUNT"))}}
 }
 
 func arg(name, typ string) Arg { return Arg{Name: name, Type: typ} }
