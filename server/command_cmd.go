@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"sort"
 	"strings"
 
 	"github.com/emqd/emqd/internal/cmdmeta"
@@ -37,6 +38,25 @@ func commandSubcommands() []serverCmd {
 			"GETKEYS <full-command>", "    Return the keys from a full command.",
 			"GETKEYSANDFLAGS <full-command>", "    Return the keys and the access flags from a full command.")},
 	}
+}
+
+// clusterSubcommands are Valkey 8.0.1's CLUSTER subcommands, taken from the
+// metadata table, each answering that cluster support is disabled (a
+// standalone Valkey's reply; docs/compat.md §2.3): CLUSTER is a container,
+// so an unknown subcommand and a wrong argument count get Valkey's texts.
+func clusterSubcommands() []serverCmd {
+	var names []string
+	for _, n := range cmdmeta.ValkeyNames() {
+		if strings.HasPrefix(n, "cluster|") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	out := make([]serverCmd, len(names))
+	for i, n := range names {
+		out[i] = serverCmd{spec: store.NewCommand(n, cmdmeta.Valkey(n).Arity, nil), run: cmdCluster}
+	}
+	return out
 }
 
 // metaStoreFlags maps the metadata flags the dispatcher acts on (and

@@ -208,10 +208,7 @@ func TestCommandRepliesMatchValkey(t *testing.T) {
 			var shared []string
 			for _, n := range ours {
 				emqdHas[n] = true
-				// CLUSTER is one command in emqd (every form answers that
-				// cluster support is disabled), a container in Valkey
-				// (docs/compat.md §1.5).
-				if valkeyHas[n] && n != "cluster" {
+				if valkeyHas[n] {
 					shared = append(shared, n)
 				}
 			}
@@ -267,6 +264,8 @@ func TestCommandRepliesMatchValkey(t *testing.T) {
 				{"COMMAND", "GETKEYS"}, {"COMMAND", "GETKEYS", "nosuch", "x"}, {"COMMAND", "GETKEYS", "ping"},
 				{"COMMAND", "GETKEYS", "get"}, {"COMMAND", "GETKEYS", "client", "nosuch"},
 				{"COMMAND", "GETKEYS", "config", "get", "x"},
+				{"CLUSTER", "FOO"}, {"CLUSTER", "INFO", "x"}, {"CLUSTER", "HELP"}, {"CLUSTER", "KEYSLOT", "a"},
+				{"CLUSTER", "SLOTS"}, {"CLUSTER"}, {"COMMAND", "GETKEYS", "CLUSTER", "INFO"}, {"COMMAND", "GETKEYS", "CLUSTER", "COUNTKEYSINSLOT", "1"},
 			} {
 				if g, w := e.do(args...).raw, v.do(args...).raw; g != w {
 					t.Errorf("%q\n emqd   %q\n valkey %q", args, g, w)
@@ -530,7 +529,7 @@ func TestEMQCommandInfo(t *testing.T) {
 			h(3) + "$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n"
 	}
 	info := func(m, set string) string {
-		return "*1\r\n*10\r\n$12\r\nemq.complete\r\n:4\r\n" + set + "2\r\n+write\r\n+fast\r\n:1\r\n:1\r\n:1\r\n" +
+		return "*1\r\n*10\r\n$12\r\nemq.complete\r\n:-4\r\n" + set + "2\r\n+write\r\n+fast\r\n:1\r\n:1\r\n:1\r\n" +
 			set + "3\r\n+@write\r\n+@fast\r\n+@emq\r\n" + set + "0\r\n" + set + "1\r\n" + keySpec(m, set) + set + "0\r\n"
 	}
 	if got, want := c.do("COMMAND", "INFO", "EMQ.COMPLETE").raw, info("*", "*"); got != want {

@@ -39,7 +39,7 @@ func serverCommands() []serverCmd {
 				"FLUSH [ASYNC|SYNC]", "    Delete all libraries (emqd has none).")},
 		}},
 		{spec: store.NewCommand("shutdown", -1, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale, store.FlagNoMulti, store.FlagSentinel, store.FlagAllowBusy), run: cmdShutdown},
-		{spec: store.NewCommand("cluster", -2, nil), run: cmdCluster},
+		{spec: store.NewCommand("cluster", -2, nil), subs: clusterSubcommands()},
 		{spec: store.NewCommand("subscribe", -2, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdSubscribe},
 		{spec: store.NewCommand("unsubscribe", -1, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdUnsubscribe},
 		{spec: store.NewCommand("psubscribe", -2, nil, store.FlagPubSub, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdPSubscribe},
