@@ -77,6 +77,11 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 		want   string
 	}{
 		{"lost enqueue", func(h *History) { h.Ops = h.Ops[:2] }, VLost},
+		{"lost from a batch", func(h *History) {
+			h.Ops[0] = Op{Client: 0, Kind: Many, IDs: []string{"JOB0", "JOB1"}, Call: ms(0), Return: ms(1), Status: OK, Epoch: e1}
+			h.Final["JOB0"] = Row{State: "pending"}
+			h.Ops = h.Ops[:2]
+		}, VLost},
 		{"double accept", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Requeue, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(6), Status: OK, Epoch: e1})
 		}, VDoubleAccept},
@@ -189,7 +194,7 @@ func TestShortRunUnderFaults(t *testing.T) {
 	}
 	vs := CheckRun(h, &st)
 	t.Logf("%s", st)
-	for _, f := range []string{"kill", "pause", "cut", "clock"} {
+	for _, f := range []string{"kill", "pause", "cut", "clock", "freeze"} {
 		if st.Faults[f] == 0 {
 			t.Errorf("no %s fault injected", f)
 		}

@@ -28,7 +28,7 @@ type Config struct {
 	// FaultEvery is the time between two faults (0: no faults). The faults
 	// cycle through Faults in order.
 	FaultEvery time.Duration
-	Faults     []string // of kill, pause, cut, clock (default all four)
+	Faults     []string // of kill, pause, cut, clock, freeze (default all five)
 	Seed       uint64
 	Log        func(format string, args ...any) // progress lines (nil: none)
 }
@@ -65,6 +65,8 @@ type run struct {
 	ops    []Op
 	faults []Fault
 
+	freezeUntil atomic.Int64 // ns since start: workers holding jobs sleep until then (fault "freeze")
+
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
 	nextID  atomic.Int64
@@ -92,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		cfg.Lease = 800 * time.Millisecond
 	}
 	if len(cfg.Faults) == 0 {
-		cfg.Faults = []string{"kill", "pause", "cut", "clock"}
+		cfg.Faults = []string{"kill", "pause", "cut", "clock", "freeze"}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, Stats{}, err
@@ -158,6 +160,9 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		case OK:
 			if o.Kind == Enqueue {
 				st.Enqueued++
+			}
+			if o.Kind == Many {
+				st.Enqueued += len(o.IDs)
 			}
 			if o.Kind == Complete {
 				st.Completed++
@@ -290,12 +295,33 @@ func (c *conn) do(op Op, fill func(v any, op *Op), args ...any) Op {
 func (r *run) producer(ctx context.Context, id int) {
 	c := r.newConn(id)
 	defer c.rdb.Close()
+	rng := rand.New(rand.NewPCG(uint64(id), 11))
 	for n := 0; ctx.Err() == nil; n++ {
-		c.do(Op{Kind: Enqueue}, func(v any, op *Op) {
-			s, _ := v.(string)
-			op.ID = s
-		}, "EMQ.ENQUEUE", queue, "*", fmt.Sprintf("p%d-%d", id, n))
-		time.Sleep(10 * time.Millisecond)
+		payload := fmt.Sprintf("p%d-%d", id, n)
+		switch x := rng.IntN(10); {
+		case x < 2: // a batch of 2-5 jobs, all or nothing (docs/verbs.md §4.2.1)
+			args := []any{"EMQ.ENQUEUE.MANY", queue, "JOBS"}
+			for k := 0; k < 2+rng.IntN(4); k++ {
+				args = append(args, "*", fmt.Sprintf("%s.%d", payload, k))
+			}
+			c.do(Op{Kind: Many}, func(v any, op *Op) {
+				arr, _ := v.([]any)
+				for _, e := range arr {
+					if s, ok := e.(string); ok {
+						op.IDs = append(op.IDs, s)
+					}
+				}
+			}, args...)
+		case x < 3: // scheduled: the claim promotes it once due
+			c.do(Op{Kind: Enqueue}, func(v any, op *Op) {
+				op.ID, _ = v.(string)
+			}, "EMQ.ENQUEUE", queue, "*", payload, "DELAY", 100)
+		default:
+			c.do(Op{Kind: Enqueue}, func(v any, op *Op) {
+				op.ID, _ = v.(string)
+			}, "EMQ.ENQUEUE", queue, "*", payload)
+		}
+		time.Sleep(15 * time.Millisecond)
 	}
 }
 
@@ -335,6 +361,9 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 		}, "EMQ.CLAIM", queue, leaseMs, "COUNT", 1+rng.IntN(2), "BLOCK", 200)
 		if len(op.Grants) == 0 {
 			continue
+		}
+		if until := r.freezeUntil.Load(); until > r.now() {
+			time.Sleep(time.Duration(until - r.now())) // frozen with the jobs in hand: the leases run out
 		}
 		for _, g := range op.Grants {
 			if rng.IntN(4) == 0 {
@@ -434,6 +463,10 @@ func (r *run) faulter(ctx context.Context) {
 			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
 			r.paused = false
 			r.procMu.Unlock()
+		case "freeze":
+			d := 2*r.cfg.Lease + 500*time.Millisecond
+			r.freezeUntil.Store(r.now() + int64(d))
+			r.fault("freeze", fmt.Sprintf("workers holding jobs frozen for %v", d))
 		case "cut":
 			r.connsMu.Lock()
 			n := len(r.conns)

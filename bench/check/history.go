@@ -20,7 +20,8 @@ type Kind string
 
 // The operations of a history: one per verb the clients send.
 const (
-	Enqueue  Kind = "enqueue"  // EMQ.ENQUEUE q * payload
+	Enqueue  Kind = "enqueue"  // EMQ.ENQUEUE q * payload [DELAY delay_ms]
+	Many     Kind = "many"     // EMQ.ENQUEUE.MANY q JOBS * payload [* payload ...]
 	Claim    Kind = "claim"    // EMQ.CLAIM q lease_ms COUNT n
 	Complete Kind = "complete" // EMQ.COMPLETE q id token
 	Fail     Kind = "fail"     // EMQ.FAIL q id token max_attempts delay_ms error
@@ -78,6 +79,7 @@ type Op struct {
 	// it had one, happened in that process.
 	Epoch string
 
+	IDs         []string // Many: the minted ids the reply listed
 	Grants      []Grant  // Claim: the jobs handed out
 	Verdict     string   // Fail: "scheduled" or "dead"
 	FailCount   int64    // Fail: the failures the reply carried
@@ -91,6 +93,9 @@ func (o *Op) String() string {
 	fmt.Fprintf(&b, "c%d %s", o.Client, o.Kind)
 	if o.ID != "" {
 		fmt.Fprintf(&b, " %s", o.ID)
+	}
+	if len(o.IDs) > 0 {
+		fmt.Fprintf(&b, " %v", o.IDs)
 	}
 	if o.Token != 0 {
 		fmt.Fprintf(&b, " token %d", o.Token)

@@ -96,7 +96,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 		return out
 	}
 	switch o.Kind {
-	case Enqueue:
+	case Enqueue, Many:
 		if s.ph == phAbsent {
 			return []linState{{phPend, 0, 0}}
 		}

@@ -80,6 +80,14 @@ func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
 				j.enq = o
 				j.related = append(j.related, o)
 			}
+		case Many:
+			if o.Status == OK {
+				for _, id := range o.IDs {
+					j := get(id)
+					j.enq = o
+					j.related = append(j.related, o)
+				}
+			}
 		case Claim:
 			switch o.Status {
 			case OK:

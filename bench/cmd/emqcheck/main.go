@@ -26,17 +26,17 @@ func main() {
 	fs.IntVar(&c.Workers, "workers", 4, "clients claiming and releasing jobs")
 	fs.DurationVar(&c.Lease, "lease", 800*time.Millisecond, "lease_ms of every claim")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 4*time.Second, "time between two faults (0: none)")
-	faults := fs.String("faults", "kill,pause,cut,clock", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases)")
+	faults := fs.String("faults", "kill,pause,cut,clock,freeze", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs)")
 	fs.Uint64Var(&c.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the workers' choices")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	_ = fs.Parse(os.Args[1:])
 	for _, f := range strings.Split(*faults, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "kill", "pause", "cut", "clock":
+		case "kill", "pause", "cut", "clock", "freeze":
 			c.Faults = append(c.Faults, f)
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock)\n", f)
+			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze)\n", f)
 			os.Exit(2)
 		}
 	}
