@@ -403,3 +403,49 @@ func readKey(t *testing.T, c *redis.Client, k string) string {
 	}
 	return "none"
 }
+
+// TestRestoreAOFRecord: a RESTORE with a relative TTL is recorded as the
+// absolute time with ABSTTL (as Valkey propagates it), so a replay later
+// gives the same expire time; a refused RESTORE (BUSYKEY, a bad payload)
+// records nothing and changes nothing; a replay restores the key.
+func TestRestoreAOFRecord(t *testing.T) {
+	m := clock.NewManual(pt0)
+	dir := t.TempDir()
+	s := durable(t, dir, m)
+	c := dial(t, s)
+	c.do("HSET", "src", "f", "v")
+	payload := c.do("DUMP", "src")
+	body := payload[strings.Index(payload, "\r\n")+2 : len(payload)-2]
+	if got := c.do("RESTORE", "k", "5000", body); got != "+OK\r\n" {
+		t.Fatalf("RESTORE: %q", got)
+	}
+	path := filepath.Join(dir, "appendonly.aof")
+	before, _ := os.ReadFile(path)
+	want := string(encode("RESTORE", "k", strconv.FormatInt(pt0+5000, 10), body, "ABSTTL"))
+	if !strings.Contains(string(before), want) {
+		t.Fatalf("AOF lacks %q:\n%q", want, before)
+	}
+	if got := c.do("RESTORE", "k", "0", body); got != "-BUSYKEY Target key name already exists.\r\n" {
+		t.Fatalf("BUSYKEY: %q", got)
+	}
+	if got := c.do("RESTORE", "k2", "0", body[:len(body)-1]+"x"); got != "-ERR DUMP payload version or checksum are wrong\r\n" {
+		t.Fatalf("bad payload: %q", got)
+	}
+	if got := c.do("EXISTS", "k2"); got != ":0\r\n" {
+		t.Fatalf("k2 after a refusal: %q", got)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Fatalf("a refused RESTORE changed the AOF: %q", after[len(before):])
+	}
+	stop(t, s)
+	m.Advance(1000)
+	s2 := durable(t, dir, m)
+	c2 := dial(t, s2)
+	if got := c2.do("PEXPIRETIME", "k"); got != ":"+strconv.FormatInt(pt0+5000, 10)+"\r\n" {
+		t.Fatalf("PEXPIRETIME after replay: %q", got)
+	}
+	if got := c2.do("HGET", "k", "f"); got != "$1\r\nv\r\n" {
+		t.Fatalf("HGET after replay: %q", got)
+	}
+}
