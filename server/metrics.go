@@ -119,6 +119,23 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 			func() float64 { return float64(s.statRejected.Load()) }),
 		counterFunc("emqd_bad_row_refusals_total", "Verbs refused because of stored data (docs/verbs.md §2.11; INFO emq_bad_row_refusals).",
 			func() float64 { return float64(s.verbs.BadRowRefusals()) }),
+		// RDB snapshots (rdb.go; INFO rdb_saves, rdb_last_bgsave_status,
+		// rdb_changes_since_last_save, rdb_last_save_time).
+		counterFunc("emqd_rdb_saves_total", "Snapshots written to dump.rdb (SAVE, BGSAVE, save points, shutdown; INFO rdb_saves).",
+			func() float64 { return float64(s.rdb.stat(func(r *saver) int64 { return r.saves })) }),
+		gaugeFunc("emqd_rdb_last_bgsave_ok", "1 when the last background save succeeded (or none ran), 0 when it failed (INFO rdb_last_bgsave_status).",
+			func() float64 {
+				return float64(s.rdb.stat(func(r *saver) int64 {
+					if r.lastOK {
+						return 1
+					}
+					return 0
+				}))
+			}),
+		gaugeFunc("emqd_rdb_changes_since_last_save", "Writes since the last successful snapshot (INFO rdb_changes_since_last_save).",
+			func() float64 { return float64(s.rdb.changes()) }),
+		gaugeFunc("emqd_rdb_last_save_timestamp_seconds", "Unix time of the last successful snapshot, or of the start (LASTSAVE).",
+			func() float64 { return float64(s.rdb.stat(func(r *saver) int64 { return r.lastSave })) }),
 		sweep("recovered", func() float64 { return float64(s.obs.sweepRecovered.Load()) }),
 		sweep("dead", func() float64 { return float64(s.obs.sweepDead.Load()) }),
 	}

@@ -362,11 +362,22 @@ func (r *saver) wait() {
 	}
 }
 
-// changes is rdb_changes_since_last_save.
+// changes is rdb_changes_since_last_save (it reads the store's count
+// under the store lock).
 func (r *saver) changes() int64 {
+	r.s.store.Lock()
+	dirty := r.s.store.DirtyCount
+	r.s.store.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.s.store.DirtyCount - r.dirtyBase
+	return dirty - r.dirtyBase
+}
+
+// stat reads one field under r.mu (the metrics).
+func (r *saver) stat(f func(r *saver) int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return f(r)
 }
 
 // cron checks the save points and a scheduled BGSAVE ten times a second

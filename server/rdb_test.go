@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -448,4 +450,37 @@ func TestRestoreAOFRecord(t *testing.T) {
 	if got := c2.do("HGET", "k", "f"); got != "$1\r\nv\r\n" {
 		t.Fatalf("HGET after replay: %q", got)
 	}
+}
+
+// TestRDBMetrics: the /metrics families follow the snapshot state.
+func TestRDBMetrics(t *testing.T) {
+	dir := t.TempDir()
+	s := StartTest(t, Options{Config: map[string]string{"dir": dir, "metrics-addr": "127.0.0.1:0"}})
+	c := dial(t, s)
+	c.do("SET", "a", "1")
+	c.do("SET", "b", "2")
+	body := metricsText(t, s)
+	for _, want := range []string{"emqd_rdb_saves_total 0", "emqd_rdb_changes_since_last_save 2", "emqd_rdb_last_bgsave_ok 1"} {
+		if !strings.Contains(body, want+"\n") {
+			t.Fatalf("before SAVE: no %q", want)
+		}
+	}
+	c.do("SAVE")
+	body = metricsText(t, s)
+	for _, want := range []string{"emqd_rdb_saves_total 1", "emqd_rdb_changes_since_last_save 0"} {
+		if !strings.Contains(body, want+"\n") {
+			t.Fatalf("after SAVE: no %q", want)
+		}
+	}
+}
+
+func metricsText(t *testing.T, s *Server) string {
+	t.Helper()
+	resp, err := http.Get("http://" + s.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
