@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -519,5 +521,123 @@ func TestClientReplyInMultiValkeyMalformed(t *testing.T) {
 		if r := e.read(); r != want {
 			t.Fatalf("emqd %q, want %q", r, want)
 		}
+	}
+}
+
+// TestAOFTailsAsValkey (issue 27 item 8): the same bytes appended to the
+// AOF of emqd and of Valkey 8.0.1 after an acknowledged SET: garbage that
+// cannot begin a record refuses the start on both with "Bad file format";
+// the start of a record cut short is a torn tail both load without; a
+// CONFIG SET, SHUTDOWN or BGREWRITEAOF record is skipped by both, and the
+// SET after it applied.
+func TestAOFTailsAsValkey(t *testing.T) {
+	cases := []struct {
+		name, tail string
+		bad        bool
+	}{
+		{"garbage", "abc", true},
+		{"garbage line", "xyz\r\n", true},
+		{"bad bulk header", "*1\r\n%3", true},
+		{"torn header", "*2\r\n$6\r\nCONF", false},
+		{"server commands", "*3\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$1\r\nx\r\n*1\r\n$8\r\nSHUTDOWN\r\n*1\r\n$12\r\nBGREWRITEAOF\r\n" +
+			"*3\r\n$3\r\nset\r\n$1\r\nc\r\n$1\r\n3\r\n", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// Valkey: one incremental file in appendonlydir.
+			ref := valkeyref.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+			v := refDial(t, ref.Addr)
+			if r := v.do("SET", "b", "2"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			ref.Kill()
+			incr, _ := filepath.Glob(filepath.Join(ref.Dir, "appendonlydir", "*.incr.aof"))
+			if len(incr) != 1 {
+				t.Fatalf("valkey's incr files: %v", incr)
+			}
+			appendTo(t, incr[0], tc.tail)
+			verr := ref.Restart()
+
+			dir := t.TempDir()
+			s := durable(t, dir, nil)
+			if r := dial(t, s).do("SET", "b", "2"); r != "+OK\r\n" {
+				t.Fatal(r)
+			}
+			path := s.AOF().Path()
+			stop(t, s)
+			appendTo(t, path, tc.tail)
+			before, _ := os.ReadFile(path)
+			s2, eerr := Start(Options{Config: map[string]string{"appendonly": "yes", "dir": dir}})
+			if tc.bad {
+				if verr == nil || !strings.Contains(ref.Log(), "Bad file format") {
+					t.Fatalf("valkey started: %v", verr)
+				}
+				if eerr == nil || !strings.Contains(eerr.Error(), "Bad file format") {
+					if s2 != nil {
+						s2.Close(context.Background())
+					}
+					t.Fatalf("emqd: %v", eerr)
+				}
+				if after, _ := os.ReadFile(path); string(after) != string(before) {
+					t.Fatal("the refused file was changed")
+				}
+				return
+			}
+			if verr != nil || eerr != nil {
+				t.Fatalf("valkey %v, emqd %v", verr, eerr)
+			}
+			t.Cleanup(func() { s2.Close(context.Background()) })
+			v = refDial(t, ref.Addr)
+			e := dial(t, s2)
+			for _, k := range []string{"b", "c", "x"} {
+				if got, want := e.do("GET", k), v.do("GET", k); got != want {
+					t.Errorf("GET %s: emqd %q, valkey %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func appendTo(t *testing.T, path, tail string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(tail); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestENOSPCAfterRewriteNamesTheAOF (issue 27 item 8): once a rewrite has
+// renamed its temporary file over the AOF, a write that fails with ENOSPC
+// is logged with the AOF's name, not the temporary file's, which no longer
+// exists.
+func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
+	fsys := aof.NewFaultFS()
+	logs := &syncBuffer{}
+	s, err := Start(Options{Config: map[string]string{"appendonly": "yes", "dir": "/d", "appendfsync": "always"}, aofFS: fsys,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	c := dial(t, s)
+	c.do("SET", "a", "1")
+	if r := c.do("BGREWRITEAOF"); !strings.HasPrefix(r, "+Background append only file rewriting") {
+		t.Fatal(r)
+	}
+	eventually(t, func() bool { return strings.Contains(logs.String(), "Background AOF rewrite finished successfully") })
+	fsys.FailOps(syscall.ENOSPC, aof.OpWrite)
+	c.write(encode("SET", "b", "2"))
+	c.expectClosed()
+	fsys.Heal()
+	log := logs.String()
+	if !strings.Contains(log, "/d/appendonly.aof: no space left on device") {
+		t.Fatalf("the AOF is not named:\n%s", log)
+	}
+	if i := strings.LastIndex(log, "Background AOF rewrite finished"); strings.Contains(log[i:], "temp-rewriteaof") {
+		t.Fatalf("a temporary file is named after the rewrite:\n%s", log[i:])
 	}
 }

@@ -3,6 +3,7 @@ package aof
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,3 +136,36 @@ func Strerror(err error) string {
 
 // cleanPath is filepath.Clean, used as the FaultFS key.
 func cleanPath(p string) string { return filepath.Clean(p) }
+
+// renamedFile is a File opened under a name it no longer has (a rewrite's
+// temporary file, renamed over the AOF): an error it returns names path,
+// the file's name now, so a log line after a rewrite names the AOF rather
+// than a temporary file that no longer exists.
+type renamedFile struct {
+	File
+	path string
+}
+
+func (f renamedFile) fix(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path != f.path {
+		c := *pe
+		c.Path = f.path
+		return &c
+	}
+	return err
+}
+
+func (f renamedFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	return n, f.fix(err)
+}
+
+func (f renamedFile) Sync() error { return f.fix(f.File.Sync()) }
+
+func (f renamedFile) Truncate(size int64) error { return f.fix(f.File.Truncate(size)) }
+
+func (f renamedFile) Size() (int64, error) {
+	n, err := f.File.Size()
+	return n, f.fix(err)
+}

@@ -359,6 +359,12 @@ func (p *parser) command() ([][]byte, error) {
 		if err == io.EOF && len(line) == 0 {
 			return nil, io.EOF
 		}
+		if err == io.EOF && !partialHeader(line, '*') {
+			// Bytes at the end that cannot begin a record ("abc"): Valkey's
+			// loader reads the line and refuses it (Bad file format); only
+			// the start of a record, or NUL bytes, is a torn tail.
+			return nil, p.badOrTorn(line, nil, fmt.Sprintf("expected '*', got %q at the end of the file", abbrev(line)))
+		}
 		return nil, p.badOrTorn(line, err, "incomplete header")
 	}
 	if line[0] != '*' {
@@ -372,6 +378,9 @@ func (p *parser) command() ([][]byte, error) {
 	for range argc {
 		line, err := p.line()
 		if err != nil {
+			if err == io.EOF && len(line) > 0 && !partialHeader(line, '$') {
+				return nil, p.badOrTorn(line, nil, fmt.Sprintf("expected '$', got %q at the end of the file", abbrev(line)))
+			}
 			return nil, p.badOrTorn(line, err, "incomplete bulk header")
 		}
 		if line[0] != '$' {
@@ -452,6 +461,27 @@ func (p *parser) crlf() error {
 		return p.badOrTorn(crlf[:], nil, "bulk not terminated by CRLF")
 	}
 	return nil
+}
+
+// partialHeader reports whether b, the last bytes of the file, can be the
+// start of a header line `<mark><digits>\r\n` cut short: the mark, then
+// digits, then at most the CR. NUL bytes are left to badOrTorn.
+func partialHeader(b []byte, mark byte) bool {
+	if allZero(b) {
+		return true
+	}
+	if b[0] != mark {
+		return false
+	}
+	for i, c := range b[1:] {
+		if c == '\r' && i == len(b)-2 {
+			return true
+		}
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // badOrTorn classifies a parse failure: the end of the file inside the

@@ -260,7 +260,7 @@ func (a *AOF) rewrite() (err error) {
 	// From here the new file is the AOF: switch to it whatever happens.
 	switched = true
 	old := a.f
-	a.f = f
+	a.f = renamedFile{File: f, path: a.path}
 	a.fileSize, a.syncedSize = size, size
 	a.unsynced, a.complete, a.needRepair = a.unsynced[:0], true, false
 	a.buf = nil // every buffered record is in the new file
