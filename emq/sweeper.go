@@ -28,6 +28,12 @@ type SweeperOptions struct {
 	// OnSweep, when set, is called after each EMQ.STALLED.CHECK with its
 	// result.
 	OnSweep func(recovered, dead []string, err error)
+	// Schedules makes each sweep also fire the queue's due schedule slots
+	// (EMQ.SCHEDULE.FIRE, repeated while a call is full): how schedules
+	// fire on a cluster, where no server timer does (docs/cluster.md
+	// "schedule firing"). Harmless on emqd, which fires them itself. The
+	// slots fire late by at most Interval.
+	Schedules bool
 }
 
 // RunSweeper sends EMQ.STALLED.CHECK for queue q at once and then every
@@ -73,6 +79,11 @@ func (c *Client) RunSweeper(ctx context.Context, q string, o SweeperOptions) err
 			}
 			if len(rec)+len(dead) < o.Limit || ctx.Err() != nil {
 				break
+			}
+		}
+		if o.Schedules {
+			if err := c.fireAll(bg, q); err != nil {
+				o.Logger.Warn("emq: schedule fire failed", "queue", q, "err", err)
 			}
 		}
 		select {

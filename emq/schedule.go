@@ -1,0 +1,249 @@
+package emq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Schedules (docs/verbs.md §4.22): the server enqueues a job at each slot
+// of a schedule, exactly once per slot. On emqd the server fires them on
+// its own timer; on a cluster (the Functions target) something must call
+// FireSchedules (RunSweeper does with SweeperOptions.Schedules).
+
+// Catch-up policies of a schedule (docs/verbs.md §4.22.5).
+const (
+	CatchupNone = "none" // late slots are missed
+	CatchupOne  = "one"  // the latest late slot fires (the verb's default)
+	CatchupAll  = "all"  // every late slot fires, in order
+)
+
+// ScheduleSpec is a schedule's definition (EMQ.SCHEDULE's arguments).
+// Exactly one of Every (at least 1 ms; rounded up to whole ms) and Cron (5
+// or 6 fields or a descriptor, in zone TZ, "" = UTC) is set. Zero Start,
+// End and Limit mean none; Catchup "" is the verb's default (one).
+type ScheduleSpec struct {
+	Every       time.Duration
+	Cron        string
+	TZ          string
+	Payload     []byte
+	Start, End  time.Time
+	Limit       int
+	OverlapSkip bool
+	Catchup     string
+}
+
+// Schedule creates or replaces schedule name of queue q (EMQ.SCHEDULE,
+// docs/verbs.md §4.22.1; the replace is atomic). Errors: the verb's
+// refusals (`ERR invalid cron spec: ...`, `ERR invalid schedule name`,
+// ...) as go-redis errors; a spec with both or neither of Every and Cron
+// is refused here before anything is sent.
+func (c *Client) Schedule(ctx context.Context, q, name string, s ScheduleSpec) error {
+	var args []any
+	switch {
+	case s.Every > 0 && s.Cron == "":
+		if s.TZ != "" {
+			return errors.New("emq: Schedule: TZ is for Cron schedules")
+		}
+		args = append(args, name, "EVERY", posMs(s.Every))
+	case s.Every <= 0 && s.Cron != "":
+		args = append(args, name, "CRON", s.Cron)
+		if s.TZ != "" {
+			args = append(args, "TZ", s.TZ)
+		}
+	default:
+		return errors.New("emq: Schedule: set exactly one of Every and Cron")
+	}
+	args = append(args, s.Payload)
+	if !s.Start.IsZero() {
+		args = append(args, "START", max(s.Start.UnixMilli(), 0))
+	}
+	if !s.End.IsZero() {
+		args = append(args, "END", max(s.End.UnixMilli(), 0))
+	}
+	if s.Limit > 0 {
+		args = append(args, "LIMIT", s.Limit)
+	}
+	if s.OverlapSkip {
+		args = append(args, "OVERLAP", "skip")
+	}
+	if s.Catchup != "" {
+		args = append(args, "CATCHUP", s.Catchup)
+	}
+	_, err := c.do(ctx, "EMQ.SCHEDULE", q, args...)
+	return err
+}
+
+// ScheduleInfo is a schedule as EMQ.SCHEDULE.GET shows it (docs/verbs.md
+// §4.22.2). Fields keeps every field as sent.
+type ScheduleInfo struct {
+	Name string
+	// State is active, paused or done.
+	State string
+	// Next is the next slot (zero when done); LastSlot and LastID the
+	// last fired slot and its occurrence's job id (zero and "" before the
+	// first).
+	Next, LastSlot time.Time
+	LastID         string
+	// Fired, Skipped (OVERLAP skip) and Missed (late, CATCHUP none/one)
+	// count the slots of the current definition.
+	Fired, Skipped, Missed int64
+	Fields                 map[string]string
+}
+
+func parseSchedule(verb string, v any) (*ScheduleInfo, error) {
+	pairs, ok := asPairs(v)
+	if !ok {
+		return nil, badReply(verb, v)
+	}
+	s := &ScheduleInfo{Fields: make(map[string]string, len(pairs))}
+	for _, p := range pairs {
+		name, ok1 := asString(p[0])
+		val, ok2 := asString(p[1])
+		if !ok1 || !ok2 {
+			return nil, badReply(verb, v)
+		}
+		s.Fields[name] = val
+		n, _ := asInt(val)
+		switch name {
+		case "name":
+			s.Name = val
+		case "state":
+			s.State = val
+		case "next_ms":
+			s.Next = time.UnixMilli(n)
+		case "last_slot_ms":
+			s.LastSlot = time.UnixMilli(n)
+		case "last_id":
+			s.LastID = val
+		case "fired":
+			s.Fired = n
+		case "skipped":
+			s.Skipped = n
+		case "missed":
+			s.Missed = n
+		}
+	}
+	return s, nil
+}
+
+// ErrNoSchedule is GetSchedule's answer for a schedule that does not exist.
+var ErrNoSchedule = errors.New("emq: no such schedule")
+
+// GetSchedule returns schedule name of queue q (EMQ.SCHEDULE.GET), or
+// ErrNoSchedule.
+func (c *Client) GetSchedule(ctx context.Context, q, name string) (*ScheduleInfo, error) {
+	v, err := c.do(ctx, "EMQ.SCHEDULE.GET", q, name)
+	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
+		return nil, ErrNoSchedule
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseSchedule("EMQ.SCHEDULE.GET", v)
+}
+
+// ListSchedules returns up to count schedules of q from offset, next fire
+// first (EMQ.SCHEDULE.LIST; count 0: the verb's default 100, at most
+// ListMax).
+func (c *Client) ListSchedules(ctx context.Context, q string, offset, count int) ([]ScheduleInfo, error) {
+	var args []any
+	if count > 0 || offset > 0 {
+		if count <= 0 {
+			count = 100
+		}
+		args = append(args, offset, count)
+	}
+	v, err := c.do(ctx, "EMQ.SCHEDULE.LIST", q, args...)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, badReply("EMQ.SCHEDULE.LIST", v)
+	}
+	out := make([]ScheduleInfo, 0, len(list))
+	for _, e := range list {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, badReply("EMQ.SCHEDULE.LIST", v)
+		}
+		name, _ := asString(pair[0])
+		if pair[1] == nil {
+			out = append(out, ScheduleInfo{Name: name})
+			continue
+		}
+		s, err := parseSchedule("EMQ.SCHEDULE.LIST", pair[1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// DeleteSchedule deletes schedule name of q (EMQ.SCHEDULE.DEL): true when
+// it existed. Its enqueued occurrences stay.
+func (c *Client) DeleteSchedule(ctx context.Context, q, name string) (bool, error) {
+	v, err := c.do(ctx, "EMQ.SCHEDULE.DEL", q, name)
+	if err != nil {
+		return false, err
+	}
+	n, ok := asInt(v)
+	if !ok {
+		return false, badReply("EMQ.SCHEDULE.DEL", v)
+	}
+	return n == 1, nil
+}
+
+// PauseSchedule pauses schedule name of q (EMQ.SCHEDULE.PAUSE); the server
+// error `ERR no such schedule` when there is none.
+func (c *Client) PauseSchedule(ctx context.Context, q, name string) error {
+	_, err := c.do(ctx, "EMQ.SCHEDULE.PAUSE", q, name)
+	return err
+}
+
+// ResumeSchedule resumes it (EMQ.SCHEDULE.RESUME) at its first slot from
+// now; the slots passed while paused are not fired.
+func (c *Client) ResumeSchedule(ctx context.Context, q, name string) error {
+	_, err := c.do(ctx, "EMQ.SCHEDULE.RESUME", q, name)
+	return err
+}
+
+// FireSchedules fires the due slots of q's schedules, at most limit slot
+// decisions (0: the verb's default, 100), and returns the number of
+// occurrences enqueued (EMQ.SCHEDULE.FIRE, docs/verbs.md §4.22.4). emqd
+// does it by itself; on a cluster it is how schedules fire. Calling it
+// more often, or from several processes, fires nothing twice.
+func (c *Client) FireSchedules(ctx context.Context, q string, limit int) (int, error) {
+	var args []any
+	if limit > 0 {
+		args = append(args, limit)
+	}
+	v, err := c.do(ctx, "EMQ.SCHEDULE.FIRE", q, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := asInt(v)
+	if !ok {
+		return 0, badReply("EMQ.SCHEDULE.FIRE", v)
+	}
+	return int(n), nil
+}
+
+// fireAll repeats FireSchedules while a call hits its limit.
+func (c *Client) fireAll(ctx context.Context, q string) error {
+	for range 1000 {
+		n, err := c.FireSchedules(ctx, q, 100)
+		if err != nil {
+			return fmt.Errorf("emq: EMQ.SCHEDULE.FIRE %s: %w", q, err)
+		}
+		if n < 100 {
+			return nil
+		}
+	}
+	return nil
+}
