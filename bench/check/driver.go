@@ -344,36 +344,29 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 			c.do(Op{Kind: Complete, ID: z.g.ID, Token: z.g.Token}, nil, "EMQ.COMPLETE", queue, z.g.ID, z.g.Token)
 			continue
 		}
-		op := c.do(Op{Kind: Claim}, func(v any, op *Op) {
-			arr, _ := v.([]any)
-			for _, e := range arr {
-				f, _ := e.([]any)
-				if len(f) < 4 {
-					continue
-				}
-				id, _ := f[0].(string)
-				tok, _ := f[2].(string)
-				var t int64
-				fmt.Sscan(tok, &t)
-				fails, _ := f[3].(int64)
-				op.Grants = append(op.Grants, Grant{ID: id, Token: t, Failures: fails})
-			}
-		}, "EMQ.CLAIM", queue, leaseMs, "COUNT", 1+rng.IntN(2), "BLOCK", 200)
-		if len(op.Grants) == 0 {
+		op := c.do(Op{Kind: Claim}, readGrants, "EMQ.CLAIM", queue, leaseMs, "COUNT", 1+rng.IntN(2), "BLOCK", 200)
+		hand := op.Grants
+		if len(hand) == 0 {
 			continue
 		}
 		if until := r.freezeUntil.Load(); until > r.now() {
 			time.Sleep(time.Duration(until - r.now())) // frozen with the jobs in hand: the leases run out
 		}
-		for _, g := range op.Grants {
+		for len(hand) > 0 {
+			g := hand[0]
+			hand = hand[1:]
 			if rng.IntN(4) == 0 {
 				time.Sleep(time.Duration(rng.IntN(int(leaseMs/2))) * time.Millisecond)
 			}
 			base := Op{ID: g.ID, Token: g.Token}
 			switch x := rng.IntN(100); {
-			case x < 55:
+			case x < 40:
 				base.Kind = Complete
 				c.do(base, nil, "EMQ.COMPLETE", queue, g.ID, g.Token)
+			case x < 55: // complete and claim the next job in one command (docs/verbs.md §4.5.1)
+				base.Kind, base.Next = Complete, true
+				done := c.do(base, readGrants, "EMQ.COMPLETE", queue, g.ID, g.Token, "NEXT", leaseMs)
+				hand = append(hand, done.Grants...)
 			case x < 70:
 				base.Kind, base.MaxAttempts = Fail, maxAttempts
 				c.do(base, func(v any, op *Op) {
@@ -395,6 +388,24 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 				zombies = append(zombies, zombie{g, time.Now()}) // abandoned: its lease runs out
 			}
 		}
+	}
+}
+
+// readGrants reads a claim reply ([id, payload, token, failures] per job,
+// docs/verbs.md §4.3.2) into op.Grants.
+func readGrants(v any, op *Op) {
+	arr, _ := v.([]any)
+	for _, e := range arr {
+		f, _ := e.([]any)
+		if len(f) < 4 {
+			continue
+		}
+		id, _ := f[0].(string)
+		tok, _ := f[2].(string)
+		var t int64
+		fmt.Sscan(tok, &t)
+		fails, _ := f[3].(int64)
+		op.Grants = append(op.Grants, Grant{ID: id, Token: t, Failures: fails})
 	}
 }
 

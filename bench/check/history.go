@@ -23,7 +23,7 @@ const (
 	Enqueue  Kind = "enqueue"  // EMQ.ENQUEUE q * payload [DELAY delay_ms]
 	Many     Kind = "many"     // EMQ.ENQUEUE.MANY q JOBS * payload [* payload ...]
 	Claim    Kind = "claim"    // EMQ.CLAIM q lease_ms COUNT n
-	Complete Kind = "complete" // EMQ.COMPLETE q id token
+	Complete Kind = "complete" // EMQ.COMPLETE q id token [NEXT lease_ms]
 	Fail     Kind = "fail"     // EMQ.FAIL q id token max_attempts delay_ms error
 	Requeue  Kind = "requeue"  // EMQ.REQUEUE q id token
 	Extend   Kind = "extend"   // EMQ.EXTEND q id token lease_ms
@@ -80,7 +80,8 @@ type Op struct {
 	Epoch string
 
 	IDs         []string // Many: the minted ids the reply listed
-	Grants      []Grant  // Claim: the jobs handed out
+	Next        bool     // Complete: with NEXT, a claim in the same command
+	Grants      []Grant  // Claim, Complete with Next: the jobs handed out
 	Verdict     string   // Fail: "scheduled" or "dead"
 	FailCount   int64    // Fail: the failures the reply carried
 	MaxAttempts int64    // Fail: the max_attempts sent
@@ -91,6 +92,9 @@ type Op struct {
 func (o *Op) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "c%d %s", o.Client, o.Kind)
+	if o.Next {
+		b.WriteString("+next")
+	}
 	if o.ID != "" {
 		fmt.Fprintf(&b, " %s", o.ID)
 	}

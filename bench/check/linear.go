@@ -40,6 +40,7 @@ type linState struct {
 type linIn struct {
 	op      *Op
 	grant   Grant
+	asGrant bool // a COMPLETE ... NEXT seen from a job it handed out: the claim part
 	dead    bool // sweep listing: dead-lettered
 	final   bool
 	present bool
@@ -72,10 +73,14 @@ func (m linModel) step(s linState, in linIn) []linState {
 		return nil
 	}
 	o := in.op
+	kind := o.Kind
+	if in.asGrant {
+		kind = Claim
+	}
 	held := s.ph == phHeld && s.tok == o.Token
 	if o.Status == Unknown {
 		out := []linState{s}
-		switch o.Kind {
+		switch kind {
 		case Complete:
 			if held {
 				out = append(out, linState{phDone, s.tok, s.fails})
@@ -95,7 +100,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 		}
 		return out
 	}
-	switch o.Kind {
+	switch kind {
 	case Enqueue, Many:
 		if s.ph == phAbsent {
 			return []linState{{phPend, 0, 0}}
@@ -219,14 +224,17 @@ func linearizable(h *History) ([]Violation, LinStats) {
 		var ops []porcupine.Operation
 		for _, o := range j.related {
 			in := linIn{op: o}
-			switch o.Kind {
-			case Claim:
+			if o.Next && o.ID != id {
+				in.asGrant = true // COMPLETE ... NEXT, in the partition of a job it handed out
+			}
+			switch {
+			case o.Kind == Claim || in.asGrant:
 				for _, g := range o.Grants {
 					if g.ID == id {
 						in.grant = g
 					}
 				}
-			case Sweep:
+			case o.Kind == Sweep:
 				for _, d := range o.Dead {
 					if d == id {
 						in.dead = true

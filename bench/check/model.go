@@ -119,6 +119,18 @@ func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
 			j := get(o.ID)
 			j.verbs = append(j.verbs, o)
 			j.related = append(j.related, o)
+			if o.Next { // COMPLETE ... NEXT: also a claim
+				switch o.Status {
+				case OK:
+					for _, g := range o.Grants {
+						gj := get(g.ID)
+						gj.grants = append(gj.grants, grantAt{o, g})
+						gj.related = append(gj.related, o)
+					}
+				case Unknown:
+					unknownClaims = append(unknownClaims, o)
+				}
+			}
 		}
 	}
 	for id := range h.Final {
