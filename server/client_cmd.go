@@ -417,12 +417,18 @@ func (c *client) infoLine() string {
 	i("qbuf-free", 0)
 	i("argv-mem", c.argvMem.Load())
 	i("multi-mem", int64(c.queueBytes))
-	i("rbs", 16384)
+	// Output: omem is the replies not yet taken by the kernel; oll counts
+	// them in Valkey's 16 KiB reply blocks (PROTO_REPLY_CHUNK_BYTES), obl
+	// (Valkey's fixed buffer) stays 0. tot-mem adds what the client holds
+	// in requests (qbuf, argv-mem, multi-mem) and the read buffer (rbs).
+	omem := c.outputMemory()
+	const rbs = 16384
+	i("rbs", rbs)
 	i("rbp", 0)
 	i("obl", 0)
-	i("oll", 0)
-	i("omem", 0)
-	i("tot-mem", 0)
+	i("oll", (omem+16383)/16384)
+	i("omem", omem)
+	i("tot-mem", omem+c.qbuf.Load()+c.argvMem.Load()+int64(c.queueBytes)+rbs)
 	f("events", "r")
 	f("cmd", cmd)
 	f("user", "default")

@@ -131,6 +131,9 @@ type client struct {
 	out     []byte
 	spare   []byte
 	writing bool
+	// inWrite is the length of the buffer being written (outMu): with out
+	// it is the output not yet taken by the kernel (CLIENT LIST omem).
+	inWrite int
 	killed  atomic.Bool
 	// commitPending: a wake-up served this client with a command that wrote.
 	commitPending atomic.Bool
@@ -420,6 +423,14 @@ func (c *client) setReplyRoom(x *store.Ctx, lim int64) {
 	c.outMu.Unlock()
 }
 
+// outputMemory is the client's output not yet taken by the kernel, in
+// bytes: the queue and the buffer being written (CLIENT LIST omem).
+func (c *client) outputMemory() int64 {
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	return int64(len(c.out) + c.inWrite)
+}
+
 // outputOverLimit disconnects a client whose output passed its class's
 // hard limit (client-output-buffer-limit).
 func (c *client) outputOverLimit() {
@@ -480,6 +491,7 @@ func (c *client) flush(parked bool) {
 		data := c.out
 		c.out = c.spare[:0]
 		c.writing = true
+		c.inWrite = len(data)
 		c.outMu.Unlock()
 		n, err := c.nc.Write(data)
 		if n > 0 {
@@ -489,6 +501,7 @@ func (c *client) flush(parked bool) {
 		c.s.statNetOut.Add(int64(n))
 		c.outMu.Lock()
 		c.writing = false
+		c.inWrite = 0
 		if cap(data) > 1<<20 {
 			data = nil // do not keep a huge buffer
 		}

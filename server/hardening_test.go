@@ -641,3 +641,65 @@ func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
 		t.Fatalf("a temporary file is named after the rewrite:\n%s", log[i:])
 	}
 }
+
+// clientField reads field k of the CLIENT LIST line of the client named
+// name ("" when there is none).
+func clientField(t *testing.T, c *rawConn, name, k string) string {
+	t.Helper()
+	r := c.do("CLIENT", "LIST")
+	for _, line := range strings.Split(r, "\n") {
+		if !strings.Contains(line, " name="+name+" ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, k+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// TestOutputMemoryAndPubsubClass (issue 27 item 9): a client that stops
+// reading 24 MiB of replies shows them in CLIENT LIST omem (and oll,
+// tot-mem) instead of 0; a subscriber that stops reading is held to the
+// pubsub class of client-output-buffer-limit and closed past its hard
+// limit, while a normal client holding the same bytes is not (normal has
+// no limit by default, as in Valkey).
+func TestOutputMemoryAndPubsubClass(t *testing.T) {
+	s := startServer(t, map[string]string{"client-output-buffer-limit": "pubsub 4mb 0 0"}, nil)
+	a := dial(t, s)
+	a.do("SET", "big", strings.Repeat("v", 1<<20))
+	slow := dial(t, s)
+	slow.do("CLIENT", "SETNAME", "slow")
+	var p []byte
+	for i := 0; i < 24; i++ {
+		p = append(p, encode("GET", "big")...)
+	}
+	slow.write(p) // and never read
+	var omem int64
+	eventually(t, func() bool {
+		omem, _ = strconv.ParseInt(clientField(t, a, "slow", "omem"), 10, 64)
+		return omem > 4<<20
+	})
+	oll, _ := strconv.ParseInt(clientField(t, a, "slow", "oll"), 10, 64)
+	tot, _ := strconv.ParseInt(clientField(t, a, "slow", "tot-mem"), 10, 64)
+	if oll < omem/16384 || tot < omem {
+		t.Fatalf("omem %d oll %d tot-mem %d", omem, oll, tot)
+	}
+
+	sub := dial(t, s)
+	sub.do("CLIENT", "SETNAME", "sub")
+	sub.do("SUBSCRIBE", "ch")
+	msg := strings.Repeat("m", 256<<10)
+	for i := 0; i < 48; i++ { // 12 MiB published, none read
+		a.do("PUBLISH", "ch", msg)
+	}
+	eventually(t, func() bool { return clientField(t, a, "sub", "id") == "" })
+	if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+		t.Fatalf("INFO stats: %q", r)
+	}
+	if clientField(t, a, "slow", "id") == "" {
+		t.Fatal("the normal client was closed")
+	}
+}
