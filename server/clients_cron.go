@@ -1,9 +1,5 @@
 package server
 
-import (
-	"github.com/emqd/emqd/clock"
-)
-
 // The clients cron (docs/operations.md §8): hz times a second of the server
 // clock (so clock.Manual drives it in tests) it closes the clients idle for
 // longer than `timeout` seconds, as Valkey's clientsCronHandleTimeout: idle
@@ -14,8 +10,7 @@ import (
 
 // clientsCron is the cron's state (store lock).
 type clientsCron struct {
-	t    clock.Timer
-	stop bool
+	periodic
 	// lastWall and lastMono are the server clock (ms) and the monotonic
 	// clock (ns) at the previous tick: their difference moving is a jump
 	// of the server clock (clockMoved).
@@ -36,26 +31,17 @@ func (s *Server) startClientsCron() {
 	s.OnClose(func() error {
 		s.store.Lock()
 		defer s.store.Unlock()
-		s.ccron.stop = true
-		if s.ccron.t != nil {
-			s.ccron.t.Stop()
-		}
+		s.ccron.halt()
 		return nil
 	})
 }
 
-func (s *Server) armClientsCronLocked() {
-	if s.ccron.stop {
-		return
-	}
-	hz := max(atoi(s.Config("hz")), 1)
-	s.ccron.t = s.clock.AfterFunc(1000/hz, s.clientsCronTick)
-}
+func (s *Server) armClientsCronLocked() { s.ccron.arm(s.clock, s.hzPeriodMs(), s.clientsCronTick) }
 
 func (s *Server) clientsCronTick() {
 	s.store.Lock()
 	defer s.store.Unlock()
-	if s.ccron.stop {
+	if s.ccron.stopped() {
 		return
 	}
 	now := s.clock.NowMs()

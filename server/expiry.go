@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/store"
 )
 
@@ -25,8 +24,7 @@ const expireSlice = time.Millisecond
 
 // expiry is the cycle's state (store lock).
 type expiry struct {
-	t    clock.Timer
-	stop bool
+	periodic
 	// runs counts finished cycles (tests wait on it: waitExpireCycle).
 	runs atomic.Int64
 	// held is DEBUG SET-ACTIVE-EXPIRE 0: the cycle still ticks but
@@ -53,10 +51,7 @@ func (s *Server) startExpiry() {
 	s.OnClose(func() error {
 		st.Lock()
 		defer st.Unlock()
-		s.exp.stop = true
-		if s.exp.t != nil {
-			s.exp.t.Stop()
-		}
+		s.exp.halt()
 		return nil
 	})
 }
@@ -76,13 +71,7 @@ func (s *Server) applyStoreConfig() {
 
 // armExpireLocked schedules the next cycle 1000/hz ms of server clock from
 // now (store lock held).
-func (s *Server) armExpireLocked() {
-	if s.exp.stop {
-		return
-	}
-	hz := max(atoi(s.Config("hz")), 1)
-	s.exp.t = s.clock.AfterFunc(1000/hz, s.expireTick)
-}
+func (s *Server) armExpireLocked() { s.exp.arm(s.clock, s.hzPeriodMs(), s.expireTick) }
 
 // expireTick runs one cycle: slices of at most expireSlice under the store
 // lock while the store reports it hit its time limit, up to the slow
@@ -95,7 +84,7 @@ func (s *Server) expireTick() {
 	var spent time.Duration
 	for {
 		st.Lock()
-		if s.exp.stop {
+		if s.exp.stopped() {
 			st.Unlock()
 			return
 		}

@@ -96,9 +96,8 @@ type Server struct {
 	blk        *blocking
 	sched      *scheduler
 	slowlog    slowlog
-	sweepT     clock.Timer
-	sweepStop  bool
-	exp        *expiry // the active expire cycle (expiry.go)
+	sweep      periodic // the opt-in sweeper (sweeper.go)
+	exp        *expiry  // the active expire cycle (expiry.go)
 	ccron      clientsCron
 	// trk is the client-side caching table while some client tracks
 	// (tracking.go); pubsub the channel subscriptions (pubsub.go).

@@ -25,30 +25,21 @@ func (s *Server) startSweeper() {
 func (s *Server) stopSweeper() {
 	s.store.Lock()
 	defer s.store.Unlock()
-	s.sweepStop = true
-	if s.sweepT != nil {
-		s.sweepT.Stop()
-		s.sweepT = nil
-	}
+	s.sweep.halt()
 }
 
 func (s *Server) armSweepLocked() {
-	if s.sweepStop {
-		return
-	}
 	iv := atoi(s.Config("emq-sweep-interval-ms"))
 	if iv <= 0 {
-		// Look again later in case CONFIG SET turns it on.
-		s.sweepT = s.clock.AfterFunc(1000, s.sweepTick)
-		return
+		iv = 1000 // look again later in case CONFIG SET turns it on
 	}
-	s.sweepT = s.clock.AfterFunc(iv, s.sweepTick)
+	s.sweep.arm(s.clock, iv, s.sweepTick)
 }
 
 func (s *Server) sweepTick() {
 	s.store.Lock()
 	defer s.store.Unlock()
-	if s.sweepStop {
+	if s.sweep.stopped() {
 		return
 	}
 	if atoi(s.Config("emq-sweep-interval-ms")) > 0 {
