@@ -12,11 +12,13 @@ func configSubcommands() []serverCmd {
 	return []serverCmd{
 		{spec: store.NewCommand("config|get", -3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigGet},
 		{spec: store.NewCommand("config|set", -4, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigSet},
+		{spec: store.NewCommand("config|rewrite", 2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigRewrite},
 		{spec: store.NewCommand("config|resetstat", 2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdConfigResetStat},
 		{spec: store.NewCommand("config|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("CONFIG",
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-			"RESETSTAT", "    Reset statistics reported by the INFO command.")},
+			"RESETSTAT", "    Reset statistics reported by the INFO command.",
+			"REWRITE", "    Rewrite the configuration file.")},
 	}
 }
 
