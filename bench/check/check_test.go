@@ -212,6 +212,9 @@ func TestShortRunUnderFaults(t *testing.T) {
 	if st.Epochs < 2 {
 		t.Errorf("%d server processes, want a restart", st.Epochs)
 	}
+	if st.Counted == 0 || st.Exempt == 0 {
+		t.Errorf("the restart exemption was not exercised both ways: %s", st)
+	}
 	if len(vs) > 0 {
 		var b strings.Builder
 		for _, v := range vs {
@@ -219,4 +222,68 @@ func TestShortRunUnderFaults(t *testing.T) {
 		}
 		t.Fatalf("%d violations:\n%s", len(vs), b.String())
 	}
+
+	// The same real history, doctored: the checker must see each break.
+	lost := doctor(h)
+	for id, row := range lost.Final {
+		if row.State == "pending" && row.Attempts == 0 {
+			delete(lost.Final, id) // an admitted job that nobody claimed vanishes
+			break
+		}
+	}
+	if !kinds(Check(lost))[VLost] {
+		t.Error("a real history with one pending job dropped: no lost violation")
+	}
+	twice := doctor(h)
+	for i := range twice.Ops {
+		if o := twice.Ops[i]; o.Kind == Complete && o.Status == OK && !o.Next {
+			o.Client, o.Call, o.Return = 999, o.Return+1, o.Return+2
+			twice.Ops = append(twice.Ops, o) // a second client's COMPLETE of the same claim accepted
+			break
+		}
+	}
+	if k := kinds(Check(twice)); !k[VDoubleAccept] || !k[VCompletedTwice] {
+		t.Errorf("a real history with a COMPLETE accepted twice: %v", k)
+	}
+	stale := doctor(h)
+	if i := supersededRefusal(stale); i < 0 {
+		t.Error("no zombie COMPLETE refused after a newer claim in the run")
+	} else {
+		stale.Ops[i].Status, stale.Ops[i].Err = OK, "" // the zombie's stale COMPLETE accepted
+		if !kinds(Check(stale))[VSuperseded] {
+			t.Errorf("a real history with a superseded COMPLETE accepted: no superseded violation (%s)", stale.Ops[i].String())
+		}
+	}
+}
+
+// doctor copies a history for doctoring.
+func doctor(h *History) *History {
+	c := *h
+	c.Ops = append([]Op(nil), h.Ops...)
+	c.Final = make(map[string]Row, len(h.Final))
+	for k, v := range h.Final {
+		c.Final[k] = v
+	}
+	return &c
+}
+
+// supersededRefusal returns the index of a refused COMPLETE whose token an
+// acknowledged claim had superseded before it was sent (-1: none).
+func supersededRefusal(h *History) int {
+	for i, o := range h.Ops {
+		if o.Kind != Complete || o.Status != Refused {
+			continue
+		}
+		for _, c := range h.Ops {
+			if c.Status != OK || c.Return >= o.Call {
+				continue
+			}
+			for _, g := range c.Grants {
+				if g.ID == o.ID && g.Token > o.Token {
+					return i
+				}
+			}
+		}
+	}
+	return -1
 }

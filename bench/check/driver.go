@@ -40,11 +40,16 @@ type Stats struct {
 	Faults                map[string]int
 	Epochs                int // server processes
 	LinJobs, LinTimedOut  int
+	// The sweep listings (a job a sweep recovered or dead-lettered) by what
+	// the checker could decide of the restart exemption: counted for
+	// certain, exempt for certain, undecidable (an indeterminate operation
+	// may have stamped the lease).
+	Counted, Exempt, Undecided int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, faults %v, %d server processes, %d jobs linearized (%d searches timed out)",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided)
 }
 
 const queue = "chk"
@@ -181,6 +186,19 @@ func CheckRun(h *History, st *Stats) []Violation {
 	v := Check(h)
 	_, ls := linearizable(h)
 	st.LinJobs, st.LinTimedOut = ls.Jobs, ls.TimedOut
+	jobs, _, unknownSweeps := index(h)
+	for _, j := range jobs {
+		for _, s := range j.sweeps {
+			switch counted, sure := leaseCounted(j, s.op, unknownSweeps); {
+			case !sure:
+				st.Undecided++
+			case counted:
+				st.Counted++
+			default:
+				st.Exempt++
+			}
+		}
+	}
 	return v
 }
 

@@ -14,7 +14,14 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/bench/check"
+	"github.com/redis/go-redis/v9"
 )
+
+// quietLog drops go-redis's own log lines (a dial refused while the server
+// is down is expected here and recorded in the history instead).
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...interface{}) {}
 
 func main() {
 	var c check.Config
@@ -30,6 +37,7 @@ func main() {
 	fs.Uint64Var(&c.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the workers' choices")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	_ = fs.Parse(os.Args[1:])
+	redis.SetLogger(quietLog{})
 	for _, f := range strings.Split(*faults, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case "kill", "pause", "cut", "clock", "freeze":
