@@ -70,6 +70,7 @@ func Start(opts Options) (*Server, error) {
 		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
 	}
 	s.reg = newRegistry(storeCmds, s.verbs.Commands(), append(serverCommands(), monitorCommands()...))
+	s.wrapFlushAll()
 	names := make([]string, 0, len(opts.Config))
 	for k := range opts.Config {
 		names = append(names, k)

@@ -62,6 +62,7 @@ type saver struct {
 	expired   int64
 	keysTotal int64
 	keysDone  atomic.Int64
+	cancel    atomic.Bool // stops the running background save (FLUSHALL)
 	stop      chan struct{}
 	stopped   bool
 }
@@ -240,11 +241,12 @@ func (r *saver) write(snap *rdb.Snapshot, delayUs int64) (err error) {
 		}
 	}()
 	opts := rdb.Options{Compress: s.Config("rdbcompression") == "yes", Checksum: s.Config("rdbchecksum") == "yes"}
-	progress := func(n int) {
+	progress := func(n int) bool {
 		r.keysDone.Store(int64(n))
 		if delayUs > 0 {
 			time.Sleep(time.Duration(delayUs) * time.Microsecond)
 		}
+		return !r.cancel.Load()
 	}
 	if _, err = snap.WriteTo(fileWriter{f}, opts, r.aux(), progress); err != nil {
 		s.log.Warn("Write error saving DB on disk: " + aof.Strerror(err))
@@ -312,6 +314,7 @@ func (r *saver) startBG() bool {
 	}
 	r.running, r.scheduled = true, false
 	r.keysDone.Store(0) // before INFO can see running: no count of the last save
+	r.cancel.Store(false)
 	r.bgStart = time.Now()
 	r.lastTryMs = s.clock.NowMs()
 	r.done = make(chan struct{})
@@ -332,18 +335,24 @@ func (r *saver) startBG() bool {
 		r.mu.Lock()
 		r.running = false
 		r.lastBgSec = int64(time.Since(r.bgStart) / time.Second)
-		if err == nil {
+		switch {
+		case err == nil:
 			r.lastOK = true
 			r.lastSave = s.clock.NowMs() / 1000
 			r.saves++
 			r.dirtyBase = dirty
-		} else {
+		case errors.Is(err, rdb.ErrCanceled):
+			// Stopped by FLUSHALL, as Valkey's killRDBChild: the status
+			// stays as it was.
+		default:
 			r.lastOK = false
 		}
 		r.mu.Unlock()
 		if err == nil {
 			s.log.Info("DB saved on disk")
 			s.log.Info("Background saving terminated with success")
+		} else if errors.Is(err, rdb.ErrCanceled) {
+			s.log.Info("Background saving stopped: the data set was flushed")
 		} else {
 			s.log.Warn("Background saving error: " + aof.Strerror(err))
 		}
@@ -560,4 +569,28 @@ func cmdLastSave(c *client, x *store.Ctx) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	x.W.Int(r.lastSave)
+}
+
+// wrapFlushAll makes FLUSHALL persist at once when save points are set,
+// as Valkey's flushAllDataAndResetRDB: a running background save is
+// stopped (its snapshot predates the flush) and an empty dump.rdb is
+// written in the foreground, so a restart does not bring the flushed keys
+// back.
+func (s *Server) wrapFlushAll() {
+	e := s.reg.cmds["flushall"]
+	if e == nil || e.handler == nil {
+		return
+	}
+	orig := e.handler
+	e.handler = func(x *store.Ctx) {
+		orig(x)
+		if len(x.W.Buf) > 0 && x.W.Buf[len(x.W.Buf)-1] == '\n' && strings.HasSuffix(string(x.W.Buf), "+OK\r\n") &&
+			s.rdb != nil && s.Config("save") != "" && !s.store.Loading() {
+			s.rdb.cancel.Store(true)
+			s.rdb.wait()
+			if err := s.rdb.saveNow(true); err != nil {
+				s.log.Warn("Saving the flushed data set failed: " + aof.Strerror(err))
+			}
+		}
+	}
 }

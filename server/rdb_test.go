@@ -484,3 +484,43 @@ func metricsText(t *testing.T, s *Server) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestFlushAllSavesAtOnce: with save points set, FLUSHALL stops a running
+// background save and writes an empty dump.rdb in the foreground (Valkey's
+// flushAllDataAndResetRDB), so a restart does not bring the keys back;
+// without save points it writes nothing.
+func TestFlushAllSavesAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfg := map[string]string{"dir": dir, "save": "3600 1", "rdb-key-save-delay": "5000"}
+	s, err := Start(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, s)
+	for i := 0; i < 200; i++ {
+		c.do("SET", "k"+strconv.Itoa(i), "v")
+	}
+	if got := c.do("BGSAVE"); got != "+Background saving started\r\n" {
+		t.Fatalf("BGSAVE: %q", got)
+	}
+	if got := c.do("FLUSHALL"); got != "+OK\r\n" {
+		t.Fatalf("FLUSHALL: %q", got)
+	}
+	if got := persistField(c, "rdb_bgsave_in_progress"); got != "0" {
+		t.Fatalf("the background save still runs: %s", got)
+	}
+	if got := persistField(c, "rdb_last_bgsave_status"); got != "ok" {
+		t.Fatalf("status after the stopped save: %s", got)
+	}
+	s.rdb.wait()
+	c.do("CONFIG", "SET", "save", "")
+	s.Close(context.Background()) // no save at shutdown now
+	s2, err := Start(Options{Config: map[string]string{"dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	if got := dial(t, s2).do("DBSIZE"); got != ":0\r\n" {
+		t.Fatalf("DBSIZE after FLUSHALL and a restart: %q", got)
+	}
+}

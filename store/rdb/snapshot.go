@@ -1,10 +1,14 @@
 package rdb
 
 import (
+	"errors"
 	"io"
 
 	"github.com/emqd/emqd/store"
 )
+
+// ErrCanceled is WriteTo's error when its progress function stopped it.
+var ErrCanceled = errors.New("snapshot write canceled")
 
 // Snapshot is the keyspace as it was at one instant: Take captures it under
 // the store lock (each key in O(1), but for a hashtable hash's entry list),
@@ -53,8 +57,9 @@ func (s *Snapshot) Keys() int { return s.keys }
 // WriteTo writes the snapshot as an RDB file: the header with aux, then
 // each non-empty database (SELECTDB, RESIZEDB, its keys), EOF and the
 // checksum. progress, when not nil, is called after each key with the
-// number written so far.
-func (s *Snapshot) WriteTo(out io.Writer, opts Options, aux [][2]string, progress func(int)) (int64, error) {
+// number written so far; when it returns false the write stops with
+// ErrCanceled.
+func (s *Snapshot) WriteTo(out io.Writer, opts Options, aux [][2]string, progress func(int) bool) (int64, error) {
 	w := NewWriter(out, opts)
 	if err := w.Header(aux); err != nil {
 		return w.Size(), err
@@ -73,8 +78,8 @@ func (s *Snapshot) WriteTo(out io.Writer, opts Options, aux [][2]string, progres
 				return w.Size(), err
 			}
 			n++
-			if progress != nil {
-				progress(n)
+			if progress != nil && !progress(n) {
+				return w.Size(), ErrCanceled
 			}
 		}
 	}
