@@ -309,6 +309,37 @@ func (c *conn) list(ctx context.Context, q queueRef, state string, offset, count
 	return out, nil
 }
 
+// schedules runs EMQ.SCHEDULE.LIST q 0 100 (docs/verbs.md §4.22.6): the
+// queue's schedules, next fire first, each as its fields (name first).
+func (c *conn) schedules(ctx context.Context, q queueRef) ([]job, error) {
+	v, err := c.do(ctx, q.DB, "EMQ.SCHEDULE.LIST", q.Name, 0, 100)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected EMQ.SCHEDULE.LIST reply %v", v)
+	}
+	out := make([]job, 0, len(arr))
+	for _, e := range arr {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
+			return nil, fmt.Errorf("unexpected EMQ.SCHEDULE.LIST entry %v", e)
+		}
+		name, _ := pair[0].(string)
+		if pair[1] == nil {
+			out = append(out, job{ID: name, Ghost: true})
+			continue
+		}
+		fs, ok := parseFields(pair[1])
+		if !ok {
+			return nil, fmt.Errorf("unexpected EMQ.SCHEDULE.LIST entry %v", e)
+		}
+		out = append(out, job{ID: name, Fields: fs})
+	}
+	return out, nil
+}
+
 // job runs EMQ.JOB q id (docs/verbs.md §4.17); nil when there is no row.
 func (c *conn) job(ctx context.Context, q queueRef, id string) (*job, error) {
 	v, err := c.do(ctx, q.DB, "EMQ.JOB", q.Name, id)

@@ -135,6 +135,7 @@ func New(o Options) *Dashboard {
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/resume", d.action(d.resume))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/reprocess", d.action(d.reprocess))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/remove", d.action(d.remove))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/sched/{name}/{op}", d.action(d.schedAction))
 	m.HandleFunc("GET "+Prefix+"login", d.loginForm)
 	m.HandleFunc("POST "+Prefix+"login", d.login)
 	m.HandleFunc("POST "+Prefix+"logout", d.logout)
@@ -473,6 +474,42 @@ type queuePage struct {
 	PrevURL    string
 	NextURL    string
 	Back       string
+	Schedules  []schedRow
+}
+
+// schedRow is one schedule on the queue page (docs/verbs.md §4.22).
+type schedRow struct {
+	Name, Every, State        string
+	Next, NextRel             string
+	LastSlot, LastRel, LastID string
+	Fired, Skipped, Missed    string
+	URL                       string // the forms post to URL + "/pause", "/resume", "/delete"
+}
+
+func makeSchedRow(q queueRef, s *job, now int64) schedRow {
+	r := schedRow{Name: s.ID, URL: queueURL(q) + "/sched/" + url.PathEscape(s.ID)}
+	if s.Ghost {
+		r.State = "no hash"
+		return r
+	}
+	if e := s.get("every_ms"); e != "" {
+		r.Every = "every " + e + " ms"
+	} else {
+		r.Every = "cron " + s.get("cron")
+		if tz := s.get("tz"); tz != "" {
+			r.Every += " (" + tz + ")"
+		}
+	}
+	r.State = s.get("state")
+	if v := s.get("next_ms"); v != "" {
+		r.Next, r.NextRel = fmtField(v, now)
+	}
+	if v := s.get("last_slot_ms"); v != "" {
+		r.LastSlot, r.LastRel = fmtField(v, now)
+	}
+	r.LastID = s.get("last_id")
+	r.Fired, r.Skipped, r.Missed = s.get("fired"), s.get("skipped"), s.get("missed")
+	return r
 }
 
 type tab struct {
@@ -553,6 +590,13 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 	}
 	for _, j := range jobs {
 		p.Jobs = append(p.Jobs, makeJobRow(ref, state, &j, rc.now))
+	}
+	scheds, err := rc.c.schedules(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	for _, sc := range scheds {
+		p.Schedules = append(p.Schedules, makeSchedRow(ref, &sc, rc.now))
 	}
 	p.From, p.To, p.StateTotal = int64(offset+1), int64(offset+len(jobs)), n.state(state)
 	sized := func(u string) string {
@@ -749,6 +793,35 @@ func (d *Dashboard) resume(ctx context.Context, c *conn, r *http.Request) (flash
 		return flash{}, err
 	}
 	return flash{Text: "Queue " + ref.Name + " resumed."}, nil
+}
+
+// schedAction pauses, resumes or deletes one schedule of the queue
+// (EMQ.SCHEDULE.PAUSE, .RESUME, .DEL).
+func (d *Dashboard) schedAction(ctx context.Context, c *conn, r *http.Request) (flash, error) {
+	ref, err := parseRef(r)
+	if err != nil {
+		return flash{}, err
+	}
+	name := r.PathValue("name")
+	verb, done := "", ""
+	switch r.PathValue("op") {
+	case "pause":
+		verb, done = "EMQ.SCHEDULE.PAUSE", "paused: it fires nothing until it is resumed"
+	case "resume":
+		verb, done = "EMQ.SCHEDULE.RESUME", "resumed at its next slot from now"
+	case "delete":
+		verb, done = "EMQ.SCHEDULE.DEL", "deleted (the jobs it enqueued stay)"
+	default:
+		return flash{}, &errStatus{http.StatusNotFound, "no such schedule action"}
+	}
+	v, err := c.do(ctx, ref.DB, verb, ref.Name, name)
+	if err != nil {
+		return flash{}, err
+	}
+	if n, ok := v.(int64); ok && n == 0 {
+		return flash{Error: true, Text: "Schedule " + name + " was not there: nothing deleted."}, nil
+	}
+	return flash{Text: "Schedule " + name + " " + done + "."}, nil
 }
 
 func (d *Dashboard) reprocess(ctx context.Context, c *conn, r *http.Request) (flash, error) {
