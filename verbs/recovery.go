@@ -174,20 +174,41 @@ type sweepScratch struct {
 	plan plan.Plan
 }
 
+// sweepKeepMax is the largest scratch (entries of the selection, ops of
+// the plan, field lists) one call lends the next: a sweep of the default
+// limit (100) and the server's sweeper reuse theirs, while one call with a
+// huge limit (200,000 leases: about 130 MB of scratch) gives its memory
+// back when it ends instead of pinning it for the server's life (issue 27;
+// docs/verbs.md §4.11).
+const sweepKeepMax = 4096
+
 // keep takes back the selection and the applied plan p (nil: none), cleared
-// so that they hold nothing of the keyspace.
+// so that they hold nothing of the keyspace, or drops them when they are
+// larger than sweepKeepMax.
 func (sc *sweepScratch) keep(due []dueJob, p *plan.Plan) {
-	if cap(due) > 0 {
-		clear(due[:cap(due)])
+	if c := cap(due); c > sweepKeepMax {
+		sc.due = nil
+	} else if c > 0 {
+		clear(due[:c])
 		sc.due = due[:0]
 	}
 	if p != nil && p == &sc.plan {
+		if cap(p.Ops) > sweepKeepMax || cap(sc.fv) > sweepKeepMax {
+			sc.ops, sc.fv, p.Ops = nil, nil, nil
+			return
+		}
 		clear(p.Ops[:cap(p.Ops)])
 		sc.ops, p.Ops = p.Ops[:0], nil
 		clear(sc.fv[:cap(sc.fv)])
 		sc.fv = sc.fv[:0]
 	}
+	if cap(sc.ops) > sweepKeepMax || cap(sc.fv) > sweepKeepMax {
+		sc.ops, sc.fv = nil, nil
+	}
 }
+
+// scratchCap is the capacity the scratch keeps (tests).
+func (sc *sweepScratch) scratchCap() (due, ops, fv int) { return cap(sc.due), cap(sc.ops), cap(sc.fv) }
 
 // judgeStalledInto is judgeStalled building its plan in sc (nil: fresh
 // allocations); the plan is then &sc.plan until sc.keep.
