@@ -287,3 +287,23 @@ func supersededRefusal(h *History) int {
 	}
 	return -1
 }
+
+// A bad configuration is refused before anything is started or written.
+func TestRunRefusesBadConfig(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Fsync: "no"}, `appendfsync "no": always or everysec`},
+		{Config{Faults: []string{"kill", "flood"}}, `unknown fault "flood"`},
+	} {
+		c.cfg.Bin, c.cfg.Dir = "/nonexistent/emqd", filepath.Join(t.TempDir(), "data")
+		_, _, err := Run(context.Background(), c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%+v: error %v, want %q", c.cfg, err, c.want)
+		}
+		if _, err := os.Stat(c.cfg.Dir); !os.IsNotExist(err) {
+			t.Fatalf("%+v: the data directory was created (%v)", c.cfg, err)
+		}
+	}
+}

@@ -35,6 +35,7 @@ func main() {
 	fs.DurationVar(&c.FaultEvery, "fault-every", 4*time.Second, "time between two faults (0: none)")
 	faults := fs.String("faults", "kill,pause,cut,clock,freeze", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs)")
 	fs.Uint64Var(&c.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the workers' choices")
+	fs.StringVar(&c.Fsync, "appendfsync", "always", "emqd's appendfsync: always or everysec (a SIGKILL loses nothing acknowledged under either; docs/durability.md §2.3)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	_ = fs.Parse(os.Args[1:])
 	redis.SetLogger(quietLog{})
