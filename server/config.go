@@ -182,7 +182,7 @@ func paramTable() []*param {
 		none(boolean("aof-use-rdb-preamble", "no"), "the append-only file is commands only, without an RDB preamble"),
 		none(boolean("aof-timestamp-enabled", "no"), "no timestamp annotations are written"),
 		none(boolean("no-appendfsync-on-rewrite", "no"), "fsync goes on during a rewrite, as with no"),
-		none(ints("latency-monitor-threshold", "0", 0, 1<<62), "emqd has no latency monitor; SLOWLOG records slow commands"),
+		apply(ints("latency-monitor-threshold", "0", 0, 1<<62), func(s *Server, v string) { s.latencyThreshold.Store(atoi(v)) }),
 
 		// The rest of Valkey 8.0.1's stock valkey.conf (docs/operations.md
 		// §3.1 lists the file's directives and what emqd does with each).

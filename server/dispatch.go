@@ -280,6 +280,13 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	if len(s.monitors) > 0 {
 		s.feedMonitors(c, cmd, argv)
 	}
+	if s.latencyThreshold.Load() > 0 {
+		ev := "command"
+		if cmd.flags&store.FlagFast != 0 {
+			ev = "fast-command"
+		}
+		s.latencySample(ev, dur.Milliseconds())
+	}
 }
 
 // countReplyError counts an error a handler wrote (INFO errorstats).

@@ -97,6 +97,9 @@ func (s *Server) expireTick() {
 		st.SetNow(s.clock.NowMs())
 		more := st.ActiveExpireCycle(min(expireSlice, budget-spent), effort)
 		spent += time.Since(start)
+		if s.latencyThreshold.Load() > 0 && (!more || spent >= budget) {
+			s.latencySample("expire-cycle", spent.Milliseconds())
+		}
 		if !more || spent >= budget {
 			s.armExpireLocked()
 			st.Unlock()

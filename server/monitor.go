@@ -22,6 +22,7 @@ func monitorCommands() []serverCmd {
 			{spec: store.NewCommand("module|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("MODULE",
 				"LIST", "    Return a list of loaded modules.")},
 		}},
+		latencyCommands(),
 		{spec: store.NewCommand("debug", -2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdDebug},
 	}
 }
@@ -187,8 +188,17 @@ func cmdDebug(c *client, x *store.Ctx) {
 	switch {
 	case sub == "help" && len(x.Argv) == 2:
 		helpReply("DEBUG",
+			"SLEEP <seconds>", "    Stop the server for <seconds> (a decimal number).",
 			"SET-ACTIVE-EXPIRE <0|1>",
 			"    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.")(c, x)
+	case sub == "sleep" && len(x.Argv) == 3:
+		// DEBUG SLEEP <seconds>: a float, as Valkey's strtod; the server
+		// does nothing else meanwhile (the store lock is held).
+		secs, err := strconv.ParseFloat(string(x.Argv[2]), 64)
+		if err == nil && secs > 0 {
+			time.Sleep(time.Duration(min(secs, 3600) * float64(time.Second)))
+		}
+		x.W.OK()
 	case sub == "set-active-expire" && len(x.Argv) == 3:
 		// Valkey reads the flag with atoi: anything but a non-zero
 		// number holds the cycle.

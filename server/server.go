@@ -32,6 +32,10 @@ type Server struct {
 	// pause.mode != pauseNone for the expiry cycle and the dispatch check.
 	pause  pauseState
 	paused atomic.Bool
+	// latency holds the latency monitor's events (store lock; latency.go)
+	// and latencyThreshold latency-monitor-threshold in ms.
+	latency          map[string]*latencyEvent
+	latencyThreshold atomic.Int64
 	// monitors are the clients in MONITOR mode, in order (store lock).
 	monitors []*client
 	// noEffectOrder lists the no-effect directives given at start, in
