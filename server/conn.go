@@ -134,7 +134,10 @@ type client struct {
 	// inWrite is the length of the buffer being written (outMu): with out
 	// it is the output not yet taken by the kernel (CLIENT LIST omem).
 	inWrite int
-	killed  atomic.Bool
+	// softSince is when the output went past its class's soft limit
+	// (server clock ms; 0: it is under it). outMu.
+	softSince int64
+	killed    atomic.Bool
 	// commitPending: a wake-up served this client with a command that wrote.
 	commitPending atomic.Bool
 
@@ -423,6 +426,28 @@ func (c *client) setReplyRoom(x *store.Ctx, lim int64) {
 	c.outMu.Unlock()
 }
 
+// overOutputLimit is Valkey's checkClientOutputBufferLimits for a client
+// holding n bytes of output: past the hard limit of its class, or past the
+// soft limit for more than its seconds (server clock) without dropping
+// back under it; a client back under the soft limit starts afresh.
+// Called whenever its output grows (outMu held).
+func (c *client) overOutputLimit(n int64) bool {
+	cl := c.classLimit()
+	if cl.hard > 0 && n > cl.hard {
+		return true
+	}
+	if cl.soft <= 0 || n <= cl.soft {
+		c.softSince = 0
+		return false
+	}
+	now := c.s.clock.NowMs()
+	if c.softSince == 0 {
+		c.softSince = now
+		return false
+	}
+	return now-c.softSince > cl.softSecs*1000
+}
+
 // outputMemory is the client's output not yet taken by the kernel, in
 // bytes: the queue and the buffer being written (CLIENT LIST omem).
 func (c *client) outputMemory() int64 {
@@ -456,10 +481,7 @@ func (c *client) enqueueLocked(w *resp.Writer) {
 		c.out = append(c.out, w.Buf...)
 		w.Buf = w.Buf[:0]
 	}
-	over := false
-	if lim := c.hardLimit(); lim > 0 && int64(len(c.out)) > lim {
-		over = true
-	}
+	over := c.overOutputLimit(int64(len(c.out) + c.inWrite))
 	c.outMu.Unlock()
 	if over {
 		c.outputOverLimit()

@@ -703,3 +703,39 @@ func TestOutputMemoryAndPubsubClass(t *testing.T) {
 		t.Fatal("the normal client was closed")
 	}
 }
+
+// TestPubsubSoftLimit (issue 27 item 9): a subscriber whose unread output
+// stays past the pubsub class's soft limit for more than its seconds
+// (server clock) is closed at its next message; below that time, or back
+// under the soft limit, it is kept (Valkey's checkClientOutputBufferLimits).
+func TestPubsubSoftLimit(t *testing.T) {
+	clk := clock.NewManual(1_700_000_000_000)
+	s := startServer(t, map[string]string{"client-output-buffer-limit": "pubsub 0 2mb 10"}, clk)
+	a := dial(t, s)
+	sub := dial(t, s)
+	sub.do("CLIENT", "SETNAME", "sub")
+	sub.do("SUBSCRIBE", "ch")
+	msg := strings.Repeat("m", 1<<20)
+	publishUntilOver := func() {
+		// Past the soft limit even with the kernel's socket buffers full.
+		for i := 0; i < 40; i++ {
+			a.do("PUBLISH", "ch", msg)
+		}
+		eventually(t, func() bool {
+			n, _ := strconv.ParseInt(clientField(t, a, "sub", "omem"), 10, 64)
+			return n > 2<<20
+		})
+	}
+	publishUntilOver()
+	clk.Advance(9_000)
+	a.do("PUBLISH", "ch", "x")
+	if clientField(t, a, "sub", "id") == "" {
+		t.Fatal("closed before the soft seconds passed")
+	}
+	clk.Advance(2_000)
+	a.do("PUBLISH", "ch", "x")
+	eventually(t, func() bool { return clientField(t, a, "sub", "id") == "" })
+	if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+		t.Fatalf("INFO stats: %q", r)
+	}
+}
