@@ -120,8 +120,8 @@ func (s *Stats) SchedLag() (counts []int64, sumMs, maxMs int64) {
 }
 
 // SchedLagQuantileMs is the upper bound of the bucket holding quantile q
-// (0..1) of the fired occurrences' lags (-1: none fired; the largest lag
-// when it falls above the last bound).
+// (0..1) of the fired occurrences' lags, capped at the largest lag (-1:
+// none fired).
 func (s *Stats) SchedLagQuantileMs(q float64) int64 {
 	counts, _, mx := s.SchedLag()
 	var n int64
@@ -140,7 +140,8 @@ func (s *Stats) SchedLagQuantileMs(q float64) int64 {
 		acc += c
 		if acc >= rank {
 			if i < len(SchedLagBucketsMs) {
-				return SchedLagBucketsMs[i]
+				// The bucket's bound, but never above the largest lag seen.
+				return min(SchedLagBucketsMs[i], mx)
 			}
 			return mx
 		}
