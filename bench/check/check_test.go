@@ -201,7 +201,7 @@ func TestShortRunUnderFaults(t *testing.T) {
 	}
 	vs := CheckRun(h, &st)
 	t.Logf("%s", st)
-	for _, f := range []string{"kill", "pause", "cut", "clock", "freeze"} {
+	for _, f := range []string{"kill", "pause", "cut", "clock", "freeze", "partition"} {
 		if st.Faults[f] == 0 {
 			t.Errorf("no %s fault injected", f)
 		}

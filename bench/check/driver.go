@@ -28,7 +28,7 @@ type Config struct {
 	// FaultEvery is the time between two faults (0: no faults). The faults
 	// cycle through Faults in order.
 	FaultEvery time.Duration
-	Faults     []string // of kill, pause, cut, clock, freeze (default all five)
+	Faults     []string // of kill, pause, cut, clock, freeze, partition (default all six)
 	Seed       uint64
 	// Fsync is emqd's appendfsync: always (the default) or everysec. A
 	// SIGKILL loses nothing acknowledged under either (the page cache
@@ -76,6 +76,8 @@ type run struct {
 	faults []Fault
 
 	freezeUntil atomic.Int64 // ns since start: workers holding jobs sleep until then (fault "freeze")
+	partUntil   atomic.Int64 // ns since start: the partitioned clients' bytes are held until then (fault "partition")
+	firstWorker int          // client ids: producers, then workers, then the sweeper
 
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
@@ -104,13 +106,13 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		cfg.Lease = 800 * time.Millisecond
 	}
 	if len(cfg.Faults) == 0 {
-		cfg.Faults = []string{"kill", "pause", "cut", "clock", "freeze"}
+		cfg.Faults = []string{"kill", "pause", "cut", "clock", "freeze", "partition"}
 	}
 	for _, f := range cfg.Faults {
 		switch f {
-		case "kill", "pause", "cut", "clock", "freeze":
+		case "kill", "pause", "cut", "clock", "freeze", "partition":
 		default:
-			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze)", f)
+			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition)", f)
 		}
 	}
 	if cfg.Fsync == "" {
@@ -146,6 +148,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.producer(rctx, c) }()
 	}
+	r.firstWorker = client
 	for i := 0; i < cfg.Workers; i++ {
 		c := client
 		client++
@@ -276,7 +279,10 @@ func (r *run) newConn(id int) *conn {
 			r.connsMu.Lock()
 			r.conns[nc] = struct{}{}
 			r.connsMu.Unlock()
-			return nc, nil
+			if !r.partitionable(id) {
+				return nc, nil
+			}
+			return r.relay(id, nc), nil
 		},
 		OnConnect: func(ctx context.Context, cn *redis.Conn) error {
 			info, err := cn.Info(ctx, "server").Result()
@@ -465,6 +471,49 @@ func (r *run) sweeper(ctx context.Context, id int) {
 	}
 }
 
+// partitionable says whether client id is on the far side of a partition:
+// the first half of the workers (at least one). Producers and the sweeper
+// always reach the server, so the sweeper recovers the cut-off workers'
+// leases while they cannot speak.
+func (r *run) partitionable(id int) bool {
+	return id >= r.firstWorker && id < r.firstWorker+max(1, r.cfg.Workers/2)
+}
+
+// relay puts a partition gate between client id and the server connection
+// nc: the client talks to one end of a pipe, and two goroutines copy each
+// way, holding the bytes (delivering nothing, dropping nothing) while
+// the partition lasts. A client that times out meanwhile closes its end,
+// which closes nc: the server sees the connection go when the client gives
+// up, as after a real partition.
+func (r *run) relay(id int, nc net.Conn) net.Conn {
+	mine, theirs := net.Pipe()
+	hold := func() {
+		for r.partUntil.Load() > r.now() {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	copyGated := func(dst, src net.Conn) {
+		defer dst.Close()
+		defer src.Close()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				hold()
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	go copyGated(nc, theirs)
+	go copyGated(theirs, nc)
+	return mine
+}
+
 func (r *run) fault(kind, note string) {
 	r.histMu.Lock()
 	r.faults = append(r.faults, Fault{Kind: kind, At: r.now(), Note: note})
@@ -510,6 +559,10 @@ func (r *run) faulter(ctx context.Context) {
 			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
 			r.paused = false
 			r.procMu.Unlock()
+		case "partition":
+			d := 2*r.cfg.Lease + 500*time.Millisecond
+			r.partUntil.Store(r.now() + int64(d))
+			r.fault("partition", fmt.Sprintf("workers %d-%d cut off from the server for %v", r.firstWorker, r.firstWorker+max(1, r.cfg.Workers/2)-1, d))
 		case "freeze":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			r.freezeUntil.Store(r.now() + int64(d))

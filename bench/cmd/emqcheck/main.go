@@ -33,7 +33,7 @@ func main() {
 	fs.IntVar(&c.Workers, "workers", 4, "clients claiming and releasing jobs")
 	fs.DurationVar(&c.Lease, "lease", 800*time.Millisecond, "lease_ms of every claim")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 4*time.Second, "time between two faults (0: none)")
-	faults := fs.String("faults", "kill,pause,cut,clock,freeze", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs)")
+	faults := fs.String("faults", "kill,pause,cut,clock,freeze,partition", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs), partition (half the workers' bytes held for two leases while the sweeper still reaches the server)")
 	fs.Uint64Var(&c.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the workers' choices")
 	fs.StringVar(&c.Fsync, "appendfsync", "always", "emqd's appendfsync: always or everysec (a SIGKILL loses nothing acknowledged under either; docs/durability.md §2.3)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
@@ -41,11 +41,11 @@ func main() {
 	redis.SetLogger(quietLog{})
 	for _, f := range strings.Split(*faults, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "kill", "pause", "cut", "clock", "freeze":
+		case "kill", "pause", "cut", "clock", "freeze", "partition":
 			c.Faults = append(c.Faults, f)
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze)\n", f)
+			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition)\n", f)
 			os.Exit(2)
 		}
 	}
