@@ -1660,6 +1660,20 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   if not failed then
     return err(e)
   end
+  -- latency_ms: the age of the job the next claim takes (docs/verbs.md
+  -- §4.16), 0 when unknown.
+  local latency = 0
+  if sizes[1] > 0 then
+    local head = redis.call('ZRANGE', k.pending, 0, 0)[1]
+    local at = redis.pcall('HGET', k.job .. head, 'enqueued_at')
+    if type(at) == 'string' and ll(at) then
+      local now = now_ms()
+      local t = tonumber(at)
+      if t < now then
+        latency = now - t
+      end
+    end
+  end
   return {
     map = {
       pending = sizes[1],
@@ -1668,6 +1682,7 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
       dead = sizes[4],
       completed = done,
       failed = failed,
+      latency_ms = latency,
     },
   }
 end)

@@ -136,6 +136,10 @@ type Counts struct {
 	// Completed and Failed are the queue's metrics:completed and
 	// metrics:failed counts (jobs completed; jobs that died).
 	Completed, Failed int64
+	// Latency is how long the job the next claim takes has waited since
+	// its enqueue, on the server's clock (latency_ms, docs/verbs.md §4.16;
+	// 0 when nothing is pending).
+	Latency time.Duration
 }
 
 // Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md §4.16).
@@ -168,6 +172,8 @@ func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
 			n.Completed = x
 		case "failed":
 			n.Failed = x
+		case "latency_ms":
+			n.Latency = time.Duration(x) * time.Millisecond
 		}
 	}
 	return n, nil

@@ -86,6 +86,7 @@ func (s *Server) emqInfo(add func(field, value string)) {
 		return
 	}
 	i("emq_queues", int64(st.NumQueues()))
+	i("emq_queue_latency_max_ms", s.maxQueueLatencyMs(st))
 	for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 		i("emq_"+t.String(), st.Total(t))
 	}
@@ -123,4 +124,21 @@ func (s *Server) sweepNote(db int, q string, recovered0, dead0 int64) {
 	s.obs.sweepRecovered.Add(rec)
 	s.obs.sweepDead.Add(dead)
 	s.log.Info("Stalled-job sweep", "db", db, "queue", q, "recovered", rec, "dead", dead)
+}
+
+// maxQueueLatencyMs is the largest EMQ.COUNTS latency_ms over the known
+// queues (INFO's emq_queue_latency_max_ms; docs/verbs.md §4.16): how long
+// the most waited-on next job of any queue has waited. INFO runs under the
+// store lock (a command, or InfoText), so it reads the keyspace directly.
+func (s *Server) maxQueueLatencyMs(st *verbs.Stats) int64 {
+	qs := st.Queues()
+	var m int64
+	now := s.clock.NowMs()
+	for _, q := range qs {
+		if q.DB >= s.store.NumDBs() {
+			continue
+		}
+		m = max(m, verbs.QueueLatencyMs(s.store.DB(q.DB), verbs.NewKeys(q.Queue), now))
+	}
+	return m
 }

@@ -21,6 +21,8 @@ import (
 //
 //	emqd_queue_jobs{db,queue,state}            gauge: ZCARD of the queue's pending, active,
 //	                                           schedule ("scheduled") and dead sets, read at scrape
+//	emqd_queue_latency_seconds{db,queue}       gauge: age of the job the next claim takes
+//	                                           (EMQ.COUNTS latency_ms), read at scrape
 //	emqd_jobs_total{db,queue,transition}       counter: verbs.Transition names, since start
 //	emqd_command_duration_seconds{command}     histogram: handler time per command (commandstats names)
 //	emqd_connected_clients, emqd_blocked_clients               gauges
@@ -212,6 +214,9 @@ var (
 	queueJobsDesc = prometheus.NewDesc("emqd_queue_jobs",
 		"Jobs in a queue's pending, active, scheduled and dead sets (ZCARD at scrape time).",
 		[]string{"db", "queue", "state"}, nil)
+	queueLatencyDesc = prometheus.NewDesc("emqd_queue_latency_seconds",
+		"Age of the job the next claim of the queue takes, on the server clock (EMQ.COUNTS latency_ms, docs/verbs.md §4.16; 0 with nothing pending).",
+		[]string{"db", "queue"}, nil)
 	jobsTotalDesc = prometheus.NewDesc("emqd_jobs_total",
 		"Job state changes applied by the EMQ.* verbs since the server started (refusals count nothing).",
 		[]string{"db", "queue", "transition"}, nil)
@@ -222,6 +227,7 @@ var queueStates = [4]string{"pending", "active", "scheduled", "dead"}
 
 func (qc *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueJobsDesc
+	ch <- queueLatencyDesc
 	ch <- jobsTotalDesc
 }
 
@@ -233,7 +239,9 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	qs := st.Queues()
 	depth := make([][4]int, len(qs))
+	lat := make([]int64, len(qs))
 	s.store.Lock()
+	now := s.clock.NowMs()
 	for i, q := range qs {
 		if q.DB >= s.store.NumDBs() {
 			continue
@@ -245,6 +253,7 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 				depth[i][j] = z.Len()
 			}
 		}
+		lat[i] = verbs.QueueLatencyMs(db, k, now)
 	}
 	s.store.Unlock()
 	for i, q := range qs {
@@ -252,6 +261,7 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		for j, state := range queueStates {
 			ch <- prometheus.MustNewConstMetric(queueJobsDesc, prometheus.GaugeValue, float64(depth[i][j]), dbl, q.Queue, state)
 		}
+		ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, float64(lat[i])/1000, dbl, q.Queue)
 		for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 			ch <- prometheus.MustNewConstMetric(jobsTotalDesc, prometheus.CounterValue, float64(q.Count(t)), dbl, q.Queue, t.String())
 		}

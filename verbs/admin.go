@@ -171,8 +171,9 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 		vs.refuseReply(c, ref)
 		return
 	}
+	lat := QueueLatencyMs(d, k, c.NowMs)
 	w := c.W
-	w.Map(6)
+	w.Map(7)
 	w.BulkString("pending")
 	w.Int(n.Pending)
 	w.BulkString("active")
@@ -185,6 +186,38 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	w.Int(n.Completed)
 	w.BulkString("failed")
 	w.Int(n.Failed)
+	w.BulkString("latency_ms")
+	w.Int(lat)
+}
+
+// QueueLatencyMs is queue k's latency at now (docs/verbs.md §4.16): the
+// age, in ms on the server clock, of the job the next claim takes (the
+// first member of pending), now - its row's enqueued_at; 0 when pending is
+// empty or not a sorted set, or that row has no readable enqueued_at (a
+// ghost, a row of another type or written without it), and never below 0.
+// It reads two keys and writes nothing (INFO and /metrics call it too).
+func QueueLatencyMs(d *store.DB, k *Keys, now int64) int64 {
+	z, _ := zsetKind(d, k.Pending)
+	if z == nil {
+		return 0
+	}
+	it, ok := z.At(0)
+	if !ok {
+		return 0
+	}
+	h, _ := hashKind(d, k.Row(it.Member))
+	if h == nil {
+		return 0
+	}
+	v, ok := h.Get(string(fEnqueuedAt))
+	if !ok {
+		return 0
+	}
+	t, ok := num.ParseInt(v)
+	if !ok || t >= now {
+		return 0
+	}
+	return now - t
 }
 
 // countsRead is what EMQ.COUNTS's read pass saw: the four sets (kind and

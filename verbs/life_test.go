@@ -405,3 +405,33 @@ func TestNextArguments(t *testing.T) {
 		t.Fatalf("COMPLETE NEXT on an empty queue: %v", got)
 	}
 }
+
+// TestQueueLatency: EMQ.COUNTS' latency_ms is the age of the job the next
+// claim takes (docs/verbs.md §4.16), on the server clock; 0 with nothing
+// pending or a head row without a readable enqueued_at.
+func TestQueueLatency(t *testing.T) {
+	h := newTH(t)
+	lat := func() int64 { return h.ok("EMQ.COUNTS", "q").([]any)[13].(int64) }
+	if lat() != 0 {
+		t.Fatal("empty queue")
+	}
+	h.ok("EMQ.ENQUEUE", "q", tID2, "p")
+	h.clk.Advance(1500)
+	h.ok("EMQ.ENQUEUE", "q", tID3, "p")
+	h.clk.Advance(500)
+	if got := lat(); got != 2000 {
+		t.Fatalf("latency %d, want 2000 (the head, %s, waited 2 s)", got, tID2)
+	}
+	claimOne(t, h, "1000") // takes the head
+	if got := lat(); got != 500 {
+		t.Fatalf("latency %d, want 500", got)
+	}
+	h.hset(tk.Row(tID3), "enqueued_at", "soon")
+	if got := lat(); got != 0 {
+		t.Fatalf("unreadable enqueued_at: %d", got)
+	}
+	h.hset(tk.Row(tID3), "enqueued_at", strconv.FormatInt(h.clk.NowMs()+10, 10))
+	if got := lat(); got != 0 {
+		t.Fatalf("enqueued_at in the future: %d", got)
+	}
+}

@@ -96,6 +96,7 @@ var Scenarios = []Scenario{
 	{"EnqueueMany", enqueueMany},
 	{"Schedules", schedules},
 	{"CompleteAndClaimNext", completeAndClaimNext},
+	{"QueueLatency", queueLatency},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -229,7 +230,7 @@ func countersTable(t *testing.T, tg Target) {
 	if n, _ := e.do("EXISTS", "emq:{q}:job:"+idA); n != int64(0) {
 		t.Fatal("complete kept the row")
 	}
-	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2)}
+	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2), "latency_ms": int64(0)}
 	if got := asMap(t, e.ok("EMQ.COUNTS", "q")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("counts %v", got)
 	}
@@ -613,7 +614,7 @@ func repliesAsMaps(t *testing.T, tg Target) {
 	e.ok("EMQ.ENQUEUE", "q", idA, "p")
 	e.claim("q", 500)
 	e.ok("EMQ.ENQUEUE", "q", idB, "later", "AT", T0+9000)
-	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0)}
+	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0), "latency_ms": int64(0)}
 	v3, err := r3.Do(e.ctx, "EMQ.COUNTS", "q").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -622,7 +623,7 @@ func repliesAsMaps(t *testing.T, tg Target) {
 		t.Fatalf("RESP3 counts %#v", v3)
 	}
 	v2 := e.ok("EMQ.COUNTS", "q")
-	if a, isArr := v2.([]any); !isArr || len(a) != 12 || !reflect.DeepEqual(asMap(t, v2), counts) {
+	if a, isArr := v2.([]any); !isArr || len(a) != 14 || !reflect.DeepEqual(asMap(t, v2), counts) {
 		t.Fatalf("RESP2 counts %#v", v2)
 	}
 	job := map[string]any{"state": "active", "attempts": "1", "payload": "p", "lease_epoch": tg.RunID(), "lease_deadline_ms": "1700000000500",
@@ -1343,5 +1344,26 @@ func completeAndClaimNext(t *testing.T, tg Target) {
 	e.ok("DEL", "emq:{q}:job:"+idD)
 	if got := e.ok("EMQ.COMPLETE", "q", idB, "2", "NEXT", 1000); !reflect.DeepEqual(got, []any{}) {
 		t.Fatalf("COMPLETE NEXT over a ghost: %v", got)
+	}
+}
+
+// EMQ.COUNTS' latency_ms (docs/verbs.md §4.16): the age of the job the next
+// claim takes, on the server clock.
+func queueLatency(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idB, "p")
+	tg.Advance(1500)
+	e.ok("EMQ.ENQUEUE", "q", idC, "p")
+	tg.Advance(500)
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(2000) {
+		t.Fatalf("latency_ms %v, want 2000", got)
+	}
+	e.claim("q", 1000)
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(500) {
+		t.Fatalf("after a claim: latency_ms %v, want 500", got)
+	}
+	e.ok("HSET", "emq:{q}:job:"+idC, "enqueued_at", "soon")
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(0) {
+		t.Fatalf("unreadable enqueued_at: %v", got)
 	}
 }
