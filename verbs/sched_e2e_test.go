@@ -323,3 +323,47 @@ func TestScheduleArgErrors(t *testing.T) {
 		t.Fatalf("refusals wrote %d keys", n)
 	}
 }
+
+// TestScheduleTimerFollowsPlainWrites: the server's one timer follows what
+// plain commands do to the sched sets (docs/verbs.md §4.22.4): SWAPDB moves
+// a schedule to another database, which then fires there; FLUSHALL leaves
+// nothing due and the timer does not spin on the stale entry.
+func TestScheduleTimerFollowsPlainWrites(t *testing.T) {
+	e := newEnv(t)
+	c1 := e.client(2)
+	// db1 sends one command on database 1 (SELECT in the same pipeline).
+	db1 := func(args ...any) any {
+		pipe := c1.Pipeline()
+		pipe.Do(e.ctx, "SELECT", 1)
+		cmd := pipe.Do(e.ctx, args...)
+		if _, err := pipe.Exec(e.ctx); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return cmd.Val()
+	}
+	db1("EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p")
+	e.ok("SWAPDB", "0", "1")
+	e.step(1000)
+	sameList(t, "pending in db 0", e.zmembers("emq:{q}:pending"), []string{verbs.OccurrenceID(1, t0+1000)})
+	e.ok("FLUSHALL")
+	calls := func() int64 {
+		info := e.ok("INFO", "commandstats").(string)
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "cmdstat_emq.schedule.fire:calls="); ok {
+				n, _ := strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	before := calls()
+	for range 5 {
+		e.step(1000)
+	}
+	if got := calls() - before; got > 1 {
+		t.Fatalf("%d fire calls after FLUSHALL: the timer spins on a stale entry", got)
+	}
+	if n := e.ok("DBSIZE").(int64); n != 0 {
+		t.Fatalf("%d keys after FLUSHALL", n)
+	}
+}
