@@ -212,8 +212,8 @@ func TestShortRunUnderFaults(t *testing.T) {
 	if st.Epochs < 2 {
 		t.Errorf("%d server processes, want a restart", st.Epochs)
 	}
-	if st.Counted == 0 || st.Exempt == 0 {
-		t.Errorf("the restart exemption was not exercised both ways: %s", st)
+	if st.Counted == 0 || st.Exempt < st.Faults["kill"] {
+		t.Errorf("the restart exemption was not exercised both ways (the faulter holds one job across each kill): %s", st)
 	}
 	if len(vs) > 0 {
 		var b strings.Builder

@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	wg.Add(1)
 	go func() { defer wg.Done(); r.sweeper(rctx, c) }()
 	faultDone := make(chan struct{})
-	go func() { defer close(faultDone); r.faulter(rctx) }()
+	go func() { defer close(faultDone); r.faulter(rctx, c+1) }()
 	<-faultDone
 	wg.Wait()
 
@@ -521,7 +521,7 @@ func (r *run) fault(kind, note string) {
 	r.logf("%.1fs fault %s %s", time.Since(r.start).Seconds(), kind, note)
 }
 
-func (r *run) faulter(ctx context.Context) {
+func (r *run) faulter(ctx context.Context, id int) {
 	if r.cfg.FaultEvery <= 0 {
 		<-ctx.Done()
 		return
@@ -534,6 +534,12 @@ func (r *run) faulter(ctx context.Context) {
 		}
 		switch kind := r.cfg.Faults[i%len(r.cfg.Faults)]; kind {
 		case "kill":
+			// One job held across the kill for certain: the faulter claims it
+			// and never answers, so the new process's sweep must recover it
+			// as exempt (docs/verbs.md §1.5).
+			fc := r.newConn(id)
+			fc.do(Op{Kind: Claim}, readGrants, "EMQ.CLAIM", queue, r.cfg.Lease.Milliseconds(), "COUNT", 1)
+			fc.rdb.Close()
 			r.procMu.Lock()
 			r.addr.Store("127.0.0.1:0") // no dial reaches the old port (another process may take it)
 			r.proc.Kill()
