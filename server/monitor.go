@@ -1,12 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/store/rdb"
 )
 
 // The server commands tools reach (docs/compat.md §2.7): MONITOR, ROLE,
@@ -188,9 +190,25 @@ func cmdDebug(c *client, x *store.Ctx) {
 	switch {
 	case sub == "help" && len(x.Argv) == 2:
 		helpReply("DEBUG",
+			"OBJECT <key>", "    Show low level info about the key and associated value.",
 			"SLEEP <seconds>", "    Stop the server for <seconds> (a decimal number).",
 			"SET-ACTIVE-EXPIRE <0|1>",
 			"    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.")(c, x)
+	case sub == "object" && len(x.Argv) == 3:
+		// DEBUG OBJECT <key>: Valkey's line; serializedlength is the
+		// RDB encoding's length (the DUMP payload less its type byte and
+		// footer), lru the LRU clock (seconds, 24 bits) at the last access;
+		// Valkey 8.0.1 adds the LFU fields (emqd keeps no LFU counter).
+		v := x.DB.Peek(string(x.Argv[2]))
+		if v == nil {
+			x.W.Error("ERR no such key")
+			return
+		}
+		idle := c.s.store.IdleMs(v) / 1000
+		dump := rdb.Dump(rdb.Capture(v), c.s.dumpCompress.Load())
+		last := x.NowMs/1000 - idle
+		x.W.Simple(fmt.Sprintf("Value at:%p refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d lfu_freq:0 lfu_access_time_minutes:%d",
+			v, v.Encoding(), len(dump)-11, last&(1<<24-1), idle, (last/60)&(1<<16-1)))
 	case sub == "sleep" && len(x.Argv) == 3:
 		// DEBUG SLEEP <seconds>: a float, as Valkey's strtod; the server
 		// does nothing else meanwhile (the store lock is held).

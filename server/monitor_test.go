@@ -123,3 +123,38 @@ func TestDebugSetActiveExpire(t *testing.T) {
 		t.Fatal("DEBUG HELP")
 	}
 }
+
+// TestDebugObjectAsValkey: DEBUG OBJECT has Valkey 8.0.1's line for every
+// encoding (the address and LRU clock masked; the encoding and the
+// serializedlength, the RDB encoding's length, compared), and Valkey's
+// error for a missing key.
+func TestDebugObjectAsValkey(t *testing.T) {
+	setup := [][]string{
+		{"SET", "i", "12345"}, {"SET", "e", "short"}, {"SET", "r", strings.Repeat("x", 100)},
+		{"HSET", "h", "f", "v", "g", "w"}, {"ZADD", "z", "1", "a", "2.5", "b"},
+		{"CONFIG", "SET", "rdbcompression", "no"},
+	}
+	mask := regexp.MustCompile(`^\+Value at:0x[0-9a-f]+ refcount:\d+ (encoding:\S+ serializedlength:\d+) lru:\d+ lru_seconds_idle:\d+ lfu_freq:\d+ lfu_access_time_minutes:\d+\r\n$`)
+	run := func(addr string) []string {
+		c := dialAddr(t, addr)
+		for _, cmd := range setup {
+			c.do(cmd...)
+		}
+		var out []string
+		for _, k := range []string{"i", "e", "r", "h", "z"} {
+			r := c.do("DEBUG", "OBJECT", k)
+			if !mask.MatchString(r) {
+				t.Fatalf("DEBUG OBJECT %s: %q", k, r)
+			}
+			out = append(out, mask.FindStringSubmatch(r)[1])
+		}
+		return append(out, c.do("DEBUG", "OBJECT", "nosuch"))
+	}
+	want := run(valkeyref.Start(t, "--enable-debug-command", "yes").Addr)
+	got := run(startServer(t, map[string]string{"enable-debug-command": "yes"}, nil).Addr())
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: emqd %q, Valkey %q", i, got[i], want[i])
+		}
+	}
+}
