@@ -85,6 +85,9 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 		{"double accept", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Requeue, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(6), Status: OK, Epoch: e1})
 		}, VDoubleAccept},
+		{"delay and complete of one claim", func(h *History) {
+			h.Ops = append(h.Ops, Op{Client: 3, Kind: Delay, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(6), Status: OK, Epoch: e1})
+		}, VDoubleAccept},
 		{"superseded token accepted", func(h *History) {
 			h.Ops = []Op{h.Ops[0], h.Ops[1],
 				{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1, Recovered: []string{"JOB1"}},

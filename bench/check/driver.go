@@ -418,9 +418,12 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 						op.FailCount, _ = arr[1].(int64)
 					}
 				}, "EMQ.FAIL", queue, g.ID, g.Token, maxAttempts, 50, "boom")
-			case x < 80:
+			case x < 76:
 				base.Kind = Requeue
 				c.do(base, nil, "EMQ.REQUEUE", queue, g.ID, g.Token)
+			case x < 80: // deferred without a failure (docs/verbs.md §4.9)
+				base.Kind = Delay
+				c.do(base, nil, "EMQ.DELAY", queue, g.ID, g.Token, "IN", 100)
 			case x < 92:
 				base.Kind = Extend
 				c.do(base, nil, "EMQ.EXTEND", queue, g.ID, g.Token, leaseMs)

@@ -27,6 +27,7 @@ const (
 	Fail     Kind = "fail"     // EMQ.FAIL q id token max_attempts delay_ms error
 	Requeue  Kind = "requeue"  // EMQ.REQUEUE q id token
 	Extend   Kind = "extend"   // EMQ.EXTEND q id token lease_ms
+	Delay    Kind = "delay"    // EMQ.DELAY q id token IN delay_ms
 	Sweep    Kind = "sweep"    // EMQ.STALLED.CHECK q max_stalled limit
 )
 

@@ -93,7 +93,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 				}
 				out = append(out, linState{ph, s.tok, s.fails + 1})
 			}
-		case Requeue:
+		case Requeue, Delay:
 			if held {
 				out = append(out, linState{phPend, s.tok, s.fails})
 			}
@@ -132,7 +132,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 		switch o.Kind {
 		case Complete:
 			return []linState{{phDone, s.tok, s.fails}}
-		case Requeue:
+		case Requeue, Delay:
 			return []linState{{phPend, s.tok, s.fails}}
 		case Extend:
 			return []linState{s}

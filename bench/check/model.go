@@ -28,7 +28,7 @@ func (v Violation) String() string {
 const (
 	VLost           = "lost"              // an acknowledged enqueue is nowhere at the end
 	VDoubleGrant    = "double-grant"      // one token handed out by two acknowledged claims
-	VDoubleAccept   = "double-accept"     // two accepted COMPLETE/FAIL/REQUEUE for one claim
+	VDoubleAccept   = "double-accept"     // two accepted COMPLETE/FAIL/REQUEUE/DELAY for one claim
 	VSuperseded     = "superseded"        // a token verb accepted after a newer claim was acknowledged
 	VTokenBack      = "token-order"       // a later claim handed out a token not above an earlier one
 	VCompletedTwice = "completed-twice"   // two accepted COMPLETEs for one job
@@ -139,7 +139,9 @@ func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
 	return jobs, unknownClaims, unknownSweeps
 }
 
-func isTerminalVerb(k Kind) bool { return k == Complete || k == Fail || k == Requeue }
+// isTerminalVerb: the token verbs that end a lease (docs/verbs.md §4.4):
+// at most one of them is accepted per claim.
+func isTerminalVerb(k Kind) bool { return k == Complete || k == Fail || k == Requeue || k == Delay }
 
 // Check checks a history against the queue's model and returns every
 // violation found, sorted by job id then kind (nil: none). The properties
@@ -201,7 +203,8 @@ func Check(h *History) []Violation {
 			}
 		}
 
-		// Token verbs: at most one accepted release per claim, none for a
+		// Token verbs: at most one accepted release (COMPLETE, FAIL, REQUEUE,
+		// DELAY) per claim, none for a
 		// superseded token (docs/verbs.md §4.4).
 		accepted := map[int64][]*Op{}
 		for _, o := range j.verbs {
