@@ -113,6 +113,9 @@ func (c *conn) do(ctx context.Context, db int, args ...any) (any, error) {
 // counts are EMQ.COUNTS' reply (docs/verbs.md §4.16) and the paused flag.
 type counts struct {
 	Pending, Active, Scheduled, Dead, Completed, Failed int64
+	// LatencyMs is EMQ.COUNTS' latency_ms: how long the job the next
+	// claim takes has waited (docs/verbs.md §4.16).
+	LatencyMs int64
 	Paused                                              bool
 	Err                                                 string // a refusal (WRONGTYPE, ...) instead of counts
 	err                                                 error  // that refusal
@@ -237,6 +240,8 @@ func parseCounts(v any) (counts, error) {
 			n.Completed = x
 		case "failed":
 			n.Failed = x
+		case "latency_ms":
+			n.LatencyMs = x
 		}
 	}
 	return n, nil

@@ -248,6 +248,8 @@ func TestLoginRequired(t *testing.T) {
 	code, page, _ = get(t, c, e.base+"/dashboard/q/0/mail")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, page, `data-count="dead">3<`)
+	// Queue latency (EMQ.COUNTS latency_ms) has its card: a number of ms.
+	require.Regexp(t, `class="card latency"[^>]*><span class="n" data-latency-ms="\d+">\d+ ms</span>`, page)
 	// The login replaced the session: the token of the login form no
 	// longer works.
 	code, _, _ = post(t, c, e.base+"/dashboard/q/0/mail/pause", url.Values{"csrf": {tok}})

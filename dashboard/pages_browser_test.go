@@ -31,6 +31,8 @@ func TestBrowserServerAndQueuePages(t *testing.T) {
 	run(t, ctx, chromedp.WaitVisible(chromedp.ID("counts")))
 	counts := eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll('#counts [data-count]')].map(n => [n.dataset.count, n.textContent.trim()]))`)
 	require.Equal(t, map[string]string{"pending": "5", "active": "1", "scheduled": "2", "dead": "3", "completed": "1", "failed": "3"}, counts)
+	// The queue latency card (EMQ.COUNTS latency_ms) is shown, in ms.
+	require.Regexp(t, `^\d+ ms$`, eval[string](t, ctx, `document.querySelector('#counts [data-latency-ms]').textContent.trim()`))
 	// The pending tab lists the five pending jobs, in id order.
 	ids := eval[[]string](t, ctx, `[...document.querySelectorAll('#jobs tbody tr')].map(r => r.dataset.id)`)
 	want := listIDs(e, "mail", "pending")
