@@ -116,9 +116,9 @@ type counts struct {
 	// LatencyMs is EMQ.COUNTS' latency_ms: how long the job the next
 	// claim takes has waited (docs/verbs.md §4.16).
 	LatencyMs int64
-	Paused                                              bool
-	Err                                                 string // a refusal (WRONGTYPE, ...) instead of counts
-	err                                                 error  // that refusal
+	Paused    bool
+	Err       string // a refusal (WRONGTYPE, ...) instead of counts
+	err       error  // that refusal
 }
 
 // state returns the size of a state's set.
