@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, Stats{}, err
 	}
-	r := &run{cfg: cfg, start: time.Now(), conns: map[net.Conn]struct{}{}}
+	r := &run{cfg: cfg, start: time.Now(), conns: map[net.Conn]struct{}{}, firstWorker: cfg.Producers}
 	r.args = []string{"--dir", cfg.Dir, "--appendonly", "yes", "--appendfsync", cfg.Fsync, "--enable-debug-command", "yes"}
 	if err := r.startServer(); err != nil {
 		return nil, Stats{}, err
@@ -148,7 +148,6 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.producer(rctx, c) }()
 	}
-	r.firstWorker = client
 	for i := 0; i < cfg.Workers; i++ {
 		c := client
 		client++
