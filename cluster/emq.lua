@@ -47,6 +47,7 @@ local E_LANE = 'EMQLANE lane rows are not served natively'
 local E_DEAD = 'EMQSTATE job is dead'
 local E_NOT_DEAD = 'EMQSTATE job is not dead'
 local E_ACTIVE = 'EMQSTATE job is active'
+local E_COMPLETED = 'EMQSTATE job is completed'
 local E_HASH_NOT_INT = 'ERR hash value is not an integer'
 local E_OVERFLOW = 'ERR increment or decrement would overflow'
 local E_EXHAUSTED = 'ERR job id space exhausted'
@@ -537,6 +538,94 @@ local function read_due(k, key, now, limit)
 end
 
 -- ---------------------------------------------------------------------------
+-- Retention (docs/verbs.md §4.21): the settings in meta, the trims.
+
+local RETAIN_TRIM_PER_CALL = 10
+local RETAIN_FIELDS = { 'completed_max_count', 'completed_max_age_ms', 'dead_max_count', 'dead_max_age_ms' }
+
+-- read_retain returns {completed = {count, age}, dead = {count, age}} as
+-- numbers, or nil and the refusal.
+local function read_retain(k)
+  if hash_kind(k.meta) == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  local v = redis.call('HMGET', k.meta, unpack(RETAIN_FIELDS))
+  local n = {}
+  for i = 1, 4 do
+    if v[i] then
+      if not ll(v[i]) or string.byte(v[i], 1) == 45 then
+        return nil, E_HASH_NOT_INT
+      end
+      n[i] = tonumber(v[i])
+    else
+      n[i] = 0
+    end
+  end
+  return { completed = { n[1], n[2] }, dead = { n[3], n[4] } }
+end
+
+local function retain_on(r)
+  return r[1] > 0 or r[2] > 0
+end
+
+-- select_trim is the members a trim of set removes (docs/verbs.md §4.21):
+-- beyond max_count once `adding` more join, then older than max_age_ms
+-- (in dead, never a member at score 0), oldest first, at most max; a lane
+-- row stops it. Each entry: {id, key, has_row}.
+local function select_trim(k, set, r, now, adding, dead, max)
+  local out, seen, stop = {}, {}, false
+  local function take(id)
+    local key = k.job .. id
+    local t = redis.call('TYPE', key).ok
+    if t == 'hash' and redis.call('HEXISTS', key, 'group') == 1 then
+      stop = true
+      return false
+    end
+    out[#out + 1] = { id, key, t ~= 'none' }
+    seen[id] = true
+    return #out < max
+  end
+  local size = redis.call('ZCARD', set)
+  if size == 0 or max <= 0 then
+    return out
+  end
+  if r[1] > 0 then
+    local excess = size + adding - r[1]
+    if excess > 0 then
+      local ids = redis.call('ZRANGE', set, 0, math.min(excess, max) - 1)
+      for i = 1, #ids do
+        if not take(ids[i]) then
+          break
+        end
+      end
+    end
+  end
+  if not stop and r[2] > 0 and #out < max then
+    local lo = dead and '(0' or '-inf'
+    local ids = redis.call('ZRANGEBYSCORE', set, lo, score_str(now - r[2]), 'LIMIT', 0, max + #out)
+    for i = 1, #ids do
+      if not seen[ids[i]] and not take(ids[i]) then
+        break
+      end
+    end
+  end
+  return out
+end
+
+-- write_trim removes the selected members and their rows, publishes them.
+local function write_trim(k, set, ts)
+  for i = 1, #ts do
+    redis.call('ZREM', set, ts[i][1])
+    if ts[i][3] then
+      redis.call('DEL', ts[i][2])
+    end
+  end
+  for i = 1, #ts do
+    event(k, 'trimmed', ts[i][1])
+  end
+end
+
+-- ---------------------------------------------------------------------------
 -- Calling conventions
 
 -- check_call validates the key count and Valkey's arity (n exact, -n at
@@ -815,6 +904,8 @@ local function token_guard(k, verb_name, id, token)
     return nil, E_LANE
   elseif row.state == 'dead' then
     return nil, E_DEAD
+  elseif row.state == 'completed' then
+    return nil, E_COMPLETED
   end
   local ak, in_active = member(k.active, id)
   if ak == WRONG then
@@ -896,13 +987,35 @@ local function overlay_due(k, now, ov)
   return out
 end
 
--- EMQ.COMPLETE q id token [NEXT lease_ms [COUNT count]]
+-- EMQ.COMPLETE q id token [RESULT value] [NEXT lease_ms [COUNT count]]
+local MAX_RESULT = 1048576
+
 verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
   local id, token = args[1], args[2]
-  local next_, lease, count, e = parse_next(args, 3)
+  -- RESULT value (docs/verbs.md §4.5) among the NEXT options.
+  local result
+  local rest = {}
+  local i = 3
+  while i <= #args do
+    if i + 1 > #args then
+      return err(E_SYNTAX)
+    end
+    if string.upper(args[i]) == 'RESULT' and not result then
+      if #args[i + 1] > MAX_RESULT then
+        return err('ERR result must be at most 1048576 bytes')
+      end
+      result = args[i + 1]
+    else
+      rest[#rest + 1] = args[i]
+      rest[#rest + 1] = args[i + 1]
+    end
+    i = i + 2
+  end
+  local next_, lease, count, e = parse_next(rest, 1)
   if e then
     return err(e)
   end
+  local now = now_ms()
   local _
   _, e = token_guard(k, 'complete', id, token)
   if e then
@@ -912,18 +1025,40 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
   if e then
     return err(e)
   end
-  local pl, now
+  local r
+  r, e = read_retain(k)
+  if not r then
+    return err(e)
+  end
+  local keep = retain_on(r.completed)
+  local trim = {}
+  if keep then
+    if zset_kind(k.done) == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    trim = select_trim(k, k.done, r.completed, now, 1, false, RETAIN_TRIM_PER_CALL)
+  end
+  local pl
   if next_ then
-    now = now_ms()
     pl, e = claim_judge(k, lease, count, now, { id = id, row = { kind = ABSENT } })
     if not pl then
       return err(e)
     end
   end
   redis.call('ZREM', k.active, id)
-  redis.call('DEL', k.job .. id)
+  if keep then
+    if result then
+      redis.call('HSET', k.job .. id, 'state', 'completed', 'finished_at', score_str(now), 'result', result)
+    else
+      redis.call('HSET', k.job .. id, 'state', 'completed', 'finished_at', score_str(now))
+    end
+    redis.call('ZADD', k.done, score_str(now), id)
+  else
+    redis.call('DEL', k.job .. id)
+  end
   redis.call('HINCRBY', k.completed, 'count', '1')
   event(k, 'completed', id)
+  write_trim(k, k.done, trim)
   if next_ then
     return claim_write(k, pl, lease, now)
   end
@@ -984,15 +1119,26 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
     if e then
       return err(e)
     end
+    local r
+    r, e = read_retain(k)
+    if not r then
+      return err(e)
+    end
+    local trim, score = {}, '0'
+    if retain_on(r.dead) then
+      trim = select_trim(k, k.dead, r.dead, now, 1, true, RETAIN_TRIM_PER_CALL)
+      score = score_str(now)
+    end
     pl, e = next_claim()
     if not pl then
       return err(e)
     end
     redis.call('ZREM', k.active, id)
     redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'dead', 'finished_at', score_str(now))
-    redis.call('ZADD', k.dead, '0', id)
+    redis.call('ZADD', k.dead, score, id)
     redis.call('HINCRBY', k.failed, 'count', '1')
     event(k, 'dead', id)
+    write_trim(k, k.dead, trim)
     if next_ then
       return { 'dead', tonumber(f), claim_write(k, pl, lease, now) }
     end
@@ -1406,13 +1552,7 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
   if not expired then
     return err(E_WRONGTYPE)
   end
-  if #expired == 0 then
-    if every then
-      redis.call('HSET', k.meta, 'swept_at', score_str(now))
-    end
-    return { {}, {} }
-  end
-  local epoch = run_id()
+  local epoch = #expired > 0 and run_id() or nil
   local verdicts, n_recovered, n_dead = {}, 0, 0
   for i = 1, #expired do
     local row = expired[i].row
@@ -1453,6 +1593,27 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       return err(e)
     end
   end
+  -- Retention (docs/verbs.md §4.21): the DEAD setting scores the deaths;
+  -- the sweep trims both sets, up to limit members each.
+  local r
+  r, e = read_retain(k)
+  if not r then
+    return err(e)
+  end
+  local trim_done, trim_dead, dead_score = {}, {}, '0'
+  if retain_on(r.completed) then
+    if zset_kind(k.done) == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    trim_done = select_trim(k, k.done, r.completed, now, 0, false, tonumber(limit))
+  end
+  if retain_on(r.dead) then
+    if zset_kind(k.dead) == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    trim_dead = select_trim(k, k.dead, r.dead, now, n_dead, true, tonumber(limit))
+    dead_score = score_str(now)
+  end
 
   local recovered, dead = {}, {}
   for i = 1, #expired do
@@ -1468,7 +1629,7 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       recovered[#recovered + 1] = id
     elseif v.kind == 'dead' then
       redis.call('HSET', rk, 'stalled', v.s, 'state', 'dead', 'last_error', 'stalled', 'finished_at', score_str(now))
-      redis.call('ZADD', k.dead, '0', id)
+      redis.call('ZADD', k.dead, dead_score, id)
       redis.call('HINCRBY', k.failed, 'count', '1')
       dead[#dead + 1] = id
     end
@@ -1482,6 +1643,8 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
   for i = 1, #dead do
     event(k, 'dead', dead[i])
   end
+  write_trim(k, k.done, trim_done)
+  write_trim(k, k.dead, trim_dead)
   return { recovered, dead }
 end)
 
@@ -1581,7 +1744,8 @@ verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
   local pk, in_pending = member(k.pending, id)
   local sk, in_schedule = member(k.schedule, id)
   local dk, in_dead = member(k.dead, id)
-  if pk == WRONG or sk == WRONG or dk == WRONG then
+  local ck, in_done = member(k.done, id)
+  if pk == WRONG or sk == WRONG or dk == WRONG or ck == WRONG then
     return err(E_WRONGTYPE)
   end
   local n = 0
@@ -1594,6 +1758,9 @@ verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
   if in_dead then
     n = n + redis.call('ZREM', k.dead, id)
   end
+  if in_done then
+    n = n + redis.call('ZREM', k.done, id)
+  end
   if row.kind == OK then
     n = n + redis.call('DEL', rk)
   end
@@ -1601,6 +1768,69 @@ verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
     event(k, 'removed', id)
   end
   return n > 0 and 1 or 0
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.RETAIN q [(COMPLETED | DEAD) max_count max_age_ms] (docs/verbs.md §4.21)
+
+verb('emq_retain', 'emq.retain', -2, { 'allow-oom' }, function(k, args)
+  if #args ~= 0 and #args ~= 3 then
+    return err(E_SYNTAX)
+  end
+  if #args == 0 then
+    local r, e = read_retain(k)
+    if not r then
+      return err(e)
+    end
+    return {
+      map = {
+        completed_max_count = r.completed[1],
+        completed_max_age_ms = r.completed[2],
+        dead_max_count = r.dead[1],
+        dead_max_age_ms = r.dead[2],
+      },
+    }
+  end
+  local kind = string.upper(args[1])
+  local fc, fa
+  if kind == 'COMPLETED' then
+    fc, fa = 'completed_max_count', 'completed_max_age_ms'
+  elseif kind == 'DEAD' then
+    fc, fa = 'dead_max_count', 'dead_max_age_ms'
+  else
+    return err('ERR kind must be COMPLETED or DEAD')
+  end
+  local c, e = int_arg(args[2], 0, 'max_count')
+  if not c then
+    return err(e)
+  end
+  local a
+  a, e = int_arg(args[3], 0, 'max_age_ms')
+  if not a then
+    return err(e)
+  end
+  if hash_kind(k.meta) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local cur = redis.call('HMGET', k.meta, fc, fa)
+  local set, del = {}, {}
+  for i, f in ipairs({ { fc, c }, { fa, a } }) do
+    if f[2] == '0' then
+      if cur[i] then
+        del[#del + 1] = f[1]
+      end
+    elseif cur[i] ~= f[2] then
+      set[#set + 1] = f[1]
+      set[#set + 1] = f[2]
+    end
+  end
+  if #set > 0 then
+    redis.call('HSET', k.meta, unpack(set))
+  end
+  if #del > 0 then
+    redis.call('HDEL', k.meta, unpack(del))
+  end
+  return redis.status_reply('OK')
 end)
 
 -- ---------------------------------------------------------------------------
@@ -1660,6 +1890,9 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   if not failed then
     return err(e)
   end
+  local retained = redis.pcall('ZCARD', k.done)
+  if type(retained) == 'table' then
+    return err(E_WRONGTYPE)
   -- latency_ms: the age of the job the next claim takes (docs/verbs.md
   -- §4.16), 0 when unknown.
   local latency = 0
@@ -1676,6 +1909,7 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   end
   return {
     map = {
+      retained = retained,
       pending = sizes[1],
       active = sizes[2],
       scheduled = sizes[3],
@@ -1731,13 +1965,13 @@ end)
 -- EMQ.LIST q state [offset count] (docs/verbs.md §4.18): one page of the
 -- jobs of one state, each [id, EMQ.JOB's map] ([id, nil] for a ghost).
 
-local LIST_SETS = { PENDING = 'pending', ACTIVE = 'active', SCHEDULED = 'schedule', DEAD = 'dead' }
+local LIST_SETS = { PENDING = 'pending', ACTIVE = 'active', SCHEDULED = 'schedule', DEAD = 'dead', COMPLETED = 'done' }
 local LIST_MAX = '1000'
 
 verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
   local set = LIST_SETS[string.upper(args[1])]
   if not set then
-    return err('ERR state must be one of pending, active, scheduled, dead')
+    return err('ERR state must be one of pending, active, scheduled, dead, completed')
   end
   if #args ~= 1 and #args ~= 3 then
     return err(E_SYNTAX)

@@ -140,6 +140,9 @@ type Counts struct {
 	// its enqueue, on the server's clock (latency_ms, docs/verbs.md §4.16;
 	// 0 when nothing is pending).
 	Latency time.Duration
+	// Retained is the number of completed jobs the queue keeps (its
+	// COMPLETED retention, docs/verbs.md §4.21).
+	Retained int64
 }
 
 // Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md §4.16).
@@ -174,6 +177,8 @@ func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
 			n.Failed = x
 		case "latency_ms":
 			n.Latency = time.Duration(x) * time.Millisecond
+		case "retained":
+			n.Retained = x
 		}
 	}
 	return n, nil
@@ -187,7 +192,8 @@ type JobInfo struct {
 	// Missing is true for a member of the listed set that has no row (a
 	// ghost, listed by EMQ.LIST as [id, nil]); the other fields are empty.
 	Missing bool
-	// State is pending, active, scheduled or dead.
+	// State is pending, active, scheduled, dead or completed (a retained
+	// job, docs/verbs.md §4.21).
 	State string
 	// Attempts is the fencing token as stored (EMQ.CLAIM adds 1).
 	Attempts string
@@ -200,6 +206,13 @@ type JobInfo struct {
 	LeaseEpoch string
 	// Progress is the last value sent with EMQ.PROGRESS.
 	Progress string
+	// Result is the value sent with EMQ.COMPLETE ... RESULT (a retained
+	// job).
+	Result []byte
+	// EnqueuedAt, ClaimedAt (the last claim) and FinishedAt are the row's
+	// times (server clock; zero when the row has none yet,
+	// docs/verbs.md §1.3).
+	EnqueuedAt, ClaimedAt, FinishedAt time.Time
 	// LeaseDeadline is set while the job is in active; RunAt while it is
 	// in schedule (server clock).
 	LeaseDeadline, RunAt time.Time
@@ -238,6 +251,14 @@ func parseJob(verb, id string, v any) (*JobInfo, error) {
 			j.LeaseEpoch = val
 		case "progress":
 			j.Progress = val
+		case "result":
+			j.Result = []byte(val)
+		case "enqueued_at":
+			j.EnqueuedAt = time.UnixMilli(n)
+		case "claimed_at":
+			j.ClaimedAt = time.UnixMilli(n)
+		case "finished_at":
+			j.FinishedAt = time.UnixMilli(n)
 		case "lease_deadline_ms":
 			j.LeaseDeadline = time.UnixMilli(n)
 		case "run_at_ms":
@@ -269,6 +290,9 @@ const (
 	Active    State = "active"
 	Scheduled State = "scheduled"
 	Dead      State = "dead"
+	// Retained lists the retained completed jobs (EMQ.LIST q completed,
+	// docs/verbs.md §4.21).
+	Retained State = "completed"
 )
 
 // ListMax is the largest count List accepts (EMQ.LIST's cap).
@@ -380,4 +404,58 @@ func (j JobInfo) String() string {
 		return j.ID + " (no row)"
 	}
 	return fmt.Sprintf("%s %s attempts=%s failures=%d stalled=%d", j.ID, j.State, j.Attempts, j.Failures, j.Stalled)
+}
+
+// RetainKind names the set a retention setting applies to (EMQ.RETAIN).
+type RetainKind string
+
+// The two kinds of retention (docs/verbs.md §4.21).
+const (
+	RetainCompleted RetainKind = "COMPLETED"
+	RetainDead      RetainKind = "DEAD"
+)
+
+// Retention is one kind's setting: keep at most MaxCount jobs (0: no
+// count cap) finished less than MaxAge ago (0: no age cap); COMPLETED with
+// both 0 keeps none, DEAD with both 0 keeps all (the defaults).
+type Retention struct {
+	MaxCount int64
+	MaxAge   time.Duration
+}
+
+// SetRetention sets queue q's retention of kind (EMQ.RETAIN,
+// docs/verbs.md §4.21); MaxAge is sent in whole ms (as every duration of the library).
+func (c *Client) SetRetention(ctx context.Context, q string, kind RetainKind, r Retention) error {
+	_, err := c.do(ctx, "EMQ.RETAIN", q, string(kind), r.MaxCount, ms(r.MaxAge))
+	return err
+}
+
+// Retention returns queue q's two settings (EMQ.RETAIN q).
+func (c *Client) Retention(ctx context.Context, q string) (completed, dead Retention, err error) {
+	v, err := c.do(ctx, "EMQ.RETAIN", q)
+	if err != nil {
+		return Retention{}, Retention{}, err
+	}
+	pairs, ok := asPairs(v)
+	if !ok {
+		return Retention{}, Retention{}, badReply("EMQ.RETAIN", v)
+	}
+	for _, p := range pairs {
+		name, _ := asString(p[0])
+		x, ok := asInt(p[1])
+		if !ok {
+			return Retention{}, Retention{}, badReply("EMQ.RETAIN", v)
+		}
+		switch name {
+		case "completed_max_count":
+			completed.MaxCount = x
+		case "completed_max_age_ms":
+			completed.MaxAge = time.Duration(x) * time.Millisecond
+		case "dead_max_count":
+			dead.MaxCount = x
+		case "dead_max_age_ms":
+			dead.MaxAge = time.Duration(x) * time.Millisecond
+		}
+	}
+	return completed, dead, nil
 }

@@ -277,3 +277,38 @@ type proto string
 
 func (p proto) Error() string { return string(p) }
 func (p proto) RedisError()   {}
+
+// TestRetentionThroughTheLibrary: SetRetention, CompleteResult, Job's
+// result and times, Counts.Retained, List(Retained) (docs/verbs.md §4.21).
+func TestRetentionThroughTheLibrary(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.c
+	if err := c.SetRetention(ctx, "q", emq.RetainCompleted, emq.Retention{MaxCount: 10, MaxAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	done, dead, err := c.Retention(ctx, "q")
+	if err != nil || done != (emq.Retention{MaxCount: 10, MaxAge: time.Hour}) || dead != (emq.Retention{}) {
+		t.Fatalf("retention %v %v %v", done, dead, err)
+	}
+	id, _ := c.Enqueue(ctx, "q", []byte("p"))
+	jobs, err := c.Claim(ctx, "q", time.Second)
+	if err != nil || len(jobs) != 1 {
+		t.Fatal(jobs, err)
+	}
+	if err := c.CompleteResult(ctx, "q", id, jobs[0].Token, []byte("42")); err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.Job(ctx, "q", id)
+	if err != nil || j.State != "completed" || string(j.Result) != "42" || !j.FinishedAt.Equal(e.now()) || !j.EnqueuedAt.Equal(e.now()) || !j.ClaimedAt.Equal(e.now()) {
+		t.Fatalf("job %+v %v", j, err)
+	}
+	n, err := c.Counts(ctx, "q")
+	if err != nil || n.Retained != 1 || n.Completed != 1 {
+		t.Fatalf("counts %+v %v", n, err)
+	}
+	l, err := c.List(ctx, "q", emq.Retained, 0, 10)
+	if err != nil || len(l) != 1 || l[0].ID != id {
+		t.Fatalf("list %v %v", l, err)
+	}
+}

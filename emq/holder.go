@@ -111,6 +111,14 @@ func (c *Client) Complete(ctx context.Context, q, id, token string) error {
 	return err
 }
 
+// CompleteResult is Complete with the job's result (EMQ.COMPLETE ...
+// RESULT, docs/verbs.md §4.5: at most 1 MiB), kept while the queue
+// retains completed jobs (SetRetention).
+func (c *Client) CompleteResult(ctx context.Context, q, id, token string, result []byte) error {
+	_, err := c.do(ctx, "EMQ.COMPLETE", q, id, token, "RESULT", result)
+	return err
+}
+
 // FailVerdict is EMQ.FAIL's reply: Dead when the job went to the
 // dead-letter set, else it was scheduled for a retry; Failures is the retry
 // budget spent, this failure included.

@@ -85,6 +85,7 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 	r.Pending, r.InPending, _ = member(d, k.Pending, id)
 	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
 	r.Dead, r.InDead, _ = member(d, k.Dead, id)
+	r.Done, r.InDone, _ = member(d, k.Done, id)
 	p, ref := judgeRemove(&r, k, id, rowKey)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -103,9 +104,9 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 // removeRead is what EMQ.REMOVE's read pass saw: the row and the id's
 // membership of each set.
 type removeRead struct {
-	Active, Pending, Schedule, Dead         keyKind
-	InActive, InPending, InSchedule, InDead bool
-	Row                                     jobRow
+	Active, Pending, Schedule, Dead, Done           keyKind
+	InActive, InPending, InSchedule, InDead, InDone bool
+	Row                                             jobRow
 }
 
 // judgeRemove is EMQ.REMOVE: a held job (in active) is refused, a lane row
@@ -127,8 +128,10 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 		return nil, wrongType(k.Schedule)
 	case r.Dead == keyWrong:
 		return nil, wrongType(k.Dead)
+	case r.Done == keyWrong:
+		return nil, wrongType(k.Done)
 	}
-	p := newPlan(4)
+	p := newPlan(5)
 	if r.InPending {
 		p.ZRem(k.Pending, id)
 	}
@@ -137,6 +140,9 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 	}
 	if r.InDead {
 		p.ZRem(k.Dead, id)
+	}
+	if r.InDone {
+		p.ZRem(k.Done, id)
 	}
 	if r.Row.Kind == keyOK {
 		p.Del(rowKey)
@@ -166,6 +172,11 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	}
 	r.Completed = readCounter(d, k.Completed)
 	r.Failed = readCounter(d, k.Failed)
+	z, kind := zsetKind(d, k.Done)
+	r.Done = kind
+	if z != nil {
+		r.DoneSize = int64(z.Len())
+	}
 	n, ref := judgeCounts(&r, k)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -173,7 +184,7 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	}
 	lat := QueueLatencyMs(d, k, c.NowMs)
 	w := c.W
-	w.Map(7)
+	w.Map(8)
 	w.BulkString("pending")
 	w.Int(n.Pending)
 	w.BulkString("active")
@@ -186,6 +197,8 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	w.Int(n.Completed)
 	w.BulkString("failed")
 	w.Int(n.Failed)
+	w.BulkString("retained")
+	w.Int(n.Retained)
 	w.BulkString("latency_ms")
 	w.Int(lat)
 }
@@ -227,11 +240,13 @@ type countsRead struct {
 	Sizes     [4]int64
 	Completed counter
 	Failed    counter
+	Done      keyKind // the retained completed jobs' set (docs/verbs.md §4.21)
+	DoneSize  int64
 }
 
 // queueCounts is EMQ.COUNTS's reply, in reply order.
 type queueCounts struct {
-	Pending, Active, Scheduled, Dead, Completed, Failed int64
+	Pending, Active, Scheduled, Dead, Completed, Failed, Retained int64
 }
 
 // judgeCounts is EMQ.COUNTS: set sizes and metric counts; a wrong type or a
@@ -264,7 +279,10 @@ func judgeCounts(r *countsRead, k *Keys) (queueCounts, refusal) {
 	if ref.Refused() {
 		return queueCounts{}, ref
 	}
-	return queueCounts{r.Sizes[0], r.Sizes[1], r.Sizes[2], r.Sizes[3], done, failed}, noRefusal
+	if r.Done == keyWrong {
+		return queueCounts{}, wrongType(k.Done)
+	}
+	return queueCounts{r.Sizes[0], r.Sizes[1], r.Sizes[2], r.Sizes[3], done, failed, r.DoneSize}, noRefusal
 }
 
 // ---------------------------------------------------------------------------
@@ -359,7 +377,7 @@ const listDefault = 100
 
 // Error texts of EMQ.LIST's arguments (docs/verbs.md §4.18).
 const (
-	ErrListState = "ERR state must be one of pending, active, scheduled, dead"
+	ErrListState = "ERR state must be one of pending, active, scheduled, dead, completed"
 	ErrListCount = "ERR count must be at most 1000"
 )
 
@@ -376,6 +394,8 @@ func listSet(k *Keys, b []byte) (string, bool) {
 		return k.Schedule, true
 	case eqFold(b, "DEAD"):
 		return k.Dead, true
+	case eqFold(b, "COMPLETED"):
+		return k.Done, true
 	}
 	return "", false
 }

@@ -63,8 +63,8 @@ func TestReprocessRemovePauseCounts(t *testing.T) {
 		t.Fatal("resume of a running queue wrote")
 	}
 
-	n, ref := judgeCounts(&countsRead{Sizes: [4]int64{1, 2, 3, 4}, Completed: counter{Kind: keyOK, Count: fieldOf("5")}}, tk)
-	if ref.Refused() || n != (queueCounts{1, 2, 3, 4, 5, 0}) {
+	n, ref := judgeCounts(&countsRead{Sizes: [4]int64{1, 2, 3, 4}, Completed: counter{Kind: keyOK, Count: fieldOf("5")}, DoneSize: 7}, tk)
+	if ref.Refused() || n != (queueCounts{1, 2, 3, 4, 5, 0, 7}) {
 		t.Fatal(n, ref)
 	}
 	if _, ref := judgeCounts(&countsRead{Failed: counter{Kind: keyOK, Count: fieldOf("x")}}, tk); ref.Text != store.ErrHashNotInt {
@@ -379,7 +379,7 @@ func TestListArguments(t *testing.T) {
 		{[]string{"EMQ.LIST", "bad name", "nope", "x"}, ErrInvalidQueue},
 		{[]string{"EMQ.LIST", "emq", "pending"}, ErrInvalidQueue},
 		{[]string{"EMQ.LIST", "q", "schedule"}, ErrListState},
-		{[]string{"EMQ.LIST", "q", "completed", "0", "1"}, ErrListState},
+		{[]string{"EMQ.LIST", "q", "all", "0", "1"}, ErrListState},
 		{[]string{"EMQ.LIST", "q", "", "x"}, ErrListState},
 		{[]string{"EMQ.LIST", "q", "pending", "0"}, "ERR syntax error"},
 		{[]string{"EMQ.LIST", "q", "pending", "0", "1", "2"}, "ERR syntax error"},

@@ -70,16 +70,48 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	var act *store.ZSet
 	act, r.Active = zsetKind(d, k.Active)
 	r.Expired = readDue(d, k, act, c.NowMs, limit, vs.sweep.due)
+	var deadZ *store.ZSet
 	if len(r.Expired) > 0 {
 		_, r.Pending = zsetKind(d, k.Pending)
-		_, r.Dead = zsetKind(d, k.Dead)
+		deadZ, r.Dead = zsetKind(d, k.Dead)
 		r.Failed = readCounter(d, k.Failed)
 	}
+	// Retention (docs/verbs.md §4.21): the DEAD setting scores the deaths;
+	// the sweep trims both sets, up to limit members each.
+	retain, retainRef := readRetain(d, k)
+	r.Retain = retain
 	v, p, ref := judgeStalledInto(&r, []byte(c.RunID), k, maxStalled, &vs.sweep)
+	if !ref.Refused() {
+		ref = retainRef
+	}
+	var trimDone, trimDead []trimJob
+	if !ref.Refused() && retain.Completed.on() {
+		z, kind := zsetKind(d, k.Done)
+		if kind == keyWrong {
+			ref = wrongType(k.Done)
+		}
+		trimDone = selectTrim(d, k, z, retain.Completed, c.NowMs, 0, false, int(min(limit, 1<<20)))
+	}
+	if !ref.Refused() && retain.Dead.on() {
+		if deadZ == nil {
+			deadZ, r.Dead = zsetKind(d, k.Dead)
+		}
+		if r.Dead == keyWrong {
+			ref = wrongType(k.Dead)
+		}
+		trimDead = selectTrim(d, k, deadZ, retain.Dead, c.NowMs, len(v.Dead), true, int(min(limit, 1<<20)))
+	}
 	if ref.Refused() {
 		vs.sweep.keep(r.Expired, nil)
 		vs.refuseReply(c, ref)
 		return
+	}
+	if len(trimDone)+len(trimDead) > 0 {
+		if p == nil {
+			p = newPlan(2 * (len(trimDone) + len(trimDead)))
+		}
+		planTrim(p, k.Done, trimDone)
+		planTrim(p, k.Dead, trimDead)
 	}
 	if every > 0 {
 		if p == nil {
@@ -93,6 +125,8 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	vs.count(c, k, StallDead, len(v.Dead))
 	vs.events(c, k, EvStalled, v.Recovered)
 	vs.events(c, k, EvDead, v.Dead)
+	vs.trimmed(c, k, TrimmedCompleted, trimDone)
+	vs.trimmed(c, k, TrimmedDead, trimDead)
 	for range v.Recovered {
 		vs.wake(c, k)
 	}
@@ -137,7 +171,8 @@ func judgeSweepGuard(g *sweepGuardRead, k *Keys, now, every int64) (skip bool, r
 // members of active (score <= now, at most limit) with their rows, and the
 // destinations.
 type stalledRead struct {
-	Now     int64 // the clock reading (finished_at of the dead)
+	Now     int64          // the clock reading (finished_at of the dead)
+	Retain  retainSettings // the DEAD setting scores the dead members
 	Active  keyKind
 	Expired []dueJob
 	Pending keyKind
@@ -317,7 +352,7 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 				finishedAt = msBytes(r.Now)
 			}
 			hset(p, rk, fields(fStalled, countBytes(vs[i].s), fState, vDead, fLastError, vStalled, fFinishedAt, finishedAt))
-			p.ZAdd(k.Dead, 0, id)
+			p.ZAdd(k.Dead, deadScore(r.Retain, r.Now), id)
 			hincr1(p, k.Failed, fvCount)
 			v.Dead = append(v.Dead, id)
 		}

@@ -65,6 +65,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
 		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
+		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -91,6 +92,7 @@ func refusalClass(text string) string {
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
 		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
+		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 	} {
 		if strings.Contains(text, c) {
 			return c
@@ -108,16 +110,16 @@ func pick(rng *rand.Rand, xs ...string) string { return xs[rng.Intn(len(xs))] }
 // counters), and sometimes breaks the queue's own keys.
 func randomState(h *th, rng *rand.Rand) {
 	k := NewKeys("q")
-	sets := []string{k.Pending, k.Active, k.Schedule, k.Dead}
+	sets := []string{k.Pending, k.Active, k.Schedule, k.Dead, k.Done}
 	now := float64(h.clk.NowMs())
 	score := func(set string) float64 {
 		switch set {
-		case k.Active, k.Schedule:
+		case k.Active, k.Schedule, k.Done:
 			return now + float64(rng.Intn(3)-1)*1000
 		}
 		return 0
 	}
-	states := map[string]string{k.Pending: "pending", k.Active: "active", k.Schedule: "scheduled", k.Dead: "dead"}
+	states := map[string]string{k.Pending: "pending", k.Active: "active", k.Schedule: "scheduled", k.Dead: "dead", k.Done: "completed"}
 	for _, id := range propIDs {
 		set := sets[rng.Intn(len(sets))]
 		if rng.Intn(8) == 0 {
@@ -163,7 +165,7 @@ func randomState(h *th, rng *rand.Rand) {
 		h.zadd(k.Sched, now-1, "s3")
 	}
 	if rng.Intn(6) == 0 {
-		key := pick(rng, k.Pending, k.Active, k.Schedule, k.Dead, k.Completed, k.Failed, k.Meta, MintKey, k.Sched, k.SchedPref+"s1")
+		key := pick(rng, k.Pending, k.Active, k.Schedule, k.Dead, k.Completed, k.Failed, k.Meta, MintKey, k.Sched, k.SchedPref+"s1", k.Done)
 		h.s.DB(h.db).Remove(key)
 		h.setString(key, "wrong")
 	}
@@ -185,6 +187,13 @@ func randomState(h *th, rng *rand.Rand) {
 	if rng.Intn(8) == 0 {
 		if v := h.s.DB(h.db).Get(k.Meta); v == nil {
 			h.hset(k.Meta, "paused", "1")
+		}
+	}
+	// Retention settings (docs/verbs.md §4.21), now and then a bad one.
+	if rng.Intn(3) == 0 {
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash != nil {
+			f := pick(rng, "completed_max_count", "completed_max_age_ms", "dead_max_count", "dead_max_age_ms")
+			h.hset(k.Meta, f, pick(rng, "1", "2", "1000", "500", "x", "-1"))
 		}
 	}
 	if rng.Intn(8) == 0 {
@@ -210,7 +219,7 @@ func randomCall(rng *rand.Rand) []string {
 		return args
 	}
 	sname := func() string { return pick(rng, "s1", "s2", "s3", "c1", "nope", "a:b", "") }
-	switch rng.Intn(27) {
+	switch rng.Intn(28) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
 		switch rng.Intn(6) {
@@ -234,7 +243,20 @@ func randomCall(rng *rand.Rand) []string {
 		}
 		return a
 	case 2:
-		a := maybe([]string{"EMQ.COMPLETE", q(), id(), tok()}, "x")
+		a := []string{"EMQ.COMPLETE", q(), id(), tok()}
+		switch rng.Intn(8) {
+		case 0, 1:
+			a = append(a, pick(rng, "RESULT", "result"), "r")
+		case 2:
+			a = append(a, "RESULT", "r", "RESULT", "s")
+		case 3:
+			a = append(a, "RESULT")
+		case 4:
+			if rng.Intn(20) == 0 {
+				a = append(a, "RESULT", strings.Repeat("x", MaxResult+1))
+			}
+		}
+		a = maybe(a, "x")
 		if rng.Intn(3) == 0 {
 			a = append(a, pick(rng, "NEXT", "next", "COUNT"), num())
 		}
@@ -287,7 +309,7 @@ func randomCall(rng *rand.Rand) []string {
 	case 16:
 		return maybe([]string{"EMQ.DEBUG", "CLOCK", pick(rng, "ADVANCE", "BACK"), num()}, "x")
 	case 17:
-		a := []string{"EMQ.LIST", q(), pick(rng, "pending", "ACTIVE", "scheduled", "dead", "schedule", "all")}
+		a := []string{"EMQ.LIST", q(), pick(rng, "pending", "ACTIVE", "scheduled", "dead", "schedule", "all", "completed")}
 		for n := rng.Intn(4); n > 0; n-- {
 			a = append(a, num())
 		}
@@ -327,6 +349,14 @@ func randomCall(rng *rand.Rand) []string {
 		return []string{pick(rng, "EMQ.SCHEDULE.PAUSE", "EMQ.SCHEDULE.RESUME"), q(), sname()}
 	case 25:
 		return maybe([]string{"EMQ.SCHEDULE.FIRE", q()}, num())
+	case 27:
+		a := []string{"EMQ.RETAIN", q()}
+		if rng.Intn(4) != 0 {
+			a = append(a, pick(rng, "COMPLETED", "dead", "DEAD", "completed", "ALL"), num(), num())
+		} else if rng.Intn(2) == 0 {
+			a = append(a, "COMPLETED")
+		}
+		return a
 	default:
 		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
 	}

@@ -20,21 +20,23 @@ type Transition uint8
 // The counted transitions. Names (Transition.String) are the INFO field
 // suffixes (emq_<name>) and the Prometheus transition label.
 const (
-	Enqueued       Transition = iota // EMQ.ENQUEUE created a row (a duplicate id counts nothing)
-	Claimed                          // EMQ.CLAIM handed a job out (one per job, BLOCK wake-ups included)
-	Completed                        // EMQ.COMPLETE
-	Failed                           // EMQ.FAIL, either verdict (retried or dead)
-	FailedDead                       // the EMQ.FAIL verdicts that dead-lettered (a subset of Failed)
-	StallRecovered                   // EMQ.STALLED.CHECK sent back to pending (exempt leases included)
-	StallDead                        // EMQ.STALLED.CHECK dead-lettered
-	Promoted                         // scheduled -> pending, by EMQ.PROMOTE or by EMQ.CLAIM's own promotion
-	Requeued                         // EMQ.REQUEUE
-	Delayed                          // EMQ.DELAY
-	Reprocessed                      // EMQ.REPROCESS (dead -> pending)
-	Removed                          // EMQ.REMOVE removed a job
-	SchedFired                       // a schedule's slot enqueued its occurrence (EMQ.SCHEDULE.FIRE)
-	SchedSkipped                     // a slot not enqueued: OVERLAP skip, the previous occurrence still ran
-	SchedMissed                      // a late slot not enqueued: CATCHUP none or one
+	Enqueued         Transition = iota // EMQ.ENQUEUE created a row (a duplicate id counts nothing)
+	Claimed                            // EMQ.CLAIM handed a job out (one per job, BLOCK wake-ups included)
+	Completed                          // EMQ.COMPLETE
+	Failed                             // EMQ.FAIL, either verdict (retried or dead)
+	FailedDead                         // the EMQ.FAIL verdicts that dead-lettered (a subset of Failed)
+	StallRecovered                     // EMQ.STALLED.CHECK sent back to pending (exempt leases included)
+	StallDead                          // EMQ.STALLED.CHECK dead-lettered
+	Promoted                           // scheduled -> pending, by EMQ.PROMOTE or by EMQ.CLAIM's own promotion
+	Requeued                           // EMQ.REQUEUE
+	Delayed                            // EMQ.DELAY
+	Reprocessed                        // EMQ.REPROCESS (dead -> pending)
+	Removed                            // EMQ.REMOVE removed a job
+	SchedFired                         // a schedule's slot enqueued its occurrence (EMQ.SCHEDULE.FIRE)
+	SchedSkipped                       // a slot not enqueued: OVERLAP skip, the previous occurrence still ran
+	SchedMissed                        // a late slot not enqueued: CATCHUP none or one
+	TrimmedCompleted                   // retention dropped a retained completed job (docs/verbs.md §4.21)
+	TrimmedDead                        // retention dropped a dead job (never silent: counted here)
 	NumTransitions
 )
 
@@ -42,6 +44,7 @@ var transitionNames = [NumTransitions]string{
 	"enqueued", "claimed", "completed", "failed", "failed_dead", "stall_recovered", "stall_dead",
 	"promoted", "requeued", "delayed", "reprocessed", "removed",
 	"schedule_fired", "schedule_skipped", "schedule_missed",
+	"trimmed_completed", "trimmed_dead",
 }
 
 // String is the transition's name ("enqueued", "stall_dead", ...).

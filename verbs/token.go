@@ -62,6 +62,8 @@ func tokenGuard(verb string, a *tokenArgs, r *tokenRead) refusal {
 		return badRow(ErrLane, a.RowKey)
 	case r.Row.State.Present && bytes.Equal(r.Row.State.Val, vDead):
 		return refuse(ErrDead)
+	case r.Row.State.Present && bytes.Equal(r.Row.State.Val, vCompleted):
+		return refuse(ErrCompletedIs)
 	case r.Active == keyWrong:
 		return wrongType(a.K.Active)
 	case !r.InActive:
@@ -73,19 +75,36 @@ func tokenGuard(verb string, a *tokenArgs, r *tokenRead) refusal {
 // ---------------------------------------------------------------------------
 // EMQ.COMPLETE q id token
 
-// EMQ.COMPLETE q id token
+// completeArgs are EMQ.COMPLETE's options after `q id token`.
+type completeArgs struct {
+	Result    []byte // the RESULT value (the verb's own copy); nil: none
+	HasResult bool
+}
+
+// EMQ.COMPLETE q id token [RESULT value] [NEXT lease_ms [COUNT count]]
 func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	a, ok := vs.parseTokenArgs(c)
 	if !ok {
 		return
 	}
+	var ca completeArgs
 	var na claimArgs
-	next, ok := vs.parseNext(c, a.K, 4, &na)
+	next, ok := vs.parseNext(c, a.K, 4, &na, &ca)
 	if !ok {
 		return
 	}
-	r := completeRead{tokenRead: readToken(c.DB, &a), Completed: readCounter(c.DB, a.K.Completed)}
-	p, ref := judgeComplete(&r, &a)
+	d := c.DB
+	r := completeRead{tokenRead: readToken(d, &a), Completed: readCounter(d, a.K.Completed), Now: c.NowMs}
+	r.Retain, r.RetainRef = readRetain(d, a.K)
+	if r.RetainRef == noRefusal && r.Retain.Completed.on() {
+		var z *store.ZSet
+		z, r.Done = zsetKind(d, a.K.Done)
+		r.Trim = selectTrim(d, a.K, z, r.Retain.Completed, c.NowMs, 1, false, retainTrimPerCall)
+		if ca.HasResult {
+			ca.Result = clone(ca.Result)
+		}
+	}
+	p, ref := judgeComplete(&r, &a, &ca)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
@@ -103,6 +122,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	plan.Put(p2)
 	vs.count(c, a.K, Completed, 1)
 	vs.event(c, a.K, EvCompleted, a.ID)
+	vs.trimmed(c, a.K, TrimmedCompleted, r.Trim)
 	if !next {
 		c.W.Int(1)
 		return
@@ -113,10 +133,11 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 
 // parseNext parses the options of EMQ.COMPLETE and EMQ.FAIL from argv[from]
 // on (docs/verbs.md §4.5.1): `NEXT lease_ms` and `COUNT count`, in either
-// order, each at most once, COUNT only with NEXT. It fills na as EMQ.CLAIM
-// q lease_ms COUNT count would be parsed and reports whether NEXT was
-// given; on an error it has written the reply (ok false).
-func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs) (next, ok bool) {
+// order, each at most once, COUNT only with NEXT, and for EMQ.COMPLETE (ca
+// not nil) `RESULT value` (docs/verbs.md §4.5) in any place among them. It
+// fills na as EMQ.CLAIM q lease_ms COUNT count would be parsed and reports
+// whether NEXT was given; on an error it has written the reply (ok false).
+func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs, ca *completeArgs) (next, ok bool) {
 	argv := c.Argv
 	*na = claimArgs{K: k, Count: 1}
 	var haveCount bool
@@ -133,6 +154,11 @@ func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs) (next
 		case eqFold(argv[i], "COUNT") && !haveCount:
 			haveCount = true
 			na.Count, e = intArg(argv[i+1], 1, errPosCount)
+		case ca != nil && eqFold(argv[i], "RESULT") && !ca.HasResult:
+			if len(argv[i+1]) > MaxResult {
+				e = ErrResultSize
+			}
+			ca.HasResult, ca.Result = true, argv[i+1]
 		default:
 			e = store.ErrSyntax
 		}
@@ -167,25 +193,51 @@ func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOve
 	return v, p2, noRefusal
 }
 
-// completeRead adds the completed-metrics hash to the guard's read.
+// completeRead adds the completed-metrics hash and the retention (the
+// settings, the completed set, the members to trim) to the guard's read.
 type completeRead struct {
 	tokenRead
 	Completed counter
+	Now       int64
+	Retain    retainSettings
+	RetainRef refusal // meta unreadable
+	Done      keyKind
+	Trim      []trimJob
 }
 
-// judgeComplete is EMQ.COMPLETE: ZREM active, DEL row, HINCRBY
-// metrics:completed count 1.
-func judgeComplete(r *completeRead, a *tokenArgs) (*plan.Plan, refusal) {
+// judgeComplete is EMQ.COMPLETE (docs/verbs.md §4.5): ZREM active, then
+// without a COMPLETED setting DEL row (a RESULT goes with it), with one
+// HSET row state completed finished_at now [result value] and ZADD
+// completed now id, then HINCRBY metrics:completed count 1 and the trim.
+func judgeComplete(r *completeRead, a *tokenArgs, ca *completeArgs) (*plan.Plan, refusal) {
 	if ref := tokenGuard("complete", a, &r.tokenRead); ref.Refused() {
 		return nil, ref
 	}
 	if ref := counterCheck(r.Completed, a.K.Completed, 1); ref.Refused() {
 		return nil, ref
 	}
-	p := newPlan(3)
+	if r.RetainRef.Refused() {
+		return nil, r.RetainRef
+	}
+	keep := r.Retain.Completed.on()
+	if keep && r.Done == keyWrong {
+		return nil, wrongType(a.K.Done)
+	}
+	p := newPlan(4 + 2*len(r.Trim))
 	p.ZRem(a.K.Active, a.ID)
-	p.Del(a.RowKey)
+	if !keep {
+		p.Del(a.RowKey)
+	} else {
+		now := msBytes(r.Now)
+		if ca.HasResult {
+			p.HSetBytes(a.RowKey, fState, vCompleted, fFinishedAt, now, fResult, ca.Result)
+		} else {
+			p.HSetBytes(a.RowKey, fState, vCompleted, fFinishedAt, now)
+		}
+		p.ZAdd(a.K.Done, r.Now, a.ID)
+	}
 	hincr1(p, a.K.Completed, fvCount)
+	planTrim(p, a.K.Done, r.Trim)
 	return p, noRefusal
 }
 
@@ -214,11 +266,16 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	_, r.Dead = zsetKind(d, a.K.Dead)
 	r.Failed = readCounter(d, a.K.Failed)
 	var na claimArgs
-	next, ok := vs.parseNext(c, a.K, 7, &na)
+	next, ok := vs.parseNext(c, a.K, 7, &na, nil)
 	if !ok {
 		return
 	}
 	fa.Error = clone(storedError(c, c.Argv[6]))
+	r.Retain, r.RetainRef = readRetain(d, a.K)
+	if r.RetainRef == noRefusal && r.Retain.Dead.on() {
+		z, _ := zsetKind(d, a.K.Dead)
+		r.Trim = selectTrim(d, a.K, z, r.Retain.Dead, c.NowMs, 1, true, retainTrimPerCall)
+	}
 	v, p, ref := judgeFail(&r, c.NowMs, &a, &fa)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -245,6 +302,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	if v.Dead {
 		vs.count(c, a.K, FailedDead, 1)
 		vs.event(c, a.K, EvDead, a.ID)
+		vs.trimmed(c, a.K, TrimmedDead, r.Trim)
 	} else {
 		vs.event(c, a.K, EvFailed, a.ID)
 		vs.wake(c, a.K) // the retry's due time (see cmdEnqueue)
@@ -276,9 +334,12 @@ type failArgs struct {
 // failRead adds the destinations to the guard's read.
 type failRead struct {
 	tokenRead
-	Schedule keyKind
-	Dead     keyKind
-	Failed   counter
+	Schedule  keyKind
+	Dead      keyKind
+	Failed    counter
+	Retain    retainSettings // the DEAD setting (a death's score and trim)
+	RetainRef refusal        // meta unreadable (judged on a death only)
+	Trim      []trimJob      // dead members a death trims
 }
 
 // failVerdict is EMQ.FAIL's verdict (docs/verbs.md §4.6): retried (scheduled) or
@@ -307,11 +368,15 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 		if ref := counterCheck(r.Failed, a.K.Failed, 1); ref.Refused() {
 			return failVerdict{}, nil, ref
 		}
-		p := newPlan(4)
+		if r.RetainRef.Refused() {
+			return failVerdict{}, nil, r.RetainRef
+		}
+		p := newPlan(4 + 2*len(r.Trim))
 		p.ZRem(a.K.Active, a.ID)
 		p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vDead, fFinishedAt, msBytes(now))
-		p.ZAdd(a.K.Dead, 0, a.ID)
+		p.ZAdd(a.K.Dead, deadScore(r.Retain, now), a.ID)
 		hincr1(p, a.K.Failed, fvCount)
+		planTrim(p, a.K.Dead, r.Trim)
 		return failVerdict{Dead: true, F: f}, p, noRefusal
 	}
 	if r.Schedule == keyWrong {

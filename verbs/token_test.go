@@ -128,7 +128,7 @@ func TestTokenGuard(t *testing.T) {
 		run  func(r tokenRead, a *tokenArgs) (*plan.Plan, refusal)
 	}{
 		{"complete", func(r tokenRead, a *tokenArgs) (*plan.Plan, refusal) {
-			return judgeComplete(&completeRead{tokenRead: r}, a)
+			return judgeComplete(&completeRead{tokenRead: r}, a, &completeArgs{})
 		}},
 		{"fail", func(r tokenRead, a *tokenArgs) (*plan.Plan, refusal) {
 			_, p, ref := judgeFail(&failRead{tokenRead: r}, tNow, a, &failArgs{MaxAttempts: 3, Error: []byte("e")})
@@ -185,13 +185,13 @@ func TestRequeueThreeWritesNoCounter(t *testing.T) {
 
 func TestCompleteExtendDelayProgressPlans(t *testing.T) {
 	held := tokenRead{Row: live(), Active: keyOK, InActive: true}
-	p, _ := judgeComplete(&completeRead{tokenRead: held}, targs("1"))
+	p, _ := judgeComplete(&completeRead{tokenRead: held}, targs("1"), &completeArgs{})
 	eqLines(t, render(p), []string{
 		"ZREM emq:{q}:active " + tID,
 		"DEL " + tRowQ + tID,
 		"HINCRBY emq:{q}:metrics:completed count 1",
 	})
-	if _, ref := judgeComplete(&completeRead{tokenRead: held, Completed: counter{Kind: keyOK, Count: fieldOf("1.5")}}, targs("1")); ref.Text != store.ErrHashNotInt || !ref.Bad {
+	if _, ref := judgeComplete(&completeRead{tokenRead: held, Completed: counter{Kind: keyOK, Count: fieldOf("1.5")}}, targs("1"), &completeArgs{}); ref.Text != store.ErrHashNotInt || !ref.Bad {
 		t.Fatalf("completed count 1.5: %+v", ref)
 	}
 	p, _ = judgeExtend(&held, tNow, []byte(tRun), targs("1"), 30000)

@@ -92,6 +92,7 @@ var Scenarios = []Scenario{
 	{"List", list},
 	{"SweepGuard", sweepGuard},
 	{"Events", eventsScenario},
+	{"Retention", retention},
 	{"FailErrorCappedAtLimit", failErrorCappedAtLimit},
 	{"EnqueueMany", enqueueMany},
 	{"Schedules", schedules},
@@ -230,7 +231,7 @@ func countersTable(t *testing.T, tg Target) {
 	if n, _ := e.do("EXISTS", "emq:{q}:job:"+idA); n != int64(0) {
 		t.Fatal("complete kept the row")
 	}
-	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2), "latency_ms": int64(0)}
+	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2), "retained": int64(0), "latency_ms": int64(0)}
 	if got := asMap(t, e.ok("EMQ.COUNTS", "q")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("counts %v", got)
 	}
@@ -614,7 +615,7 @@ func repliesAsMaps(t *testing.T, tg Target) {
 	e.ok("EMQ.ENQUEUE", "q", idA, "p")
 	e.claim("q", 500)
 	e.ok("EMQ.ENQUEUE", "q", idB, "later", "AT", T0+9000)
-	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0), "latency_ms": int64(0)}
+	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0), "retained": int64(0), "latency_ms": int64(0)}
 	v3, err := r3.Do(e.ctx, "EMQ.COUNTS", "q").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -623,7 +624,7 @@ func repliesAsMaps(t *testing.T, tg Target) {
 		t.Fatalf("RESP3 counts %#v", v3)
 	}
 	v2 := e.ok("EMQ.COUNTS", "q")
-	if a, isArr := v2.([]any); !isArr || len(a) != 14 || !reflect.DeepEqual(asMap(t, v2), counts) {
+	if a, isArr := v2.([]any); !isArr || len(a) != 16 || !reflect.DeepEqual(asMap(t, v2), counts) {
 		t.Fatalf("RESP2 counts %#v", v2)
 	}
 	job := map[string]any{"state": "active", "attempts": "1", "payload": "p", "lease_epoch": tg.RunID(), "lease_deadline_ms": "1700000000500",
@@ -1090,7 +1091,7 @@ func list(t *testing.T, tg Target) {
 		args []any
 		want string
 	}{
-		{[]any{"EMQ.LIST", "q", "done"}, "ERR state must be one of pending, active, scheduled, dead"},
+		{[]any{"EMQ.LIST", "q", "done"}, "ERR state must be one of pending, active, scheduled, dead, completed"},
 		{[]any{"EMQ.LIST", "q", "dead", 1}, "ERR syntax error"},
 		{[]any{"EMQ.LIST", "q", "dead", -1, 1}, "ERR offset must be a non-negative integer"},
 		{[]any{"EMQ.LIST", "q", "dead", 0, 0}, "ERR count must be a positive integer"},
@@ -1365,5 +1366,77 @@ func queueLatency(t *testing.T, tg Target) {
 	e.ok("HSET", "emq:{q}:job:"+idC, "enqueued_at", "soon")
 	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(0) {
 		t.Fatalf("unreadable enqueued_at: %v", got)
+	}
+}
+
+// retention: EMQ.RETAIN and what it keeps (docs/verbs.md §4.21): the
+// retained row with its result and times, the completed set by finish
+// time, trimming past the count cap, the DEAD setting's scores and trims,
+// COUNTS' retained, LIST completed, and the refusals.
+func retention(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	if got := asMap(t, e.ok("EMQ.RETAIN", "q")); !reflect.DeepEqual(got, map[string]any{"completed_max_count": int64(0),
+		"completed_max_age_ms": int64(0), "dead_max_count": int64(0), "dead_max_age_ms": int64(0)}) {
+		t.Fatalf("defaults %v", got)
+	}
+	e.ok("EMQ.RETAIN", "q", "COMPLETED", 2, 0)
+	e.ok("EMQ.RETAIN", "q", "dead", 1, 0)
+	ids := []string{idA, idB, idC}
+	for i, id := range ids {
+		tg.Advance(10)
+		e.ok("EMQ.ENQUEUE", "q", id, "p")
+		_, tok, _ := e.claim("q", 1000)
+		e.ok("EMQ.COMPLETE", "q", id, tok, "RESULT", "r"+strconv.Itoa(i))
+	}
+	if got := e.ok("ZRANGE", "emq:{q}:completed", 0, -1, "WITHSCORES"); !reflect.DeepEqual(got,
+		[]any{idB, strconv.FormatInt(T0+20, 10), idC, strconv.FormatInt(T0+30, 10)}) {
+		t.Fatalf("completed set %v", got)
+	}
+	if e.row("q", idA) != "" {
+		t.Fatal("the oldest was not trimmed")
+	}
+	now := strconv.FormatInt(T0+30, 10)
+	if want := rowOf("state=completed", "attempts=1", "payload=p", "lease_epoch="+tg.RunID(), "enqueued_at="+now,
+		"claimed_at="+now, "finished_at="+now, "result=r2"); e.row("q", idC) != want {
+		t.Fatalf("retained row %s", e.row("q", idC))
+	}
+	if got := e.refused("EMQ.COMPLETE", "q", idC, "1"); got != "EMQSTATE job is completed" {
+		t.Fatalf("complete again: %q", got)
+	}
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q")); got["retained"] != int64(2) || got["completed"] != int64(3) {
+		t.Fatalf("counts %v", got)
+	}
+	if l := e.ok("EMQ.LIST", "q", "completed").([]any); len(l) != 2 || l[0].([]any)[0] != idB {
+		t.Fatalf("list %v", l)
+	}
+	// DEAD 1 0: deaths are scored by finished_at, one is kept.
+	for _, id := range []string{idD, "JOB00000000005"} {
+		tg.Advance(10)
+		e.ok("EMQ.ENQUEUE", "q", id, "p")
+		_, tok, _ := e.claim("q", 1000)
+		e.ok("EMQ.FAIL", "q", id, tok, 1, 0, "boom")
+	}
+	if got := e.ok("ZRANGE", "emq:{q}:dead", 0, -1, "WITHSCORES"); !reflect.DeepEqual(got,
+		[]any{"JOB00000000005", strconv.FormatInt(T0+50, 10)}) || e.row("q", idD) != "" {
+		t.Fatalf("dead set %v", got)
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.RETAIN", "q", "ALL", 1, 1}, "ERR kind must be COMPLETED or DEAD"},
+		{[]any{"EMQ.RETAIN", "q", "DEAD", -1, 1}, "ERR max_count must be a non-negative integer"},
+		{[]any{"EMQ.RETAIN", "q", "DEAD", 1}, "ERR syntax error"},
+		{[]any{"EMQ.COMPLETE", "q", idB, "1", "RESULT"}, "ERR syntax error"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	// Back to the defaults: meta loses the fields.
+	e.ok("EMQ.RETAIN", "q", "COMPLETED", 0, 0)
+	e.ok("EMQ.RETAIN", "q", "DEAD", 0, 0)
+	if n := e.ok("EXISTS", "emq:{q}:meta"); n != int64(0) {
+		t.Fatalf("meta kept %v", n)
 	}
 }

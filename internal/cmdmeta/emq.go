@@ -25,8 +25,8 @@ func init() {
 			"Leases up to count claimable jobs of a queue, waiting up to block_ms for one.",
 			arg("lease-ms", "integer"), opt(tok("count", "integer", "COUNT")), opt(tok("block-ms", "integer", "BLOCK"))),
 		emqVerb("emq.complete", -4, FlagWrite|FlagFast, KeyRW|KeyDelete,
-			"Completes a leased job (the holder's token) and deletes it; with NEXT, claims the next jobs.",
-			arg("id", "string"), arg("token", "string"), nextArg()),
+			"Completes a leased job (the holder's token) (deleted, or retained with its result); with NEXT, claims the next jobs.",
+			arg("id", "string"), arg("token", "string"), opt(tok("result", "string", "RESULT")), nextArg()),
 		emqVerb("emq.fail", -7, FlagWrite|FlagFast, KeyRW|KeyUpdate,
 			"Reports a leased job's failure: retried after delay_ms, or dead after max_attempts; with NEXT, claims the next jobs.",
 			arg("id", "string"), arg("token", "string"), arg("max-attempts", "integer"),
@@ -65,6 +65,11 @@ func init() {
 		emqVerb("emq.job", 3, FlagReadonly|FlagFast, KeyRO|KeyAccess,
 			"Returns a job's row.",
 			arg("id", "string")),
+		emqVerb("emq.retain", -2, FlagWrite|FlagFast, KeyRW|KeyUpdate,
+			"Sets or shows a queue's retention of completed and dead jobs.",
+			Arg{Name: "setting", Type: "block", Flags: ArgOptional, Args: []Arg{
+				oneOf("kind", 0, pure("completed", "COMPLETED"), pure("dead", "DEAD")),
+				arg("max-count", "integer"), arg("max-age-ms", "integer")}}),
 		emqVerb("emq.list", -3, FlagReadonly, KeyRO|KeyAccess,
 			"Returns a page of the job ids in one state.",
 			arg("state", "string"), Arg{Name: "page", Type: "block", Flags: ArgOptional, Args: []Arg{
