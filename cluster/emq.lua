@@ -1893,6 +1893,7 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   local retained = redis.pcall('ZCARD', k.done)
   if type(retained) == 'table' then
     return err(E_WRONGTYPE)
+  end
   -- latency_ms: the age of the job the next claim takes (docs/verbs.md
   -- §4.16), 0 when unknown.
   local latency = 0

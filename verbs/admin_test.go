@@ -91,7 +91,7 @@ func TestJobAndCountsReplies(t *testing.T) {
 	if out := h.raw("EMQ.JOB", "q", tID2); out != "_\r\n" {
 		t.Fatalf("RESP3 nil %q", out)
 	}
-	if out := h.raw("EMQ.COUNTS", "q"); !strings.HasPrefix(out, "%7\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:1\r\n") {
+	if out := h.raw("EMQ.COUNTS", "q"); !strings.HasPrefix(out, "%8\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:1\r\n") {
 		t.Fatalf("RESP3 counts %q", out)
 	}
 	if out := h.raw("EMQ.JOB", "q", tID); !strings.HasPrefix(out, "%7\r\n") {

@@ -411,7 +411,7 @@ func TestNextArguments(t *testing.T) {
 // pending or a head row without a readable enqueued_at.
 func TestQueueLatency(t *testing.T) {
 	h := newTH(t)
-	lat := func() int64 { return h.ok("EMQ.COUNTS", "q").([]any)[13].(int64) }
+	lat := func() int64 { return h.ok("EMQ.COUNTS", "q").([]any)[15].(int64) }
 	if lat() != 0 {
 		t.Fatal("empty queue")
 	}
