@@ -113,6 +113,9 @@ func (c *conn) do(ctx context.Context, db int, args ...any) (any, error) {
 // counts are EMQ.COUNTS' reply (docs/verbs.md §4.16) and the paused flag.
 type counts struct {
 	Pending, Active, Scheduled, Dead, Completed, Failed int64
+	// Retained is EMQ.COUNTS' retained: the completed jobs the queue keeps
+	// (EMQ.RETAIN, docs/verbs.md §4.21), the completed tab's size.
+	Retained int64
 	// LatencyMs is EMQ.COUNTS' latency_ms: how long the job the next
 	// claim takes has waited (docs/verbs.md §4.16).
 	LatencyMs int64
@@ -132,6 +135,8 @@ func (n counts) state(s string) int64 {
 		return n.Scheduled
 	case "dead":
 		return n.Dead
+	case "completed":
+		return n.Retained
 	}
 	return 0
 }
@@ -242,6 +247,8 @@ func parseCounts(v any) (counts, error) {
 			n.Failed = x
 		case "latency_ms":
 			n.LatencyMs = x
+		case "retained":
+			n.Retained = x
 		}
 	}
 	return n, nil

@@ -456,8 +456,10 @@ func (d *Dashboard) openQueue(rc *reqCtx) (string, error) {
 	return "", nil
 }
 
-// states are the tabs of a queue page, in EMQ.COUNTS' order.
-var states = []string{"pending", "active", "scheduled", "dead"}
+// states are the tabs of a queue page, in EMQ.COUNTS' order; completed
+// lists the retained completed jobs (EMQ.LIST q completed, docs/verbs.md
+// §4.21), empty unless the queue retains them.
+var states = []string{"pending", "active", "scheduled", "dead", "completed"}
 
 // queuePage is a queue's page: counts, throughput, and one state's jobs.
 type queuePage struct {

@@ -416,3 +416,19 @@ func BenchmarkPages(b *testing.B) {
 		})
 	}
 }
+
+// TestCompletedTab: a queue that retains completed jobs (EMQ.RETAIN,
+// docs/verbs.md §4.21) shows them on its completed tab, with the tab's
+// count from EMQ.COUNTS' retained.
+func TestCompletedTab(t *testing.T) {
+	e := newEnv(t, nil)
+	e.do("EMQ.RETAIN", "mail", "COMPLETED", 10, 0)
+	id := e.do("EMQ.ENQUEUE", "mail", "*", "hello").(string)
+	job := e.do("EMQ.CLAIM", "mail", 1000).([]any)[0].([]any)
+	e.do("EMQ.COMPLETE", "mail", id, job[2], "RESULT", "ok")
+	c := httpClient(t)
+	code, page, _ := get(t, c, e.base+"/dashboard/q/0/mail?state=completed")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, page, `data-count="completed">1<`)
+	require.Contains(t, page, id)
+}
