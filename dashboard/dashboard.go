@@ -131,6 +131,7 @@ func New(o Options) *Dashboard {
 	m.HandleFunc("GET "+Prefix+"open", d.page(d.openQueue))
 	m.HandleFunc("GET "+Prefix+"q/{db}/{queue}", d.page(d.queue))
 	m.HandleFunc("GET "+Prefix+"q/{db}/{queue}/job/{id}", d.page(d.job))
+	m.HandleFunc("GET "+Prefix+"q/{db}/{queue}/find", d.page(d.findJob))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/pause", d.action(d.pause))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/resume", d.action(d.resume))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/reprocess", d.action(d.reprocess))
@@ -224,7 +225,11 @@ type view struct {
 	Flash        *flash
 	Crumbs       []crumb
 	Now          string
-	Body         any
+	// Refresh is the page's auto-refresh period in seconds (0: off);
+	// static/app.js reloads the page after it unless a form on it is
+	// being filled (docs/operations.md §2.3).
+	Refresh int
+	Body    any
 }
 
 type crumb struct{ Label, URL string }
@@ -282,7 +287,7 @@ func (d *Dashboard) page(h func(rc *reqCtx) (string, error)) http.HandlerFunc {
 		defer d.closeConn(c)
 		rc := &reqCtx{w: w, r: r, s: s, c: c, now: d.clk.NowMs()}
 		rc.view = view{Prefix: Prefix, CSRF: s.csrf, AuthRequired: d.o.AuthRequired(), LoggedIn: d.o.AuthRequired(),
-			Flash: d.ss.takeFlash(s), Now: fmtMs(rc.now)}
+			Flash: d.ss.takeFlash(s), Now: fmtMs(rc.now), Refresh: refreshOf(r)}
 		name, err := h(rc)
 		if err != nil {
 			if isAuthError(err) {
@@ -440,6 +445,51 @@ func (d *Dashboard) overview(rc *reqCtx) (string, error) {
 	return "overview", nil
 }
 
+// defaultRefresh is the auto-refresh period of the server, queue and job
+// pages, in seconds; maxRefresh the longest a ?refresh= may ask for.
+const (
+	defaultRefresh = 10
+	maxRefresh     = 3600
+)
+
+// refreshOf reads a page's ?refresh=<seconds> (0 turns auto-refresh off);
+// a missing or bad value gives defaultRefresh, a longer one maxRefresh.
+func refreshOf(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("refresh"))
+	if err != nil || n < 0 {
+		return defaultRefresh
+	}
+	return min(n, maxRefresh)
+}
+
+// findJob is the queue page's "find a job by id" form (GET ?id=): a
+// redirect to the job's page when EMQ.JOB has a row for it, else back to
+// the queue page with a flash that says so (nothing is written either way).
+func (d *Dashboard) findJob(rc *reqCtx) (string, error) {
+	ref, err := parseRef(rc.r)
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(rc.r.URL.Query().Get("id"))
+	if id == "" {
+		d.ss.setFlash(rc.s, flash{Error: true, Text: "Type a job id to find."})
+		http.Redirect(rc.w, rc.r, queueURL(ref), http.StatusSeeOther)
+		return "", nil
+	}
+	j, err := rc.c.job(rc.r.Context(), ref, id)
+	if err != nil {
+		return "", err
+	}
+	if j == nil {
+		d.ss.setFlash(rc.s, flash{Error: true, Text: "Queue " + ref.Name + " (db " + strconv.Itoa(ref.DB) +
+			") has no job " + clip(id, 200) + ": it was completed without retention or removed, or never existed."})
+		http.Redirect(rc.w, rc.r, queueURL(ref), http.StatusSeeOther)
+		return "", nil
+	}
+	http.Redirect(rc.w, rc.r, jobURL(ref, id), http.StatusSeeOther)
+	return "", nil
+}
+
 // openQueue is the "open a queue" form: a redirect to the queue's page.
 func (d *Dashboard) openQueue(rc *reqCtx) (string, error) {
 	q := rc.r.URL.Query()
@@ -523,17 +573,30 @@ type tab struct {
 
 // jobRow is one job of the browser's table.
 type jobRow struct {
-	ID           string
-	URL          string
-	Ghost        bool
-	Attempts     string
-	Failures     string
-	Stalled      string
-	LastError    string
-	When         string // run_at_ms or lease_deadline_ms, formatted
-	WhenRel      string
-	Preview      string
-	PayloadSize  int
+	ID          string
+	URL         string
+	Ghost       bool
+	Attempts    string
+	Failures    string
+	Stalled     string
+	LastError   string
+	When        string // run_at_ms or lease_deadline_ms, formatted
+	WhenRel     string
+	Preview     string
+	PayloadSize int
+	// Enqueued, Claimed and Finished are the row's enqueued_at,
+	// claimed_at and finished_at (server ms, docs/verbs.md §1.2) relative
+	// to now, with the UTC time in the *Abs fields; "" when absent.
+	Enqueued, EnqueuedAbs string
+	Claimed, ClaimedAbs   string
+	Finished, FinishedAbs string
+	// Run is the last run's duration: finished_at - claimed_at, or for
+	// an active job now - claimed_at ("" without claimed_at).
+	Run string
+	// Result is a one-line preview of the row's result (completed jobs
+	// retained with COMPLETE ... RESULT); ResultSize its length in bytes.
+	Result       string
+	ResultSize   int
 	CanReprocess bool
 	CanRemove    bool
 	ActionURL    string // jobURL: the forms post to ActionURL + "/reprocess" or "/remove"
@@ -633,6 +696,13 @@ func makeJobRow(q queueRef, state string, j *job, now int64) jobRow {
 	payload := j.get("payload")
 	row.PayloadSize = len(payload)
 	row.Preview = preview(payload, 100)
+	row.EnqueuedAbs, row.Enqueued = fmtField(j.get("enqueued_at"), now)
+	row.ClaimedAbs, row.Claimed = fmtField(j.get("claimed_at"), now)
+	row.FinishedAbs, row.Finished = fmtField(j.get("finished_at"), now)
+	row.Run = runDuration(j.get("claimed_at"), j.get("finished_at"), state == "active", now)
+	if r := j.get("result"); r != "" {
+		row.Result, row.ResultSize = preview(r, 80), len(r)
+	}
 	switch state {
 	case "active":
 		row.When, row.WhenRel = fmtField(j.get("lease_deadline_ms"), now)
@@ -654,6 +724,8 @@ type jobPage struct {
 	Fields       []fieldView
 	LastError    string
 	Payload      payloadView
+	HasResult    bool
+	Result       payloadView
 	CanReprocess bool
 	CanRemove    bool
 	ActionURL    string
@@ -687,12 +759,26 @@ func (d *Dashboard) job(rc *reqCtx) (string, error) {
 			case "last_error":
 				p.LastError = f.Value
 				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: clip(f.Value, 200)})
-			case "lease_deadline_ms", "run_at_ms":
+			case "result":
+				p.HasResult, p.Result = true, makePayloadView(f.Value)
+				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: strconv.Itoa(len(f.Value)) + " bytes", Note: "shown below"})
+			case "lease_deadline_ms", "run_at_ms", "enqueued_at", "claimed_at", "finished_at":
 				abs, rel := fmtField(f.Value, rc.now)
-				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: f.Value, Note: abs + " (" + rel + ")"})
+				note := abs
+				if rel != "" {
+					note += " (" + rel + ")"
+				}
+				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: f.Value, Note: note})
 			default:
 				p.Fields = append(p.Fields, fieldView{Name: f.Name, Value: f.Value})
 			}
+		}
+		if run := runDuration(j.get("claimed_at"), j.get("finished_at"), p.State == "active", rc.now); run != "" {
+			note := "finished_at - claimed_at"
+			if p.State == "active" {
+				note = "running: now - claimed_at"
+			}
+			p.Fields = append(p.Fields, fieldView{Name: "run duration", Value: run, Note: note})
 		}
 		p.CanReprocess = p.State == "dead"
 		p.CanRemove = p.State != "active"

@@ -65,6 +65,43 @@ func fmtField(v string, now int64) (abs, rel string) {
 	return fmtMs(ms), relative(ms - now)
 }
 
+// runDuration is a job's last run as a span ("1.25s", "3m 2s"):
+// finished - claimed (Unix ms, the row's finished_at and claimed_at), or
+// now - claimed while it runs. "" when claimed is absent or not a number,
+// or the job finished before this claim (a dead job reprocessed and
+// claimed again carries its old finished_at) and is not running.
+func runDuration(claimed, finished string, running bool, now int64) string {
+	c, err := strconv.ParseInt(claimed, 10, 64)
+	if err != nil {
+		return ""
+	}
+	end := now
+	if !running {
+		f, err := strconv.ParseInt(finished, 10, 64)
+		if err != nil || f < c {
+			return ""
+		}
+		end = f
+	}
+	return span(max(end-c, 0))
+}
+
+// span writes a non-negative duration in ms: "850ms", "1.25s", "3m 2s",
+// "2h 5m".
+func span(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(ms, 10) + "ms"
+	case d < time.Minute:
+		return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", int64(d/time.Minute), int64(d%time.Minute/time.Second))
+	default:
+		return fmt.Sprintf("%dh %dm", int64(d/time.Hour), int64(d%time.Hour/time.Minute))
+	}
+}
+
 // relative writes a signed span in ms as "in 2m 5s" or "2m 5s ago".
 func relative(d int64) string {
 	if d == 0 {
