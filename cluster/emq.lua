@@ -1963,6 +1963,32 @@ verb('emq_job', 'emq.job', 3, { 'no-writes' }, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
+-- EMQ.WAIT q id timeout_ms (docs/verbs.md §4.23): a function cannot block
+-- (docs/cluster.md §3), so it answers at once: the outcome of a finished
+-- job, EMQSTALE job gone for no row, and the nil array where emqd waits.
+
+verb('emq_wait', 'emq.wait', 4, { 'no-writes' }, function(k, args)
+  local _, e = int_arg(args[2], 0, 'timeout_ms')
+  if e then
+    return err(e)
+  end
+  local row = k.job .. args[1]
+  local kind = hash_kind(row)
+  if kind == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  if kind == ABSENT then
+    return err(E_GONE)
+  end
+  local v = redis.call('HMGET', row, 'state', 'result', 'last_error', 'finished_at')
+  if v[1] ~= 'completed' and v[1] ~= 'dead' then
+    return false
+  end
+  -- HMGET's false (no field) replies nil, as emqd's nil entries.
+  return { map = { state = v[1], result = v[2], error = v[3], finished_at = v[4] } }
+end)
+
+-- ---------------------------------------------------------------------------
 -- EMQ.LIST q state [offset count] (docs/verbs.md §4.18): one page of the
 -- jobs of one state, each [id, EMQ.JOB's map] ([id, nil] for a ghost).
 

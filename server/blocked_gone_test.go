@@ -16,6 +16,7 @@ import (
 // the registry. A new blocking command (BZPOPMIN, ...) must be added here:
 // TestEveryBlockingCommandHasADisconnectCase fails until it is.
 var blockingCases = map[string]struct {
+	setup []string // run first when set (the job EMQ.WAIT waits on)
 	block []string // parks on an empty key/queue
 	wake  []string // makes one item available and wakes the waiters
 	left  []string // a read that shows the item is still there
@@ -44,6 +45,13 @@ var blockingCases = map[string]struct {
 		wake:  []string{"ZADD", "z", "1", "m"},
 		left:  []string{"ZCARD", "z"},
 		want:  ":1\r\n",
+	},
+	"emq.wait": {
+		setup: []string{"EMQ.ENQUEUE", "q", "JOB00000000001", "p"},
+		block: []string{"EMQ.WAIT", "q", "JOB00000000001", "0"},
+		wake:  []string{"EMQ.REMOVE", "q", "JOB00000000001"},
+		left:  []string{"EXISTS", "emq:{q}:job:JOB00000000001"},
+		want:  ":0\r\n",
 	},
 	"emq.claim": {
 		block: []string{"EMQ.CLAIM", "q", "1000", "BLOCK", "0"},
@@ -107,6 +115,9 @@ func TestBlockedClientDisconnects(t *testing.T) {
 			s := startServer(t, nil, nil)
 			admin := dial(t, s)
 			a := dial(t, s)
+			if bc.setup != nil {
+				admin.do(bc.setup...)
+			}
 			a.write(encode(bc.block...))
 			waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
 			a.nc.Close()
@@ -130,6 +141,9 @@ func TestBlockedPeerGoneBeforeItsGoroutineNoticed(t *testing.T) {
 			s := startServer(t, nil, nil)
 			admin := dial(t, s)
 			a := dial(t, s)
+			if bc.setup != nil {
+				admin.do(bc.setup...)
+			}
 			a.write(encode(bc.block...))
 			waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
 			var sc *client

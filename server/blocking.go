@@ -14,7 +14,10 @@ import (
 // ready; after
 // the batch that did so, the server retries the queue's clients in arrival
 // order, each with a fresh NowMs, until one Retry returns false. A timer at
-// the earliest BlockSpec.Due time retries the queue too; at TimeoutMs
+// the earliest BlockSpec.Due time retries the queue too. A spec with Keys
+// waits in the FIFO of each key (OnKeyReady); one with AnyKind (EMQ.WAIT
+// on a job row) is retried after any write of its key, the others only
+// while the key holds a sorted set. At TimeoutMs
 // (0 = forever) the client gets a nil array. Everything here runs under the
 // store lock.
 
@@ -192,13 +195,13 @@ func (b *blocking) serveReady(s *Server) {
 			if q == nil || q.Len() == 0 {
 				break
 			}
-			if k.isKey {
+			p := q.Front().Value.(*parked)
+			if k.isKey && !p.spec.AnyKind {
 				s.store.SetNow(s.clock.NowMs())
 				if v := s.store.DB(k.db).Peek(k.queue); v == nil || v.Kind != store.KindZSet {
 					break
 				}
 			}
-			p := q.Front().Value.(*parked)
 			if p.c.gone() {
 				// Its peer closed the connection while it waited: drop the
 				// waiter before anything is handed to it.

@@ -568,7 +568,11 @@ type BlockSpec struct {
 	Queue string
 	// Keys are the keys a blocking sorted-set pop waits on (instead of a
 	// Queue).
-	Keys      []string
+	Keys []string
+	// AnyKind retries a spec with Keys after every write of one of them,
+	// whatever the key then holds (or its deletion): EMQ.WAIT waits so on a
+	// job row (docs/verbs.md §4.23). Without it only a sorted set serves.
+	AnyKind   bool
 	TimeoutMs int64
 	Retry     func(c *Ctx) bool
 	// Due reports the earliest time (Unix ms) at which something may become

@@ -219,7 +219,7 @@ func randomCall(rng *rand.Rand) []string {
 		return args
 	}
 	sname := func() string { return pick(rng, "s1", "s2", "s3", "c1", "nope", "a:b", "") }
-	switch rng.Intn(28) {
+	switch rng.Intn(29) {
 	case 0:
 		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
 		switch rng.Intn(6) {
@@ -357,6 +357,8 @@ func randomCall(rng *rand.Rand) []string {
 			a = append(a, "COMPLETED")
 		}
 		return a
+	case 28:
+		return maybe([]string{"EMQ.WAIT", q(), id(), pick(rng, "0", "-1", "x", "100", num())}, "0")
 	default:
 		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
 	}

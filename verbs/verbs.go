@@ -122,6 +122,7 @@ func (vs *Verbs) Commands() []*store.CommandSpec {
 		verb("emq.schedule.pause", 3, vs.cmdSchedulePause, store.FlagWrite, store.FlagFast),
 		verb("emq.schedule.resume", 3, vs.cmdScheduleResume, store.FlagWrite, store.FlagFast),
 		verb("emq.schedule.fire", -2, vs.cmdScheduleFire, store.FlagWrite),
+		verb("emq.wait", 4, vs.cmdWait, store.FlagReadonly, store.FlagBlocking),
 		verb("emq.retain", -2, vs.cmdRetain, store.FlagWrite, store.FlagFast),
 		store.NewCommand("emq.debug", -2, vs.cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
 			store.NewCommand("emq.debug|clock", 4, vs.cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),

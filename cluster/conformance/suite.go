@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -59,6 +60,8 @@ var Differences = []Difference{
 		"a function cannot arm a timer: due slots fire when emq_schedule_fire is called (the emq library's sweeper or a worker calls it), with the same ids and end state", "Schedules"},
 	{"cron schedules", "EMQ.SCHEDULE ... CRON spec [TZ zone] (robfig/cron/v3's parser, the IANA zones, the DST rules)",
 		"refused: ERR CRON schedules are not available in the cluster library (no cron parser or zone database in the function); EVERY only", "Schedules"},
+	{"waiting", "EMQ.WAIT parks until the job is completed or dead (nil array at the timeout; inside MULTI it answers at once)",
+		"emq_wait answers at once: the finished job's map, EMQSTALE job gone, or nil for a job not finished (emqd's answer inside MULTI); the Go client polls", "Wait"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
 		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
 }
@@ -98,6 +101,7 @@ var Scenarios = []Scenario{
 	{"Schedules", schedules},
 	{"CompleteAndClaimNext", completeAndClaimNext},
 	{"QueueLatency", queueLatency},
+	{"Wait", waitScenario},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -1438,5 +1442,83 @@ func retention(t *testing.T, tg Target) {
 	e.ok("EMQ.RETAIN", "q", "DEAD", 0, 0)
 	if n := e.ok("EXISTS", "emq:{q}:meta"); n != int64(0) {
 		t.Fatalf("meta kept %v", n)
+	}
+}
+
+// waitScenario: EMQ.WAIT (docs/verbs.md §4.23) on both targets: a retained
+// completed job and a dead one answer their outcome at once, a missing
+// row EMQSTALE job gone, the refusals; a job not finished answers nil at
+// once on the library and inside MULTI on emqd, where a plain wait parks
+// and the completion answers it (docs/cluster.md §3).
+func waitScenario(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.RETAIN", "q", "COMPLETED", 10, 0)
+	e.ok("EMQ.ENQUEUE", "q", idA, "p")
+	_, tok, _ := e.claim("q", 1000)
+	e.ok("EMQ.COMPLETE", "q", idA, tok, "RESULT", "42")
+	fin := strconv.FormatInt(tg.Now(), 10)
+	if got := asMap(t, e.ok("EMQ.WAIT", "q", idA, 0)); !reflect.DeepEqual(got, map[string]any{
+		"state": "completed", "result": "42", "error": nil, "finished_at": fin}) {
+		t.Fatalf("%s: completed %v", tg.Name(), got)
+	}
+	e.ok("EMQ.ENQUEUE", "q", idB, "p")
+	_, tok, _ = e.claim("q", 1000)
+	e.ok("EMQ.FAIL", "q", idB, tok, 1, 0, "boom")
+	if got := asMap(t, e.ok("EMQ.WAIT", "q", idB, 100)); !reflect.DeepEqual(got, map[string]any{
+		"state": "dead", "result": nil, "error": "boom", "finished_at": fin}) {
+		t.Fatalf("%s: dead %v", tg.Name(), got)
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.WAIT", "q", idD, 0}, "EMQSTALE job gone"},
+		{[]any{"EMQ.WAIT", "q", idA, -1}, "ERR timeout_ms must be a non-negative integer"},
+		{[]any{"EMQ.WAIT", "q", idA, "x"}, "ERR value is not an integer or out of range"},
+		{[]any{"EMQ.WAIT", "q", idA}, "ERR wrong number of arguments for 'emq.wait' command"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Fatalf("%s: %v: %q, want %q", tg.Name(), c.args, got, c.want)
+		}
+	}
+	e.ok("EMQ.ENQUEUE", "q", idC, "p")
+	if !tg.Native() {
+		if v, err := e.do("EMQ.WAIT", "q", idC, 0); v != nil || err != nil {
+			t.Fatalf("library: unfinished %v %v", v, err)
+		}
+		return
+	}
+	cmds, err := e.rdb.TxPipelined(e.ctx, func(p redis.Pipeliner) error {
+		p.Do(e.ctx, "EMQ.WAIT", "q", idC, 0)
+		return nil
+	})
+	if len(cmds) != 1 || !errors.Is(cmds[0].Err(), redis.Nil) || !errors.Is(err, redis.Nil) {
+		t.Fatalf("emqd: MULTI %v %v", cmds, err)
+	}
+	done := make(chan map[string]any, 1)
+	go func() {
+		v, err := e.do("EMQ.WAIT", "q", idC, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		m, _ := v.([]any)
+		out := map[string]any{}
+		for i := 0; i+1 < len(m); i += 2 {
+			out[m[i].(string)] = m[i+1]
+		}
+		done <- out
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(e.ok("INFO", "clients").(string), "blocked_clients:1") {
+		if time.Now().After(deadline) {
+			t.Fatal("emqd: EMQ.WAIT never parked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, tok, _ = e.claim("q", 1000)
+	e.ok("EMQ.COMPLETE", "q", idC, tok)
+	if got := <-done; !reflect.DeepEqual(got, map[string]any{"state": "completed", "result": nil, "error": nil,
+		"finished_at": strconv.FormatInt(tg.Now(), 10)}) {
+		t.Fatalf("emqd: woken %v", got)
 	}
 }

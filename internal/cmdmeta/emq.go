@@ -65,6 +65,9 @@ func init() {
 		emqVerb("emq.job", 3, FlagReadonly|FlagFast, KeyRO|KeyAccess,
 			"Returns a job's row.",
 			arg("id", "string")),
+		emqVerb("emq.wait", 4, FlagReadonly|FlagBlocking, KeyRO|KeyAccess,
+			"Waits until a job is completed or dead and returns its state, result or error.",
+			arg("id", "string"), arg("timeout-ms", "integer")),
 		emqVerb("emq.retain", -2, FlagWrite|FlagFast, KeyRW|KeyUpdate,
 			"Sets or shows a queue's retention of completed and dead jobs.",
 			Arg{Name: "setting", Type: "block", Flags: ArgOptional, Args: []Arg{
