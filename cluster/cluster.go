@@ -42,7 +42,7 @@ func Function(verb string) string {
 var Functions = []string{
 	"emq_enqueue", "emq_enqueue_many", "emq_claim", "emq_complete", "emq_fail", "emq_requeue", "emq_extend", "emq_delay",
 	"emq_progress", "emq_stalled_check", "emq_promote", "emq_reprocess", "emq_pause", "emq_resume",
-	"emq_remove", "emq_counts", "emq_job", "emq_list", "emq_retain",
+	"emq_remove", "emq_counts", "emq_job", "emq_list", "emq_retain", "emq_wait",
 	"emq_schedule", "emq_schedule_get", "emq_schedule_del", "emq_schedule_list", "emq_schedule_pause",
 	"emq_schedule_resume", "emq_schedule_fire", "emq_debug",
 }
