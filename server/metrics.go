@@ -110,7 +110,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 			defer s.clientsMu.Unlock()
 			return float64(len(s.clients))
 		}),
-		gaugeFunc("emqd_blocked_clients", "Clients parked in a blocking command (EMQ.CLAIM BLOCK; INFO blocked_clients).", func() float64 {
+		gaugeFunc("emqd_blocked_clients", "Clients parked in a blocking command (EMQ.CLAIM BLOCK, EMQ.WAIT; INFO blocked_clients).", func() float64 {
 			s.store.Lock()
 			defer s.store.Unlock()
 			return float64(s.blk.count)
