@@ -19,6 +19,12 @@ func noOverflow(t *testing.T, ctx context.Context, what string) {
 	inner := eval[int](t, ctx, `window.innerWidth`)
 	require.Equal(t, 1280, inner, "the test window is 1280 px wide")
 	require.LessOrEqual(t, w, 1280, "%s: the page is %d px wide at a 1280 px window", what, w)
+	// Nor does a table scroll inside its box (the .scroll wrapper is a
+	// last resort, not the layout).
+	inside := eval[[]int](t, ctx, `[...document.querySelectorAll('.scroll')].map(b => b.scrollWidth - b.clientWidth)`)
+	for i, d := range inside {
+		require.LessOrEqual(t, d, 0, "%s: table %d is %d px wider than its box", what, i, d)
+	}
 }
 
 // TestBrowserNoOverflowAt1280: with error texts, payloads, results, a
@@ -60,6 +66,10 @@ func TestBrowserNoOverflowAt1280(t *testing.T) {
 		for _, s := range []string{"pending", "active", "scheduled", "dead", "completed"} {
 			run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/"+q+"?state="+s), chromedp.WaitVisible(chromedp.ID("counts")))
 			noOverflow(t, ctx, q[:min(len(q), 12)]+" "+s+" tab")
+			// Headings, ids and run durations stay on one line (a text line is
+			// under 26 px high; words are not broken to fit).
+			require.Less(t, eval[int](t, ctx, `Math.max(0, ...[...document.querySelectorAll('#jobs thead th, #jobs td.id, #jobs td.run')].map(c => { const r = document.createRange(); r.selectNodeContents(c); return r.getBoundingClientRect().height }))`), 26,
+				"%s tab: a heading, an id or a run duration wraps", s)
 			if q == "mail" && (s == "dead" || s == "completed") {
 				screenshot(t, ctx, "overflow-"+s)
 			}
@@ -99,6 +109,8 @@ func TestBrowserTimesResultAndFind(t *testing.T) {
 	run(t, ctx, chromedp.WaitVisible(chromedp.ID("result")))
 	require.Equal(t, `<img src=x onerror="window.__pwned=1">`, eval[string](t, ctx, `document.getElementById('result').textContent`))
 	require.True(t, eval[bool](t, ctx, `window.__pwned === undefined`))
+	require.True(t, eval[bool](t, ctx, `!!(document.getElementById('payload').compareDocumentPosition(document.getElementById('result')) & Node.DOCUMENT_POSITION_FOLLOWING)`),
+		"the result comes after the payload")
 	screenshot(t, ctx, "job-completed")
 
 	run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/mail"), chromedp.WaitVisible(chromedp.ID("find")))
