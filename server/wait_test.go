@@ -143,3 +143,21 @@ func TestWaitRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitFlushAnswersGone: FLUSHDB and FLUSHALL delete the row without a
+// write of its key; the waiter is retried and answers EMQSTALE job gone.
+func TestWaitFlushAnswersGone(t *testing.T) {
+	for _, flush := range []string{"FLUSHDB", "FLUSHALL"} {
+		s := startServer(t, nil, nil)
+		admin := dial(t, s)
+		admin.do("EMQ.ENQUEUE", "q", waitID, "p")
+		w := dial(t, s)
+		w.write(encode("EMQ.WAIT", "q", waitID, "0"))
+		waitBlocked(t, admin, 1)
+		admin.do(flush)
+		if r := w.read(); r != "-EMQSTALE job gone\r\n" {
+			t.Fatalf("%s: %q", flush, r)
+		}
+		waitBlocked(t, admin, 0)
+	}
+}

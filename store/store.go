@@ -289,7 +289,7 @@ type Store struct {
 	// (BZPOPMIN ...) use it to retry their clients.
 	OnKeyReady func(db int, key string)
 	// OnDBReady, when set, is called under the lock when SWAPDB changed
-	// every key of database db.
+	// every key of database db, and when FLUSHDB or FLUSHALL emptied it.
 	OnDBReady func(db int)
 
 	// Tracking, when set, learns every key a write changed and every
@@ -491,6 +491,16 @@ func (s *Store) TouchDB(db int) {
 	}
 	if s.OnTouch != nil {
 		s.OnTouch(db, "")
+	}
+	if s.OnDBReady != nil {
+		// Every key of the database changed (went): a waiter on a key that
+		// no write will touch again is retried now (EMQ.WAIT on a job row
+		// answers EMQSTALE job gone, docs/verbs.md §4.23).
+		for i := range s.dbs {
+			if db < 0 || i == db {
+				s.OnDBReady(i)
+			}
+		}
 	}
 	for k, m := range s.watched {
 		if db >= 0 && k.db != db {
