@@ -229,6 +229,14 @@ func (r *saver) write(snap *rdb.Snapshot, delayUs int64) (err error) {
 	s := r.s
 	dir := s.Config("dir")
 	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d.rdb", os.Getpid()))
+	// dir is created as the AOF creates it (docs/durability.md §9.3):
+	// emqd's default dir, ./data, does not exist until something is
+	// written, and with appendonly no the save points are the first
+	// writer (without this every save failed and writes answered MISCONF).
+	if err := r.fs.MkdirAll(dir); err != nil {
+		s.log.Warn(fmt.Sprintf("Failed creating the server root dir %s for saving: %s", dir, aof.Strerror(err)))
+		return err
+	}
 	f, err := r.fs.Create(tmp)
 	if err != nil {
 		s.log.Warn(fmt.Sprintf("Failed opening the temp RDB file %s (in server root dir %s) for saving: %s", filepath.Base(tmp), dir, aof.Strerror(err)))

@@ -524,3 +524,29 @@ func TestFlushAllSavesAtOnce(t *testing.T) {
 		t.Fatalf("DBSIZE after FLUSHALL and a restart: %q", got)
 	}
 }
+
+// TestSaveCreatesDir: with appendonly no and save points (the binary's
+// default), dir need not exist: emqd's default ./data is created by the
+// first save as the AOF creates it (docs/durability.md §9.3). Before, every
+// save failed and, under stop-writes-on-bgsave-error, every write answered
+// MISCONF.
+func TestSaveCreatesDir(t *testing.T) {
+	m := clock.NewManual(1_700_000_000_000)
+	dir := filepath.Join(t.TempDir(), "data", "sub")
+	s := StartTest(t, Options{Clock: m, Config: map[string]string{"save": "10 1", "dir": dir, "appendonly": "no"}})
+	c := dial(t, s)
+	c.do("SET", "a", "1")
+	m.Advance(11_000)
+	eventually(t, func() bool { return persistField(c, "rdb_saves") == "1" })
+	s.rdb.wait()
+	if got := persistField(c, "rdb_last_bgsave_status"); got != "ok" {
+		t.Fatalf("rdb_last_bgsave_status %s", got)
+	}
+	if got := c.do("SET", "b", "2"); got != "+OK\r\n" {
+		t.Fatalf("SET after the save: %q", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
+	if err != nil || !bytes.HasPrefix(b, []byte("REDIS0011")) {
+		t.Fatalf("dump.rdb: %v", err)
+	}
+}
