@@ -328,6 +328,12 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	if done := c.heldDone; done != nil {
 		c.heldDone = nil
 		c.waitUnpause(done)
+		if c.gone() {
+			// The peer left while held by CLIENT PAUSE: its held
+			// commands are dropped, not run (pause.go).
+			c.pending = nil
+			return false
+		}
 	}
 	if c.shutdownAfter {
 		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)

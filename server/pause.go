@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 // CLIENT PAUSE / UNPAUSE (docs/compat.md §1.5), as Valkey 8.0.1's
 // processCommand: while a pause is on, a command it covers is held, with
 // every command behind it on that connection, until the pause ends (its
-// timeout on the server clock, or CLIENT UNPAUSE). WRITE covers the
+// timeout on the server clock, or CLIENT UNPAUSE); a held client whose
+// connection closed meanwhile is not run when the pause ends: its held
+// commands are dropped, as Valkey frees a disconnected client at once
+// (a write held from a client that left never happens). WRITE covers the
 // commands that write or may replicate (PUBLISH) and EXEC of a transaction
 // that queued one, so the EMQ read verbs (EMQ.COUNTS, EMQ.JOB, EMQ.LIST)
 // and every read go through; ALL covers every command, CLIENT UNPAUSE
@@ -43,7 +47,8 @@ func clientPauseCommands() []serverCmd {
 	}
 }
 
-// cmdClientPause is CLIENT PAUSE timeout [WRITE|ALL] (timeout in ms). A
+// cmdClientPause is CLIENT PAUSE timeout [WRITE|ALL] (timeout in ms,
+// 0..MaxInt64-now, else `ERR timeout is out of range` as Valkey). A
 // pause already on keeps the later end and the wider mode, as Valkey's
 // pauseActions.
 func cmdClientPause(c *client, x *store.Ctx) {
@@ -58,6 +63,12 @@ func cmdClientPause(c *client, x *store.Ctx) {
 	}
 	if ms < 0 {
 		x.W.Error("ERR timeout is negative")
+		return
+	}
+	if ms > 0 && ms > math.MaxInt64-x.NowMs {
+		// Valkey 8.0.1's getTimeoutFromObjectOrReply: the end, now plus
+		// the timeout in ms, must not overflow a signed 64-bit integer.
+		x.W.Error("ERR timeout is out of range")
 		return
 	}
 	mode := pauseAll

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/valkeyref"
@@ -43,6 +45,9 @@ func TestClientPause(t *testing.T) {
 	errs := [][]string{
 		{"CLIENT", "PAUSE", "x"}, {"CLIENT", "PAUSE", "-1"}, {"CLIENT", "PAUSE", "100", "FOO"},
 		{"CLIENT", "PAUSE", "1", "2", "3"}, {"CLIENT", "UNPAUSE", "x"}, {"CLIENT", "NO-EVICT", "maybe"},
+		// now + timeout would overflow: `ERR timeout is out of range`.
+		{"CLIENT", "PAUSE", "9223372036854775807", "WRITE"}, {"CLIENT", "PAUSE", "9223372036854775807"},
+		{"CLIENT", "PAUSE", "9223372036854775000", "ALL"},
 	}
 	ref := dialAddr(t, valkeyref.Start(t).Addr)
 	for _, e := range errs {
@@ -50,4 +55,54 @@ func TestClientPause(t *testing.T) {
 			t.Errorf("%q: emqd %q, Valkey %q", e, got, want)
 		}
 	}
+}
+
+// TestClientPauseDropsGoneClient: a write held by CLIENT PAUSE WRITE whose
+// client disconnects while held never runs, on emqd as on Valkey 8.0.1
+// (same steps against both servers): GET k answers the value before the
+// pause, and the pause ends with one client left.
+func TestClientPauseDropsGoneClient(t *testing.T) {
+	s := startServer(t, nil, clock.NewManual(pt0))
+	for _, srv := range []struct{ name, addr string }{
+		{"emqd", s.Addr()},
+		{"valkey", valkeyref.Start(t).Addr},
+	} {
+		admin := dialAddr(t, srv.addr)
+		steps(t, admin, "SET k v", "+OK\r\n", "CLIENT PAUSE 100000 WRITE", "+OK\r\n")
+		held := dialAddr(t, srv.addr)
+		held.write(encode("SET", "k", "v3"))
+		held.write(encode("SET", "k2", "x"))
+		held.expectNothing(300e6)
+		held.nc.Close()
+		// Wait until the server has seen the close (Valkey frees the
+		// client at once; emqd's held connection notices it while it
+		// waits), so UNPAUSE comes after it on both.
+		deadline := time.Now().Add(10 * time.Second)
+		for connectedClients(t, admin) != "1" {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the closed held client is still connected", srv.name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		steps(t, admin, "CLIENT UNPAUSE", "+OK\r\n")
+		if got := admin.do("GET", "k"); got != "$1\r\nv\r\n" {
+			t.Errorf("%s: GET k = %q after the held SET's client left, want v", srv.name, got)
+		}
+		if got := admin.do("EXISTS", "k2"); got != ":0\r\n" {
+			t.Errorf("%s: EXISTS k2 = %q: a command behind the held one ran", srv.name, got)
+		}
+	}
+}
+
+// connectedClients is INFO clients' connected_clients as c sees it.
+func connectedClients(t *testing.T, c *rawConn) string {
+	t.Helper()
+	info := c.do("INFO", "clients")
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "connected_clients:"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no connected_clients in %q", info)
+	return ""
 }
