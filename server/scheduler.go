@@ -124,7 +124,12 @@ func (s *Server) schedFlush() {
 		at, ok := int64(0), false
 		if v := s.store.DB(k.db).Peek(verbs.NewKeys(k.queue).Sched); v != nil && v.Kind == store.KindZSet {
 			if it, has := v.ZSet.Min(); has && it.Score < verbs.MaxScoreMs {
-				at, ok = int64(it.Score), true
+				// A score below 0 (ZADD -inf or -1e19 by hand) is due now;
+				// int64 of it would overflow the timer's delay.
+				at, ok = 0, true
+				if it.Score > 0 {
+					at = int64(it.Score)
+				}
 			}
 		}
 		if st, has := sc.stuck[k]; has {

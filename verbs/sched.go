@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"container/heap"
+	"math"
 	"strconv"
 
 	"github.com/emqd/emqd/num"
@@ -809,7 +810,7 @@ func (vs *Verbs) fire(d *store.DB, k *Keys, now, limit int64) (fireResult, *plan
 	}
 	var h schedHeap
 	var bad refusal
-	z.Ascend(store.ZItem{Score: -1 << 62}, func(it store.ZItem) bool {
+	z.Ascend(store.ZItem{Score: math.Inf(-1)}, func(it store.ZItem) bool {
 		if it.Score > float64(now) || int64(len(h)) >= limit {
 			return false
 		}

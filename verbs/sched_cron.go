@@ -28,8 +28,12 @@ type cronSched struct {
 }
 
 // errNoCronTime is returned when a spec has no time within robfig's search
-// window (five years), such as "0 0 30 2 *".
+// window (five years) of 1970-01-01 UTC, such as "0 0 30 2 *"
+// (docs/verbs.md §4.22.1).
 var errNoCronTime = errors.New("it has no time within five years")
+
+// cronEvery is robfig's prefix of the @every descriptor.
+const cronEvery = "@every "
 
 // parseCron parses spec in zone tz ("" is UTC). Errors are texts for the
 // client.
@@ -40,6 +44,23 @@ func parseCron(spec, tz string) (*cronSched, error) {
 	s, err := cronParser.Parse(spec)
 	if err != nil {
 		return nil, err
+	}
+	// robfig rounds an @every duration down to whole seconds and raises
+	// one below 1s to 1s; the rule here (docs/verbs.md §4.22.2) is at
+	// least 1s, kept to the millisecond.
+	var everyMs int64
+	if d, ok := strings.CutPrefix(spec, cronEvery); ok {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			return nil, err
+		}
+		if dur < time.Second {
+			return nil, errors.New("@every must be at least 1s")
+		}
+		if dur%time.Millisecond != 0 {
+			return nil, errors.New("@every must be a whole number of milliseconds")
+		}
+		everyMs = dur.Milliseconds()
 	}
 	cs := &cronSched{loc: time.UTC}
 	if tz != "" {
@@ -56,12 +77,15 @@ func parseCron(spec, tz string) (*cronSched, error) {
 	case *cron.SpecSchedule:
 		c := *x
 		c.Location = time.UTC
+		if c.Next(time.Unix(0, 0).UTC()).IsZero() {
+			return nil, errNoCronTime
+		}
 		cs.spec = &c
 	case cron.ConstantDelaySchedule:
-		cs.every = x.Delay.Milliseconds()
-		if cs.every <= 0 {
+		if everyMs == 0 {
 			return nil, errors.New("@every must be at least 1s")
 		}
+		cs.every = everyMs
 	default:
 		return nil, errors.New("unsupported spec")
 	}

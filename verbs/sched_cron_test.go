@@ -195,11 +195,14 @@ func TestParseCronRefusals(t *testing.T) {
 			t.Errorf("parseCron(%q, %q) accepted", c[0], c[1])
 		}
 	}
-	cs, err := parseCron("0 0 30 2 *", "")
+	if _, err := parseCron("0 0 30 2 *", ""); err != errNoCronTime {
+		t.Fatalf("30 February: %v", err)
+	}
+	cs, err := parseCron("@every 1500ms", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cs.slotAfter(0); ok {
-		t.Fatal("30 February fired")
+	if at, ok := cs.slotAfter(1000); !ok || at != 2500 {
+		t.Fatalf("@every 1500ms after 1000: %d %v", at, ok)
 	}
 }

@@ -1,13 +1,16 @@
 package verbs_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/server"
 	"github.com/emqd/emqd/verbs"
+	"github.com/redis/go-redis/v9"
 )
 
 // sched returns EMQ.SCHEDULE.GET's map as field -> value.
@@ -365,5 +368,131 @@ func TestScheduleTimerFollowsPlainWrites(t *testing.T) {
 	}
 	if n := e.ok("DBSIZE").(int64); n != 0 {
 		t.Fatalf("%d keys after FLUSHALL", n)
+	}
+}
+
+// TestScheduleNegativeInfinityScore: a hand-written ZADD emq:{z}:sched -inf
+// ghost (and -1e19 in another database) once overflowed the timer's delay
+// and FIRE read from -2^62, so every schedule of every database stopped
+// (docs/verbs.md §4.22.4). Now the ghost is due at once, FIRE removes it,
+// and queue q's EVERY schedule keeps firing on its slots.
+func TestScheduleNegativeInfinityScore(t *testing.T) {
+	e := newEnv(t)
+	c1 := e.client(2)
+	e.ok("EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p")
+	e.ok("ZADD", "emq:{z}:sched", "-inf", "ghost")
+	pipe := c1.Pipeline()
+	pipe.Do(e.ctx, "SELECT", 1)
+	pipe.Do(e.ctx, "ZADD", "emq:{y}:sched", "-1e19", "ghost")
+	if _, err := pipe.Exec(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.step(1000)
+	}
+	sameList(t, "pending", e.zmembers("emq:{q}:pending"), occurrences(1, t0, 1000, 1, 3))
+	if got := e.zmembers("emq:{z}:sched"); len(got) != 0 {
+		t.Fatalf("emq:{z}:sched still holds %v", got)
+	}
+	pipe = c1.Pipeline()
+	pipe.Do(e.ctx, "SELECT", 1)
+	card := pipe.Do(e.ctx, "ZCARD", "emq:{y}:sched")
+	if _, err := pipe.Exec(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := card.Int64(); n != 0 {
+		t.Fatalf("emq:{y}:sched in db 1 still holds %d members", n)
+	}
+	// FIRE itself reads from -inf: a ghost added and fired in one
+	// transaction (before the timer sees it) is removed by that call.
+	pipe = c1.TxPipeline()
+	pipe.Do(e.ctx, "ZADD", "emq:{x}:sched", "-inf", "ghost")
+	fire := pipe.Do(e.ctx, "EMQ.SCHEDULE.FIRE", "x")
+	left := pipe.Do(e.ctx, "ZCARD", "emq:{x}:sched")
+	if _, err := pipe.Exec(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := fire.Int64(); n != 0 {
+		t.Fatalf("FIRE x enqueued %d", n)
+	}
+	if n, _ := left.Int64(); n != 0 {
+		t.Fatalf("FIRE x left %d members", n)
+	}
+	e.step(1000)
+	sameList(t, "pending", e.zmembers("emq:{q}:pending"), occurrences(1, t0, 1000, 1, 4))
+}
+
+// TestScheduleCronRefusedSpecs: a spec with no time within five years and
+// @every below 1s or with a sub-millisecond part are refused and write
+// nothing (docs/verbs.md §4.22.1, §4.22.2); @every 1500ms fires every
+// 1500 ms.
+func TestScheduleCronRefusedSpecs(t *testing.T) {
+	e := newEnv(t)
+	for spec, want := range map[string]string{
+		"0 0 30 2 *":       "ERR invalid cron spec: it has no time within five years",
+		"0 0 31 4 *":       "ERR invalid cron spec: it has no time within five years",
+		"@every 1ms":       "ERR invalid cron spec: @every must be at least 1s",
+		"@every 0s":        "ERR invalid cron spec: @every must be at least 1s",
+		"@every -5s":       "ERR invalid cron spec: @every must be at least 1s",
+		"@every 999ms":     "ERR invalid cron spec: @every must be at least 1s",
+		"@every 1000500us": "ERR invalid cron spec: @every must be a whole number of milliseconds",
+		"@every soon":      "ERR invalid cron spec: ",
+	} {
+		if got := e.refused("EMQ.SCHEDULE", "q", "s", "CRON", spec, "p"); got != want && !(strings.HasSuffix(want, ": ") && strings.HasPrefix(got, want)) {
+			t.Errorf("%q: %q, want %q", spec, got, want)
+		}
+	}
+	if n := e.ok("DBSIZE").(int64); n != 0 {
+		t.Fatalf("refusals wrote %d keys", n)
+	}
+	e.ok("EMQ.SCHEDULE", "q", "s", "CRON", "@every 1500ms", "p")
+	if m := e.sched("q", "s"); m["next_ms"] != strconv.FormatInt(t0+1500, 10) {
+		t.Fatalf("schedule %v", m)
+	}
+	for range 30 {
+		e.step(100)
+	}
+	sameList(t, "pending", e.zmembers("emq:{q}:pending"), occurrences(1, t0, 1500, 1, 2))
+	if m := e.sched("q", "s"); m["next_ms"] != strconv.FormatInt(t0+4500, 10) {
+		t.Fatalf("schedule %v", m)
+	}
+	e.ok("EMQ.SCHEDULE", "q", "leap", "CRON", "0 0 29 2 *", "p")
+}
+
+// TestScheduleNegativeScoreWallClock: the same ghost on the wall clock,
+// whose timer clamps a delay to ~292 years: before the fix the overflowed
+// delay armed the one timer for that long and q never fired. Generous
+// bound (10 s) for a loaded machine; the schedule's period is 100 ms.
+func TestScheduleNegativeScoreWallClock(t *testing.T) {
+	srv, err := server.Start(server.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	ctx := context.Background()
+	t.Cleanup(func() {
+		rdb.Close()
+		srv.Close(ctx)
+	})
+	if err := rdb.Do(ctx, "EMQ.SCHEDULE", "q", "tick", "EVERY", "100", "p").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "ZADD", "emq:{z}:sched", "-inf", "ghost").Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := rdb.ZCard(ctx, "emq:{q}:pending").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ghost, _ := rdb.ZCard(ctx, "emq:{z}:sched").Result()
+		if n >= 2 && ghost == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s: %d occurrences of q, %d ghosts left", n, ghost)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
