@@ -26,6 +26,7 @@ var layers = map[string]int{
 	"internal/cmdmeta":   0, // command metadata: Valkey 8.0.1's generated table, emqd's own entries
 
 	"internal/cmdmeta/gencmd": 1, // writes internal/cmdmeta/valkey_gen.go from Valkey's commands/*.json
+	"internal/verbgen":        1, // for tests: random calls of every verb (the property tests' generators)
 	"resp":                    1, // RESP request reader and reply writer
 	"plan":                    1, // the write plan (primitive ops)
 	"store":                   2, // keyspace, data types, Valkey commands, command specs

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/emqd/emqd/internal/cmdmeta"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,14 +38,20 @@ func Function(verb string) string {
 	return strings.ReplaceAll(strings.ToLower(verb), ".", "_")
 }
 
-// Functions lists the library's functions, one per verb, in the order of
-// docs/verbs.md, then emq_debug.
-var Functions = []string{
-	"emq_enqueue", "emq_enqueue_many", "emq_claim", "emq_complete", "emq_fail", "emq_requeue", "emq_extend", "emq_delay",
-	"emq_progress", "emq_stalled_check", "emq_promote", "emq_reprocess", "emq_pause", "emq_resume",
-	"emq_remove", "emq_counts", "emq_job", "emq_list", "emq_retain", "emq_wait",
-	"emq_schedule", "emq_schedule_get", "emq_schedule_del", "emq_schedule_list", "emq_schedule_pause",
-	"emq_schedule_resume", "emq_schedule_fire", "emq_debug",
+// Functions lists the library's functions, one per top-level command of
+// the verb table (internal/cmdmeta/emq.go, docs/architecture.md §8.2) in
+// its order: Function of its name. emq.lua must register exactly these
+// (TestOneFunctionPerVerb).
+var Functions = functions()
+
+func functions() []string {
+	var out []string
+	for _, c := range cmdmeta.Verbs() {
+		if !strings.Contains(c.Name, "|") {
+			out = append(out, Function(c.Name))
+		}
+	}
+	return out
 }
 
 // Slot is the cluster slot of queue q: CRC16/XMODEM of the bare name mod

@@ -18,8 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Every EMQ.* verb has its function, named as docs/cluster.md says, and
-// the library registers nothing else.
+// Every EMQ.* verb of the verb table has its function, named as
+// docs/cluster.md says, and the library registers nothing else; the
+// server's verbs are the table's.
 func TestOneFunctionPerVerb(t *testing.T) {
 	var want []string
 	for _, c := range verbs.New(verbs.Config{}).Commands() {
@@ -28,7 +29,7 @@ func TestOneFunctionPerVerb(t *testing.T) {
 	sort.Strings(want)
 	got := append([]string(nil), cluster.Functions...)
 	sort.Strings(got)
-	if !reflect.DeepEqual(got, want) {
+	if !reflect.DeepEqual(got, want) || len(want) < 20 {
 		t.Fatalf("functions %v, verbs %v", got, want)
 	}
 	registered := regexp.MustCompile(`(?m)^verb\('(emq_\w+)'|function_name = '(emq_\w+)'`).FindAllStringSubmatch(cluster.Source(), -1)

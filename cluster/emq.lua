@@ -2508,13 +2508,15 @@ end)
 
 -- EMQ.SCHEDULE.FIRE q [limit] (docs/verbs.md §4.22.4, §4.22.5).
 verb('emq_schedule_fire', 'emq.schedule.fire', -2, { 'allow-oom' }, function(k, args)
-  local limit = 100
+  -- limit_arg is the validated text for ZRANGEBYSCORE: tonumber turns
+  -- 9223372036854775807 into a double, which the server refuses as LIMIT.
+  local limit, limit_arg = 100, '100'
   if #args == 1 then
     local v, e = int_arg(args[1], 1, 'limit')
     if not v then
       return err(e)
     end
-    limit = tonumber(v)
+    limit, limit_arg = tonumber(v), v
   elseif #args > 1 then
     return err(E_SYNTAX)
   end
@@ -2522,7 +2524,7 @@ verb('emq_schedule_fire', 'emq.schedule.fire', -2, { 'allow-oom' }, function(k, 
     return err(E_WRONGTYPE)
   end
   local now = now_ms()
-  local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', score_str(now), 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', score_str(now), 'LIMIT', 0, limit_arg)
   if #due == 0 then
     return 0
   end

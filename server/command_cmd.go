@@ -59,23 +59,6 @@ func clusterSubcommands() []serverCmd {
 	return out
 }
 
-// metaStoreFlags maps the metadata flags the dispatcher acts on (and
-// COMMAND's readers) to store flags.
-var metaStoreFlags = [...]struct {
-	m cmdmeta.Flag
-	s store.Flag
-}{
-	{cmdmeta.FlagWrite, store.FlagWrite}, {cmdmeta.FlagReadonly, store.FlagReadonly},
-	{cmdmeta.FlagDenyOOM, store.FlagDenyOOM}, {cmdmeta.FlagAdmin, store.FlagAdmin},
-	{cmdmeta.FlagNoScript, store.FlagNoScript}, {cmdmeta.FlagBlocking, store.FlagBlocking},
-	{cmdmeta.FlagLoading, store.FlagLoading}, {cmdmeta.FlagStale, store.FlagStale},
-	{cmdmeta.FlagSkipSlowlog, store.FlagSkipSlowlog}, {cmdmeta.FlagFast, store.FlagFast},
-	{cmdmeta.FlagNoAuth, store.FlagNoAuth}, {cmdmeta.FlagSentinel, store.FlagSentinel},
-	{cmdmeta.FlagNoAsyncLoading, store.FlagNoAsyncLoading}, {cmdmeta.FlagNoMulti, store.FlagNoMulti},
-	{cmdmeta.FlagAllowBusy, store.FlagAllowBusy}, {cmdmeta.FlagMovableKeys, store.FlagMovableKeys},
-	{cmdmeta.FlagPubSub, store.FlagPubSub}, {cmdmeta.FlagMayReplicate, store.FlagMayReplicate},
-}
-
 // dispatchExtras are the flags emqd's dispatcher keeps beyond Valkey's
 // table, each an emqd rule of docs/compat.md ("Command metadata"): AUTH and
 // HELLO stay out of SLOWLOG (Valkey logs them with the arguments
@@ -100,13 +83,7 @@ func (e *command) attachMeta() {
 	}
 	e.meta = m
 	e.info = m.Derive()
-	var f store.Flag
-	for _, p := range metaStoreFlags {
-		if e.info.Flags&p.m != 0 {
-			f |= p.s
-		}
-	}
-	e.flags = f | dispatchExtras[e.name]
+	e.flags = store.FlagSetFromMeta(e.info.Flags) | dispatchExtras[e.name]
 }
 
 // specMeta is the metadata of a command that has no entry: its spec's
@@ -115,11 +92,7 @@ func (e *command) attachMeta() {
 func specMeta(cs *store.CommandSpec) *cmdmeta.Command {
 	m := &cmdmeta.Command{Name: strings.ToLower(cs.Name), Arity: cs.Arity, Group: "emq"}
 	set := cs.FlagSet()
-	for _, p := range metaStoreFlags {
-		if set&p.s != 0 {
-			m.Flags |= p.m
-		}
-	}
+	m.Flags = store.MetaFromFlags(set)
 	if cs.FirstKey > 0 {
 		kf := cmdmeta.KeyRO | cmdmeta.KeyAccess
 		if set&store.FlagWrite != 0 {

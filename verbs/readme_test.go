@@ -6,11 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emqd/emqd/internal/cmdmeta"
 	"github.com/emqd/emqd/verbs"
 )
 
 // TestReadmeVerbTable checks the "## Job verbs" reference table of the
-// README against the verbs' Commands(): the same verbs, with the same arities.
+// README against the verb table (cmdmeta.Verbs, internal/cmdmeta/emq.go):
+// the same verbs (a container's subcommands, not the container), with the
+// same arities, each row citing its docs/verbs.md section; and the verbs'
+// Commands() are the table's.
 func TestReadmeVerbTable(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -39,6 +43,9 @@ func TestReadmeVerbTable(t *testing.T) {
 		if len(words) > 1 {
 			name += "|" + strings.ToLower(words[1])
 		}
+		if !strings.HasPrefix(cells[len(cells)-1], "§") {
+			t.Errorf("%s: last cell %q is not a docs/verbs.md section", name, cells[len(cells)-1])
+		}
 		arity, err := strconv.Atoi(cells[1])
 		if err != nil {
 			t.Fatalf("arity of %s: %q", name, cells[1])
@@ -49,14 +56,23 @@ func TestReadmeVerbTable(t *testing.T) {
 		table[name] = arity
 	}
 	want := map[string]int{}
-	for _, c := range verbs.New(verbs.Config{}).Commands() {
-		if len(c.Subcommands) > 0 {
-			for _, s := range c.Subcommands {
-				want[s.Name] = s.Arity
-			}
-			continue
+	for _, c := range cmdmeta.Verbs() {
+		if parent, _, sub := strings.Cut(c.Name, "|"); sub {
+			delete(want, parent) // a container is listed by its subcommands
 		}
 		want[c.Name] = c.Arity
+	}
+	specs := map[string]int{}
+	for _, c := range verbs.New(verbs.Config{}).Commands() {
+		specs[c.Name] = c.Arity
+		for _, s := range c.Subcommands {
+			specs[s.Name] = s.Arity
+		}
+	}
+	for _, c := range cmdmeta.Verbs() {
+		if a, ok := specs[c.Name]; !ok || a != c.Arity || len(specs) != len(cmdmeta.Verbs()) {
+			t.Errorf("%s: Commands() gives arity %d (present %v, %d specs), the verb table %d (%d entries)", c.Name, a, ok, len(specs), c.Arity, len(cmdmeta.Verbs()))
+		}
 	}
 	for name, arity := range want {
 		got, ok := table[name]

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/internal/verbgen"
 )
 
 // TestRefusalWritesNothing is the property of docs/verbs.md §2.2 over random
@@ -15,6 +17,7 @@ import (
 // successful call makes reaches the Feed.
 func TestRefusalWritesNothing(t *testing.T) {
 	rng := rand.New(rand.NewSource(20240601))
+	gen := &verbgen.Gen{Rand: rng, IDs: propIDs, MaxResult: MaxResult}
 	seen := map[string]int{}     // refusal class -> count
 	verbSeen := map[string]int{} // verb -> refusals
 	states, calls := 1000, 25
@@ -27,7 +30,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		h.listen = true // a subscriber on every channel: a refusal publishes nothing
 		randomState(h, rng)
 		for i := 0; i < calls; i++ {
-			args := randomCall(rng)
+			args := randomCall(gen)
 			before := digest(h.s)
 			feedN, dirty, ready, bad, pub := h.feed.n, h.s.DirtyCount, len(h.ready), h.v.BadRowRefusals(), len(h.pub)
 			out := h.raw(args...)
@@ -203,187 +206,6 @@ func randomState(h *th, rng *rand.Rand) {
 	}
 }
 
-// randomCall is one call of a random verb with arguments drawn from valid
-// and invalid values.
-func randomCall(rng *rand.Rand) []string {
-	q := func() string { return pick(rng, "q", "q", "q", "q", "q", "q", "bad name", "emq", "", "other") }
-	id := func() string { return pick(rng, append(propIDs, "nope", "*", "JOBzzzzzzzzzzz")...) }
-	tok := func() string { return pick(rng, "1", "1", "2", "0", "01", "x") }
-	num := func() string {
-		return pick(rng, "1", "2", "3", "100", "1000", "0", "-1", "x", "01", "+1", "", "9223372036854775807", "9223372036854775808")
-	}
-	maybe := func(args []string, extra ...string) []string {
-		if rng.Intn(5) == 0 {
-			return append(args, extra...)
-		}
-		return args
-	}
-	sname := func() string { return pick(rng, "s1", "s2", "s3", "c1", "nope", "a:b", "") }
-	switch rng.Intn(29) {
-	case 0:
-		a := []string{"EMQ.ENQUEUE", q(), id(), "payload"}
-		switch rng.Intn(6) {
-		case 0:
-			a = append(a, "DELAY", num())
-		case 1:
-			a = append(a, "AT", num())
-		case 2:
-			a = append(a, pick(rng, "DELAY", "AT", "FOO"), num(), pick(rng, "DELAY", "AT"), num())
-		case 3:
-			a = append(a, "DELAY")
-		}
-		return a
-	case 1:
-		a := []string{"EMQ.CLAIM", q(), num()}
-		if rng.Intn(2) == 0 {
-			a = append(a, "COUNT", num())
-		}
-		if rng.Intn(4) == 0 {
-			a = append(a, pick(rng, "COUNT", "FOO", "BLOCK"))
-		}
-		return a
-	case 2:
-		a := []string{"EMQ.COMPLETE", q(), id(), tok()}
-		switch rng.Intn(8) {
-		case 0, 1:
-			a = append(a, pick(rng, "RESULT", "result"), "r")
-		case 2:
-			a = append(a, "RESULT", "r", "RESULT", "s")
-		case 3:
-			a = append(a, "RESULT")
-		case 4:
-			if rng.Intn(20) == 0 {
-				a = append(a, "RESULT", strings.Repeat("x", MaxResult+1))
-			}
-		}
-		a = maybe(a, "x")
-		if rng.Intn(3) == 0 {
-			a = append(a, pick(rng, "NEXT", "next", "COUNT"), num())
-		}
-		return a
-	case 3:
-		a := []string{"EMQ.FAIL", q(), id(), tok(), num(), num(), "err"}
-		if rng.Intn(3) == 0 {
-			a = append(a, "NEXT", num(), pick(rng, "COUNT", "BLOCK"), num())
-		}
-		return a
-	case 4:
-		return []string{"EMQ.REQUEUE", q(), id(), tok()}
-	case 5:
-		return []string{"EMQ.EXTEND", q(), id(), tok(), num()}
-	case 6:
-		return []string{"EMQ.DELAY", q(), id(), tok(), pick(rng, "IN", "AT", "in", "SOON"), num()}
-	case 7:
-		return []string{"EMQ.PROGRESS", q(), id(), tok(), "50%"}
-	case 8:
-		a := []string{"EMQ.STALLED.CHECK", q()}
-		for n := rng.Intn(4); n > 0; n-- {
-			a = append(a, num())
-		}
-		if rng.Intn(3) == 0 {
-			a = append(a, pick(rng, "EVERY", "every", "EVERY", "SOON"), pick(rng, "1000", "1", "0", "x"))
-		}
-		return a
-	case 9:
-		a := []string{"EMQ.PROMOTE", q()}
-		for n := rng.Intn(3); n > 0; n-- {
-			a = append(a, num())
-		}
-		return a
-	case 10:
-		a := []string{"EMQ.REPROCESS", q(), id()}
-		if rng.Intn(2) == 0 {
-			a = append(a, pick(rng, "RESET", "reset", "NOW"))
-		}
-		return maybe(a, "RESET")
-	case 11:
-		return maybe([]string{"EMQ.PAUSE", q()}, "x")
-	case 12:
-		return []string{"EMQ.RESUME", q()}
-	case 13:
-		return []string{"EMQ.REMOVE", q(), id()}
-	case 14:
-		return []string{"EMQ.COUNTS", q()}
-	case 15:
-		return []string{"EMQ.JOB", q(), id()}
-	case 16:
-		return maybe([]string{"EMQ.DEBUG", "CLOCK", pick(rng, "ADVANCE", "BACK"), num()}, "x")
-	case 17:
-		a := []string{"EMQ.LIST", q(), pick(rng, "pending", "ACTIVE", "scheduled", "dead", "schedule", "all", "completed")}
-		for n := rng.Intn(4); n > 0; n-- {
-			a = append(a, num())
-		}
-		return a
-	case 19:
-		return randomBatch(rng, q(), id, num)
-	case 20:
-		a := []string{"EMQ.SCHEDULE", q(), sname()}
-		switch rng.Intn(4) {
-		case 0:
-			a = append(a, "EVERY", num())
-		case 1:
-			a = append(a, "CRON", pick(rng, "*/2 * * * * *", "61 * * * *", "@hourly", "@nope"))
-			if rng.Intn(2) == 0 {
-				a = append(a, "TZ", pick(rng, "America/New_York", "Mars/Base", ""))
-			}
-		case 2:
-			a = append(a, pick(rng, "EVERY", "DAILY"), "1000")
-		default:
-			a = append(a, "EVERY", "1000")
-		}
-		a = append(a, "payload")
-		for n := rng.Intn(3); n > 0; n-- {
-			a = append(a, pick(rng, "START", "END", "LIMIT", "OVERLAP", "CATCHUP", "FOO"), pick(rng, "1", "0", "skip", "all", "x", "9007199254740991"))
-		}
-		if rng.Intn(8) == 0 {
-			a = append(a, "START", "5", "END", "4")
-		}
-		return a
-	case 21:
-		return []string{"EMQ.SCHEDULE.GET", q(), sname()}
-	case 22:
-		return []string{"EMQ.SCHEDULE.DEL", q(), sname()}
-	case 23:
-		return maybe([]string{"EMQ.SCHEDULE.LIST", q()}, num(), num())
-	case 24:
-		return []string{pick(rng, "EMQ.SCHEDULE.PAUSE", "EMQ.SCHEDULE.RESUME"), q(), sname()}
-	case 25:
-		return maybe([]string{"EMQ.SCHEDULE.FIRE", q()}, num())
-	case 27:
-		a := []string{"EMQ.RETAIN", q()}
-		if rng.Intn(4) != 0 {
-			a = append(a, pick(rng, "COMPLETED", "dead", "DEAD", "completed", "ALL"), num(), num())
-		} else if rng.Intn(2) == 0 {
-			a = append(a, "COMPLETED")
-		}
-		return a
-	case 28:
-		return maybe([]string{"EMQ.WAIT", q(), id(), pick(rng, "0", "-1", "x", "100", num())}, "0")
-	default:
-		return []string{"EMQ.CLAIM", "q", "1000", "COUNT", "3"}
-	}
-}
-
-// randomBatch is an EMQ.ENQUEUE.MANY call (docs/verbs.md §4.2.1): options,
-// JOBS, pairs of valid and invalid ids, sometimes a bad shape.
-func randomBatch(rng *rand.Rand, q string, id, num func() string) []string {
-	a := []string{"EMQ.ENQUEUE.MANY", q}
-	switch rng.Intn(6) {
-	case 0:
-		a = append(a, "DELAY", num())
-	case 1:
-		a = append(a, pick(rng, "AT", "at"), num())
-	case 2:
-		a = append(a, pick(rng, "DELAY", "AT", "FOO"), num(), pick(rng, "DELAY", "AT"), num())
-	}
-	if rng.Intn(12) != 0 {
-		a = append(a, "JOBS")
-	}
-	for n := 1 + rng.Intn(4); n > 0; n-- {
-		a = append(a, id(), "p")
-	}
-	if rng.Intn(10) == 0 {
-		a = append(a, "*")
-	}
-	return a
-}
+// randomCall is one call of a random verb (internal/verbgen, the
+// generators the differential run shares).
+func randomCall(g *verbgen.Gen) []string { return g.Random(nil) }

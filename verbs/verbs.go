@@ -9,7 +9,8 @@
 // (EMQ.CLAIM), token.go (the six token verbs and their common guard),
 // recovery.go (EMQ.STALLED.CHECK, EMQ.PROMOTE, EMQ.REPROCESS) and admin.go
 // (EMQ.PAUSE, EMQ.RESUME, EMQ.REMOVE, EMQ.COUNTS, EMQ.JOB, EMQ.DEBUG). The
-// key layout is keys.go; the command table is Commands below.
+// key layout is keys.go; the command specs (Commands below) are derived from
+// the verb table, internal/cmdmeta/emq.go (docs/architecture.md §8.2).
 //
 // There is deliberately no EMQ.REAP (docs/verbs.md
 // §4.20): EMQ.STALLED.CHECK is the one recovery verb.
@@ -17,7 +18,9 @@ package verbs
 
 import (
 	"log/slog"
+	"strings"
 
+	"github.com/emqd/emqd/internal/cmdmeta"
 	"github.com/emqd/emqd/plan"
 	"github.com/emqd/emqd/store"
 )
@@ -86,49 +89,76 @@ func (vs *Verbs) SetStats(st *Stats) { vs.stats = st }
 // (INFO's emq_bad_row_refusals).
 func (vs *Verbs) BadRowRefusals() int64 { return vs.badRows.n.Load() }
 
-// verb builds a spec whose first argument, the queue name, is the declared
-// key (docs/verbs.md §1.1: the {q} tag puts every key of q in q's slot).
-func verb(name string, arity int, h store.Handler, flags ...store.Flag) *store.CommandSpec {
-	return store.NewCommand(name, arity, h, flags...).WithKeys(1, 1, 1)
+// handlers binds every command of the verb table (internal/cmdmeta/emq.go,
+// docs/architecture.md §8.2) to its handler in vs: a new verb adds its
+// entry there and its line here.
+func (vs *Verbs) handlers() map[string]store.Handler {
+	return map[string]store.Handler{
+		"emq.enqueue":         vs.cmdEnqueue,
+		"emq.enqueue.many":    vs.cmdEnqueueMany,
+		"emq.claim":           vs.cmdClaim,
+		"emq.complete":        vs.cmdComplete,
+		"emq.fail":            vs.cmdFail,
+		"emq.requeue":         vs.cmdRequeue,
+		"emq.extend":          vs.cmdExtend,
+		"emq.delay":           vs.cmdDelay,
+		"emq.progress":        vs.cmdProgress,
+		"emq.stalled.check":   vs.cmdStalledCheck,
+		"emq.promote":         vs.cmdPromote,
+		"emq.reprocess":       vs.cmdReprocess,
+		"emq.pause":           vs.cmdPause,
+		"emq.resume":          vs.cmdResume,
+		"emq.remove":          vs.cmdRemove,
+		"emq.counts":          vs.cmdCounts,
+		"emq.job":             vs.cmdJob,
+		"emq.list":            vs.cmdList,
+		"emq.schedule":        vs.cmdSchedule,
+		"emq.schedule.get":    vs.cmdScheduleGet,
+		"emq.schedule.del":    vs.cmdScheduleDel,
+		"emq.schedule.list":   vs.cmdScheduleList,
+		"emq.schedule.pause":  vs.cmdSchedulePause,
+		"emq.schedule.resume": vs.cmdScheduleResume,
+		"emq.schedule.fire":   vs.cmdScheduleFire,
+		"emq.wait":            vs.cmdWait,
+		"emq.retain":          vs.cmdRetain,
+		"emq.debug":           vs.cmdDebug,
+		"emq.debug|clock":     vs.cmdDebugClock,
+		"emq.debug|help":      vs.cmdDebugHelp,
+	}
 }
 
 // Commands returns the command specs of every EMQ.* verb bound to vs, for
-// the server's registry: names in lower case, Valkey-style arity (n exact,
-// -n at least n, argv[0] counted) and flags, key position 1.
+// the server's registry, derived from the verb table (cmdmeta.Verbs, in
+// its order): names in lower case, Valkey-style arity (n exact, -n at
+// least n, argv[0] counted), the table's flags, key position 1 for a verb
+// (docs/verbs.md §1.1: the {q} tag puts every key of q in q's slot), a
+// container's subcommands. It panics when the table and handlers differ
+// (a programming error every test that builds a server finds).
 func (vs *Verbs) Commands() []*store.CommandSpec {
-	return []*store.CommandSpec{
-		verb("emq.enqueue", -4, vs.cmdEnqueue, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
-		verb("emq.enqueue.many", -5, vs.cmdEnqueueMany, store.FlagWrite, store.FlagDenyOOM),
-		verb("emq.claim", -3, vs.cmdClaim, store.FlagWrite, store.FlagBlocking),
-		verb("emq.complete", -4, vs.cmdComplete, store.FlagWrite, store.FlagFast),
-		verb("emq.fail", -7, vs.cmdFail, store.FlagWrite, store.FlagFast),
-		verb("emq.requeue", 4, vs.cmdRequeue, store.FlagWrite, store.FlagFast),
-		verb("emq.extend", 5, vs.cmdExtend, store.FlagWrite, store.FlagFast),
-		verb("emq.delay", 6, vs.cmdDelay, store.FlagWrite, store.FlagFast),
-		verb("emq.progress", 5, vs.cmdProgress, store.FlagWrite, store.FlagDenyOOM, store.FlagFast),
-		verb("emq.stalled.check", -2, vs.cmdStalledCheck, store.FlagWrite),
-		verb("emq.promote", -2, vs.cmdPromote, store.FlagWrite),
-		verb("emq.reprocess", -3, vs.cmdReprocess, store.FlagWrite, store.FlagFast),
-		verb("emq.pause", 2, vs.cmdPause, store.FlagWrite, store.FlagFast),
-		verb("emq.resume", 2, vs.cmdResume, store.FlagWrite, store.FlagFast),
-		verb("emq.remove", 3, vs.cmdRemove, store.FlagWrite, store.FlagFast),
-		verb("emq.counts", 2, vs.cmdCounts, store.FlagReadonly, store.FlagFast),
-		verb("emq.job", 3, vs.cmdJob, store.FlagReadonly, store.FlagFast),
-		verb("emq.list", -3, vs.cmdList, store.FlagReadonly),
-		verb("emq.schedule", -6, vs.cmdSchedule, store.FlagWrite, store.FlagDenyOOM),
-		verb("emq.schedule.get", 3, vs.cmdScheduleGet, store.FlagReadonly, store.FlagFast),
-		verb("emq.schedule.del", 3, vs.cmdScheduleDel, store.FlagWrite, store.FlagFast),
-		verb("emq.schedule.list", -2, vs.cmdScheduleList, store.FlagReadonly),
-		verb("emq.schedule.pause", 3, vs.cmdSchedulePause, store.FlagWrite, store.FlagFast),
-		verb("emq.schedule.resume", 3, vs.cmdScheduleResume, store.FlagWrite, store.FlagFast),
-		verb("emq.schedule.fire", -2, vs.cmdScheduleFire, store.FlagWrite),
-		verb("emq.wait", 4, vs.cmdWait, store.FlagReadonly, store.FlagBlocking),
-		verb("emq.retain", -2, vs.cmdRetain, store.FlagWrite, store.FlagFast),
-		store.NewCommand("emq.debug", -2, vs.cmdDebug, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale).WithSubcommands(
-			store.NewCommand("emq.debug|clock", 4, vs.cmdDebugClock, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale),
-			store.NewCommand("emq.debug|help", 2, vs.cmdDebugHelp, store.FlagLoading, store.FlagStale),
-		),
+	hs := vs.handlers()
+	var out []*store.CommandSpec
+	top := map[string]*store.CommandSpec{}
+	for _, m := range cmdmeta.Verbs() {
+		h, ok := hs[m.Name]
+		if !ok {
+			panic("verbs: " + m.Name + " is in the verb table (internal/cmdmeta/emq.go) but has no handler (verbs.go)")
+		}
+		delete(hs, m.Name)
+		cs := store.NewCommand(m.Name, m.Arity, h, store.FlagsFromMeta(m.Flags)...)
+		if in := m.Derive(); in.FirstKey > 0 {
+			cs.WithKeys(in.FirstKey, in.LastKey, in.Step)
+		}
+		if parent, _, sub := strings.Cut(m.Name, "|"); sub {
+			top[parent].Subcommands = append(top[parent].Subcommands, cs)
+			continue
+		}
+		top[m.Name] = cs
+		out = append(out, cs)
 	}
+	for name := range hs {
+		panic("verbs: " + name + " has a handler (verbs.go) but no entry in the verb table (internal/cmdmeta/emq.go)")
+	}
+	return out
 }
 
 // Plumbing every family shares. The server has checked a command's arity

@@ -10,6 +10,10 @@ package cmdmeta
 // what the dispatcher uses.
 var emqCommands = map[string]*Command{}
 
+// emqOrder is the verb table's order: the names of emqCommands as emq.go
+// lists them, subcommands after their container.
+var emqOrder []string
+
 func init() {
 	for _, c := range []*Command{
 		emqVerb("emq.enqueue", -4, FlagWrite|FlagDenyOOM|FlagFast, KeyRW|KeyInsert,
@@ -111,7 +115,23 @@ func init() {
 			panic("cmdmeta: " + c.Name + " defined twice in emq.go")
 		}
 		emqCommands[c.Name] = c
+		emqOrder = append(emqOrder, c.Name)
 	}
+}
+
+// Verbs returns the verb table (docs/architecture.md §8.2): emqd's own
+// entries in the order emq.go lists them, a container's subcommands right
+// after it. Everything else about a verb is derived from it and checked
+// against it: verbs.Commands (arity, flags, key position), the README's
+// verb table, the functions cluster/emq.lua registers, the generators of
+// the property tests (internal/verbgen). Callers must not modify the
+// entries.
+func Verbs() []*Command {
+	out := make([]*Command, len(emqOrder))
+	for i, n := range emqOrder {
+		out[i] = emqCommands[n]
+	}
+	return out
 }
 
 // emqVerb is the entry of an EMQ verb: its first argument is the queue
