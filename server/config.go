@@ -179,7 +179,7 @@ func paramTable() []*param {
 		none(boolean("lazyfree-lazy-user-del", "no"), "memory is freed by Go's collector either way"),
 		none(boolean("lazyfree-lazy-user-flush", "no"), "memory is freed by Go's collector either way"),
 		boolean("aof-load-truncated", "yes"),
-		none(boolean("aof-use-rdb-preamble", "no"), "the append-only file is commands only, without an RDB preamble"),
+		boolean("aof-use-rdb-preamble", "yes"),
 		none(boolean("aof-timestamp-enabled", "no"), "no timestamp annotations are written"),
 		none(boolean("no-appendfsync-on-rewrite", "no"), "fsync goes on during a rewrite, as with no"),
 		apply(ints("latency-monitor-threshold", "0", 0, 1<<62), func(s *Server, v string) { s.latencyThreshold.Store(atoi(v)) }),

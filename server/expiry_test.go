@@ -248,9 +248,15 @@ func TestAOFReplayAfterExpiry(t *testing.T) {
 // BGREWRITEAOF leaves out keys whose TTL has passed (even before anything
 // deleted them) and writes the others' absolute expire times.
 func TestAOFRewriteDropsExpiredKeys(t *testing.T) {
+	for _, pre := range []string{"no", "yes"} {
+		t.Run("aof-use-rdb-preamble="+pre, func(t *testing.T) { rewriteDropsExpired(t, pre) })
+	}
+}
+
+func rewriteDropsExpired(t *testing.T, preamble string) {
 	dir := t.TempDir()
 	clk := clock.NewManual(et0)
-	s := durable(t, dir, clk, "hz", "1") // no expire cycle before 1000 ms
+	s := durable(t, dir, clk, "hz", "1", "aof-use-rdb-preamble", preamble) // no expire cycle before 1000 ms
 	c := dial(t, s)
 	expectSteps(t, c, [][2]string{
 		{"SET gone v PX 10", "+OK\r\n"},
@@ -273,8 +279,11 @@ func TestAOFRewriteDropsExpiredKeys(t *testing.T) {
 	if strings.Contains(text, "gone") {
 		t.Fatalf("the rewrite kept an expired key:\n%s", text)
 	}
-	if !strings.Contains(text, "PEXPIREAT\r\n$5\r\nzkeep\r\n$13\r\n"+itoa(et0+50_000)) {
+	if preamble == "no" && !strings.Contains(text, "PEXPIREAT\r\n$5\r\nzkeep\r\n$13\r\n"+itoa(et0+50_000)) {
 		t.Fatalf("the rewrite lacks zkeep's expire time:\n%s", text)
+	}
+	if preamble == "yes" && !strings.HasPrefix(text, "REDIS0011") {
+		t.Fatalf("no RDB preamble: %q", text)
 	}
 	stop(t, s)
 	s = durable(t, dir, clk, "hz", "1")

@@ -141,6 +141,7 @@ func (p *persistence) newAOF() (*aof.AOF, error) {
 		Logger:                s.log,
 		FS:                    p.fs,
 		RefuseTruncated:       s.Config("aof-load-truncated") == "no",
+		Preamble:              aofPreamble{s},
 	}), nil
 }
 

@@ -210,15 +210,23 @@ func (e *RDBLoadError) Error() string { return e.Err.Error() + " (loading " + e.
 func (e *RDBLoadError) Unwrap() error { return e.Err }
 
 // aux is the header's aux fields, as Valkey 8.0.1 writes them.
-func (r *saver) aux() [][2]string {
+func (r *saver) aux() [][2]string { return r.s.rdbAux(false) }
+
+// rdbAux is an RDB header's aux fields, as Valkey 8.0.1 writes them
+// (rdbSaveInfoAuxFields): aof-base is 1 in an AOF's RDB preamble.
+func (s *Server) rdbAux(aofBase bool) [][2]string {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	base := "0"
+	if aofBase {
+		base = "1"
+	}
 	return [][2]string{
 		{"valkey-ver", Version},
 		{"redis-bits", strconv.Itoa(strconv.IntSize)},
-		{"ctime", strconv.FormatInt(r.s.clock.NowMs()/1000, 10)},
+		{"ctime", strconv.FormatInt(s.clock.NowMs()/1000, 10)},
 		{"used-mem", strconv.FormatUint(ms.HeapAlloc, 10)},
-		{"aof-base", "0"},
+		{"aof-base", base},
 	}
 }
 

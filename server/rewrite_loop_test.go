@@ -14,11 +14,18 @@ import (
 // TestBGREWRITEAOFLoopDuringWrites runs BGREWRITEAOF back to back while
 // writers change hashes, sorted sets and queues (under -race this covers
 // every field a rewrite shares with the writers and with the next
-// rewrite), then restarts and compares the whole keyspace.
+// rewrite), then restarts and compares the whole keyspace; with the RDB
+// preamble (the default) and without it.
 func TestBGREWRITEAOFLoopDuringWrites(t *testing.T) {
+	for _, pre := range []string{"yes", "no"} {
+		t.Run("aof-use-rdb-preamble="+pre, func(t *testing.T) { rewriteLoop(t, pre) })
+	}
+}
+
+func rewriteLoop(t *testing.T, preamble string) {
 	dir := t.TempDir()
 	clk := clock.NewManual(pt0)
-	s := durable(t, dir, clk, "appendfsync", "everysec")
+	s := durable(t, dir, clk, "appendfsync", "everysec", "aof-use-rdb-preamble", preamble)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	stopW := make(chan struct{})

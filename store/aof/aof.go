@@ -129,6 +129,11 @@ type Config struct {
 	// RewriteSteps); a non-nil return aborts the rewrite there as if the
 	// process had died (the test then simulates the power loss).
 	Hook func(step string) error
+	// Preamble, when set, reads an RDB preamble at replay and, when it is
+	// Enabled, makes a rewrite write its copy as one (aof-use-rdb-preamble,
+	// docs/durability.md §1.1). Nil: commands only, and a file starting
+	// with an RDB is refused.
+	Preamble Preamble
 }
 
 // RewriteSteps are the points of a rewrite where Config.Hook is called, in
@@ -283,7 +288,7 @@ func (a *AOF) Load(exec ExecFunc) (LoadResult, error) {
 	if err := a.fs.MkdirAll(a.cfg.Dir); err != nil {
 		return LoadResult{}, err
 	}
-	return LoadFile(a.fs, a.path, LoadOptions{NumDBs: n, Log: a.log, RefuseTruncated: a.cfg.RefuseTruncated}, exec)
+	return LoadFile(a.fs, a.path, LoadOptions{NumDBs: n, Log: a.log, RefuseTruncated: a.cfg.RefuseTruncated, Preamble: a.cfg.Preamble}, exec)
 }
 
 // Start opens the file for appending (creating it, durably, on a first

@@ -878,3 +878,17 @@ func TestDamagedLengthSwallowsRecords(t *testing.T) {
 	got, _ = fsys.Contents(aofPath)
 	eq(t, damaged[:at], got, "truncated")
 }
+
+// TestLoadPreambleWithoutReader: a file that starts with an RDB's magic is
+// refused when no Preamble reader is configured, and nothing is replayed.
+func TestLoadPreambleWithoutReader(t *testing.T) {
+	fsys := NewFaultFS()
+	f, _ := fsys.Create("/d/appendonly.aof")
+	f.Write([]byte("REDIS0011\xff" + "*1\r\n$4\r\nPING\r\n"))
+	f.Close()
+	n := 0
+	_, err := LoadFile(fsys, "/d/appendonly.aof", LoadOptions{}, func(int, [][]byte) error { n++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "starts with an RDB preamble and no RDB reader is configured") || n != 0 {
+		t.Fatalf("err %v, %d commands", err, n)
+	}
+}

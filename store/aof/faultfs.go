@@ -213,8 +213,14 @@ func (m *FaultFS) Open(path string) (io.ReadCloser, error) {
 	if n == nil {
 		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
 	}
-	return io.NopCloser(bytes.NewReader(bytes.Clone(n.data))), nil
+	return faultReader{bytes.NewReader(bytes.Clone(n.data))}, nil
 }
+
+// faultReader is an opened FaultFS file: its Size lets a replay bound an
+// RDB preamble's lengths by what is left of the file.
+type faultReader struct{ *bytes.Reader }
+
+func (faultReader) Close() error { return nil }
 
 // OpenAppend opens path for appending, creating it when missing.
 func (m *FaultFS) OpenAppend(path string) (File, error) {

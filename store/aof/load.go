@@ -23,6 +23,23 @@ type LoadResult struct {
 	Dropped int64
 	// Missing is true when there was no file (a first boot).
 	Missing bool
+	// PreambleKeys and PreambleSize are the keys and bytes of the file's
+	// RDB preamble (0, 0: none).
+	PreambleKeys int
+	PreambleSize int64
+}
+
+// fileSize is the size of an opened file, when the reader can tell.
+func fileSize(rc io.ReadCloser) (int64, bool) {
+	switch f := rc.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := f.Stat(); err == nil {
+			return fi.Size(), true
+		}
+	case interface{ Size() int64 }:
+		return f.Size(), true
+	}
+	return 0, false
 }
 
 // ExecFunc runs one replayed command against database db. argv[0] is the
@@ -43,6 +60,9 @@ type LoadOptions struct {
 	// RefuseTruncated is aof-load-truncated no: a torn tail fails the load
 	// and the file is left as it is.
 	RefuseTruncated bool
+	// Preamble reads a file that starts with an RDB (its magic "REDIS");
+	// nil refuses such a file.
+	Preamble Preamble
 }
 
 // LoadFile replays the append-only file at path through exec, as Valkey's
@@ -83,12 +103,36 @@ func LoadFile(fsys FS, path string, opt LoadOptions, exec ExecFunc) (LoadResult,
 	}
 	p := &parser{r: bufio.NewReaderSize(rc, 1<<20)}
 	name := filepath.Base(path)
+	var preambleEnd int64
+	if magic, _ := p.r.Peek(5); string(magic) == "REDIS" {
+		// An RDB preamble (aof-use-rdb-preamble): read it whole, then the
+		// commands that follow it. Damage in it, a truncation included,
+		// refuses the file as Valkey's loadSingleAppendOnlyFile does: the
+		// torn-tail rule (§3.2) is for the commands, whose last write may
+		// be cut; the preamble was fsynced before the file was renamed.
+		if opt.Preamble == nil {
+			rc.Close()
+			return res, loadErr(0, "Bad file format reading the append only file %s: it starts with an RDB preamble and no RDB reader is configured", name)
+		}
+		remain := int64(1) << 62
+		if sz, ok := fileSize(rc); ok {
+			remain = sz
+		}
+		n, keys, err := opt.Preamble.Load(p.r, remain)
+		if err != nil {
+			rc.Close()
+			return res, loadErr(0, "Error reading the RDB preamble of the AOF file %s, AOF loading aborted: %v", name, err)
+		}
+		p.off, preambleEnd = n, n
+		res.PreambleKeys, res.PreambleSize = keys, n
+		log.Info(fmt.Sprintf("Reading RDB base file on AOF loading... (%s, %d keys, %d bytes)", name, keys, n))
+	}
 	db := 0
 	var (
 		inMulti    bool
 		multiStart int64
 		queued     []queuedCmd
-		validUpTo  int64
+		validUpTo  = preambleEnd
 		torn       bool
 		tornAt     int64 // start of the record the file ends inside
 	)

@@ -47,8 +47,9 @@ var tempSeq atomic.Int64
 
 // StartRewrite starts a background rewrite (BGREWRITEAOF): it returns
 // ErrRewriteInProgress when one is running, nil when it started. It writes
-// the live keyspace as SET/HSET/ZADD commands to a temporary file in Dir
-// while the server keeps serving, then renames it over the AOF:
+// the live keyspace as an RDB preamble (Config.Preamble, when Enabled) or
+// as SET/HSET/ZADD commands to a temporary file in Dir while the server
+// keeps serving, then renames it over the AOF:
 //
 //  1. Copy: every key is written as it is when visited, a few hundred keys
 //     per store-lock acquisition; the store reports every key written
@@ -165,7 +166,12 @@ func (a *AOF) rewrite() (err error) {
 		return err
 	}
 	w := &rwWriter{w: bufio.NewWriterSize(fileWriter{f}, 1<<20), db: -1}
-	if err := a.copyKeyspace(w); err != nil {
+	if p := a.cfg.Preamble; p != nil && p.Enabled() {
+		err = a.copyKeyspaceRDB(w, p)
+	} else {
+		err = a.copyKeyspace(w)
+	}
+	if err != nil {
 		return err
 	}
 	if err := a.hook("copied"); err != nil {

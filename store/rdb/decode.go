@@ -221,6 +221,10 @@ type Key struct {
 type LoadInfo struct {
 	Version int
 	Aux     map[string]string
+	// Size is the number of bytes read, up to and including the checksum
+	// (an AOF's RDB preamble is followed by commands: docs/durability.md
+	// §1.1).
+	Size int64
 }
 
 // Load reads an RDB stream of size bytes and calls fn for every key, with
@@ -229,10 +233,16 @@ type LoadInfo struct {
 // loads nothing). checksum is rdbchecksum: a file whose stored checksum is
 // not 0 must match. Errors are *Error with Valkey's texts; a key of a type
 // emqd does not store (list, set, stream, module) refuses the file, naming
-// the key and its type.
-func Load(in io.Reader, size int64, st *store.Store, lim Limits, checksum bool, fn func(Key) error) (LoadInfo, error) {
-	r := &reader{r: bufio.NewReaderSize(in, 1<<16), remain: size}
-	info := LoadInfo{Aux: map[string]string{}}
+// the key and its type. A *bufio.Reader is read directly, so nothing past
+// the checksum is consumed (what follows an AOF's preamble stays in it).
+func Load(in io.Reader, size int64, st *store.Store, lim Limits, checksum bool, fn func(Key) error) (info LoadInfo, err error) {
+	br, ok := in.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(in, 1<<16)
+	}
+	r := &reader{r: br, remain: size}
+	info = LoadInfo{Aux: map[string]string{}}
+	defer func() { info.Size = r.off }()
 	short := func() error {
 		return &Error{Offset: r.off, Msg: msgShortRead + " (Unexpected EOF reading RDB file at offset " + strconv.FormatInt(r.off, 10) + ")"}
 	}
