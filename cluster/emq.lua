@@ -1685,23 +1685,293 @@ end)
 -- ---------------------------------------------------------------------------
 -- EMQ.REPROCESS q id [RESET]
 
-verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
-  if #args > 2 or (#args == 2 and string.upper(args[2]) ~= 'RESET') then
-    return err(E_SYNTAX)
-  end
-  local id, reset = args[1], #args == 2
+-- reprocess_judge is EMQ.REPROCESS's read pass and judgement for one id
+-- (docs/verbs.md §4.13): the row key, or nil and the refusal.
+-- EMQ.REPROCESS.ALL judges each job through it (§4.24).
+local function reprocess_judge(k, id)
   local rk = k.job .. id
   local dk, in_dead = member(k.dead, id)
   if dk == WRONG then
-    return err(E_WRONGTYPE)
+    return nil, E_WRONGTYPE
   end
   local row = read_row(rk)
   if not in_dead then
     -- neither a dead member nor a row: no such job (docs/verbs.md §4.13)
     if row.kind == ABSENT then
+      return nil, E_GONE
+    end
+    return nil, E_NOT_DEAD
+  elseif row.kind == WRONG then
+    return nil, E_WRONGTYPE
+  elseif row.kind == ABSENT then
+    return nil, E_GONE
+  elseif row.lane then
+    return nil, E_LANE
+  elseif zset_kind(k.pending) == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  return rk
+end
+
+-- reprocess_write is EMQ.REPROCESS's plan for one judged job.
+local function reprocess_write(k, id, rk, reset)
+  redis.call('ZREM', k.dead, id)
+  if reset then
+    redis.call('HDEL', rk, 'last_error', 'failures', 'stalled')
+  else
+    redis.call('HDEL', rk, 'last_error')
+  end
+  redis.call('HSET', rk, 'state', 'pending')
+  redis.call('ZADD', k.pending, '0', id)
+end
+
+verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
+  if #args > 2 or (#args == 2 and string.upper(args[2]) ~= 'RESET') then
+    return err(E_SYNTAX)
+  end
+  local id, reset = args[1], #args == 2
+  local rk, e = reprocess_judge(k, id)
+  if not rk then
+    return err(e)
+  end
+  reprocess_write(k, id, rk, reset)
+  event(k, 'reprocessed', id)
+  return 1
+end)
+
+-- ---------------------------------------------------------------------------
+-- EMQ.REMOVE q id
+
+-- remove_judge is EMQ.REMOVE's read pass and judgement for one id
+-- (docs/verbs.md §4.15): what to remove, or nil and the refusal.
+-- EMQ.REMOVE.ALL judges each job through it (§4.24).
+local function remove_judge(k, id)
+  local rk = k.job .. id
+  local ak, in_active = member(k.active, id)
+  if ak == WRONG then
+    return nil, E_WRONGTYPE
+  elseif in_active then
+    return nil, E_ACTIVE
+  end
+  local row = read_row(rk)
+  if row.kind == WRONG then
+    return nil, E_WRONGTYPE
+  elseif row.kind == OK and row.lane then
+    return nil, E_LANE
+  end
+  local pk, in_pending = member(k.pending, id)
+  local sk, in_schedule = member(k.schedule, id)
+  local dk, in_dead = member(k.dead, id)
+  local ck, in_done = member(k.done, id)
+  if pk == WRONG or sk == WRONG or dk == WRONG or ck == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  return { id = id, rk = rk, row = row.kind == OK, pending = in_pending, schedule = in_schedule,
+    dead = in_dead, done = in_done }
+end
+
+-- remove_write applies one judged removal: true when it removed anything.
+local function remove_write(k, r)
+  local n = 0
+  if r.pending then
+    n = n + redis.call('ZREM', k.pending, r.id)
+  end
+  if r.schedule then
+    n = n + redis.call('ZREM', k.schedule, r.id)
+  end
+  if r.dead then
+    n = n + redis.call('ZREM', k.dead, r.id)
+  end
+  if r.done then
+    n = n + redis.call('ZREM', k.done, r.id)
+  end
+  if r.row then
+    n = n + redis.call('DEL', r.rk)
+  end
+  return n > 0
+end
+
+verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
+  local id = args[1]
+  local r, e = remove_judge(k, id)
+  if not r then
+    return err(e)
+  end
+  if remove_write(k, r) then
+    event(k, 'removed', id)
+    return 1
+  end
+  return 0
+end)
+
+-- ---------------------------------------------------------------------------
+-- The operator bulk actions (docs/verbs.md §4.24): the first LIMIT members
+-- of one set, each judged by its per-job verb's judgement, all before the
+-- first write; one refusal refuses the whole call. Reply {done, left}.
+
+local BULK_DEFAULT, BULK_MAX = '1000', 10000
+local E_BULK_LIMIT = 'ERR limit must be at most 10000'
+local E_REMOVE_STATE = 'ERR state must be one of pending, scheduled, dead, completed'
+local E_NOT_SCHEDULED = 'EMQSTATE job is not scheduled'
+
+-- bulk_opts parses the options from args[from]: LIMIT n, and RESET when
+-- with_reset, each at most once, in any order. Returns the limit (a
+-- canonical string) and reset, or nil and the refusal.
+local function bulk_opts(args, from, with_reset)
+  local limit, seen, reset = BULK_DEFAULT, false, false
+  local i = from
+  while i <= #args do
+    local w = string.upper(args[i])
+    if with_reset and w == 'RESET' then
+      if reset then
+        return nil, E_SYNTAX
+      end
+      reset = true
+    elseif w == 'LIMIT' then
+      if seen or i + 1 > #args then
+        return nil, E_SYNTAX
+      end
+      seen = true
+      local v, e = int_arg(args[i + 1], 1, 'limit')
+      if not v then
+        return nil, e
+      end
+      if #v > 5 or tonumber(v) > BULK_MAX then
+        return nil, E_BULK_LIMIT
+      end
+      limit = v
+      i = i + 1
+    else
+      return nil, E_SYNTAX
+    end
+    i = i + 1
+  end
+  return limit, reset
+end
+
+-- bulk_head is the first limit members of the sorted set key in its order
+-- (ZRANGE key 0 limit-1), or nil when key is not a sorted set.
+local function bulk_head(key, limit)
+  if zset_kind(key) == WRONG then
+    return nil
+  end
+  return redis.call('ZRANGE', key, 0, tonumber(limit) - 1)
+end
+
+-- EMQ.REPROCESS.ALL q [RESET] [LIMIT n]
+verb('emq_reprocess_all', 'emq.reprocess.all', -2, { 'allow-oom' }, function(k, args)
+  local limit, reset = bulk_opts(args, 1, true)
+  if not limit then
+    return err(reset)
+  end
+  local ids = bulk_head(k.dead, limit)
+  if not ids then
+    return err(E_WRONGTYPE)
+  end
+  local plan = {}
+  for i = 1, #ids do
+    local rk = k.job .. ids[i]
+    if hash_kind(rk) == ABSENT then
+      plan[i] = false -- a ghost: dropped, not counted
+    else
+      local e
+      plan[i], e = reprocess_judge(k, ids[i])
+      if not plan[i] then
+        return err(e)
+      end
+    end
+  end
+  local done = 0
+  for i = 1, #ids do
+    if plan[i] then
+      reprocess_write(k, ids[i], plan[i], reset)
+      done = done + 1
+    else
+      redis.call('ZREM', k.dead, ids[i])
+    end
+  end
+  for i = 1, #ids do
+    if plan[i] then
+      event(k, 'reprocessed', ids[i])
+    end
+  end
+  return { done, redis.call('ZCARD', k.dead) }
+end)
+
+-- EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n]
+verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
+  local sets = { PENDING = k.pending, SCHEDULED = k.schedule, DEAD = k.dead, COMPLETED = k.done }
+  local set = sets[string.upper(args[1])]
+  if not set then
+    return err(E_REMOVE_STATE)
+  end
+  local limit, e = bulk_opts(args, 2, false)
+  if not limit then
+    return err(e)
+  end
+  local ids = bulk_head(set, limit)
+  if not ids then
+    return err(E_WRONGTYPE)
+  end
+  local plan = {}
+  for i = 1, #ids do
+    plan[i], e = remove_judge(k, ids[i])
+    if not plan[i] then
+      return err(e)
+    end
+  end
+  local removed = {}
+  for i = 1, #ids do
+    if remove_write(k, plan[i]) then
+      removed[#removed + 1] = ids[i]
+    end
+  end
+  for i = 1, #removed do
+    event(k, 'removed', removed[i])
+  end
+  return { #removed, redis.call('ZCARD', set) }
+end)
+
+-- EMQ.PROMOTE.ALL q [LIMIT n]: scheduled jobs to pending now, due or not.
+verb('emq_promote_all', 'emq.promote.all', -2, { 'allow-oom' }, function(k, args)
+  local limit, e = bulk_opts(args, 1, false)
+  if not limit then
+    return err(e)
+  end
+  local ids = bulk_head(k.schedule, limit)
+  if not ids then
+    return err(E_WRONGTYPE)
+  end
+  local due = {}
+  for i = 1, #ids do
+    due[i] = { id = ids[i], key = k.job .. ids[i], row = read_row(k.job .. ids[i]) }
+  end
+  local promoted
+  promoted, e = judge_promotions(due)
+  if not promoted then
+    return err(e)
+  end
+  if #promoted > 0 and zset_kind(k.pending) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  write_promotions(k, due)
+  return { #promoted, redis.call('ZCARD', k.schedule) }
+end)
+
+-- EMQ.PROMOTE.JOB q id: run one scheduled job now (docs/verbs.md §4.24.1).
+verb('emq_promote_job', 'emq.promote.job', 3, { 'allow-oom' }, function(k, args)
+  local id = args[1]
+  local rk = k.job .. id
+  local sk, in_sched = member(k.schedule, id)
+  if sk == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local row = read_row(rk)
+  if not in_sched then
+    if row.kind == ABSENT then
       return err(E_GONE)
     end
-    return err(E_NOT_DEAD)
+    return err(E_NOT_SCHEDULED)
   elseif row.kind == WRONG then
     return err(E_WRONGTYPE)
   elseif row.kind == ABSENT then
@@ -1711,63 +1981,11 @@ verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
   elseif zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
   end
-  redis.call('ZREM', k.dead, id)
-  if reset then
-    redis.call('HDEL', rk, 'last_error', 'failures', 'stalled')
-  else
-    redis.call('HDEL', rk, 'last_error')
-  end
+  redis.call('ZREM', k.schedule, id)
   redis.call('HSET', rk, 'state', 'pending')
   redis.call('ZADD', k.pending, '0', id)
-  event(k, 'reprocessed', id)
+  event(k, 'promoted', id)
   return 1
-end)
-
--- ---------------------------------------------------------------------------
--- EMQ.REMOVE q id
-
-verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
-  local id = args[1]
-  local rk = k.job .. id
-  local ak, in_active = member(k.active, id)
-  if ak == WRONG then
-    return err(E_WRONGTYPE)
-  elseif in_active then
-    return err(E_ACTIVE)
-  end
-  local row = read_row(rk)
-  if row.kind == WRONG then
-    return err(E_WRONGTYPE)
-  elseif row.kind == OK and row.lane then
-    return err(E_LANE)
-  end
-  local pk, in_pending = member(k.pending, id)
-  local sk, in_schedule = member(k.schedule, id)
-  local dk, in_dead = member(k.dead, id)
-  local ck, in_done = member(k.done, id)
-  if pk == WRONG or sk == WRONG or dk == WRONG or ck == WRONG then
-    return err(E_WRONGTYPE)
-  end
-  local n = 0
-  if in_pending then
-    n = n + redis.call('ZREM', k.pending, id)
-  end
-  if in_schedule then
-    n = n + redis.call('ZREM', k.schedule, id)
-  end
-  if in_dead then
-    n = n + redis.call('ZREM', k.dead, id)
-  end
-  if in_done then
-    n = n + redis.call('ZREM', k.done, id)
-  end
-  if row.kind == OK then
-    n = n + redis.call('DEL', rk)
-  end
-  if n > 0 then
-    event(k, 'removed', id)
-  end
-  return n > 0 and 1 or 0
 end)
 
 -- ---------------------------------------------------------------------------

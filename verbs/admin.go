@@ -78,14 +78,7 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 		return
 	}
 	rowKey, id := k.rowOf(c.Argv[2])
-	d := c.DB
-	var r removeRead
-	r.Active, r.InActive, _ = member(d, k.Active, id)
-	r.Row = readRow(d, rowKey)
-	r.Pending, r.InPending, _ = member(d, k.Pending, id)
-	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
-	r.Dead, r.InDead, _ = member(d, k.Dead, id)
-	r.Done, r.InDone, _ = member(d, k.Done, id)
+	r := readRemove(c.DB, k, id, rowKey)
 	p, ref := judgeRemove(&r, k, id, rowKey)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -107,6 +100,19 @@ type removeRead struct {
 	Active, Pending, Schedule, Dead, Done           keyKind
 	InActive, InPending, InSchedule, InDead, InDone bool
 	Row                                             jobRow
+}
+
+// readRemove is EMQ.REMOVE's read pass for one id; EMQ.REMOVE.ALL reads
+// each job it removes through it (docs/verbs.md §4.24: the same path).
+func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
+	var r removeRead
+	r.Active, r.InActive, _ = member(d, k.Active, id)
+	r.Row = readRow(d, rowKey)
+	r.Pending, r.InPending, _ = member(d, k.Pending, id)
+	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
+	r.Dead, r.InDead, _ = member(d, k.Dead, id)
+	r.Done, r.InDone, _ = member(d, k.Done, id)
+	return r
 }
 
 // judgeRemove is EMQ.REMOVE: a held job (in active) is refused, a lane row

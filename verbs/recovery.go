@@ -475,11 +475,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	}
 	reset = len(argv) == 4
 	rowKey, id := k.rowOf(argv[2])
-	d := c.DB
-	var r reprocessRead
-	r.Dead, r.InDead, _ = member(d, k.Dead, id)
-	r.Row = readRow(d, rowKey)
-	_, r.Pending = zsetKind(d, k.Pending)
+	r := readReprocess(c.DB, k, id, rowKey)
 	p, ref := judgeReprocess(&r, k, id, rowKey, reset)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -498,6 +494,16 @@ type reprocessRead struct {
 	InDead  bool
 	Row     jobRow
 	Pending keyKind
+}
+
+// readReprocess is EMQ.REPROCESS's read pass for one id; EMQ.REPROCESS.ALL
+// reads each job it brings back through it (docs/verbs.md §4.24).
+func readReprocess(d *store.DB, k *Keys, id, rowKey string) reprocessRead {
+	var r reprocessRead
+	r.Dead, r.InDead, _ = member(d, k.Dead, id)
+	r.Row = readRow(d, rowKey)
+	_, r.Pending = zsetKind(d, k.Pending)
+	return r
 }
 
 // judgeReprocess is EMQ.REPROCESS, the dead-letter return (docs/verbs.md

@@ -69,6 +69,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
 		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
+		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -96,6 +97,7 @@ func refusalClass(text string) string {
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
 		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
+		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 	} {
 		if strings.Contains(text, c) {
 			return c

@@ -7,7 +7,8 @@
 // One file per family holds each verb's arguments, read pass, judgement and
 // handler, with its tests beside it: enqueue.go (EMQ.ENQUEUE), claim.go
 // (EMQ.CLAIM), token.go (the six token verbs and their common guard),
-// recovery.go (EMQ.STALLED.CHECK, EMQ.PROMOTE, EMQ.REPROCESS) and admin.go
+// recovery.go (EMQ.STALLED.CHECK, EMQ.PROMOTE, EMQ.REPROCESS), bulk.go (the
+// operator bulk actions, EMQ.PROMOTE.JOB) and admin.go
 // (EMQ.PAUSE, EMQ.RESUME, EMQ.REMOVE, EMQ.COUNTS, EMQ.JOB, EMQ.DEBUG). The
 // key layout is keys.go; the command specs (Commands below) are derived from
 // the verb table, internal/cmdmeta/emq.go (docs/architecture.md §8.2).
@@ -109,6 +110,10 @@ func (vs *Verbs) handlers() map[string]store.Handler {
 		"emq.pause":           vs.cmdPause,
 		"emq.resume":          vs.cmdResume,
 		"emq.remove":          vs.cmdRemove,
+		"emq.reprocess.all":   vs.cmdReprocessAll,
+		"emq.remove.all":      vs.cmdRemoveAll,
+		"emq.promote.all":     vs.cmdPromoteAll,
+		"emq.promote.job":     vs.cmdPromoteJob,
 		"emq.counts":          vs.cmdCounts,
 		"emq.job":             vs.cmdJob,
 		"emq.list":            vs.cmdList,

@@ -102,6 +102,7 @@ var Scenarios = []Scenario{
 	{"CompleteAndClaimNext", completeAndClaimNext},
 	{"QueueLatency", queueLatency},
 	{"Wait", waitScenario},
+	{"BulkActions", bulkActions},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -1520,5 +1521,136 @@ func waitScenario(t *testing.T, tg Target) {
 	if got := <-done; !reflect.DeepEqual(got, map[string]any{"state": "completed", "result": nil, "error": nil,
 		"finished_at": strconv.FormatInt(tg.Now(), 10)}) {
 		t.Fatalf("emqd: woken %v", got)
+	}
+}
+
+// bulkActions: the operator bulk actions (docs/verbs.md §4.24) on both
+// targets: [done, left] per bounded call, the set's order, a ghost dropped
+// by REPROCESS.ALL and PROMOTE.ALL, RESET, REMOVE.ALL of each state, run now
+// (EMQ.PROMOTE.JOB) of a job not yet due, the argument refusals, and a
+// refusal that writes nothing; events as the per-job verbs publish them.
+func bulkActions(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	sub := tg.Client(3)
+	var ps *redis.PubSub
+	if tg.Native() {
+		ps = sub.Subscribe(e.ctx, "emq:{q}:events")
+	} else {
+		ps = sub.SSubscribe(e.ctx, "emq:{q}:events")
+	}
+	defer ps.Close()
+	if _, err := ps.Receive(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair := func(v any) [2]int64 {
+		t.Helper()
+		a, ok := v.([]any)
+		if !ok || len(a) != 2 {
+			t.Fatalf("reply %#v", v)
+		}
+		return [2]int64{a[0].(int64), a[1].(int64)}
+	}
+	for _, id := range []string{idA, idB, idD} {
+		e.ok("EMQ.ENQUEUE", "q", id, "p")
+		_, tok, _ := e.claim("q", 1000)
+		e.ok("EMQ.FAIL", "q", id, tok, 1, 0, "boom")
+	}
+	e.ok("ZADD", "emq:{q}:dead", 0, idC) // a ghost between them
+	if got := pair(e.ok("EMQ.REPROCESS.ALL", "q", "LIMIT", 2)); got != [2]int64{2, 2} {
+		t.Fatalf("reprocess.all %v", got)
+	}
+	if got := e.field("q", idA, "failures"); got != "1" {
+		t.Fatalf("failures kept without RESET: %s", got)
+	}
+	if got := pair(e.ok("EMQ.REPROCESS.ALL", "q", "reset")); got != [2]int64{1, 0} {
+		t.Fatalf("reprocess.all reset %v", got)
+	}
+	if got := e.row("q", idD); got != rowOf("state=pending", "attempts=1", "payload=p", "lease_epoch="+tg.RunID(),
+		"enqueued_at="+strconv.FormatInt(T0, 10), "claimed_at="+strconv.FormatInt(T0, 10), "finished_at="+strconv.FormatInt(T0, 10)) {
+		t.Fatalf("reset row %s", got)
+	}
+	if got := e.zmembers("emq:{q}:pending"); !reflect.DeepEqual(got, []string{idA, idB, idD}) {
+		t.Fatalf("pending %v", got)
+	}
+	// Run now: one job not yet due, then every scheduled job.
+	e.ok("EMQ.ENQUEUE", "q", "JOB00000000007", "p", "DELAY", 60000)
+	e.ok("EMQ.ENQUEUE", "q", "JOB00000000006", "p", "DELAY", 90000)
+	e.ok("EMQ.ENQUEUE", "q", "JOB00000000005", "p", "DELAY", 30000)
+	if got := e.ok("EMQ.PROMOTE.JOB", "q", "JOB00000000007"); got != int64(1) {
+		t.Fatalf("promote.job %v", got)
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.PROMOTE.JOB", "q", "JOB00000000007"}, "EMQSTATE job is not scheduled"},
+		{[]any{"EMQ.PROMOTE.JOB", "q", "JOB00000000009"}, "EMQSTALE job gone"},
+		{[]any{"EMQ.PROMOTE.ALL", "q", "LIMIT", 10001}, "ERR limit must be at most 10000"},
+		{[]any{"EMQ.PROMOTE.ALL", "q", "LIMIT", 0}, "ERR limit must be a positive integer"},
+		{[]any{"EMQ.PROMOTE.ALL", "q", "LIMIT"}, "ERR syntax error"},
+		{[]any{"EMQ.REPROCESS.ALL", "q", "RESET", "RESET"}, "ERR syntax error"},
+		{[]any{"EMQ.REMOVE.ALL", "q", "active"}, "ERR state must be one of pending, scheduled, dead, completed"},
+		{[]any{"EMQ.REMOVE.ALL", "q", "dead", "LIMIT", "x"}, "ERR value is not an integer or out of range"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	if got := pair(e.ok("EMQ.PROMOTE.ALL", "q", "LIMIT", 1)); got != [2]int64{1, 1} {
+		t.Fatalf("promote.all %v", got)
+	}
+	if got := e.zmembers("emq:{q}:schedule"); !reflect.DeepEqual(got, []string{"JOB00000000006"}) {
+		t.Fatalf("the earliest goes first: %v", got)
+	}
+	// A lane row refuses the whole call; nothing is written.
+	e.ok("HSET", "emq:{q}:job:JOB00000000006", "group", "g")
+	before := e.digest()
+	if got := e.refused("EMQ.PROMOTE.ALL", "q"); got != "EMQLANE lane rows are not served natively" {
+		t.Fatalf("lane: %q", got)
+	}
+	if e.digest() != before {
+		t.Fatal("a refusal wrote")
+	}
+	e.ok("HDEL", "emq:{q}:job:JOB00000000006", "group")
+	if got := pair(e.ok("EMQ.PROMOTE.ALL", "q")); got != [2]int64{1, 0} {
+		t.Fatalf("promote.all rest %v", got)
+	}
+	// Drain, and the retained completed jobs.
+	e.ok("EMQ.RETAIN", "q", "COMPLETED", 10, 0)
+	_, tok, _ := e.claim("q", 1000) // idA is held, never removed
+	e.ok("EMQ.COMPLETE", "q", idA, tok)
+	_, tok, _ = e.claim("q", 1000)
+	if got := pair(e.ok("EMQ.REMOVE.ALL", "q", "PENDING", "LIMIT", 2)); got != [2]int64{2, 2} {
+		t.Fatalf("drain %v", got)
+	}
+	if got := pair(e.ok("EMQ.REMOVE.ALL", "q", "pending")); got != [2]int64{2, 0} {
+		t.Fatalf("drain rest %v", got)
+	}
+	if got := pair(e.ok("EMQ.REMOVE.ALL", "q", "completed")); got != [2]int64{1, 0} || e.row("q", idA) != "" {
+		t.Fatalf("completed %v", got)
+	}
+	if got := pair(e.ok("EMQ.REMOVE.ALL", "q", "dead")); got != [2]int64{0, 0} {
+		t.Fatalf("no dead %v", got)
+	}
+	if e.row("q", idB) == "" || e.field("q", idB, "state") != "active" || tok != "2" {
+		t.Fatalf("the held job %s (token %s)", e.row("q", idB), tok)
+	}
+	want := []string{
+		"enqueued " + idA, "claimed " + idA, "dead " + idA, "enqueued " + idB, "claimed " + idB, "dead " + idB,
+		"enqueued " + idD, "claimed " + idD, "dead " + idD,
+		"reprocessed " + idA, "reprocessed " + idB, "reprocessed " + idD,
+		"enqueued JOB00000000007", "enqueued JOB00000000006", "enqueued JOB00000000005", "promoted JOB00000000007",
+		"promoted JOB00000000005", "promoted JOB00000000006",
+		"claimed " + idA, "completed " + idA, "claimed " + idB,
+		"removed " + idD, "removed JOB00000000005", "removed JOB00000000006", "removed JOB00000000007", "removed " + idA,
+	}
+	for _, w := range want {
+		m, err := ps.ReceiveTimeout(e.ctx, 10*time.Second)
+		if err != nil {
+			t.Fatalf("waiting for %q: %v", w, err)
+		}
+		if msg, ok := m.(*redis.Message); !ok || msg.Payload != w+" 0" {
+			t.Fatalf("got %#v, want %q", m, w+" 0")
+		}
 	}
 }

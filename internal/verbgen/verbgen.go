@@ -63,6 +63,17 @@ var Generators = []Generator{
 	{"emq.pause", func(g *Gen) []string { return g.Maybe([]string{"EMQ.PAUSE", g.Queue()}, "x") }},
 	{"emq.resume", func(g *Gen) []string { return []string{"EMQ.RESUME", g.Queue()} }},
 	{"emq.remove", func(g *Gen) []string { return []string{"EMQ.REMOVE", g.Queue(), g.ID()} }},
+	{"emq.reprocess.all", func(g *Gen) []string {
+		return g.bulkOpts([]string{"EMQ.REPROCESS.ALL", g.Queue()}, "RESET", "reset", "LIMIT", "limit", "NOW")
+	}},
+	{"emq.remove.all", func(g *Gen) []string {
+		a := []string{"EMQ.REMOVE.ALL", g.Queue(), g.Pick("pending", "SCHEDULED", "dead", "completed", "active", "all")}
+		return g.bulkOpts(a, "LIMIT", "limit", "RESET")
+	}},
+	{"emq.promote.all", func(g *Gen) []string {
+		return g.bulkOpts([]string{"EMQ.PROMOTE.ALL", g.Queue()}, "LIMIT", "limit", "ALL")
+	}},
+	{"emq.promote.job", func(g *Gen) []string { return []string{"EMQ.PROMOTE.JOB", g.Queue(), g.ID()} }},
 	{"emq.counts", func(g *Gen) []string { return []string{"EMQ.COUNTS", g.Queue()} }},
 	{"emq.job", func(g *Gen) []string { return []string{"EMQ.JOB", g.Queue(), g.ID()} }},
 	{"emq.wait", func(g *Gen) []string {
@@ -257,6 +268,19 @@ func (g *Gen) reprocess() []string {
 		a = append(a, g.Pick("RESET", "reset", "NOW"))
 	}
 	return g.Maybe(a, "RESET")
+}
+
+// bulkOpts appends up to two of the bulk verbs' option words (docs/verbs.md
+// §4.24), LIMIT mostly with a value: valid, zero, past the maximum, bad.
+func (g *Gen) bulkOpts(a []string, words ...string) []string {
+	for n := g.Rand.Intn(3); n > 0; n-- {
+		w := g.Pick(words...)
+		a = append(a, w)
+		if (w == "LIMIT" || w == "limit") && g.Rand.Intn(6) != 0 {
+			a = append(a, g.Pick(g.Num(), "2", "10000", "10001"))
+		}
+	}
+	return a
 }
 
 func (g *Gen) retain() []string {
