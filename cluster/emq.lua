@@ -444,7 +444,7 @@ end
 
 local ABSENT, OK, WRONG = 0, 1, 2
 
-local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group' }
+local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group', 'priority' }
 
 -- read_row reads a job row: {kind, state, attempts, failures, stalled,
 -- lease_epoch, payload, lane}; absent fields are false.
@@ -462,8 +462,9 @@ local function read_row(key)
     lease_epoch = r[5],
     payload = r[6],
     lane = r[7] and true or false,
+    priority = r[8],
   }
-  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7]) then
+  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7] or r[8]) then
     if redis.call('EXISTS', key) == 0 then
       row.kind = ABSENT
     end
@@ -489,6 +490,45 @@ local function zset_kind(key)
     return WRONG
   end
   return n == 0 and ABSENT or OK
+end
+
+-- Seam 1, into pending (docs/verbs.md §1.3): every verb that puts a job
+-- into pending scores it with the row's priority (absent: 0).
+local MAX_PRIORITY = 9007199254740991
+local E_PRIORITY = 'ERR priority must be an integer between -9007199254740991 and 9007199254740991'
+
+-- priority_arg parses a PRIORITY argument (nil and the error when bad).
+local function priority_arg(v)
+  if not ll(v) then
+    return nil, E_NOT_INT
+  end
+  local n = tonumber(v)
+  if n < -MAX_PRIORITY or n > MAX_PRIORITY then
+    return nil, E_PRIORITY
+  end
+  return n
+end
+
+-- row_priority is a row's priority as a number (0 when absent), or nil
+-- when the stored value is not an integer within the range (a bad row).
+local function row_priority(row)
+  local v = row and row.priority
+  if not v then
+    return 0
+  end
+  if not ll(v) then
+    return nil
+  end
+  local n = tonumber(v)
+  if n < -MAX_PRIORITY or n > MAX_PRIORITY then
+    return nil
+  end
+  return n
+end
+
+-- into_pending writes ZADD pending <priority> id (row judged readable).
+local function into_pending(k, id, row)
+  redis.call('ZADD', k.pending, string.format('%d', row_priority(row) or 0), id)
 end
 
 -- member reads id's score in the sorted set key: kind, in, score.
@@ -673,23 +713,26 @@ end
 -- EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms]
 
 verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
-  local sched, ms
+  local sched, ms, prio
   local i = 3
   while i <= #args do
-    if i + 1 > #args or sched then
+    if i + 1 > #args then
       return err(E_SYNTAX)
     end
     local opt, v, e = string.upper(args[i]), nil, nil
-    if opt == 'DELAY' then
+    if opt == 'DELAY' and not sched then
       sched = 'delay'
       v, e = int_arg(args[i + 1], 0, 'delay_ms')
-    elseif opt == 'AT' then
+      ms = v and tonumber(v)
+    elseif opt == 'AT' and not sched then
       sched = 'at'
       v, e = int_arg(args[i + 1], 0, 'run_at_ms')
+      ms = v and tonumber(v)
+    elseif opt == 'PRIORITY' and not prio then
+      prio, e = priority_arg(args[i + 1])
     else
       e = E_SYNTAX
     end
-    ms = v and tonumber(v)
     if e then
       return err(e)
     end
@@ -751,8 +794,17 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
   end
 
   -- Write pass.
-  redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now))
-  redis.call('ZADD', dest, score_str(score), id)
+  if prio and prio ~= 0 then
+    redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now),
+      'priority', string.format('%d', prio))
+  else
+    redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now))
+  end
+  if dest == k.pending then
+    redis.call('ZADD', dest, string.format('%d', prio or 0), id)
+  else
+    redis.call('ZADD', dest, score_str(score), id)
+  end
   if mint then
     redis.call('HSET', k.mint, 'last', id)
   end
@@ -767,23 +819,26 @@ end)
 -- for a duplicate).
 
 verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
-  local sched, ms
+  local sched, ms, prio
   local i = 1
   while i <= #args and string.upper(args[i]) ~= 'JOBS' do
-    if i + 1 > #args or sched then
+    if i + 1 > #args then
       return err(E_SYNTAX)
     end
     local opt, v, e = string.upper(args[i]), nil, nil
-    if opt == 'DELAY' then
+    if opt == 'DELAY' and not sched then
       sched = 'delay'
       v, e = int_arg(args[i + 1], 0, 'delay_ms')
-    elseif opt == 'AT' then
+      ms = v and tonumber(v)
+    elseif opt == 'AT' and not sched then
       sched = 'at'
       v, e = int_arg(args[i + 1], 0, 'run_at_ms')
+      ms = v and tonumber(v)
+    elseif opt == 'PRIORITY' and not prio then
+      prio, e = priority_arg(args[i + 1])
     else
       e = E_SYNTAX
     end
-    ms = v and tonumber(v)
     if e then
       return err(e)
     end
@@ -873,8 +928,18 @@ verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
   for j = 1, #ids do
     local id = ids[j]
     if id then
-      redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1], 'enqueued_at', score_str(now))
-      redis.call('ZADD', dest, score_str(score), id)
+      if prio and prio ~= 0 then
+        redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1],
+          'enqueued_at', score_str(now), 'priority', string.format('%d', prio))
+      else
+        redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1],
+          'enqueued_at', score_str(now))
+      end
+      if dest == k.pending then
+        redis.call('ZADD', dest, string.format('%d', prio or 0), id)
+      else
+        redis.call('ZADD', dest, score_str(score), id)
+      end
     end
   end
   if last_minted then
@@ -1164,16 +1229,19 @@ end)
 -- EMQ.REQUEUE q id token
 verb('emq_requeue', 'emq.requeue', 4, { 'allow-oom' }, function(k, args)
   local id, token = args[1], args[2]
-  local _, e = token_guard(k, 'requeue', id, token)
+  local row, e = token_guard(k, 'requeue', id, token)
   if e then
     return err(e)
   end
   if zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
   end
+  if not row_priority(row) then
+    return err(E_HASH_NOT_INT)
+  end
   redis.call('ZREM', k.active, id)
   redis.call('HSET', k.job .. id, 'state', 'pending')
-  redis.call('ZADD', k.pending, '0', id)
+  into_pending(k, id, row)
   event(k, 'requeued', id)
   return 1
 end)
@@ -1256,6 +1324,8 @@ local function judge_promotions(due)
       return nil, E_WRONGTYPE
     elseif row.kind == OK and row.lane then
       return nil, E_LANE
+    elseif row.kind == OK and not row_priority(row) then
+      return nil, E_HASH_NOT_INT
     end
   end
   local out = {}
@@ -1273,7 +1343,7 @@ local function write_promotions(k, due)
     redis.call('ZREM', k.schedule, d.id)
     if d.row.kind == OK then
       redis.call('HSET', d.key, 'state', 'pending')
-      redis.call('ZADD', k.pending, '0', d.id)
+      into_pending(k, d.id, d.row)
     end
   end
   for i = 1, #due do
@@ -1333,8 +1403,14 @@ claim_judge = function(k, lease, count, now, ov)
   for j = 1, #promoted do
     in_prom[promoted[j].id] = true
   end
+  for j = 1, #promoted do
+    promoted[j].score = row_priority(promoted[j].row) or 0
+  end
   if #promoted > 1 then
     table.sort(promoted, function(a, b)
+      if a.score ~= b.score then
+        return a.score < b.score
+      end
       return bytes_lt(a.id, b.id)
     end)
   end
@@ -1393,7 +1469,8 @@ claim_judge = function(k, lease, count, now, ov)
     local c
     if ci <= #cands and pj <= #promoted then
       local pc = cands[ci]
-      if pc.score < 0 or (pc.score == 0 and bytes_lt(pc.id, promoted[pj].id)) then
+      local ps = promoted[pj].score
+      if pc.score < ps or (pc.score == ps and bytes_lt(pc.id, promoted[pj].id)) then
         c, ci = pc, ci + 1
       else
         c, pj = promoted[pj], pj + 1
@@ -1564,6 +1641,9 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       return err(E_LANE)
     elseif row.lease_epoch ~= epoch then
       -- The lease crossed a restart (or a failover): exempt, uncounted.
+      if not row_priority(row) then
+        return err(E_HASH_NOT_INT)
+      end
       verdicts[i] = { kind = 'exempt' }
       n_recovered = n_recovered + 1
     else
@@ -1576,6 +1656,9 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
         verdicts[i] = { kind = 'dead', s = s }
         n_dead = n_dead + 1
       else
+        if not row_priority(row) then
+          return err(E_HASH_NOT_INT)
+        end
         verdicts[i] = { kind = 'recovered', s = s }
         n_recovered = n_recovered + 1
       end
@@ -1621,11 +1704,11 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
     redis.call('ZREM', k.active, id)
     if v.kind == 'exempt' then
       redis.call('HSET', rk, 'state', 'pending')
-      redis.call('ZADD', k.pending, '0', id)
+      into_pending(k, id, expired[i].row)
       recovered[#recovered + 1] = id
     elseif v.kind == 'recovered' then
       redis.call('HSET', rk, 'state', 'pending', 'stalled', v.s)
-      redis.call('ZADD', k.pending, '0', id)
+      into_pending(k, id, expired[i].row)
       recovered[#recovered + 1] = id
     elseif v.kind == 'dead' then
       redis.call('HSET', rk, 'stalled', v.s, 'state', 'dead', 'last_error', 'stalled', 'finished_at', score_str(now))
@@ -1709,6 +1792,8 @@ local function reprocess_judge(k, id)
     return nil, E_LANE
   elseif zset_kind(k.pending) == WRONG then
     return nil, E_WRONGTYPE
+  elseif not row_priority(row) then
+    return nil, E_HASH_NOT_INT
   end
   return rk
 end
@@ -1722,7 +1807,7 @@ local function reprocess_write(k, id, rk, reset)
     redis.call('HDEL', rk, 'last_error')
   end
   redis.call('HSET', rk, 'state', 'pending')
-  redis.call('ZADD', k.pending, '0', id)
+  into_pending(k, id, read_row(rk))
 end
 
 verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
@@ -1980,10 +2065,12 @@ verb('emq_promote_job', 'emq.promote.job', 3, { 'allow-oom' }, function(k, args)
     return err(E_LANE)
   elseif zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
+  elseif not row_priority(row) then
+    return err(E_HASH_NOT_INT)
   end
   redis.call('ZREM', k.schedule, id)
   redis.call('HSET', rk, 'state', 'pending')
-  redis.call('ZADD', k.pending, '0', id)
+  into_pending(k, id, row)
   event(k, 'promoted', id)
   return 1
 end)

@@ -18,6 +18,31 @@ type enqueueOpts struct {
 	runAt   time.Time
 	delayed bool
 	at      bool
+	prio    int64
+	hasPrio bool
+}
+
+// WithPriority gives the job priority p (EMQ.ENQUEUE ... PRIORITY p,
+// docs/verbs.md §4.2): pending jobs are served by priority, lower first,
+// then by id; the default is 0. p must be within ±(2^53-1), else the
+// server refuses with ERR priority must be an integer between ....
+func WithPriority(p int64) EnqueueOption {
+	return func(o *enqueueOpts) { o.prio, o.hasPrio = p, true }
+}
+
+// optArgs are the options' words after the id and payload (or before
+// JOBS).
+func (o *enqueueOpts) optArgs(args []any) []any {
+	switch {
+	case o.delayed:
+		args = append(args, "DELAY", ms(o.delay))
+	case o.at:
+		args = append(args, "AT", max(o.runAt.UnixMilli(), 0))
+	}
+	if o.hasPrio {
+		args = append(args, "PRIORITY", o.prio)
+	}
+	return args
 }
 
 // WithID admits the job under the caller's own id ("JOB" followed by 11
@@ -51,13 +76,7 @@ func (c *Client) Enqueue(ctx context.Context, q string, payload []byte, opts ...
 	if id == "" {
 		id = "*"
 	}
-	args := []any{id, payload}
-	switch {
-	case o.delayed:
-		args = append(args, "DELAY", ms(o.delay))
-	case o.at:
-		args = append(args, "AT", max(o.runAt.UnixMilli(), 0))
-	}
+	args := o.optArgs([]any{id, payload})
 	v, err := c.do(ctx, "EMQ.ENQUEUE", q, args...)
 	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
 		return o.id, ErrDuplicate
@@ -81,7 +100,7 @@ type NewJob struct {
 
 // EnqueueMany admits jobs on queue q in one atomic verb (EMQ.ENQUEUE.MANY,
 // docs/verbs.md §4.2.1), all or nothing, with the options of Enqueue
-// (WithDelay, WithRunAt; WithID is ignored: give NewJob.ID). It returns one
+// (WithDelay, WithRunAt, WithPriority; WithID is ignored: give NewJob.ID). It returns one
 // id per job, in order: the job's id, or "" for a duplicate (an id that
 // exists, or one admitted by an earlier job of the same call). A malformed
 // id anywhere refuses the whole call (*Error EMQKIND) and admits nothing.
@@ -94,13 +113,7 @@ func (c *Client) EnqueueMany(ctx context.Context, q string, jobs []NewJob, opts 
 	for _, f := range opts {
 		f(&o)
 	}
-	args := make([]any, 0, 3+2*len(jobs))
-	switch {
-	case o.delayed:
-		args = append(args, "DELAY", ms(o.delay))
-	case o.at:
-		args = append(args, "AT", max(o.runAt.UnixMilli(), 0))
-	}
+	args := o.optArgs(make([]any, 0, 5+2*len(jobs)))
 	args = append(args, "JOBS")
 	for _, j := range jobs {
 		id := j.ID

@@ -317,7 +317,7 @@ type promoteJobRead struct {
 
 // judgePromoteJob is EMQ.PROMOTE.JOB (docs/verbs.md §4.24.4), the checks
 // of EMQ.REPROCESS with schedule for dead: ZREM schedule, HSET state
-// pending, ZADD pending 0, EMQ.PROMOTE's writes for one job whether or not
+// pending, ZADD pending <priority> (seam 1), EMQ.PROMOTE's writes for one job whether or not
 // it is due. Charges nothing.
 func judgePromoteJob(r *promoteJobRead, k *Keys, id, rowKey string) (*plan.Plan, refusal) {
 	switch {
@@ -336,9 +336,12 @@ func judgePromoteJob(r *promoteJobRead, k *Keys, id, rowKey string) (*plan.Plan,
 	case r.Pending == keyWrong:
 		return nil, wrongType(k.Pending)
 	}
+	if ref := checkIntoPending(&r.Row, rowKey); ref.Refused() {
+		return nil, ref
+	}
 	p := newPlan(3)
 	p.ZRem(k.Schedule, id)
 	hset(p, rowKey, fvStatePending)
-	p.ZAdd(k.Pending, 0, id)
+	intoPending(p, k, id, &r.Row)
 	return p, noRefusal
 }

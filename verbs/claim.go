@@ -208,9 +208,11 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 			return v, nil, ref
 		}
 	}
-	// The promoted ids join pending at score 0, so they sort by id among the
-	// score-0 members; a promoted id already in pending moves to score 0.
+	// The promoted ids join pending at their priority (seam 1), so they
+	// sort by (priority, id) among the pending members; a promoted id
+	// already in pending moves to that score.
 	var prom []*dueJob
+	var promScore []float64
 	var inProm map[string]bool
 	if len(promoted) > 0 {
 		prom = make([]*dueJob, 0, len(promoted))
@@ -221,7 +223,28 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 				inProm[r.Due[i].ID] = true
 			}
 		}
-		sort.Slice(prom, func(i, j int) bool { return prom[i].ID < prom[j].ID })
+		promScore = make([]float64, len(prom))
+		for i, d := range prom {
+			pr, _ := rowPriority(&d.Row, "")
+			promScore[i] = float64(pr)
+		}
+		idx := make([]int, len(prom))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool {
+			x, y := idx[a], idx[b]
+			if promScore[x] != promScore[y] {
+				return promScore[x] < promScore[y]
+			}
+			return prom[x].ID < prom[y].ID
+		})
+		sp := make([]*dueJob, len(prom))
+		ss := make([]float64, len(prom))
+		for i, x := range idx {
+			sp[i], ss[i] = prom[x], promScore[x]
+		}
+		prom, promScore = sp, ss
 	}
 	var ghosts []string
 	taken := make(map[string]bool, len(prom))
@@ -239,7 +262,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		switch {
 		case i < len(r.Cands) && j < len(prom):
 			pc := &r.Cands[i]
-			if pc.Score < 0 || (pc.Score == 0 && pc.ID < prom[j].ID) {
+			if pc.Score < promScore[j] || (pc.Score == promScore[j] && pc.ID < prom[j].ID) {
 				c = pc
 				i++
 			} else {

@@ -8,7 +8,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms]
+// EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms] [PRIORITY p]
 
 // Schedule modes of EMQ.ENQUEUE and EMQ.DELAY.
 const (
@@ -23,8 +23,55 @@ type enqueueArgs struct {
 	ID      string // the client's id; "" when Mint
 	Mint    bool   // id was `*`
 	Payload []byte
+	jobOpts
+}
+
+// jobOpts are the options EMQ.ENQUEUE and EMQ.ENQUEUE.MANY share
+// (docs/verbs.md §4.2): where the job goes (DELAY / AT) and its priority.
+type jobOpts struct {
 	Sched   uint8
 	Ms      int64
+	HasPrio bool
+	Prio    int64
+}
+
+// parseJobOpt parses the option at argv[i] (with its value at argv[i+1])
+// into o: DELAY and AT exclude each other, each option at most once, a
+// missing value or an unknown word is a syntax error. On an error it has
+// written the reply (false).
+func parseJobOpt(argv [][]byte, i int, o *jobOpts, c *store.Ctx) bool {
+	if i+1 >= len(argv) {
+		c.W.Error(store.ErrSyntax)
+		return false
+	}
+	var e string
+	switch {
+	case eqFold(argv[i], "DELAY") && o.Sched == schedNone:
+		o.Sched = schedDelay
+		o.Ms, e = intArg(argv[i+1], 0, errNonNegDelay)
+	case eqFold(argv[i], "AT") && o.Sched == schedNone:
+		o.Sched = schedAt
+		o.Ms, e = intArg(argv[i+1], 0, errNonNegRunAt)
+	case eqFold(argv[i], "PRIORITY") && !o.HasPrio:
+		o.HasPrio = true
+		o.Prio, e = priorityArg(argv[i+1])
+	default:
+		e = store.ErrSyntax
+	}
+	if e != "" {
+		c.W.Error(e)
+		return false
+	}
+	return true
+}
+
+// rowExtra is the row fields the options add after the builder's own
+// (docs/verbs.md §1.3: priority only when not 0).
+func (o *jobOpts) rowExtra() [][]byte {
+	if o.Prio == 0 {
+		return nil
+	}
+	return [][]byte{fPriority, msBytes(o.Prio)}
 }
 
 func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
@@ -35,23 +82,7 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	a := enqueueArgs{K: k}
 	argv := c.Argv
 	for i := 4; i < len(argv); i += 2 {
-		if i+1 >= len(argv) || a.Sched != schedNone {
-			c.W.Error(store.ErrSyntax)
-			return
-		}
-		var e string
-		switch {
-		case eqFold(argv[i], "DELAY"):
-			a.Sched = schedDelay
-			a.Ms, e = intArg(argv[i+1], 0, errNonNegDelay)
-		case eqFold(argv[i], "AT"):
-			a.Sched = schedAt
-			a.Ms, e = intArg(argv[i+1], 0, errNonNegRunAt)
-		default:
-			e = store.ErrSyntax
-		}
-		if e != "" {
-			c.W.Error(e)
+		if !parseJobOpt(argv, i, &a.jobOpts, c) {
 			return
 		}
 	}
@@ -190,7 +221,7 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 		return enqueueVerdict{}, nil, wrongType(dest)
 	}
 	p := newPlan(3)
-	addJobRow(p, rowKey, r.ID, state, a.Payload, now, dest, score)
+	addJobRow(p, k, rowKey, r.ID, state, a.Payload, now, dest, score, a.Prio, a.rowExtra()...)
 	if a.Mint {
 		p.HSetBytes(MintKey, fLast, []byte(r.ID))
 	}
@@ -206,13 +237,21 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 // reading in Unix ms (§2.4), score already capped (§2.12). extra are
 // (field, value, ...) pairs written after those (a schedule's occurrence:
 // `schedule <name> slot_ms <slot>`, §4.22.4).
-func addJobRow(p *plan.Plan, rowKey, id string, state, payload []byte, now int64, dest string, score int64, extra ...[]byte) {
+//
+// A job bound for pending (dest == k.Pending) enters it through seam 1
+// (intoPendingPrio) with priority prio, which extra must then carry as
+// `priority <prio>` when not 0.
+func addJobRow(p *plan.Plan, k *Keys, rowKey, id string, state, payload []byte, now int64, dest string, score, prio int64, extra ...[]byte) {
 	if len(extra) == 0 {
 		p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
 	} else {
 		fv := make([][]byte, 0, 8+len(extra))
 		fv = append(fv, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
 		p.HSetBytes(rowKey, append(fv, extra...)...)
+	}
+	if dest == k.Pending {
+		intoPendingPrio(p, k, id, prio)
+		return
 	}
 	p.ZAdd(dest, score, id)
 }
@@ -233,7 +272,7 @@ func jobDest(k *Keys, sched uint8, ms, now int64) (dest string, state []byte, sc
 }
 
 // ---------------------------------------------------------------------------
-// EMQ.ENQUEUE.MANY q [DELAY delay_ms | AT run_at_ms] JOBS id payload [id payload ...]
+// EMQ.ENQUEUE.MANY q [DELAY delay_ms | AT run_at_ms] [PRIORITY p] JOBS id payload [id payload ...]
 
 // cmdEnqueueMany admits many jobs in one atomic plan (docs/verbs.md §4.2.1):
 // the same as EMQ.ENQUEUE of each pair in order with the same options, all
@@ -244,30 +283,14 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 		return
 	}
 	argv := c.Argv
-	var sched uint8
-	var ms int64
+	var o jobOpts
 	i := 2
 	for ; i < len(argv) && !eqFold(argv[i], "JOBS"); i += 2 {
-		if i+1 >= len(argv) || sched != schedNone {
-			c.W.Error(store.ErrSyntax)
-			return
-		}
-		var e string
-		switch {
-		case eqFold(argv[i], "DELAY"):
-			sched = schedDelay
-			ms, e = intArg(argv[i+1], 0, errNonNegDelay)
-		case eqFold(argv[i], "AT"):
-			sched = schedAt
-			ms, e = intArg(argv[i+1], 0, errNonNegRunAt)
-		default:
-			e = store.ErrSyntax
-		}
-		if e != "" {
-			c.W.Error(e)
+		if !parseJobOpt(argv, i, &o, c) {
 			return
 		}
 	}
+	sched, ms := o.Sched, o.Ms
 	pairs := argv[min(i+1, len(argv)):]
 	if i >= len(argv) || len(pairs) == 0 || len(pairs)%2 != 0 {
 		c.W.Error(store.ErrSyntax)
@@ -350,10 +373,11 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 	}
 
 	p := newPlan(2*len(taken) + 1)
+	extra := o.rowExtra()
 	admitted := 0
 	for j := 0; j < n; j++ {
 		if ids[j] != "" {
-			addJobRow(p, keys[j], ids[j], state, c.KeepArg(pairs[2*j+1]), c.NowMs, dest, score)
+			addJobRow(p, k, keys[j], ids[j], state, c.KeepArg(pairs[2*j+1]), c.NowMs, dest, score, o.Prio, extra...)
 			admitted++
 		}
 	}

@@ -25,7 +25,7 @@ func TestEnqueue(t *testing.T) {
 	if _, _, ref := judgeEnqueue(&enqueueRead{ID: tID, Row: keyAbsent, Dest: keyWrong}, tNow, a); ref.Key != tk.Pending {
 		t.Fatal(ref)
 	}
-	d := &enqueueArgs{K: tk, Mint: true, Payload: []byte("x"), Sched: schedDelay, Ms: 250}
+	d := &enqueueArgs{K: tk, Mint: true, Payload: []byte("x"), jobOpts: jobOpts{Sched: schedDelay, Ms: 250}}
 	v, p, _ = judgeEnqueue(&enqueueRead{ID: tID2}, tNow, d)
 	if v.Pending {
 		t.Fatal("delayed job reported pending")

@@ -39,6 +39,7 @@ type jobRow struct {
 	Stalled    rowField
 	LeaseEpoch rowField
 	Payload    rowField
+	Priority   rowField // `priority` (absent: 0; docs/verbs.md §1.3)
 }
 
 // counter is a metrics hash (`count` field) as read.
@@ -128,6 +129,8 @@ func readRow(d *store.DB, key string) jobRow {
 				r.LeaseEpoch = rowField{Val: v, Present: true}
 			case "payload":
 				r.Payload = rowField{Val: v, Present: true}
+			case "priority":
+				r.Priority = rowField{Val: v, Present: true}
 			}
 			return true
 		})
@@ -143,6 +146,7 @@ func readRow(d *store.DB, key string) jobRow {
 		Stalled:    getField(h, "stalled"),
 		LeaseEpoch: getField(h, "lease_epoch"),
 		Payload:    getField(h, "payload"),
+		Priority:   getField(h, "priority"),
 	}
 }
 

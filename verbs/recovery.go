@@ -278,6 +278,9 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		case d.Row.Lane:
 			return v, nil, badRow(ErrLane, d.rowKey(k))
 		case !d.Row.LeaseEpoch.Present || !bytes.Equal(d.Row.LeaseEpoch.Val, runID):
+			if ref := checkIntoPending(&d.Row, d.rowKey(k)); ref.Refused() {
+				return v, nil, ref
+			}
 			vs[i] = verdict{kind: exempt}
 			nRecovered++
 			continue
@@ -290,6 +293,9 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 			vs[i] = verdict{kind: dead, s: s}
 			nDead++
 		} else {
+			if ref := checkIntoPending(&d.Row, d.rowKey(k)); ref.Refused() {
+				return v, nil, ref
+			}
 			vs[i] = verdict{kind: recovered, s: s}
 			nRecovered++
 		}
@@ -341,11 +347,11 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		case ghost:
 		case exempt:
 			hset(p, rk, fvStatePending)
-			p.ZAdd(k.Pending, 0, id)
+			intoPending(p, k, id, &r.Expired[i].Row)
 			v.Recovered = append(v.Recovered, id)
 		case recovered:
 			hset(p, rk, fields(fState, vPending, fStalled, countBytes(vs[i].s)))
-			p.ZAdd(k.Pending, 0, id)
+			intoPending(p, k, id, &r.Expired[i].Row)
 			v.Recovered = append(v.Recovered, id)
 		case dead:
 			if finishedAt == nil {
@@ -413,7 +419,8 @@ type promoteRead struct {
 
 // judgePromotions judges due scheduled members and appends their writes to
 // p: a ghost is dropped from schedule (not counted); a non-hash row or a
-// lane row refuses the whole call; a job moves to pending at score 0. It
+// lane row or an unreadable priority refuses the whole call; a job moves
+// to pending at its priority (seam 1). It
 // returns the promoted ids in selection order.
 func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
 	for i := range due {
@@ -424,6 +431,9 @@ func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
 		case d.Row.Kind == keyOK && d.Row.Lane:
 			return nil, badRow(ErrLane, d.rowKey(k))
 		}
+		if ref := checkIntoPending(&d.Row, d.rowKey(k)); ref.Refused() {
+			return nil, ref
+		}
 	}
 	var out []string
 	for i := range due {
@@ -433,7 +443,7 @@ func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
 			continue
 		}
 		hset(p, d.rowKey(k), fvStatePending)
-		p.ZAdd(k.Pending, 0, d.ID)
+		intoPending(p, k, d.ID, &d.Row)
 		out = append(out, d.ID)
 	}
 	return out, noRefusal
@@ -509,7 +519,7 @@ func readReprocess(d *store.DB, k *Keys, id, rowKey string) reprocessRead {
 // judgeReprocess is EMQ.REPROCESS, the dead-letter return (docs/verbs.md
 // §4.13): ZREM dead, HDEL
 // last_error (with RESET also failures and stalled), HSET state pending,
-// ZADD pending 0. attempts is never reset. Charges nothing.
+// ZADD pending <priority> (seam 1). attempts is never reset. Charges nothing.
 func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*plan.Plan, refusal) {
 	switch {
 	case r.Dead == keyWrong:
@@ -529,6 +539,9 @@ func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*
 	case r.Pending == keyWrong:
 		return nil, wrongType(k.Pending)
 	}
+	if ref := checkIntoPending(&r.Row, rowKey); ref.Refused() {
+		return nil, ref
+	}
 	p := newPlan(4)
 	p.ZRem(k.Dead, id)
 	if reset {
@@ -537,6 +550,6 @@ func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*
 		hdel(p, rowKey, fvLastError)
 	}
 	hset(p, rowKey, fvStatePending)
-	p.ZAdd(k.Pending, 0, id)
+	intoPending(p, k, id, &r.Row)
 	return p, noRefusal
 }

@@ -70,6 +70,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
+		"priority must be an integer between",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -98,6 +99,7 @@ func refusalClass(text string) string {
 		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
+		"priority must be an integer between",
 	} {
 		if strings.Contains(text, c) {
 			return c
@@ -151,6 +153,9 @@ func randomState(h *th, rng *rand.Rand) {
 				h.hset(rk, "stalled", pick(rng, "x", "9223372036854775807", "1"))
 			case 4:
 				h.s.DB(h.db).Get(rk).Hash.Del("attempts")
+			case 5, 6:
+				// A priority (docs/verbs.md §1.3), now and then unreadable.
+				h.hset(rk, "priority", pick(rng, "3", "-2", "x", "9007199254740992"))
 			}
 		}
 		h.zadd(set, score(set), id)

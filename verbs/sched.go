@@ -927,7 +927,7 @@ func (vs *Verbs) fire(d *store.DB, k *Keys, now, limit int64) (fireResult, *plan
 		} else {
 			rowKey := k.Row(id)
 			if d.Get(rowKey) == nil && !fired[id] {
-				addJobRow(p, rowKey, id, vPending, s.Payload, now, k.Pending, 0,
+				addJobRow(p, k, rowKey, id, vPending, s.Payload, now, k.Pending, 0, 0,
 					[]byte("schedule"), []byte(s.Name), []byte("slot_ms"), i64(slot))
 				res.Created = append(res.Created, id)
 			}

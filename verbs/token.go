@@ -435,7 +435,8 @@ type requeueRead struct {
 }
 
 // judgeRequeue is EMQ.REQUEUE (docs/verbs.md §4.7): exactly three
-// writes (ZREM active, HSET state pending, ZADD pending 0), no counter.
+// writes (ZREM active, HSET state pending, ZADD pending <priority>), no
+// counter.
 func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 	if ref := tokenGuard("requeue", a, &r.tokenRead); ref.Refused() {
 		return nil, ref
@@ -443,10 +444,13 @@ func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 	if r.Pending == keyWrong {
 		return nil, wrongType(a.K.Pending)
 	}
+	if ref := checkIntoPending(&r.Row, a.RowKey); ref.Refused() {
+		return nil, ref
+	}
 	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
 	hset(p, a.RowKey, fvStatePending)
-	p.ZAdd(a.K.Pending, 0, a.ID)
+	intoPending(p, a.K, a.ID, &r.Row)
 	return p, noRefusal
 }
 

@@ -103,6 +103,7 @@ var Scenarios = []Scenario{
 	{"QueueLatency", queueLatency},
 	{"Wait", waitScenario},
 	{"BulkActions", bulkActions},
+	{"Priorities", priorities},
 }
 
 // Run runs every scenario as a subtest, each on a new target.

@@ -165,7 +165,7 @@ func (g *Gen) mints(a []string) []string {
 }
 
 // when appends EMQ.ENQUEUE's and EMQ.ENQUEUE.MANY's DELAY/AT option, or a
-// bad one.
+// bad one, and sometimes a PRIORITY.
 func (g *Gen) when(a []string) []string {
 	switch g.Rand.Intn(6) {
 	case 0:
@@ -174,6 +174,10 @@ func (g *Gen) when(a []string) []string {
 		a = append(a, g.Pick("AT", "at"), g.Num())
 	case 2:
 		a = append(a, g.Pick("DELAY", "AT", "FOO"), g.Num(), g.Pick("DELAY", "AT"), g.Num())
+	}
+	if g.Rand.Intn(4) == 0 {
+		// PRIORITY (docs/verbs.md §4.2), now and then out of range.
+		a = append(a, "PRIORITY", g.Pick("1", "-5", "0", "x", "9007199254740992", "-9007199254740991"))
 	}
 	return a
 }
