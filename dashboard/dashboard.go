@@ -136,6 +136,9 @@ func New(o Options) *Dashboard {
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/resume", d.action(d.resume))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/reprocess", d.action(d.reprocess))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/remove", d.action(d.remove))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/job/{id}/run", d.action(d.runNow))
+	m.HandleFunc("GET "+Prefix+"q/{db}/{queue}/bulk/{op}", d.page(d.bulkConfirm))
+	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/bulk/{op}", d.action(d.bulkRun))
 	m.HandleFunc("POST "+Prefix+"q/{db}/{queue}/sched/{name}/{op}", d.action(d.schedAction))
 	m.HandleFunc("GET "+Prefix+"login", d.loginForm)
 	m.HandleFunc("POST "+Prefix+"login", d.login)
@@ -527,6 +530,8 @@ type queuePage struct {
 	NextURL    string
 	Back       string
 	Schedules  []schedRow
+	// Bulk are the bulk actions of the shown tab (docs/operations.md §2.4).
+	Bulk []bulkButton
 }
 
 // schedRow is one schedule on the queue page (docs/verbs.md §4.22).
@@ -599,7 +604,8 @@ type jobRow struct {
 	ResultSize   int
 	CanReprocess bool
 	CanRemove    bool
-	ActionURL    string // jobURL: the forms post to ActionURL + "/reprocess" or "/remove"
+	CanRunNow    bool   // a scheduled job: "Run now" (EMQ.PROMOTE.JOB)
+	ActionURL    string // jobURL: the forms post to ActionURL + "/reprocess", "/remove" or "/run"
 }
 
 // pageSizes are the page sizes offered; the default is the first.
@@ -664,6 +670,7 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 		p.Schedules = append(p.Schedules, makeSchedRow(ref, &sc, rc.now))
 	}
 	p.From, p.To, p.StateTotal = int64(offset+1), int64(offset+len(jobs)), n.state(state)
+	p.Bulk = bulkButtons(ref, state, n.state(state))
 	sized := func(u string) string {
 		if size != defaultPageSize {
 			u += "&n=" + strconv.Itoa(size)
@@ -711,6 +718,7 @@ func makeJobRow(q queueRef, state string, j *job, now int64) jobRow {
 	}
 	row.CanReprocess = state == "dead"
 	row.CanRemove = state != "active"
+	row.CanRunNow = state == "scheduled"
 	return row
 }
 
@@ -728,6 +736,7 @@ type jobPage struct {
 	Result       payloadView
 	CanReprocess bool
 	CanRemove    bool
+	CanRunNow    bool
 	ActionURL    string
 	Back         string
 }
@@ -782,6 +791,7 @@ func (d *Dashboard) job(rc *reqCtx) (string, error) {
 		}
 		p.CanReprocess = p.State == "dead"
 		p.CanRemove = p.State != "active"
+		p.CanRunNow = p.State == "scheduled"
 	}
 	if t, ok := mintedAt(id); ok {
 		p.Fields = append([]fieldView{{Name: "id", Value: id, Note: "minted " + fmtMs(t)}}, p.Fields...)

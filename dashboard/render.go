@@ -42,7 +42,7 @@ func parsePages() map[string]*template.Template {
 		},
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "queue", "job", "login", "error"} {
+	for _, name := range []string{"overview", "queue", "job", "login", "error", "confirm"} {
 		t := template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 		pages[name] = t
