@@ -223,6 +223,15 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 // (readRemove, judgeRemove) and concatenates their plans; the first
 // refusal refuses the whole call. A member without a row is removed as
 // EMQ.REMOVE removes it (its ZREMs) and counted, as EMQ.REMOVE answers 1.
+//
+// Every job is judged on the keyspace before the call. That equals the
+// per-job verbs sent one by one only while a job's plan touches no key
+// another selected job's judgement reads (today: its row and its id in
+// the queue's sets). A seam that writes a shared key per job (the flows'
+// "job ended" seam decrementing a parent's children_left, the lanes' lane
+// hash) must account for the earlier jobs of the same call;
+// TestBulkIsPerJobVerbs fails when it does not, as soon as randomState
+// draws such rows.
 func judgeRemoveAll(d *store.DB, k *Keys, head []dueJob) (*plan.Plan, []string, refusal) {
 	p := &plan.Plan{Ops: make([]plan.Op, 0, 2*len(head))}
 	ids := make([]string, 0, len(head))

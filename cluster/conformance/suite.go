@@ -1654,4 +1654,11 @@ func bulkActions(t *testing.T, tg Target) {
 			t.Fatalf("got %#v, want %q", m, w+" 0")
 		}
 	}
+	// Every bulk call reached the append-only file: a restart replays the
+	// same keyspace.
+	before = e.digest()
+	tg.Restart()
+	if e.digest() != before {
+		t.Fatal("the keyspace after a restart differs from the one before")
+	}
 }
