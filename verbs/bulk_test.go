@@ -342,3 +342,43 @@ func (h *th) zrem(key, member string) {
 		h.s.DB(h.db).Remove(key)
 	}
 }
+
+// BenchmarkReprocessAll brings 1,000 dead jobs back: "bulk" with one
+// EMQ.REPROCESS.ALL q LIMIT 1000, "each" with 1,000 EMQ.REPROCESS q id
+// (through the handlers, no network, a Feed recording the writes). The
+// set-up (1,000 deaths) is outside the timer.
+func BenchmarkReprocessAll(b *testing.B) {
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = EncodeID(int64(i + 1))
+	}
+	setup := func(b *testing.B) *th {
+		b.StopTimer()
+		h := newTH(b)
+		k := NewKeys("q")
+		for _, id := range ids {
+			h.hset(k.Row(id), "state", "dead", "attempts", "1", "payload", "payload-bytes", "failures", "1", "last_error", "boom")
+			h.zadd(k.Dead, 0, id)
+		}
+		b.StartTimer()
+		return h
+	}
+	b.Run("bulk", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			h := setup(b)
+			if out := h.raw("EMQ.REPROCESS.ALL", "q", "LIMIT", "1000"); out != "*2\r\n:1000\r\n:0\r\n" {
+				b.Fatal(out)
+			}
+		}
+	})
+	b.Run("each", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			h := setup(b)
+			for _, id := range ids {
+				if out := h.raw("EMQ.REPROCESS", "q", id); out != ":1\r\n" {
+					b.Fatal(out)
+				}
+			}
+		}
+	})
+}
