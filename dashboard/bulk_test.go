@@ -149,3 +149,26 @@ func TestBrowserBulkActions(t *testing.T) {
 	require.Equal(t, "pending", e.jobField("mail", sched[1], "state"))
 	screenshot(t, ctx, "queue-after-run-all")
 }
+
+// TestRunNowOnJobPage: a scheduled job's page offers Run now; the POST
+// sends EMQ.PROMOTE.JOB and a second one (the job is pending now) shows
+// the verb's refusal and changes nothing.
+func TestRunNowOnJobPage(t *testing.T) {
+	e := newEnv(t, nil)
+	e.seed("mail")
+	id := listIDs(e, "mail", "scheduled")[0]
+	c := httpClient(t)
+	_, page, _ := get(t, c, e.base+"/dashboard/q/0/mail/job/"+id)
+	require.Contains(t, page, `action="/dashboard/q/0/mail/job/`+id+`/run"`)
+	tok := csrfOf(t, page)
+	code, _, _ := post(t, c, e.base+"/dashboard/q/0/mail/job/"+id+"/run", url.Values{"csrf": {tok}})
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "pending", e.jobField("mail", id, "state"))
+	_, page, _ = get(t, c, e.base+"/dashboard/q/0/mail/job/"+id)
+	require.NotContains(t, page, `/run"`, "a pending job has no Run now")
+	before := e.counts("mail")
+	post(t, c, e.base+"/dashboard/q/0/mail/job/"+id+"/run", url.Values{"csrf": {tok}})
+	_, page, _ = get(t, c, e.base+"/dashboard/")
+	require.Contains(t, page, `<div class="flash error" id="flash" role="status">EMQSTATE job is not scheduled</div>`)
+	require.Equal(t, before, e.counts("mail"))
+}
