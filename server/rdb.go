@@ -63,6 +63,10 @@ type saver struct {
 	keysTotal int64
 	keysDone  atomic.Int64
 	cancel    atomic.Bool // stops the running background save (FLUSHALL)
+	// capturing is true while a background save captures the keyspace in
+	// chunks (guarded by the store lock, not mu): FLUSHALL, which runs
+	// under that lock, then cancels it without waiting for it.
+	capturing bool
 	stop      chan struct{}
 	stopped   bool
 }
@@ -336,18 +340,18 @@ func (r *saver) startBG() bool {
 	r.done = make(chan struct{})
 	done := r.done
 	r.mu.Unlock()
-	took := time.Now()
-	snap := rdb.Take(s.store)
-	dirty := s.store.DirtyCount
-	capture := time.Since(took)
-	r.mu.Lock()
-	r.keysTotal = int64(snap.Keys())
-	r.mu.Unlock()
+	// The capture runs in chunks (docs/durability.md §9.2): the store lock
+	// is taken for one chunk at a time, and the snapshot is the keyspace
+	// at the cut.
+	capt := rdb.Begin(s.store)
+	r.capturing = true
 	delay := atoi(s.Config("rdb-key-save-delay"))
-	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()), "keys", snap.Keys(),
-		"capture_ms", fmt.Sprintf("%.1f", float64(capture.Microseconds())/1000))
+	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()))
 	go func() {
-		err := r.write(snap, delay)
+		snap, dirty, err := r.capture(capt)
+		if err == nil {
+			err = r.write(snap, delay)
+		}
 		r.mu.Lock()
 		r.running = false
 		r.lastBgSec = int64(time.Since(r.bgStart) / time.Second)
@@ -375,6 +379,44 @@ func (r *saver) startBG() bool {
 		close(done)
 	}()
 	return true
+}
+
+// capture runs a chunked capture to its cut, taking the store lock per
+// chunk; it returns the snapshot and the change count at the cut, or
+// rdb.ErrCanceled when FLUSHALL stopped the save meanwhile. The log line
+// gives the keys, the whole capture's time and the longest lock hold.
+func (r *saver) capture(c *rdb.Capturer) (*rdb.Snapshot, int64, error) {
+	s := r.s
+	start := time.Now()
+	var longest time.Duration
+	for steps := 1; ; steps++ {
+		s.store.Lock()
+		t := time.Now()
+		if r.cancel.Load() {
+			c.Abort()
+			r.capturing = false
+			s.store.Unlock()
+			return nil, 0, rdb.ErrCanceled
+		}
+		var snap *rdb.Snapshot
+		var dirty int64
+		if c.Step() {
+			snap, dirty = c.Finish(), s.store.DirtyCount
+			r.capturing = false
+		}
+		longest = max(longest, time.Since(t))
+		s.store.Unlock()
+		if snap != nil {
+			n := snap.Keys()
+			r.mu.Lock()
+			r.keysTotal = int64(n)
+			r.mu.Unlock()
+			s.log.Info("Background saving captured the keyspace", "keys", n, "steps", steps,
+				"capture_ms", fmt.Sprintf("%.1f", float64(time.Since(start).Microseconds())/1000),
+				"longest_lock_ms", fmt.Sprintf("%.2f", float64(longest.Microseconds())/1000))
+			return snap, dirty, nil
+		}
+	}
 }
 
 // wait blocks until the running background save (if any) ends.
@@ -603,7 +645,11 @@ func (s *Server) wrapFlushAll() {
 		if len(x.W.Buf) > 0 && x.W.Buf[len(x.W.Buf)-1] == '\n' && strings.HasSuffix(string(x.W.Buf), "+OK\r\n") &&
 			s.rdb != nil && s.Config("save") != "" && !s.store.Loading() {
 			s.rdb.cancel.Store(true)
-			s.rdb.wait()
+			if !s.rdb.capturing {
+				// Writing: it stops at its next key. A save still
+				// capturing needs this lock to notice and writes nothing.
+				s.rdb.wait()
+			}
 			if err := s.rdb.saveNow(true); err != nil {
 				s.log.Warn("Saving the flushed data set failed: " + aof.Strerror(err))
 			}

@@ -215,12 +215,13 @@ func (s *Store) SwapDB(a, b int) {
 	da.avgTTL, db.avgTTL = db.avgTTL, da.avgTTL
 	da.resetScan()
 	db.resetScan()
-	if s.OnTouch != nil {
-		// For the AOF rewrite: both databases are rewritten whole.
+	if s.OnTouch != nil || len(s.touchWatchers) > 0 {
+		// For the AOF rewrite and a background save: both databases are
+		// copied again whole.
 		for _, d := range []*DB{da, db} {
-			s.OnTouch(d.Index, "")
+			s.notifyTouch(d.Index, "")
 			for k := range d.keys {
-				s.OnTouch(d.Index, k)
+				s.notifyTouch(d.Index, k)
 			}
 		}
 	}

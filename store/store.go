@@ -282,6 +282,9 @@ type Store struct {
 	// FLUSHALL empties database db (-1: every database). The AOF rewrite
 	// uses it to learn which keys changed while it copied the keyspace.
 	OnTouch func(db int, key string)
+	// touchWatchers are called as OnTouch is (WatchTouches: a background
+	// save's chunked capture, docs/durability.md §9.2).
+	touchWatchers []*touchWatcher
 
 	// OnKeyReady, when set, is called under the lock with every key a
 	// command changes (with Touch) and with the keys that MOVE, COPY and
@@ -461,9 +464,7 @@ func (s *Store) touch(db int, key string, byCommand bool) {
 	if s.Tracking != nil {
 		s.Tracking.KeyChanged(key, byCommand)
 	}
-	if s.OnTouch != nil {
-		s.OnTouch(db, key)
-	}
+	s.notifyTouch(db, key)
 	if s.OnKeyReady != nil {
 		s.OnKeyReady(db, key)
 	}
@@ -489,9 +490,7 @@ func (s *Store) TouchDB(db int) {
 	if s.Tracking != nil {
 		s.Tracking.Flushed()
 	}
-	if s.OnTouch != nil {
-		s.OnTouch(db, "")
-	}
+	s.notifyTouch(db, "")
 	if s.OnDBReady != nil {
 		// Every key of the database changed (went): a waiter on a key that
 		// no write will touch again is retried now (EMQ.WAIT on a job row

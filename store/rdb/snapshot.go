@@ -17,6 +17,13 @@ var ErrCanceled = errors.New("snapshot write canceled")
 type Snapshot struct {
 	dbs  []dbSnap
 	keys int
+	// over, from a chunked capture (Capturer), holds per database the keys
+	// captured again, which replace their entry in dbs (Kind 0: missing).
+	over []map[string]capturedKey
+	// blocks, from a chunked capture, hold per database the keys of the
+	// first copy (merge moves them to dbs); chunked is true until merged.
+	blocks  [][][]capturedEntry
+	chunked bool
 }
 
 type dbSnap struct {
@@ -26,8 +33,8 @@ type dbSnap struct {
 	expires int
 }
 
-// Take captures every key of st whose TTL has not passed (call under the
-// store lock).
+// Take captures every key of st whose TTL has not passed, at once (call
+// under the store lock: SAVE, the shutdown save).
 func Take(st *store.Store) *Snapshot {
 	s := &Snapshot{dbs: make([]dbSnap, st.NumDBs())}
 	for i := range s.dbs {
@@ -51,8 +58,56 @@ func Take(st *store.Store) *Snapshot {
 	return s
 }
 
-// Keys is the number of keys captured.
-func (s *Snapshot) Keys() int { return s.keys }
+// Keys is the number of keys captured (call without the store lock after
+// a chunked capture: it merges the recaptured keys in, once).
+func (s *Snapshot) Keys() int {
+	if s.chunked {
+		s.merge()
+	}
+	return s.keys
+}
+
+// merge folds a chunked capture's recaptured keys into dbs: a key's first
+// capture is dropped when it was captured again, and the live recaptures
+// are appended. It runs once, without the store lock.
+func (s *Snapshot) merge() {
+	s.keys = 0
+	for i := range s.dbs {
+		d := &s.dbs[i]
+		over := s.over[i]
+		n := 0
+		for _, b := range s.blocks[i] {
+			n += len(b)
+		}
+		n += len(over)
+		d.keys, d.objs, d.exps = make([]string, 0, n), make([]Object, 0, n), make([]int64, 0, n)
+		for _, b := range s.blocks[i] {
+			for _, e := range b {
+				if _, ok := over[e.key]; ok {
+					continue
+				}
+				d.keys = append(d.keys, e.key)
+				d.objs = append(d.objs, e.obj)
+				d.exps = append(d.exps, e.at)
+			}
+		}
+		for k, c := range over {
+			if c.obj.Kind != 0 {
+				d.keys = append(d.keys, k)
+				d.objs = append(d.objs, c.obj)
+				d.exps = append(d.exps, c.at)
+			}
+		}
+		d.expires = 0
+		for _, at := range d.exps {
+			if at != 0 {
+				d.expires++
+			}
+		}
+		s.keys += len(d.keys)
+	}
+	s.over, s.blocks, s.chunked = nil, nil, false
+}
 
 // WriteTo writes the snapshot as an RDB file: the header with aux, then
 // each non-empty database (SELECTDB, RESIZEDB, its keys), EOF and the
@@ -60,6 +115,9 @@ func (s *Snapshot) Keys() int { return s.keys }
 // number written so far; when it returns false the write stops with
 // ErrCanceled.
 func (s *Snapshot) WriteTo(out io.Writer, opts Options, aux [][2]string, progress func(int) bool) (int64, error) {
+	if s.chunked {
+		s.merge()
+	}
 	w := NewWriter(out, opts)
 	if err := w.Header(aux); err != nil {
 		return w.Size(), err
