@@ -147,7 +147,8 @@ func (b *blocking) remove(p *parked) {
 	}
 }
 
-// onKeyReady is Store.OnKeyReady: key of db was written. When a pop waits
+// onKeyReady is called by the store observer (observer.go) with every
+// key written (store.Observer.KeyChanged): key of db was written. When a pop waits
 // on it, it is retried after the current batch.
 func (s *Server) onKeyReady(db int, key string) {
 	s.schedKeyWritten(db, key)
@@ -163,7 +164,8 @@ func (s *Server) onKeyReady(db int, key string) {
 	b.ready = append(b.ready, k)
 }
 
-// onDBReady is Store.OnDBReady: SWAPDB replaced every key of db, so every
+// onDBReady is called by the store observer (observer.go) when SWAPDB
+// replaced every key of db, or FLUSHDB/FLUSHALL emptied it, so every
 // key a pop waits on in db is retried (Valkey's scanDatabaseForReadyKeys).
 func (s *Server) onDBReady(db int) {
 	s.schedDBReplaced(db)
@@ -270,8 +272,8 @@ func (b *blocking) retry(s *Server, p *parked) (served bool) {
 	b.remove(p)
 	if x.Changed() {
 		p.c.commitPending.Store(true)
-		if !x.Propagated() && s.store.Feed != nil {
-			s.store.Feed.Append(x.DB.Index, [][][]byte{p.argv})
+		if !x.Propagated() && s.store.Persisting() {
+			s.store.Record(x.DB.Index, [][][]byte{p.argv})
 		}
 	}
 	p.c.unpark()

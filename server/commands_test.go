@@ -663,7 +663,7 @@ func TestFeedPropagation(t *testing.T) {
 	s := startServer(t, nil, nil)
 	f := &recFeed{}
 	s.Store().Lock()
-	s.Store().Feed = f
+	s.Store().SetFeed(f)
 	s.Store().Unlock()
 	c := dial(t, s)
 	steps := []struct {

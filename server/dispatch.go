@@ -251,7 +251,7 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 		x.W.Error(unknownSubcommandError(append(argv[:1:1], []byte(""))))
 	}
 	if tracked {
-		s.store.ReadNote = nil
+		s.readNote = nil
 		c.trackRead(cmd, argv)
 	}
 	end := nanotime()
@@ -267,8 +267,8 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	if x.Block != nil && !c.execing {
 		s.blk.park(c, cmd, argv, x.Block)
 	}
-	if x.Changed() && !x.Propagated() && s.store.Feed != nil {
-		s.store.Feed.Append(x.DB.Index, [][][]byte{argv})
+	if x.Changed() && !x.Propagated() && s.store.Persisting() {
+		s.store.Record(x.DB.Index, [][][]byte{argv})
 	}
 	if c.w.Len() > mark && c.w.Buf[mark] == '-' {
 		cmd.failed++

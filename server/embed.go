@@ -107,9 +107,7 @@ func Start(opts Options) (*Server, error) {
 	// Only a bare wall clock may be read as time.Now: a shifted one (debug
 	// on) must be read through NowMs so EMQ.DEBUG CLOCK ADVANCE moves it.
 	_, s.wall = s.clock.(clock.Wall)
-	s.store = store.New(int(atoi(s.Config("databases"))))
-	s.store.OnKeyReady = s.onKeyReady
-	s.store.OnDBReady = s.onDBReady
+	s.store = store.New(int(atoi(s.Config("databases"))), store.WithObserver(storeObserver{s}))
 	// The directives the store follows (encoding thresholds, ...) before the
 	// replay builds any key; the active expire cycle.
 	s.startExpiry()

@@ -163,7 +163,8 @@ func TestConfigSetRefusedChangesNothing(t *testing.T) {
 		t.Fatalf("INFO persistence:\n%s", r)
 	}
 	s.store.Lock()
-	feed := s.store.Feed
+	feed := s.store.SetFeed(nil)
+	s.store.SetFeed(feed)
 	s.store.Unlock()
 	if feed != nil {
 		t.Fatalf("the store still feeds an AOF: %T", feed)

@@ -54,29 +54,6 @@ func cmdUnwatch(c *client, x *store.Ctx) {
 	x.W.OK()
 }
 
-// groupFeed collects the records of the commands EXEC runs, so the
-// transaction reaches the real Feed as one all-or-nothing record per run of
-// consecutive commands on one database.
-type groupFeed struct {
-	db   int
-	cmds [][][]byte
-	out  []groupRec
-}
-
-type groupRec struct {
-	db   int
-	cmds [][][]byte
-}
-
-func (g *groupFeed) Append(db int, cmds [][][]byte) {
-	if len(g.cmds) > 0 && db != g.db {
-		g.out = append(g.out, groupRec{g.db, g.cmds})
-		g.cmds = nil
-	}
-	g.db = db
-	g.cmds = append(g.cmds, cmds...)
-}
-
 // cmdExec runs the queued commands in order, inside the batch's one
 // store lock acquisition, with Ctx.InMulti set. A dirty transaction gets
 // EXECABORT; a touched WATCHed key a nil array.
@@ -101,18 +78,15 @@ func cmdExec(c *client, x *store.Ctx) {
 	c.queue = nil
 	c.inMulti = false
 	c.queueBytes = 0
-	real := st.Feed
-	var g *groupFeed
-	if real != nil {
-		g = &groupFeed{}
-		st.Feed = g
-	}
+	// The transaction reaches the Feed as one all-or-nothing record per run
+	// of consecutive commands on one database (docs/architecture.md §4).
+	x.BeginGroup()
 	c.execing = true
 	// A queued command that panics (panics.go) must not leave the group
-	// feed in place nor the client executing.
+	// open (its records are dropped) nor the client executing.
 	defer func() {
 		c.execing = false
-		st.Feed = real
+		x.EndGroup(true)
 	}()
 	x.W.Array(len(q))
 	for _, e := range q {
@@ -124,15 +98,7 @@ func cmdExec(c *client, x *store.Ctx) {
 		}
 	}
 	c.execing = false
-	if g != nil {
-		st.Feed = real
-		if len(g.cmds) > 0 {
-			g.out = append(g.out, groupRec{g.db, g.cmds})
-		}
-		for _, r := range g.out {
-			real.Append(r.db, r.cmds)
-		}
-	}
+	x.EndGroup(false)
 	for i := range q {
 		q[i] = queued{}
 	}

@@ -16,7 +16,7 @@ import (
 // Persistence (docs/durability.md; docs/architecture.md §5): with appendonly yes
 // the append-only file in dir is replayed before the listener opens, a new
 // run_id is drawn after the replay, and from then on every write reaches
-// the file through store.Feed; a batch that wrote is committed (appendfsync)
+// the file through the store's Feed (Store.SetFeed); a batch that wrote is committed (appendfsync)
 // before its replies go out; writes are refused with MISCONF while the file
 // fails; BGREWRITEAOF and the automatic rewrite compact it; Close (SHUTDOWN,
 // SIGTERM) fsyncs it. CONFIG SET appendonly turns it on (from a rewrite of
@@ -168,7 +168,7 @@ func (p *persistence) boot() (*aof.AOF, error) {
 		return nil, fmt.Errorf("can't open the append only file %s: %w", a.Path(), err)
 	}
 	s.store.Lock()
-	s.store.Feed = a
+	s.store.SetFeed(a)
 	// Keys whose TTL passed while the server was down go now, recorded as
 	// DEL (docs/durability.md §3).
 	s.store.SetNow(s.clock.NowMs())
@@ -202,11 +202,10 @@ func (p *persistence) setAppendOnly(v string) error {
 			s.log.Warn("Can't open the append-only file for writing: AOF not turned on", "dir", s.Config("dir"), "err", err)
 			return errAOFOn
 		}
-		s.store.Feed = a
+		s.store.SetFeed(a)
 		p.cur.Store(a)
 	case v == "no" && cur != nil:
-		s.store.Feed = nil
-		s.store.OnTouch = nil
+		s.store.SetFeed(nil)
 		p.cur.Store(nil)
 		cur.Cancel()
 		go func() {
@@ -227,13 +226,7 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 	st := s.store
 	st.Lock()
 	defer st.Unlock()
-	feed := st.Feed
-	st.Feed = nil
-	st.SetLoading(true) // nothing expires while replaying (Valkey's server.loading)
-	defer func() {
-		st.Feed = feed
-		st.SetLoading(false)
-	}()
+	defer st.BeginReplay()() // no Feed, nothing expires (Valkey's server.loading)
 	w := &resp.Writer{Proto: 2}
 	x := s.newCtx(w)
 	errReplies := 0

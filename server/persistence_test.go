@@ -664,3 +664,40 @@ func TestAOFEncodingsAcrossRestart(t *testing.T) {
 	}
 	check(rclient(t, s3, 0), 2)
 }
+
+// CONFIG SET appendonly yes inside MULTI/EXEC turns the AOF on for good:
+// the writes after EXEC reach the file (the EXEC group is the store's, not
+// a Feed swapped in for the transaction and swapped back over the new AOF),
+// and appendonly no inside EXEC stops it.
+func TestAOFConfigSetAppendOnlyInsideExec(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(Options{Config: map[string]string{"dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	c := dial(t, s)
+	for _, step := range [][]string{{"MULTI"}, {"SET", "before", "1"}, {"CONFIG", "SET", "appendonly", "yes"}, {"SET", "inside", "2"}, {"EXEC"}} {
+		c.do(step...)
+	}
+	rc := rclient(t, s, 0)
+	waitRewrite(t, rc)
+	must(t, rc, "SET", "after", "3")
+	want := keyspace(s)
+	stop(t, s)
+	s2 := durable(t, dir, nil)
+	if got := keyspace(s2); !reflect.DeepEqual(got, want) || len(want) != 3 {
+		t.Fatalf("after the restart:\n%q\nwant\n%q", got, want)
+	}
+	c2 := dial(t, s2)
+	for _, step := range [][]string{{"MULTI"}, {"CONFIG", "SET", "appendonly", "no"}, {"SET", "unrecorded", "4"}, {"EXEC"}} {
+		c2.do(step...)
+	}
+	s2.store.Lock()
+	feed := s2.store.SetFeed(nil)
+	s2.store.SetFeed(feed)
+	s2.store.Unlock()
+	if feed != nil {
+		t.Fatalf("appendonly no inside EXEC left the store feeding %T", feed)
+	}
+}

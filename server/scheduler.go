@@ -15,7 +15,7 @@ import (
 // server keeps one entry per (db, queue) holding that set's least score,
 // in a min-heap, and ONE clock timer armed at the heap's minimum: no
 // polling, no scan of the schedules per tick. An entry is re-read when the
-// set is written (Store.OnKeyReady, so verbs, plain commands, the AOF
+// set is written (store.Observer.KeyChanged, so verbs, plain commands, the AOF
 // replay, MOVE/COPY; SWAPDB rescans its databases), at the end of the
 // batch or timer callback that wrote it (serveReady). When the timer
 // passes, the server runs EMQ.SCHEDULE.FIRE q for every due queue, as if a
@@ -224,8 +224,8 @@ func (s *Server) schedTick(gen uint64) {
 			if x.Changed() {
 				wrote = true
 				delete(sc.stuck, k)
-				if !x.Propagated() && s.store.Feed != nil {
-					s.store.Feed.Append(k.db, [][][]byte{argv})
+				if !x.Propagated() && s.store.Persisting() {
+					s.store.Record(k.db, [][][]byte{argv})
 				}
 			} else {
 				sc.stuck[k] = now + schedStuckMs

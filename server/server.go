@@ -105,9 +105,12 @@ type Server struct {
 	ccron      clientsCron
 	// trk is the client-side caching table while some client tracks
 	// (tracking.go); pubsub the channel subscriptions (pubsub.go).
-	trk    *tracker
-	pubsub pubsubState
-	frames frameWriter
+	trk *tracker
+	// readNote, while an EMQ verb of a tracking client runs, remembers the
+	// keys it reads (DB.NoteRead, through the store observer).
+	readNote func(key string)
+	pubsub   pubsubState
+	frames   frameWriter
 
 	// persist is the append-only file wiring (persistence.go); set in Start.
 	persist *persistence

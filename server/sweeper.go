@@ -97,8 +97,8 @@ func (s *Server) sweepOnce() {
 			s.sweepNote(d, q, r0, d0)
 			e.calls++
 			s.statCmds++
-			if x.Changed() && !x.Propagated() && s.store.Feed != nil {
-				s.store.Feed.Append(d, [][][]byte{argv})
+			if x.Changed() && !x.Propagated() && s.store.Persisting() {
+				s.store.Record(d, [][][]byte{argv})
 			}
 			if len(w.Buf) > 0 && w.Buf[0] == '-' {
 				s.log.Warn("stalled-job sweep refused", "db", d, "queue", q, "reply", strconv.Quote(string(w.Buf)))

@@ -16,11 +16,11 @@ import (
 //
 // The tracking table maps a key (of any database: Valkey's table is global)
 // to the ids of the clients that read it with tracking on. Every write
-// reaches it through the store's one change hook (store.Tracker, called by
+// reaches it through the store's one change hook (the store observer, observer.go, called by
 // Store.Touch, which Ctx.Dirty, ApplyPlan, MOVE/COPY and expiry use, and by
 // TouchDB for the flushes), so no command has its own invalidation code.
-// The table exists only while some client tracks: until then the store's
-// hook is nil and a command pays one nil check per changed key, and each
+// The table exists only while some client tracks: until then the store
+// observer finds s.trk nil and a command pays one nil check per changed key, and each
 // connection one nil check per command (exec, call).
 //
 // Order of the frames (Valkey's trackingInvalidateKey and
@@ -97,14 +97,12 @@ func (s *Server) installTracking(c *client) *tracker {
 	}
 	t := &tracker{s: s, keys: make(map[string]*trackedKey), prefixes: make(map[string]*bcastState)}
 	t.cur, t.curW, t.executing = c, &c.w, true
-	s.trk = t
-	s.store.Tracking = t
-	s.store.BeforeUnlock = t.flushBcast
+	s.trk = t // the store observer (observer.go) now forwards to it
 	return t
 }
 
-// maybeUninstall drops the table once no client tracks: the store's hooks
-// go back to nil. Keys still remembered for clients that turned tracking
+// maybeUninstall drops the table once no client tracks: the store observer
+// then forwards nothing to it. Keys still remembered for clients that turned tracking
 // off are forgotten then (they would only ever be sent to clients that
 // tracked them, and none does).
 func (t *tracker) maybeUninstall() {
@@ -116,9 +114,7 @@ func (t *tracker) maybeUninstall() {
 		return
 	}
 	s.trk = nil
-	s.store.Tracking = nil
-	s.store.BeforeUnlock = nil
-	s.store.ReadNote = nil
+	s.readNote = nil
 }
 
 // beforeCommand runs before each command a client sends (Valkey's
@@ -136,7 +132,7 @@ func (t *tracker) beforeCommand(c *client) {
 // one-command scope ends unless the command was a CLIENT subcommand or the
 // client is in MULTI.
 func (t *tracker) afterCommand(c *client, cmd *command) {
-	t.s.store.ReadNote = nil // normally cleared by call already
+	t.s.readNote = nil // normally cleared by call already
 	t.flushPending()
 	t.cur, t.curW, t.executing = nil, nil, false
 	if ct := c.trk; ct != nil && ct.caching && !c.inMulti && !isClientCommand(cmd) {
@@ -259,10 +255,11 @@ func (c *client) noteReads(cmd *command) {
 	if t == nil || !strings.HasPrefix(cmd.name, "emq.") {
 		return
 	}
-	c.s.store.ReadNote = func(key string) { t.remember(c, []byte(key)) }
+	c.s.readNote = func(key string) { t.remember(c, []byte(key)) }
 }
 
-// KeyChanged is store.Tracker: Valkey's trackingInvalidateKey with bcast
+// KeyChanged is called by the store observer (observer.go) with every
+// changed key while the table is installed: Valkey's trackingInvalidateKey with bcast
 // set.
 func (t *tracker) KeyChanged(key string, byCommand bool) {
 	if len(t.prefixes) > 0 {
@@ -306,7 +303,7 @@ func (t *tracker) invalidate(key string) {
 	}
 }
 
-// Flushed is store.Tracker: FLUSHDB or FLUSHALL. Every tracking client
+// Flushed is called by the store observer (observer.go): FLUSHDB or FLUSHALL. Every tracking client
 // (BCAST ones too, NOLOOP or not) is sent a null invalidation, the
 // current client after its reply; the table is emptied (Valkey's
 // trackingInvalidateKeysOnFlush).
@@ -364,7 +361,7 @@ func (t *tracker) rememberBcast(key string, by *client) {
 }
 
 // flushBcast sends the BCAST invalidations gathered while the store lock
-// was held (Store.BeforeUnlock; Valkey's
+// was held (store.Observer.BeforeUnlock; Valkey's
 // trackingBroadcastInvalidationMessages): per prefix in byte order, one
 // array of the changed keys in byte order to each of its clients, a NOLOOP
 // client's without the keys its own commands changed last.

@@ -32,7 +32,7 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 	pk.flushIncr("")
 	pk.flushHead(c.DB)
 	pk.reset()
-	if c.S.Feed != nil {
+	if c.S.feed != nil {
 		c.Propagate(p.Argvs())
 	} else {
 		c.Propagate(nil) // nothing records the ops: do not render them

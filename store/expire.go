@@ -13,7 +13,7 @@ import (
 // when a command looks it up (lazy expiry) or when the active expire cycle
 // samples it, whichever comes first; either way the deletion counts in
 // expired_keys, touches WATCHers of the key and reaches the AOF as DEL.
-// Nothing expires while the AOF is replayed (SetLoading); PurgeExpired
+// Nothing expires while the AOF is replayed (Store.Replay); PurgeExpired
 // then removes what expired meanwhile.
 
 // SetNow sets the time (Unix ms, server clock) of the command about to run:
@@ -25,12 +25,10 @@ func (s *Store) SetNow(ms int64) { s.now = ms }
 // Now is the time set by SetNow.
 func (s *Store) Now() int64 { return s.now }
 
-// SetLoading marks the AOF replay: while loading, no key expires (a key
-// that was set with an expire time now in the past is kept, so the
-// records that follow it replay as they were recorded).
-func (s *Store) SetLoading(on bool) { s.loading = on }
-
-// Loading reports whether the AOF is being replayed.
+// Loading reports whether the AOF is being replayed (Replay): while
+// loading, no key expires (a key that was set with an expire time now in
+// the past is kept, so the records that follow it replay as they were
+// recorded).
 func (s *Store) Loading() bool { return s.loading }
 
 // isExpired reports whether key has a TTL that has passed (without
@@ -66,8 +64,8 @@ func (d *DB) deleteExpired(key string) {
 	s.ExpiredKeys++
 	s.DirtyCount++
 	s.touch(d.Index, key, false)
-	if s.Feed != nil {
-		s.Feed.Append(d.Index, [][][]byte{{delName, []byte(key)}})
+	if s.feed != nil {
+		s.Record(d.Index, [][][]byte{{delName, []byte(key)}})
 	}
 }
 

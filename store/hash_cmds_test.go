@@ -224,7 +224,7 @@ func (f *captureFeed) String() string {
 func TestHashIncrByFloatPropagatesHSet(t *testing.T) {
 	s := New(16)
 	f := &captureFeed{}
-	s.Feed = f
+	s.SetFeed(f)
 	_, c := runCtx(t, s, 0, 2, "HINCRBYFLOAT", "h", "f", "0.1")
 	_, c2 := runCtx(t, s, 0, 2, "hincrbyfloat", "h", "f", "0.2")
 	if !c.Changed() || !c.Propagated() || !c2.Propagated() {

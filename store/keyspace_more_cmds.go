@@ -215,7 +215,7 @@ func (s *Store) SwapDB(a, b int) {
 	da.avgTTL, db.avgTTL = db.avgTTL, da.avgTTL
 	da.resetScan()
 	db.resetScan()
-	if s.OnTouch != nil || len(s.touchWatchers) > 0 {
+	if s.toucher != nil || len(s.touchWatchers) > 0 {
 		// For the AOF rewrite and a background save: both databases are
 		// copied again whole.
 		for _, d := range []*DB{da, db} {
@@ -225,9 +225,8 @@ func (s *Store) SwapDB(a, b int) {
 			}
 		}
 	}
-	if s.OnDBReady != nil {
-		s.OnDBReady(a)
-		s.OnDBReady(b)
+	if s.obs != nil {
+		s.obs.Swapped(a, b)
 	}
 }
 

@@ -171,12 +171,12 @@ func (d *DB) Keys(fn func(key string, v *Value) bool) {
 }
 
 // NoteRead reports that the running command read key (present or not) to
-// Store.ReadNote, when set: commands whose declared key is not what they
+// the observer (KeyRead): commands whose declared key is not what they
 // read (the EMQ verbs, which name a queue) call it so that a tracking
 // client is told when what it read changes.
 func (d *DB) NoteRead(key string) {
-	if d.s.ReadNote != nil {
-		d.s.ReadNote(key)
+	if d.s.obs != nil {
+		d.s.obs.KeyRead(key)
 	}
 }
 
@@ -262,48 +262,22 @@ func (d *DB) DropIfEmpty(key string) bool {
 	return false
 }
 
-// Feed receives every change made to the store, in apply order, under the
-// store lock: the append-only file implements it. cmds is one command
-// (len 1) or a group that must be replayed all or nothing (len > 1, recorded
-// inside MULTI/EXEC).
-type Feed interface {
-	Append(db int, cmds [][][]byte)
-}
-
 // Store is the whole keyspace: Databases numbered 0..n-1.
 type Store struct {
 	mu  sync.Mutex
 	dbs []*DB
 
-	// Feed, when set, receives every write (see Feed).
-	Feed Feed
-	// OnTouch, when set, is called under the lock with every key a command
-	// changes (Ctx.Dirty, via Touch), and with key "" when FLUSHDB or
-	// FLUSHALL empties database db (-1: every database). The AOF rewrite
-	// uses it to learn which keys changed while it copied the keyspace.
-	OnTouch func(db int, key string)
-	// touchWatchers are called as OnTouch is (WatchTouches: a background
-	// save's chunked capture, docs/durability.md §9.2).
+	// obs is the observer (WithObserver; nil: nobody), fixed at New.
+	obs Observer
+	// feed is the persister (SetFeed), toucher the same when it learns
+	// changed keys; grouping and group are Record's EXEC group.
+	feed     Feed
+	toucher  Toucher
+	grouping bool
+	group    group
+	// touchWatchers are called as the Toucher is (WatchTouches: a
+	// background save's chunked capture, docs/durability.md §9.2).
 	touchWatchers []*touchWatcher
-
-	// OnKeyReady, when set, is called under the lock with every key a
-	// command changes (with Touch) and with the keys that MOVE, COPY and
-	// SWAPDB bring into a database: the server's blocked sorted-set pops
-	// (BZPOPMIN ...) use it to retry their clients.
-	OnKeyReady func(db int, key string)
-	// OnDBReady, when set, is called under the lock when SWAPDB changed
-	// every key of database db, and when FLUSHDB or FLUSHALL emptied it.
-	OnDBReady func(db int)
-
-	// Tracking, when set, learns every key a write changed and every
-	// flush, for client-side caching (the server sets it only while some
-	// client tracks keys; see Tracker). ReadNote, when set, learns the keys
-	// a command read through DB.NoteRead (the EMQ verbs' reads).
-	Tracking Tracker
-	ReadNote func(key string)
-	// BeforeUnlock, when set, runs at every Unlock while the lock is still
-	// held (the server sends the BCAST invalidations gathered meanwhile).
-	BeforeUnlock func()
 
 	// watched maps a key to its watchers; the value is the watcher's
 	// "expired when watched" flag (Valkey's watchedKey.expired, expire.go).
@@ -351,18 +325,6 @@ type Store struct {
 // error and carries on; otherwise it stops (docs/operations.md §6).
 func (s *Store) Mutations() uint64 { return s.mutations }
 
-// Tracker is the server's client-side caching table (docs/compat.md §1.8,
-// Valkey's tracking.c). The store calls it under the lock.
-type Tracker interface {
-	// KeyChanged reports that key (of any database: Valkey's tracking
-	// table is global) was written, deleted or expired; byCommand is false
-	// for a key the store deleted on its own (expiry), which Valkey
-	// signals with no client.
-	KeyChanged(key string, byCommand bool)
-	// Flushed reports FLUSHDB or FLUSHALL.
-	Flushed()
-}
-
 type watchKey struct {
 	db  int
 	key string
@@ -375,9 +337,13 @@ type Watcher struct {
 	keys    []watchKey
 }
 
-// New returns a store with n databases (16 by default in the server).
-func New(n int) *Store {
+// New returns a store with n databases (16 by default in the server),
+// configured by opts (WithObserver).
+func New(n int, opts ...Option) *Store {
 	s := &Store{watched: make(map[watchKey]map[*Watcher]bool), limits: DefaultLimits}
+	for _, o := range opts {
+		o(s)
+	}
 	s.hashLim = &hashTable{lim: &s.limits}
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
@@ -389,10 +355,10 @@ func New(n int) *Store {
 // Lock takes the single writer lock.
 func (s *Store) Lock() { s.mu.Lock() }
 
-// Unlock releases it, running BeforeUnlock first.
+// Unlock releases it, running the observer's BeforeUnlock first.
 func (s *Store) Unlock() {
-	if s.BeforeUnlock != nil {
-		s.BeforeUnlock()
+	if s.obs != nil {
+		s.obs.BeforeUnlock()
 	}
 	s.mu.Unlock()
 }
@@ -461,13 +427,10 @@ func (s *Store) Touch(db int, key string) { s.touch(db, key, true) }
 // touch is Touch; byCommand is false for the store's own deletions
 // (expiry).
 func (s *Store) touch(db int, key string, byCommand bool) {
-	if s.Tracking != nil {
-		s.Tracking.KeyChanged(key, byCommand)
+	if s.obs != nil {
+		s.obs.KeyChanged(db, key, byCommand)
 	}
 	s.notifyTouch(db, key)
-	if s.OnKeyReady != nil {
-		s.OnKeyReady(db, key)
-	}
 	if len(s.watched) == 0 {
 		return
 	}
@@ -487,20 +450,10 @@ func (s *Store) touch(db int, key string, byCommand bool) {
 // exists as touched (FLUSHDB, FLUSHALL): Valkey's touchAllWatchedKeysInDb
 // without a replacement database.
 func (s *Store) TouchDB(db int) {
-	if s.Tracking != nil {
-		s.Tracking.Flushed()
+	if s.obs != nil {
+		s.obs.Flushed(db)
 	}
 	s.notifyTouch(db, "")
-	if s.OnDBReady != nil {
-		// Every key of the database changed (went): a waiter on a key that
-		// no write will touch again is retried now (EMQ.WAIT on a job row
-		// answers EMQSTALE job gone, docs/verbs.md §4.23).
-		for i := range s.dbs {
-			if db < 0 || i == db {
-				s.OnDBReady(i)
-			}
-		}
-	}
 	for k, m := range s.watched {
 		if db >= 0 && k.db != db {
 			continue
@@ -623,9 +576,7 @@ func (c *Ctx) Propagated() bool { return c.propagated }
 // the server from recording the command's own argv.
 func (c *Ctx) Propagate(cmds [][][]byte) {
 	c.propagated = true
-	if c.S.Feed != nil && len(cmds) > 0 {
-		c.S.Feed.Append(c.DB.Index, cmds)
-	}
+	c.S.Record(c.DB.Index, cmds)
 }
 
 // ResetForCommand clears per-command state so one Ctx can serve a batch.

@@ -76,7 +76,7 @@ func TestStringGetSet(t *testing.T) {
 func TestStringSetGetPropagation(t *testing.T) {
 	s := New(16)
 	f := &captureFeed{}
-	s.Feed = f
+	s.SetFeed(f)
 	run(t, s, 2, "SET", "k", "v", "GET", "get")
 	_, c := runCtx(t, s, 0, 2, "SET", "k", "w")
 	if c.Propagated() || !c.Changed() {

@@ -782,7 +782,7 @@ func TestTclExpire(t *testing.T) {
 func TestTclExpireAOFAbsolute(t *testing.T) {
 	s := New(16)
 	f := &captureFeed{}
-	s.Feed = f
+	s.SetFeed(f)
 	now := int64(harnessNowMs)
 	s.SetNow(now)
 	at := func(ms int64) string { return strconv.FormatInt(ms, 10) }

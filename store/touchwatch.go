@@ -3,7 +3,7 @@ package store
 // touchWatcher is one WatchTouches registration.
 type touchWatcher struct{ fn func(db int, key string) }
 
-// WatchTouches registers fn to be called under the lock exactly as OnTouch
+// WatchTouches registers fn to be called under the lock exactly as the Feed's Touched
 // is: with every key a command or the store's expiry changes, and with key
 // "" when database db (-1: every one) is emptied or swapped. It returns
 // the function that removes fn (call it under the lock). A background save
@@ -22,10 +22,11 @@ func (s *Store) WatchTouches(fn func(db int, key string)) (stop func()) {
 	}
 }
 
-// notifyTouch calls OnTouch and every WatchTouches function.
+// notifyTouch calls the Feed's Touched (a store.Toucher) and every
+// WatchTouches function.
 func (s *Store) notifyTouch(db int, key string) {
-	if s.OnTouch != nil {
-		s.OnTouch(db, key)
+	if s.toucher != nil {
+		s.toucher.Touched(db, key)
 	}
 	for _, w := range s.touchWatchers {
 		w.fn(db, key)

@@ -16,8 +16,8 @@ import (
 func refuseAll(t *testing.T, s *Store, cases [][]string, want func(args []string) string) {
 	t.Helper()
 	f := &captureFeed{}
-	s.Feed = f
-	defer func() { s.Feed = nil }()
+	s.SetFeed(f)
+	defer s.SetFeed(nil)
 	for _, args := range cases {
 		refuse(t, s, 2, want(args), args...)
 		if len(f.recs) != 0 {
@@ -86,7 +86,7 @@ func TestRefusalsLeaveStoreAndFeed(t *testing.T) {
 func TestSetPastExpireAndTTLRules(t *testing.T) {
 	s := New(16)
 	f := &captureFeed{}
-	s.Feed = f
+	s.SetFeed(f)
 	runExpect(t, s, 2, []expectStep{
 		ex(okReply, "SET", "k", "v"),
 		ex(okReply, "SET", "k", "v2", "EXAT", "1"),
@@ -325,8 +325,9 @@ func TestActiveExpireCycleBounded(t *testing.T) {
 func TestLoadingKeepsExpiredKeysUntilPurge(t *testing.T) {
 	s := New(16)
 	f := &captureFeed{}
-	s.SetLoading(true)
 	s.SetNow(5000)
+	s.SetFeed(f)
+	end := s.BeginReplay()
 	runExpect(t, s, 2, []expectStep{
 		ex(okReply, "SET", "k", "v", "PXAT", "1000"),
 		ex(":2\r\n", "APPEND", "k", "x"),
@@ -334,8 +335,13 @@ func TestLoadingKeepsExpiredKeysUntilPurge(t *testing.T) {
 	if got := run(t, s, 2, "PEXPIRETIME", "k"); got != ":1000\r\n" {
 		t.Fatalf("during the replay: %q", got)
 	}
-	s.SetLoading(false)
-	s.Feed = f
+	if f.String() != "" || !s.Loading() {
+		t.Fatalf("the replay fed %q, loading %v", f.String(), s.Loading())
+	}
+	end()
+	if s.Loading() {
+		t.Fatal("still loading after the replay")
+	}
 	if n := s.PurgeExpired(); n != 1 || s.DB(0).Len() != 0 || f.String() != "DEL k" || s.ExpiredKeys != 1 {
 		t.Fatalf("purge %d, keys %d, feed %q, expired %d", n, s.DB(0).Len(), f.String(), s.ExpiredKeys)
 	}

@@ -45,7 +45,7 @@ func BenchmarkEventsNoSubscriber(b *testing.B) {
 
 func benchJobCycle(b *testing.B, feed store.Feed, cfg Config) {
 	s := store.New(16)
-	s.Feed = feed
+	s.SetFeed(feed)
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
 	vs := New(cfg)
 	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
@@ -77,7 +77,7 @@ func benchJobCycle(b *testing.B, feed store.Feed, cfg Config) {
 
 func BenchmarkEnqueue(b *testing.B) {
 	s := store.New(16)
-	s.Feed = nopFeed{}
+	s.SetFeed(nopFeed{})
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
 	vs := New(Config{})
 	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
@@ -102,7 +102,7 @@ func (nopFeed) Append(int, [][][]byte) {}
 // measures the same thing on the running server (RSS per job).
 func BenchmarkPendingJobMemory(b *testing.B) {
 	s := store.New(16)
-	s.Feed = nopFeed{}
+	s.SetFeed(nopFeed{})
 	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
 	vs := New(Config{})
 	payload := bytes.Repeat([]byte("x"), 64)

@@ -182,7 +182,7 @@ func (e *env) recordFeed() *recFeed {
 	f := &recFeed{}
 	s := e.srv.Store()
 	s.Lock()
-	s.Feed = f
+	s.SetFeed(f)
 	s.Unlock()
 	return f
 }

@@ -49,7 +49,7 @@ func (f *recFeed) Append(db int, cmds [][][]byte) { f.n++; f.ops += len(cmds) }
 
 func newTH(t testing.TB) *th {
 	h := &th{t: t, s: store.New(16), clk: clock.NewManual(tNow), run: tRun, feed: &recFeed{}, proto: 2}
-	h.s.Feed = h.feed
+	h.s.SetFeed(h.feed)
 	h.bind(nil)
 	return h
 }

@@ -5,7 +5,7 @@
 // server keeps serving.
 //
 // Life cycle: New, Load (replay through the server's command table), then
-// Start (open for appending; set store.Feed to the AOF), then Append from the
+// Start (open for appending; make the AOF the store's Feed, Store.SetFeed), then Append from the
 // store (under its lock) and Commit from the server after each batch that
 // wrote and before its replies go out; Close on shutdown.
 //
@@ -151,7 +151,8 @@ var ErrRewriteInProgress = errors.New("ERR Background append only file rewriting
 
 var errClosed = errors.New("AOF is closed")
 
-// AOF is an open append-only file. It implements store.Feed.
+// AOF is an open append-only file. It implements store.Feed and
+// store.Toucher (the keys changed while it rewrites).
 type AOF struct {
 	cfg  Config
 	path string
@@ -319,11 +320,6 @@ func (a *AOF) Start() error {
 	a.curSize, a.baseSize = size, size
 	a.lastSyncAt = a.cfg.now()
 	a.mu.Unlock()
-	if st := a.cfg.Store; st != nil {
-		st.Lock()
-		st.OnTouch = a.touch
-		st.Unlock()
-	}
 	a.startBackground()
 	return nil
 }
@@ -380,7 +376,7 @@ func (a *AOF) probeDir() error {
 // replaces whatever file is at Path. Until then Commit returns at once (the
 // writes are not durable yet, as under Valkey's AOF_WAIT_REWRITE); a failed
 // rewrite is retried every second. Call it instead of Load and Start, with
-// the store lock held; then set store.Feed.
+// the store lock held; then make it the store's Feed (Store.SetFeed).
 func (a *AOF) StartFromKeyspace() error {
 	if a.cfg.Store == nil {
 		return errClosed
@@ -394,7 +390,6 @@ func (a *AOF) StartFromKeyspace() error {
 	a.mu.Lock()
 	a.waiting = true
 	a.mu.Unlock()
-	a.cfg.Store.OnTouch = a.touch
 	a.startBackground()
 	return a.StartRewrite()
 }

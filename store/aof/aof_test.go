@@ -787,7 +787,7 @@ func TestStartFromKeyspace(t *testing.T) {
 	h := &harness{t: t, fs: fsys, st: st, a: a, logs: &logBuf{}}
 	st.Lock()
 	noErr(t, a.StartFromKeyspace())
-	st.Feed = a
+	st.SetFeed(a)
 	st.Unlock()
 	t.Cleanup(func() { a.Close() })
 	noErr(t, h.do(0, cmd("HINCRBY", "h0", "f", "5"))) // acknowledged at once, not yet durable

@@ -156,7 +156,7 @@ func newHarness(t *testing.T, fsys *FaultFS, policy Fsync, tweak func(*Config)) 
 	_, err := h.a.Load(func(db int, argv [][]byte) error { return applyArgv(h.st, db, argv) })
 	noErr(t, err)
 	noErr(t, h.a.Start())
-	h.st.Feed = h.a
+	h.st.SetFeed(h.a)
 	t.Cleanup(func() { h.a.Close() })
 	return h
 }

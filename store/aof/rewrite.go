@@ -53,7 +53,7 @@ var tempSeq atomic.Int64
 //
 //  1. Copy: every key is written as it is when visited, a few hundred keys
 //     per store-lock acquisition; the store reports every key written
-//     meanwhile (store.OnTouch).
+//     meanwhile (Touched: the AOF is the store's Feed and a store.Toucher).
 //  2. Passes over the keys changed since they were copied: each is written
 //     again as DEL plus its current value (FLUSHDB/FLUSHALL as themselves),
 //     until few remain.
@@ -312,9 +312,11 @@ type dkey struct {
 	key string
 }
 
-// touch is the store's OnTouch while a rewrite copies the keyspace (called
-// under the store lock, which also guards tracking, dirty and flushed).
-func (a *AOF) touch(db int, key string) {
+// Touched is store.Toucher: the store calls it with every changed key (""
+// for a flushed or swapped database, -1 every database) once the AOF is
+// its Feed (Store.SetFeed), under the store lock, which also guards
+// tracking, dirty and flushed. Only a running rewrite keeps them.
+func (a *AOF) Touched(db int, key string) {
 	if !a.tracking {
 		return
 	}
