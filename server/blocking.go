@@ -15,7 +15,7 @@ import (
 // the batch that did so, the server retries the queue's clients in arrival
 // order, each with a fresh NowMs, until one Retry returns false. A timer at
 // the earliest BlockSpec.Due time retries the queue too. A spec with Keys
-// waits in the FIFO of each key (OnKeyReady); one with AnyKind (EMQ.WAIT
+// waits in the FIFO of each key (store.Observer.KeyChanged); one with AnyKind (EMQ.WAIT
 // on a job row) is retried after any write of its key, the others only
 // while the key holds a sorted set. At TimeoutMs
 // (0 = forever) the client gets a nil array. Everything here runs under the

@@ -521,7 +521,7 @@ type Ctx struct {
 // BlockSpec describes a parked connection: the server retries Retry (under
 // the store lock) in arrival order when it learns that a job of Queue in DB
 // may have become claimable, or, for a spec with Keys, when a write leaves
-// one of those keys of DB holding a sorted set (OnKeyReady), or when the
+// one of those keys of DB holding a sorted set (store.Observer.KeyChanged), or when the
 // earliest time Due reports passes;
 // Retry writes the reply and reports true when it served the client. After
 // TimeoutMs (0: forever) the server replies a nil array.

@@ -28,7 +28,7 @@ func (f *byteFeed) Append(db int, cmds [][][]byte) {
 func plainSession(t *testing.T) []byte {
 	h := newTH(t)
 	f := &byteFeed{}
-	h.s.Feed = f
+	h.s.SetFeed(f)
 	h.ok("EMQ.ENQUEUE", "q", "JOB00000000001", "a")
 	h.ok("EMQ.ENQUEUE", "q", "JOB00000000002", "b")
 	h.ok("EMQ.ENQUEUE", "q", "JOB00000000003", "c", "DELAY", "100")

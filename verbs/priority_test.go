@@ -51,7 +51,8 @@ func TestPriorityOrder(t *testing.T) {
 func TestPriorityZeroWritesNothing(t *testing.T) {
 	a, b := newTH(t), newTH(t)
 	fa, fb := &byteFeed{}, &byteFeed{}
-	a.s.Feed, b.s.Feed = fa, fb
+	a.s.SetFeed(fa)
+	b.s.SetFeed(fb)
 	a.ok("EMQ.ENQUEUE", "q", "JOB00000000001", "x")
 	b.ok("EMQ.ENQUEUE", "q", "JOB00000000001", "x", "PRIORITY", "0")
 	if fa.buf.String() != fb.buf.String() || fa.buf.Len() == 0 {
