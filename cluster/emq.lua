@@ -407,6 +407,7 @@ local function keys(q)
   end
   local p = 'emq:{' .. q .. '}:'
   k = {
+    name = q,
     pending = p .. 'pending',
     active = p .. 'active',
     schedule = p .. 'schedule',
@@ -420,6 +421,8 @@ local function keys(q)
     job = p .. 'job:',
     sched = p .. 'sched',
     schedp = p .. 'sched:',
+    waiting = p .. 'waiting',
+    flow = p .. 'flow:',
   }
   if key_cache_n >= 4096 then
     key_cache, key_cache_n = {}, 0
@@ -444,7 +447,7 @@ end
 
 local ABSENT, OK, WRONG = 0, 1, 2
 
-local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group', 'priority' }
+local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group', 'priority', 'parent', 'children' }
 
 -- read_row reads a job row: {kind, state, attempts, failures, stalled,
 -- lease_epoch, payload, lane}; absent fields are false.
@@ -463,8 +466,10 @@ local function read_row(key)
     payload = r[6],
     lane = r[7] and true or false,
     priority = r[8],
+    parent = r[9],
+    children = r[10] and true or false,
   }
-  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7] or r[8]) then
+  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7] or r[8] or r[9] or r[10]) then
     if redis.call('EXISTS', key) == 0 then
       row.kind = ABSENT
     end
@@ -621,7 +626,7 @@ local function select_trim(k, set, r, now, adding, dead, max)
       stop = true
       return false
     end
-    out[#out + 1] = { id, key, t ~= 'none' }
+    out[#out + 1] = { id, key, t ~= 'none', t == 'hash' and redis.call('HEXISTS', key, 'children') == 1 }
     seen[id] = true
     return #out < max
   end
@@ -659,9 +664,229 @@ local function write_trim(k, set, ts)
     if ts[i][3] then
       redis.call('DEL', ts[i][2])
     end
+    if ts[i][4] then
+      -- A flow parent's roster goes with its row (docs/verbs.md §4.25.4).
+      redis.call('DEL', k.flow .. ts[i][1], k.flow .. ts[i][1] .. ':out')
+    end
   end
   for i = 1, #ts do
     event(k, 'trimmed', ts[i][1])
+  end
+end
+
+-- gone_of adds the row keys of the trims ts to the set gone (a flow parent
+-- among them is gone for the seam below).
+local function gone_of(gone, ts)
+  for i = 1, #ts do
+    gone[ts[i][2]] = true
+  end
+  return gone
+end
+
+-- ---------------------------------------------------------------------------
+-- Flows (docs/verbs.md §4.25; docs/cluster.md §7): the "job ended" seam.
+-- In a cluster every job of a flow is in the parent's queue (EMQ.FLOW
+-- refuses other queues: their keys are in other slots), so a child's
+-- parent is read and written in the slot of the call; a `parent` naming
+-- another queue is left alone. As verbs/flow.go: the seam is judged
+-- before the call writes (gone: the row keys the call deletes), written
+-- after.
+
+local MAX_FLOW_DEPTH = 8
+
+local function flow_new(now, gone)
+  return { now = now, gone = gone or {}, parents = {}, list = {} }
+end
+
+-- flow_parent loads (once) parent pid of queue k; p.ok is false when it is
+-- not in the shape EMQ.FLOW writes (then the seam leaves it alone).
+local function flow_parent(fx, k, pid)
+  local p = fx.parents[pid]
+  if p then
+    return p
+  end
+  p = { id = pid, ok = false }
+  fx.parents[pid] = p
+  fx.list[#fx.list + 1] = p
+  local rk = k.job .. pid
+  if fx.gone[rk] or hash_kind(rk) ~= OK then
+    return p
+  end
+  local v = redis.call('HMGET', rk, 'children', 'children_left', 'state', 'on_child_fail', 'parent', 'group')
+  if not v[1] or not v[2] or v[6] or not ll(v[2]) then
+    return p
+  end
+  if hash_kind(k.flow .. pid) ~= OK or hash_kind(k.flow .. pid .. ':out') == WRONG then
+    return p
+  end
+  if zset_kind(k.waiting) == WRONG or zset_kind(k.pending) == WRONG or zset_kind(k.dead) == WRONG then
+    return p
+  end
+  if counter_check(k.failed, 1) then
+    return p
+  end
+  p.row = read_row(rk)
+  if not row_priority(p.row) then
+    return p
+  end
+  local r = read_retain(k)
+  p.dead_score = (r and retain_on(r.dead)) and score_str(fx.now) or '0'
+  p.left, p.state, p.policy, p.parent = tonumber(v[2]), v[3], v[4] or 'fail', v[5]
+  p.vals, p.order, p.outs, p.outorder, p.outdel = {}, {}, {}, {}, {}
+  p.ok = true
+  return p
+end
+
+local function flow_entry(k, p, child)
+  if p.vals[child] ~= nil then
+    return p.vals[child]
+  end
+  return redis.call('HGET', k.flow .. p.id, child)
+end
+
+local function flow_set(p, child, v)
+  if p.vals[child] == nil then
+    p.order[#p.order + 1] = child
+  end
+  p.vals[child] = v
+end
+
+-- split_ref splits "<queue>:<id>" at its last ':'.
+local function split_ref(ref)
+  local i = string.find(ref, ':[^:]*$')
+  if not i or i == 1 or i == #ref then
+    return nil
+  end
+  return string.sub(ref, 1, i - 1), string.sub(ref, i + 1)
+end
+
+-- flow_end: child id of queue k, whose row names parent ref, ended with
+-- outcome (completed, dead, removed) and out (its result or error, or
+-- nil). As flowEnds.end in verbs/flow.go.
+local function flow_end(fx, k, ref, id, outcome, out)
+  local child = k.name .. ':' .. id
+  for _ = 0, MAX_FLOW_DEPTH + 1 do
+    if not ref then
+      return
+    end
+    local q, pid = split_ref(ref)
+    if q ~= k.name then
+      return
+    end
+    local p = flow_parent(fx, k, pid)
+    if not p.ok or flow_entry(k, p, child) ~= 'pending' then
+      return
+    end
+    flow_set(p, child, outcome)
+    if out then
+      if p.outs[child] == nil then
+        p.outorder[#p.outorder + 1] = child
+      end
+      p.outs[child] = out
+    end
+    p.left = p.left - 1
+    if p.state ~= 'waiting' then
+      return
+    end
+    local dead = outcome == 'dead'
+    if dead and p.policy == 'fail' then
+      p.killed, p.state = true, 'dead'
+      p.err = 'child ' .. child .. ' died: ' .. (out or '')
+      ref, child, outcome, out = p.parent, k.name .. ':' .. pid, 'dead', p.err
+    else
+      if (dead and p.policy == 'continue') or p.left <= 0 then
+        p.released, p.state = true, 'pending'
+      end
+      return
+    end
+  end
+end
+
+-- flow_reopen: REPROCESS of dead child id (docs/verbs.md §4.25.3); returns
+-- the refusal text, or nil.
+local function flow_reopen(fx, k, ref, id)
+  local child = k.name .. ':' .. id
+  local q, pid = split_ref(ref)
+  if q ~= k.name then
+    return nil
+  end
+  local p = flow_parent(fx, k, pid)
+  if not p.ok or flow_entry(k, p, child) ~= 'dead' then
+    return nil
+  end
+  if p.state == 'waiting' then
+    flow_set(p, child, 'pending')
+    if redis.call('HEXISTS', k.flow .. pid .. ':out', child) == 1 then
+      p.outdel[#p.outdel + 1] = child
+    end
+    p.left = p.left + 1
+  elseif p.state == 'dead' then
+    return 'EMQFLOW parent ' .. ref .. ' is dead: reprocess or remove it first'
+  end
+  return nil
+end
+
+-- flow_released lists, sorted, the parents the seam releases (NEXT's
+-- claim sees them in pending, docs/verbs.md §4.5.1).
+local function flow_released(fx)
+  local out = {}
+  if fx then
+    for _, p in ipairs(fx.list) do
+      if p.released then
+        out[#out + 1] = p.id
+      end
+    end
+    table.sort(out, bytes_lt)
+  end
+  return out
+end
+
+-- flow_write writes what the seam decided and publishes it.
+local function flow_write(fx, k)
+  if not fx then
+    return
+  end
+  for _, p in ipairs(fx.list) do
+    if p.ok and (#p.order > 0 or #p.outdel > 0) then
+      local rk = k.job .. p.id
+      local fv = {}
+      for _, c in ipairs(p.order) do
+        fv[#fv + 1] = c
+        fv[#fv + 1] = p.vals[c]
+      end
+      redis.call('HSET', k.flow .. p.id, unpack(fv))
+      if #p.outorder > 0 then
+        local ov = {}
+        for _, c in ipairs(p.outorder) do
+          ov[#ov + 1] = c
+          ov[#ov + 1] = p.outs[c]
+        end
+        redis.call('HSET', k.flow .. p.id .. ':out', unpack(ov))
+      end
+      if #p.outdel > 0 then
+        redis.call('HDEL', k.flow .. p.id .. ':out', unpack(p.outdel))
+      end
+      local left = tostring(p.left)
+      if p.released then
+        redis.call('ZREM', k.waiting, p.id)
+        redis.call('HSET', rk, 'children_left', left, 'state', 'pending')
+        into_pending(k, p.id, p.row)
+      elseif p.killed then
+        redis.call('ZREM', k.waiting, p.id)
+        redis.call('HSET', rk, 'children_left', left, 'state', 'dead', 'last_error', p.err, 'finished_at', score_str(fx.now))
+        redis.call('ZADD', k.dead, p.dead_score, p.id)
+        redis.call('HINCRBY', k.failed, 'count', '1')
+      else
+        redis.call('HSET', rk, 'children_left', left)
+      end
+    end
+  end
+  for _, p in ipairs(fx.list) do
+    if p.released then
+      event(k, 'released', p.id)
+    elseif p.killed then
+      event(k, 'dead', p.id)
+    end
   end
 end
 
@@ -1081,8 +1306,8 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
     return err(e)
   end
   local now = now_ms()
-  local _
-  _, e = token_guard(k, 'complete', id, token)
+  local row
+  row, e = token_guard(k, 'complete', id, token)
   if e then
     return err(e)
   end
@@ -1103,9 +1328,14 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
     end
     trim = select_trim(k, k.done, r.completed, now, 1, false, RETAIN_TRIM_PER_CALL)
   end
+  local fx
+  if row.parent then
+    fx = flow_new(now, gone_of({}, trim))
+    flow_end(fx, k, row.parent, id, 'completed', result)
+  end
   local pl
   if next_ then
-    pl, e = claim_judge(k, lease, count, now, { id = id, row = { kind = ABSENT } })
+    pl, e = claim_judge(k, lease, count, now, { id = id, row = { kind = ABSENT }, released = flow_released(fx) })
     if not pl then
       return err(e)
     end
@@ -1120,10 +1350,14 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
     redis.call('ZADD', k.done, score_str(now), id)
   else
     redis.call('DEL', k.job .. id)
+    if row.children then
+      redis.call('DEL', k.flow .. id, k.flow .. id .. ':out')
+    end
   end
   redis.call('HINCRBY', k.completed, 'count', '1')
   event(k, 'completed', id)
   write_trim(k, k.done, trim)
+  flow_write(fx, k)
   if next_ then
     return claim_write(k, pl, lease, now)
   end
@@ -1161,6 +1395,7 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
   end
   local rk = k.job .. id
   local dead = cmp_ll(f, max) >= 0
+  local fx
   -- NEXT's claim is judged before anything is written, on the failed job
   -- as the writes below leave it (docs/verbs.md §4.5.1).
   local function next_claim()
@@ -1172,7 +1407,7 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
       ovrow[name] = v
     end
     ovrow.failures = f
-    local ov = { id = id, row = ovrow, sched = not dead, due = not dead and add_ms(now, delay) <= now }
+    local ov = { id = id, row = ovrow, sched = not dead, due = not dead and add_ms(now, delay) <= now, released = flow_released(fx) }
     return claim_judge(k, lease, count, now, ov)
   end
   local pl
@@ -1194,6 +1429,10 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
       trim = select_trim(k, k.dead, r.dead, now, 1, true, RETAIN_TRIM_PER_CALL)
       score = score_str(now)
     end
+    if row.parent then
+      fx = flow_new(now, gone_of({}, trim))
+      flow_end(fx, k, row.parent, id, 'dead', stored_error(args[5]))
+    end
     pl, e = next_claim()
     if not pl then
       return err(e)
@@ -1204,6 +1443,7 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
     redis.call('HINCRBY', k.failed, 'count', '1')
     event(k, 'dead', id)
     write_trim(k, k.dead, trim)
+    flow_write(fx, k)
     if next_ then
       return { 'dead', tonumber(f), claim_write(k, pl, lease, now) }
     end
@@ -1399,6 +1639,13 @@ claim_judge = function(k, lease, count, now, ov)
   end
   -- The promoted ids join pending at score 0, so they sort by id among the
   -- score-0 members (bytes); a promoted id already in pending moves to 0.
+  -- Flow parents a finishing verb releases (ov.released, docs/verbs.md
+  -- §4.25.2) join pending at score 0 as promoted ids do.
+  if ov and ov.released then
+    for _, pid in ipairs(ov.released) do
+      promoted[#promoted + 1] = { id = pid, key = k.job .. pid, row = read_row(k.job .. pid) }
+    end
+  end
   local in_prom = {}
   for j = 1, #promoted do
     in_prom[promoted[j].id] = true
@@ -1697,6 +1944,13 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
     trim_dead = select_trim(k, k.dead, r.dead, now, n_dead, true, tonumber(limit))
     dead_score = score_str(now)
   end
+  local fx
+  for i = 1, #expired do
+    if verdicts[i].kind == 'dead' and expired[i].row.parent then
+      fx = fx or flow_new(now, gone_of(gone_of({}, trim_done), trim_dead))
+      flow_end(fx, k, expired[i].row.parent, expired[i].id, 'dead', 'stalled')
+    end
+  end
 
   local recovered, dead = {}, {}
   for i = 1, #expired do
@@ -1728,6 +1982,7 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
   end
   write_trim(k, k.done, trim_done)
   write_trim(k, k.dead, trim_dead)
+  flow_write(fx, k)
   return { recovered, dead }
 end)
 
@@ -1771,7 +2026,7 @@ end)
 -- reprocess_judge is EMQ.REPROCESS's read pass and judgement for one id
 -- (docs/verbs.md §4.13): the row key, or nil and the refusal.
 -- EMQ.REPROCESS.ALL judges each job through it (§4.24).
-local function reprocess_judge(k, id)
+local function reprocess_judge(k, id, fx)
   local rk = k.job .. id
   local dk, in_dead = member(k.dead, id)
   if dk == WRONG then
@@ -1795,6 +2050,13 @@ local function reprocess_judge(k, id)
   elseif not row_priority(row) then
     return nil, E_HASH_NOT_INT
   end
+  if fx and row.parent then
+    -- A dead flow child (docs/verbs.md §4.25.3): reopen or refuse.
+    local e = flow_reopen(fx, k, row.parent, id)
+    if e and not fx.bulk then
+      return nil, e
+    end
+  end
   return rk
 end
 
@@ -1815,11 +2077,13 @@ verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
     return err(E_SYNTAX)
   end
   local id, reset = args[1], #args == 2
-  local rk, e = reprocess_judge(k, id)
+  local fx = flow_new(now_ms())
+  local rk, e = reprocess_judge(k, id, fx)
   if not rk then
     return err(e)
   end
   reprocess_write(k, id, rk, reset)
+  flow_write(fx, k)
   event(k, 'reprocessed', id)
   return 1
 end)
@@ -1848,11 +2112,35 @@ local function remove_judge(k, id)
   local sk, in_schedule = member(k.schedule, id)
   local dk, in_dead = member(k.dead, id)
   local ck, in_done = member(k.done, id)
-  if pk == WRONG or sk == WRONG or dk == WRONG or ck == WRONG then
+  local wk, in_waiting = member(k.waiting, id)
+  if pk == WRONG or sk == WRONG or dk == WRONG or ck == WRONG or wk == WRONG then
     return nil, E_WRONGTYPE
   end
   return { id = id, rk = rk, row = row.kind == OK, pending = in_pending, schedule = in_schedule,
-    dead = in_dead, done = in_done }
+    dead = in_dead, done = in_done, waiting = in_waiting, children = row.children,
+    parent = row.kind == OK and row.parent or nil }
+end
+
+-- remove_flows runs the flow seam for judged removals rs (docs/verbs.md
+-- §4.25.2): a removed child has ended; a parent removed by the same call
+-- is gone.
+local function remove_flows(k, rs)
+  local fx
+  for _, r in ipairs(rs) do
+    if r.parent then
+      if not fx then
+        local gone = {}
+        for _, x in ipairs(rs) do
+          if x.row then
+            gone[x.rk] = true
+          end
+        end
+        fx = flow_new(now_ms(), gone)
+      end
+      flow_end(fx, k, r.parent, r.id, 'removed', nil)
+    end
+  end
+  return fx
 end
 
 -- remove_write applies one judged removal: true when it removed anything.
@@ -1870,8 +2158,15 @@ local function remove_write(k, r)
   if r.done then
     n = n + redis.call('ZREM', k.done, r.id)
   end
+  if r.waiting then
+    n = n + redis.call('ZREM', k.waiting, r.id)
+  end
   if r.row then
     n = n + redis.call('DEL', r.rk)
+    if r.children then
+      -- A flow parent's roster goes with its row (docs/verbs.md §4.25.4).
+      redis.call('DEL', k.flow .. r.id, k.flow .. r.id .. ':out')
+    end
   end
   return n > 0
 end
@@ -1882,8 +2177,10 @@ verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
   if not r then
     return err(e)
   end
+  local fx = remove_flows(k, { r })
   if remove_write(k, r) then
     event(k, 'removed', id)
+    flow_write(fx, k)
     return 1
   end
   return 0
@@ -1954,13 +2251,17 @@ verb('emq_reprocess_all', 'emq.reprocess.all', -2, { 'allow-oom' }, function(k, 
     return err(E_WRONGTYPE)
   end
   local plan = {}
+  -- Dead flow children reopen waiting parents; a dead parent does not
+  -- refuse the bulk call (docs/verbs.md §4.25.3).
+  local fx = flow_new(now_ms())
+  fx.bulk = true
   for i = 1, #ids do
     local rk = k.job .. ids[i]
     if hash_kind(rk) == ABSENT then
       plan[i] = false -- a ghost: dropped, not counted
     else
       local e
-      plan[i], e = reprocess_judge(k, ids[i])
+      plan[i], e = reprocess_judge(k, ids[i], fx)
       if not plan[i] then
         return err(e)
       end
@@ -1975,6 +2276,7 @@ verb('emq_reprocess_all', 'emq.reprocess.all', -2, { 'allow-oom' }, function(k, 
       redis.call('ZREM', k.dead, ids[i])
     end
   end
+  flow_write(fx, k)
   for i = 1, #ids do
     if plan[i] then
       event(k, 'reprocessed', ids[i])
@@ -2005,6 +2307,7 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
       return err(e)
     end
   end
+  local fx = remove_flows(k, plan)
   local removed = {}
   for i = 1, #ids do
     if remove_write(k, plan[i]) then
@@ -2014,6 +2317,7 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
   for i = 1, #removed do
     event(k, 'removed', removed[i])
   end
+  flow_write(fx, k)
   return { #removed, redis.call('ZCARD', set) }
 end)
 
@@ -2199,6 +2503,10 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   if type(retained) == 'table' then
     return err(E_WRONGTYPE)
   end
+  local waiting = redis.pcall('ZCARD', k.waiting)
+  if type(waiting) == 'table' then
+    return err(E_WRONGTYPE)
+  end
   -- latency_ms: the age of the job the next claim takes (docs/verbs.md
   -- §4.16), 0 when unknown.
   local latency = 0
@@ -2223,6 +2531,7 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
       completed = done,
       failed = failed,
       latency_ms = latency,
+      waiting = waiting,
     },
   }
 end)
@@ -2268,6 +2577,228 @@ verb('emq_job', 'emq.job', 3, { 'no-writes' }, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
+-- EMQ.FLOW q parent_id parent_payload [ON_CHILD_FAIL policy] CHILD cq cid
+-- payload [UNDER uq uid] [ON_CHILD_FAIL policy] [CHILD ...]
+-- (docs/verbs.md §4.25.1). In a cluster every job of the flow must be in
+-- q: another queue's keys are in another slot (docs/cluster.md §7).
+
+local E_FLOW_POLICY = 'ERR ON_CHILD_FAIL must be fail, ignore or continue'
+local E_FLOW_POLICY_LEAF = 'ERR ON_CHILD_FAIL given for a job without children'
+local E_FLOW_UNDER = "ERR UNDER must name the flow's parent or an earlier child"
+local E_FLOW_DEPTH = 'ERR flow depth must be at most 8'
+local E_FLOW_SLOT = "ERR in a cluster every job of a flow must be in the parent's queue (another queue's keys are in another slot; docs/cluster.md §7)"
+
+local FLOW_POLICIES = { FAIL = 'fail', IGNORE = 'ignore', CONTINUE = 'continue' }
+
+verb('emq_flow', 'emq.flow', -8, {}, function(k, args)
+  local nodes = { { q = k.name, id = args[1], payload = args[2], up = 0, depth = 0, kids = {} } }
+  local byref = { [k.name .. ':' .. args[1]] = 1 }
+  local cur, i = 1, 3
+  while i <= #args do
+    local w = string.upper(args[i])
+    if w == 'ON_CHILD_FAIL' then
+      if i + 1 > #args or nodes[cur].policy then
+        return err(E_SYNTAX)
+      end
+      local pol = FLOW_POLICIES[string.upper(args[i + 1])]
+      if not pol then
+        return err(E_FLOW_POLICY)
+      end
+      nodes[cur].policy = pol
+      i = i + 2
+    elseif w == 'UNDER' and cur > 1 then
+      if i + 2 > #args or nodes[cur].under then
+        return err(E_SYNTAX)
+      end
+      if not valid_queue(args[i + 1]) then
+        return err(E_QUEUE)
+      end
+      local up = byref[args[i + 1] .. ':' .. args[i + 2]]
+      if not up or up == cur then
+        return err(E_FLOW_UNDER)
+      end
+      local n = nodes[cur]
+      n.under = true
+      table.remove(nodes[1].kids)
+      n.up, n.depth = up, nodes[up].depth + 1
+      if n.depth > MAX_FLOW_DEPTH then
+        return err(E_FLOW_DEPTH)
+      end
+      table.insert(nodes[up].kids, cur)
+      i = i + 3
+    elseif w == 'CHILD' then
+      if i + 3 > #args then
+        return err(E_SYNTAX)
+      end
+      if not valid_queue(args[i + 1]) then
+        return err(E_QUEUE)
+      end
+      local ref = args[i + 1] .. ':' .. args[i + 2]
+      if byref[ref] then
+        return err('ERR job ' .. ref .. ' is named twice in the flow')
+      end
+      cur = #nodes + 1
+      nodes[cur] = { q = args[i + 1], id = args[i + 2], payload = args[i + 3], up = 1, depth = 1, kids = {} }
+      byref[ref] = cur
+      table.insert(nodes[1].kids, cur)
+      i = i + 4
+    else
+      return err(E_SYNTAX)
+    end
+  end
+  if #nodes == 1 then
+    return err(E_SYNTAX)
+  end
+  for _, n in ipairs(nodes) do
+    if n.policy and #n.kids == 0 then
+      return err(E_FLOW_POLICY_LEAF)
+    end
+  end
+  for _, n in ipairs(nodes) do
+    if not valid_id(n.id) then
+      return err(E_KIND)
+    end
+  end
+  for _, n in ipairs(nodes) do
+    if n.q ~= k.name then
+      return err(E_FLOW_SLOT)
+    end
+  end
+  local function refs(n)
+    local out = {}
+    for j, c in ipairs(n.kids) do
+      out[j] = nodes[c].q .. ':' .. nodes[c].id
+    end
+    return out
+  end
+  local root = nodes[1]
+  local rk = k.job .. root.id
+  local kind = hash_kind(rk)
+  if kind == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  local rref = k.name .. ':' .. root.id
+  if kind == OK then
+    local v = redis.call('HMGET', rk, 'children', 'on_child_fail')
+    if not v[1] then
+      return err('EMQFLOW job ' .. rref .. ' exists and is not this flow')
+    end
+    local rok = hash_kind(k.flow .. root.id)
+    if rok == WRONG then
+      return err(E_WRONGTYPE)
+    end
+    local have = redis.call('HKEYS', k.flow .. root.id)
+    local want = refs(root)
+    local same = #have == #want and v[2] == (root.policy or 'fail')
+    for j = 1, #want do
+      if have[j] ~= want[j] then
+        same = false
+      end
+    end
+    if not same then
+      return err('EMQFLOW job ' .. rref .. ' exists and is not this flow')
+    end
+    return #nodes
+  end
+  local stale = {}
+  for j, n in ipairs(nodes) do
+    if j > 1 then
+      local ck = hash_kind(k.job .. n.id)
+      if ck == WRONG then
+        return err(E_WRONGTYPE)
+      elseif ck == OK then
+        return err('EMQFLOW job ' .. n.q .. ':' .. n.id .. ' already exists')
+      end
+    end
+    local set = k.pending
+    if #n.kids > 0 then
+      set = k.waiting
+      for _, key in ipairs({ k.flow .. n.id, k.flow .. n.id .. ':out' }) do
+        local fk = hash_kind(key)
+        if fk == WRONG then
+          return err(E_WRONGTYPE)
+        elseif fk == OK then
+          stale[#stale + 1] = key
+        end
+      end
+    end
+    if zset_kind(set) == WRONG then
+      return err(E_WRONGTYPE)
+    end
+  end
+  local now = score_str(now_ms())
+  for _, key in ipairs(stale) do
+    redis.call('DEL', key)
+  end
+  for _, n in ipairs(nodes) do
+    local fv = { 'attempts', '0', 'payload', n.payload, 'enqueued_at', now }
+    if n.up > 0 then
+      fv[#fv + 1] = 'parent'
+      fv[#fv + 1] = nodes[n.up].q .. ':' .. nodes[n.up].id
+    end
+    if #n.kids == 0 then
+      redis.call('HSET', k.job .. n.id, 'state', 'pending', unpack(fv))
+      redis.call('ZADD', k.pending, '0', n.id)
+    else
+      local cnt = tostring(#n.kids)
+      redis.call('HSET', k.job .. n.id, 'state', 'waiting', unpack(fv))
+      redis.call('HSET', k.job .. n.id, 'children', cnt, 'children_left', cnt, 'on_child_fail', n.policy or 'fail')
+      redis.call('ZADD', k.waiting, '0', n.id)
+      local ros = {}
+      for _, r in ipairs(refs(n)) do
+        ros[#ros + 1] = r
+        ros[#ros + 1] = 'pending'
+      end
+      redis.call('HSET', k.flow .. n.id, unpack(ros))
+    end
+  end
+  for _, n in ipairs(nodes) do
+    event(k, 'enqueued', n.id)
+  end
+  return #nodes
+end)
+
+-- EMQ.CHILDREN q parent_id (docs/verbs.md §4.25.5)
+verb('emq_children', 'emq.children', 3, { 'no-writes' }, function(k, args)
+  local pid = args[1]
+  local rk, ok_ = k.flow .. pid, k.flow .. pid .. ':out'
+  local kind = hash_kind(rk)
+  if kind == WRONG or hash_kind(ok_) == WRONG then
+    return err(E_WRONGTYPE)
+  end
+  if kind == ABSENT then
+    return false
+  end
+  local all = redis.call('HGETALL', rk)
+  local out = {}
+  for j = 1, #all, 2 do
+    local f, v = all[j], all[j + 1]
+    local q, cid = split_ref(f)
+    if not q then
+      q, cid = '', f
+    end
+    local m = { queue = q, id = cid, state = v }
+    if v == 'pending' and q == k.name then
+      local st = redis.pcall('HGET', k.job .. cid, 'state')
+      if type(st) == 'string' then
+        m.state = st
+      end
+    end
+    local o = redis.call('HGET', ok_, f)
+    if o then
+      if v == 'completed' then
+        m.result = o
+      else
+        m.error = o
+      end
+    end
+    out[#out + 1] = { map = m }
+  end
+  return out
+end)
+
+
+-- ---------------------------------------------------------------------------
 -- EMQ.WAIT q id timeout_ms (docs/verbs.md §4.23): a function cannot block
 -- (docs/cluster.md §3), so it answers at once: the outcome of a finished
 -- job, EMQSTALE job gone for no row, and the nil array where emqd waits.
@@ -2297,13 +2828,13 @@ end)
 -- EMQ.LIST q state [offset count] (docs/verbs.md §4.18): one page of the
 -- jobs of one state, each [id, EMQ.JOB's map] ([id, nil] for a ghost).
 
-local LIST_SETS = { PENDING = 'pending', ACTIVE = 'active', SCHEDULED = 'schedule', DEAD = 'dead', COMPLETED = 'done' }
+local LIST_SETS = { PENDING = 'pending', ACTIVE = 'active', SCHEDULED = 'schedule', DEAD = 'dead', COMPLETED = 'done', WAITING = 'waiting' }
 local LIST_MAX = '1000'
 
 verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
   local set = LIST_SETS[string.upper(args[1])]
   if not set then
-    return err('ERR state must be one of pending, active, scheduled, dead, completed')
+    return err('ERR state must be one of pending, active, scheduled, dead, completed, waiting')
   end
   if #args ~= 1 and #args ~= 3 then
     return err(E_SYNTAX)

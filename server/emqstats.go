@@ -87,6 +87,7 @@ func (s *Server) emqInfo(add func(field, value string)) {
 	}
 	i("emq_queues", int64(st.NumQueues()))
 	i("emq_queue_latency_max_ms", s.maxQueueLatencyMs(st))
+	i("emq_waiting_parents", s.waitingParents(st))
 	for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 		i("emq_"+t.String(), st.Total(t))
 	}
@@ -124,6 +125,22 @@ func (s *Server) sweepNote(db int, q string, recovered0, dead0 int64) {
 	s.obs.sweepRecovered.Add(rec)
 	s.obs.sweepDead.Add(dead)
 	s.log.Info("Stalled-job sweep", "db", db, "queue", q, "recovered", rec, "dead", dead)
+}
+
+// waitingParents is the number of flow parents waiting on children over
+// the known queues (INFO's emq_waiting_parents; docs/verbs.md §4.25): the
+// sizes of their emq:{q}:waiting sets, read under the store lock.
+func (s *Server) waitingParents(st *verbs.Stats) int64 {
+	var n int64
+	for _, q := range st.Queues() {
+		if q.DB >= s.store.NumDBs() {
+			continue
+		}
+		if z, _ := s.store.DB(q.DB).LookupZSet(verbs.NewKeys(q.Queue).Waiting); z != nil {
+			n += int64(z.Len())
+		}
+	}
+	return n
 }
 
 // maxQueueLatencyMs is the largest EMQ.COUNTS latency_ms over the known

@@ -65,7 +65,7 @@ func Example() {
 	// first token: EMQSTALE complete token mismatch
 	// completed: 1
 	// row after completion: <nil>
-	// counts: map[active:0 completed:1 dead:0 failed:0 latency_ms:0 pending:0 retained:0 scheduled:0]
+	// counts: map[active:0 completed:1 dead:0 failed:0 latency_ms:0 pending:0 retained:0 scheduled:0 waiting:0]
 }
 
 // TestStartTest is the five lines a Go test needs: StartTest closes the

@@ -212,7 +212,7 @@ type queueCollector struct{ s *Server }
 
 var (
 	queueJobsDesc = prometheus.NewDesc("emqd_queue_jobs",
-		"Jobs in a queue's pending, active, scheduled and dead sets (ZCARD at scrape time).",
+		"Jobs in a queue's pending, active, scheduled and dead sets, and its flow parents waiting on children (waiting; ZCARD at scrape time).",
 		[]string{"db", "queue", "state"}, nil)
 	queueLatencyDesc = prometheus.NewDesc("emqd_queue_latency_seconds",
 		"Age of the job the next claim of the queue takes, on the server clock (EMQ.COUNTS latency_ms, docs/verbs.md §4.16; 0 with nothing pending).",
@@ -223,7 +223,7 @@ var (
 )
 
 // queueStates are the state label values, in the order of the Keys sets.
-var queueStates = [4]string{"pending", "active", "scheduled", "dead"}
+var queueStates = [5]string{"pending", "active", "scheduled", "dead", "waiting"}
 
 func (qc *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueJobsDesc
@@ -238,7 +238,7 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	qs := st.Queues()
-	depth := make([][4]int, len(qs))
+	depth := make([][5]int, len(qs))
 	lat := make([]int64, len(qs))
 	s.store.Lock()
 	now := s.clock.NowMs()
@@ -248,7 +248,7 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		db := s.store.DB(q.DB)
 		k := verbs.NewKeys(q.Queue)
-		for j, key := range [4]string{k.Pending, k.Active, k.Schedule, k.Dead} {
+		for j, key := range [5]string{k.Pending, k.Active, k.Schedule, k.Dead, k.Waiting} {
 			if z, _ := db.LookupZSet(key); z != nil {
 				depth[i][j] = z.Len()
 			}

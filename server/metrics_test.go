@@ -201,15 +201,15 @@ func TestMetricsAndInfoCounts(t *testing.T) {
 					t.Errorf("emqd_jobs_total{%s %s} = %v (%v), want %v", q, tr, got, ok, want[tr])
 				}
 			}
-			for _, state := range []string{"pending", "active", "scheduled", "dead"} {
+			for _, state := range []string{"pending", "active", "scheduled", "dead", "waiting"} {
 				got, ok := metric(fams, "emqd_queue_jobs", "db="+db, "queue="+name, "state="+state)
 				if !ok || got != depths[q][state] {
 					t.Errorf("emqd_queue_jobs{%s %s} = %v (%v), want %v", q, state, got, ok, depths[q][state])
 				}
 			}
 		}
-		if n := len(fams["emqd_queue_jobs"].GetMetric()); n != 8 {
-			t.Errorf("emqd_queue_jobs has %d series, want 8", n)
+		if n := len(fams["emqd_queue_jobs"].GetMetric()); n != 10 {
+			t.Errorf("emqd_queue_jobs has %d series, want 10", n)
 		}
 	}
 	checkQueues(fams, perQueue)
@@ -266,7 +266,7 @@ func TestMetricsAndInfoCounts(t *testing.T) {
 	fams = scrape(t, s2)
 	for _, q := range restarted {
 		db, name, _ := strings.Cut(q, "/")
-		for _, state := range []string{"pending", "active", "scheduled", "dead"} {
+		for _, state := range []string{"pending", "active", "scheduled", "dead", "waiting"} {
 			got, _ := metric(fams, "emqd_queue_jobs", "db="+db, "queue="+name, "state="+state)
 			if got != depths[q][state] {
 				t.Errorf("after restart emqd_queue_jobs{%s %s} = %v, want %v", q, state, got, depths[q][state])
@@ -508,5 +508,45 @@ func TestReadmeObservability(t *testing.T) {
 		if !exported[name] {
 			t.Errorf("the README names %s, which emqd does not export", name)
 		}
+	}
+}
+
+// TestFlowMetrics: a waiting flow parent shows in INFO (emq_waiting_parents)
+// and in /metrics (emqd_queue_jobs state=waiting); its release counts
+// flow_released (docs/verbs.md §4.25).
+func TestFlowMetrics(t *testing.T) {
+	ctx := context.Background()
+	s := server.StartTest(t, server.Options{Clock: clock.NewManual(1_700_000_000_000), Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	const p, c1 = "JOBP0000000001", "JOBC0000000001"
+	if n, err := c.Do(ctx, "EMQ.FLOW", "album", p, "x", "CHILD", "img", c1, "a").Int(); err != nil || n != 2 {
+		t.Fatal(n, err)
+	}
+	info := infoFields(c.Info(ctx, "emq").Val())
+	if info["emq_waiting_parents"] != "1" || info["emq_enqueued"] != "2" {
+		t.Fatalf("info %v", info)
+	}
+	if got, ok := metric(scrape(t, s), "emqd_queue_jobs", "db=0", "queue=album", "state=waiting"); !ok || got != 1 {
+		t.Fatalf("waiting gauge %v %v", got, ok)
+	}
+	job, err := c.Do(ctx, "EMQ.CLAIM", "img", 1000).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := job[0].([]any)[2]
+	if err := c.Do(ctx, "EMQ.COMPLETE", "img", c1, tok).Err(); err != nil {
+		t.Fatal(err)
+	}
+	info = infoFields(c.Info(ctx, "emq").Val())
+	if info["emq_waiting_parents"] != "0" || info["emq_flow_released"] != "1" || info["emq_flow_dead"] != "0" {
+		t.Fatalf("info after release %v", info)
+	}
+	fams := scrape(t, s)
+	if got, _ := metric(fams, "emqd_jobs_total", "db=0", "queue=album", "transition=flow_released"); got != 1 {
+		t.Fatalf("flow_released %v", got)
+	}
+	if got, ok := metric(fams, "emqd_queue_jobs", "db=0", "queue=album", "state=pending"); !ok || got != 1 {
+		t.Fatalf("pending gauge %v %v", got, ok)
 	}
 }

@@ -21,7 +21,7 @@ func TestClientPause(t *testing.T) {
 	steps(t, admin, "CLIENT PAUSE 10000 WRITE", "+OK\r\n")
 	steps(t, c,
 		"GET k", "$-1\r\n",
-		"EMQ.COUNTS q", "*16\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:0\r\n$9\r\nscheduled\r\n:0\r\n$4\r\ndead\r\n:0\r\n$9\r\ncompleted\r\n:0\r\n$6\r\nfailed\r\n:0\r\n$8\r\nretained\r\n:0\r\n$10\r\nlatency_ms\r\n:0\r\n",
+		"EMQ.COUNTS q", "*18\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:0\r\n$9\r\nscheduled\r\n:0\r\n$4\r\ndead\r\n:0\r\n$9\r\ncompleted\r\n:0\r\n$6\r\nfailed\r\n:0\r\n$8\r\nretained\r\n:0\r\n$10\r\nlatency_ms\r\n:0\r\n$7\r\nwaiting\r\n:0\r\n",
 		"CLIENT NO-EVICT on", "+OK\r\n",
 		"CLIENT NO-TOUCH OFF", "+OK\r\n",
 	)

@@ -219,7 +219,7 @@ func TestTrackingEMQVerbs(t *testing.T) {
 		t.Fatalf("HGETALL row: %q", r)
 	}
 	steps(t, c1, "ZRANGE emq:{q}:pending 0 -1", "*1\r\n$14\r\n"+id+"\r\n")
-	if r := c1.do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%8\r\n") {
+	if r := c1.do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%9\r\n") {
 		t.Fatalf("EMQ.COUNTS: %q", r)
 	}
 	// The claim moves the job: pending and active (and the row).
@@ -231,7 +231,7 @@ func TestTrackingEMQVerbs(t *testing.T) {
 	if r := c1.do("EMQ.JOB", "q", id); !strings.HasPrefix(r, "%") {
 		t.Fatalf("EMQ.JOB: %q", r)
 	}
-	if r := c1.do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%8\r\n") {
+	if r := c1.do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%9\r\n") {
 		t.Fatalf("EMQ.COUNTS: %q", r)
 	}
 	if r := c2.do("EMQ.COMPLETE", "q", id, "1"); r != ":1\r\n" {

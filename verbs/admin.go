@@ -88,7 +88,14 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 		c.W.Int(0)
 		return
 	}
+	var fe *flowEnds
+	if r.Row.Kind == keyOK && r.Row.Parent.Present {
+		// A removed flow child has ended (docs/verbs.md §4.25.2).
+		vs.endRow(&fe, c, p, &r.Row, k, id, vRemoved, nil)
+		planFlow(fe, p)
+	}
 	apply(c, p)
+	fe.after(c)
 	vs.count(c, k, Removed, 1)
 	vs.event(c, k, EvRemoved, id)
 	c.W.Int(1)
@@ -97,9 +104,9 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 // removeRead is what EMQ.REMOVE's read pass saw: the row and the id's
 // membership of each set.
 type removeRead struct {
-	Active, Pending, Schedule, Dead, Done           keyKind
-	InActive, InPending, InSchedule, InDead, InDone bool
-	Row                                             jobRow
+	Active, Pending, Schedule, Dead, Done, Waiting             keyKind
+	InActive, InPending, InSchedule, InDead, InDone, InWaiting bool
+	Row                                                        jobRow
 }
 
 // readRemove is EMQ.REMOVE's read pass for one id; EMQ.REMOVE.ALL reads
@@ -112,6 +119,7 @@ func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
 	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
 	r.Dead, r.InDead, _ = member(d, k.Dead, id)
 	r.Done, r.InDone, _ = member(d, k.Done, id)
+	r.Waiting, r.InWaiting, _ = member(d, k.Waiting, id)
 	return r
 }
 
@@ -136,6 +144,8 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 		return nil, wrongType(k.Dead)
 	case r.Done == keyWrong:
 		return nil, wrongType(k.Done)
+	case r.Waiting == keyWrong:
+		return nil, wrongType(k.Waiting)
 	}
 	p := newPlan(5)
 	if r.InPending {
@@ -150,8 +160,15 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 	if r.InDone {
 		p.ZRem(k.Done, id)
 	}
+	if r.InWaiting {
+		p.ZRem(k.Waiting, id)
+	}
 	if r.Row.Kind == keyOK {
 		p.Del(rowKey)
+		if r.Row.Children {
+			// A flow parent's roster goes with it (docs/verbs.md §4.25.4).
+			delRoster(p, k, id)
+		}
 	}
 	if len(p.Ops) == 0 {
 		return nil, noRefusal
@@ -183,6 +200,11 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	if z != nil {
 		r.DoneSize = int64(z.Len())
 	}
+	z, kind = zsetKind(d, k.Waiting)
+	r.Waiting = kind
+	if z != nil {
+		r.WaitingSize = int64(z.Len())
+	}
 	n, ref := judgeCounts(&r, k)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -190,7 +212,7 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	}
 	lat := QueueLatencyMs(d, k, c.NowMs)
 	w := c.W
-	w.Map(8)
+	w.Map(9)
 	w.BulkString("pending")
 	w.Int(n.Pending)
 	w.BulkString("active")
@@ -207,6 +229,8 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 	w.Int(n.Retained)
 	w.BulkString("latency_ms")
 	w.Int(lat)
+	w.BulkString("waiting")
+	w.Int(n.Waiting)
 }
 
 // QueueLatencyMs is queue k's latency at now (docs/verbs.md §4.16): the
@@ -242,17 +266,19 @@ func QueueLatencyMs(d *store.DB, k *Keys, now int64) int64 {
 // countsRead is what EMQ.COUNTS's read pass saw: the four sets (kind and
 // size) and the two metrics hashes.
 type countsRead struct {
-	Sets      [4]keyKind // pending, active, schedule, dead
-	Sizes     [4]int64
-	Completed counter
-	Failed    counter
-	Done      keyKind // the retained completed jobs' set (docs/verbs.md §4.21)
-	DoneSize  int64
+	Sets        [4]keyKind // pending, active, schedule, dead
+	Sizes       [4]int64
+	Completed   counter
+	Failed      counter
+	Done        keyKind // the retained completed jobs' set (docs/verbs.md §4.21)
+	DoneSize    int64
+	Waiting     keyKind // flow parents waiting on children (docs/verbs.md §4.25)
+	WaitingSize int64
 }
 
 // queueCounts is EMQ.COUNTS's reply, in reply order.
 type queueCounts struct {
-	Pending, Active, Scheduled, Dead, Completed, Failed, Retained int64
+	Pending, Active, Scheduled, Dead, Completed, Failed, Retained, Waiting int64
 }
 
 // judgeCounts is EMQ.COUNTS: set sizes and metric counts; a wrong type or a
@@ -288,7 +314,10 @@ func judgeCounts(r *countsRead, k *Keys) (queueCounts, refusal) {
 	if r.Done == keyWrong {
 		return queueCounts{}, wrongType(k.Done)
 	}
-	return queueCounts{r.Sizes[0], r.Sizes[1], r.Sizes[2], r.Sizes[3], done, failed, r.DoneSize}, noRefusal
+	if r.Waiting == keyWrong {
+		return queueCounts{}, wrongType(k.Waiting)
+	}
+	return queueCounts{r.Sizes[0], r.Sizes[1], r.Sizes[2], r.Sizes[3], done, failed, r.DoneSize, r.WaitingSize}, noRefusal
 }
 
 // ---------------------------------------------------------------------------
@@ -383,7 +412,7 @@ const listDefault = 100
 
 // Error texts of EMQ.LIST's arguments (docs/verbs.md §4.18).
 const (
-	ErrListState = "ERR state must be one of pending, active, scheduled, dead, completed"
+	ErrListState = "ERR state must be one of pending, active, scheduled, dead, completed, waiting"
 	ErrListCount = "ERR count must be at most 1000"
 )
 
@@ -402,6 +431,8 @@ func listSet(k *Keys, b []byte) (string, bool) {
 		return k.Dead, true
 	case eqFold(b, "COMPLETED"):
 		return k.Done, true
+	case eqFold(b, "WAITING"):
+		return k.Waiting, true
 	}
 	return "", false
 }

@@ -64,7 +64,7 @@ func TestReprocessRemovePauseCounts(t *testing.T) {
 	}
 
 	n, ref := judgeCounts(&countsRead{Sizes: [4]int64{1, 2, 3, 4}, Completed: counter{Kind: keyOK, Count: fieldOf("5")}, DoneSize: 7}, tk)
-	if ref.Refused() || n != (queueCounts{1, 2, 3, 4, 5, 0, 7}) {
+	if ref.Refused() || n != (queueCounts{1, 2, 3, 4, 5, 0, 7, 0}) {
 		t.Fatal(n, ref)
 	}
 	if _, ref := judgeCounts(&countsRead{Failed: counter{Kind: keyOK, Count: fieldOf("x")}}, tk); ref.Text != store.ErrHashNotInt {
@@ -91,7 +91,7 @@ func TestJobAndCountsReplies(t *testing.T) {
 	if out := h.raw("EMQ.JOB", "q", tID2); out != "_\r\n" {
 		t.Fatalf("RESP3 nil %q", out)
 	}
-	if out := h.raw("EMQ.COUNTS", "q"); !strings.HasPrefix(out, "%8\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:1\r\n") {
+	if out := h.raw("EMQ.COUNTS", "q"); !strings.HasPrefix(out, "%9\r\n$7\r\npending\r\n:0\r\n$6\r\nactive\r\n:1\r\n") {
 		t.Fatalf("RESP3 counts %q", out)
 	}
 	if out := h.raw("EMQ.JOB", "q", tID); !strings.HasPrefix(out, "%7\r\n") {

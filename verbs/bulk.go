@@ -125,6 +125,21 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 		vs.refuseReply(c, ref)
 		return
 	}
+	// Dead flow children reopen their waiting parents' waits (docs/verbs.md
+	// §4.25.3). Decision: a child whose parent is dead does not refuse the
+	// bulk call (EMQ.REPROCESS q id does): it comes back as a plain job and
+	// the roster keeps the death it recorded, so "retry all" never stalls
+	// on a dead flow.
+	var fe *flowEnds
+	for i := range head {
+		if h := &head[i]; h.Row.Kind == keyOK && h.Row.Parent.Present {
+			if fe == nil {
+				fe = newFlowEnds(vs, c, p)
+			}
+			_ = fe.reopen(h.Row.Parent.Val, flowRef(k.Queue, h.ID))
+		}
+	}
+	planFlow(fe, p)
 	left := z.Len() - len(head)
 	apply(c, p)
 	vs.count(c, k, Reprocessed, len(ids))
@@ -212,8 +227,18 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 		vs.refuseReply(c, ref)
 		return
 	}
+	// Removed flow children have ended (docs/verbs.md §4.25.2); a parent
+	// removed by the same call is gone for the seam.
+	var fe *flowEnds
+	for i := range head {
+		if h := &head[i]; h.Row.Kind == keyOK && h.Row.Parent.Present {
+			vs.endRow(&fe, c, p, &h.Row, k, h.ID, vRemoved, nil)
+		}
+	}
+	planFlow(fe, p)
 	left := z.Len() - len(head)
 	apply(c, p)
+	fe.after(c)
 	vs.count(c, k, Removed, len(ids))
 	vs.events(c, k, EvRemoved, ids)
 	bulkReply(c, len(ids), left)

@@ -94,6 +94,9 @@ type rowOverlay struct {
 	Row   jobRow
 	Sched bool // the plan ZADDs ID to schedule (a retry)
 	Due   bool // ... at a score <= now
+	// Released are flow parents of the queue the plan puts into pending
+	// (docs/verbs.md §4.25.2), in pending's order.
+	Released []store.ZItem
 }
 
 // readClaimAfter is readClaim as it would read once ov's changes were
@@ -121,7 +124,7 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay) claimR
 	} else {
 		r.Due = overlayDue(readDue(d, k, sched, now, claimPromoteMax+1, nil), ov, k, now)
 	}
-	if pend == nil {
+	if pend == nil && (ov == nil || len(ov.Released) == 0) {
 		return r
 	}
 	need := a.Count
@@ -132,8 +135,22 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay) claimR
 	if need <= 8 {
 		r.Cands = make([]dueJob, 0, need)
 	}
+	var rel []store.ZItem
+	if ov != nil {
+		rel = ov.Released
+	}
 	for i := 0; need > 0; i++ {
-		it, ok := pend.At(i)
+		var it store.ZItem
+		var ok bool
+		if pend != nil {
+			it, ok = pend.At(i)
+		}
+		if len(rel) > 0 && (!ok || it.Score > rel[0].Score || (it.Score == rel[0].Score && it.Member > rel[0].Member)) {
+			// A released parent comes first (by score, then id).
+			it, ok = rel[0], true
+			rel = rel[1:]
+			i--
+		}
 		if !ok {
 			break
 		}

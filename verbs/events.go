@@ -34,12 +34,13 @@ const (
 	EvRemoved                  // EMQ.REMOVE deleted the job
 	EvProgress                 // EMQ.PROGRESS stored a progress value
 	EvTrimmed                  // retention trimmed a finished job (docs/verbs.md §4.21)
+	EvReleased                 // a flow parent's children ended: waiting -> pending (docs/verbs.md §4.25)
 	numEvents
 )
 
 var eventNames = [numEvents]string{
 	"enqueued", "claimed", "completed", "failed", "dead", "requeued", "delayed", "stalled",
-	"promoted", "reprocessed", "removed", "progress", "trimmed",
+	"promoted", "reprocessed", "removed", "progress", "trimmed", "released",
 }
 
 // String is the event's name as published ("enqueued", "dead", ...).

@@ -18,6 +18,8 @@ type Keys struct {
 	JobPrefix string // emq:{q}:job:      (the row key is JobPrefix + id)
 	Sched     string // emq:{q}:sched     (zset: schedule name, score = next fire ms; docs/verbs.md §4.22)
 	SchedPref string // emq:{q}:sched:    (the schedule's hash is SchedPref + name)
+	Waiting   string // emq:{q}:waiting   (zset of flow parents waiting on children, score 0; docs/verbs.md §4.25)
+	FlowPref  string // emq:{q}:flow:     (a parent's roster is FlowPref + id, its outcomes FlowPref + id + ":out")
 }
 
 // MintKey is the hash whose field `last` holds the greatest id the server
@@ -26,6 +28,15 @@ const MintKey = "{emq}:mint"
 
 // Row is the key of the job row of id.
 func (k *Keys) Row(id string) string { return k.JobPrefix + id }
+
+// Roster is the key of the roster of flow parent id (docs/verbs.md §4.25):
+// a hash, field <child_queue>:<child_id>, value the child's end.
+func (k *Keys) Roster(id string) string { return k.FlowPref + id }
+
+// RosterOut is the key of the outcomes of parent id's ended children: a
+// hash, field <child_queue>:<child_id>, value the child's RESULT (completed)
+// or its last error (dead).
+func (k *Keys) RosterOut(id string) string { return k.FlowPref + id + ":out" }
 
 // The parts of a queue's own keys: the text after "emq:{q}:" (job rows,
 // "job:<id>", are not among them).
@@ -40,6 +51,7 @@ const (
 	PartDone      = "completed"
 	partEvents    = "events"
 	PartSched     = "sched"
+	PartWaiting   = "waiting"
 	partJob       = "job:"
 )
 
@@ -65,12 +77,14 @@ func NewKeys(q string) *Keys {
 		JobPrefix: p + partJob,
 		Sched:     p + PartSched,
 		SchedPref: p + PartSched + ":",
+		Waiting:   p + PartWaiting,
+		FlowPref:  p + "flow:",
 	}
 }
 
 // ParseQueueKey reports whether key is one of the queue keys NewKeys names
-// (pending, active, schedule, dead, completed, meta or a metrics hash; not a
-// job row)
+// (pending, active, schedule, dead, completed, meta, sched, waiting or a
+// metrics hash; not a job row)
 // of a valid queue name, and returns the queue and the part (PartActive,
 // ...). The server's sweeper and its statistics find the queues of a
 // keyspace with it.
@@ -85,7 +99,7 @@ func ParseQueueKey(key string) (queue, part string, ok bool) {
 	}
 	queue, part = rest[:i], rest[i+len(keyTagEnd):]
 	switch part {
-	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone, PartSched:
+	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone, PartSched, PartWaiting:
 	default:
 		return "", "", false
 	}

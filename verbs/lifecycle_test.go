@@ -92,7 +92,7 @@ func TestCountersTable(t *testing.T) {
 		t.Fatal("row kept after complete")
 	}
 	counts := h.ok("EMQ.COUNTS", "q")
-	if !reflect.DeepEqual(counts, []any{"pending", int64(0), "active", int64(0), "scheduled", int64(0), "dead", int64(0), "completed", int64(1), "failed", int64(1), "retained", int64(0), "latency_ms", int64(0)}) {
+	if !reflect.DeepEqual(counts, []any{"pending", int64(0), "active", int64(0), "scheduled", int64(0), "dead", int64(0), "completed", int64(1), "failed", int64(1), "retained", int64(0), "latency_ms", int64(0), "waiting", int64(0)}) {
 		t.Fatalf("counts: %v", counts)
 	}
 }

@@ -40,6 +40,8 @@ type jobRow struct {
 	LeaseEpoch rowField
 	Payload    rowField
 	Priority   rowField // `priority` (absent: 0; docs/verbs.md §1.3)
+	Parent     rowField // a flow child's `parent` (<queue>:<id>, docs/verbs.md §4.25)
+	Children   bool     // `children` present: a flow parent
 }
 
 // counter is a metrics hash (`count` field) as read.
@@ -131,6 +133,10 @@ func readRow(d *store.DB, key string) jobRow {
 				r.Payload = rowField{Val: v, Present: true}
 			case "priority":
 				r.Priority = rowField{Val: v, Present: true}
+			case "parent":
+				r.Parent = rowField{Val: v, Present: true}
+			case "children":
+				r.Children = true
 			}
 			return true
 		})
@@ -147,6 +153,8 @@ func readRow(d *store.DB, key string) jobRow {
 		LeaseEpoch: getField(h, "lease_epoch"),
 		Payload:    getField(h, "payload"),
 		Priority:   getField(h, "priority"),
+		Parent:     getField(h, "parent"),
+		Children:   getField(h, "children").Present,
 	}
 }
 

@@ -113,6 +113,18 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		planTrim(p, k.Done, trimDone)
 		planTrim(p, k.Dead, trimDead)
 	}
+	var fe *flowEnds
+	if len(v.Dead) > 0 {
+		// Flow children the sweep dead-lettered (docs/verbs.md §4.25.2).
+		di := 0
+		for i := range r.Expired {
+			if di < len(v.Dead) && r.Expired[i].ID == v.Dead[di] {
+				di++
+				vs.endRow(&fe, c, p, &r.Expired[i].Row, k, r.Expired[i].ID, vDead, vStalled)
+			}
+		}
+		planFlow(fe, p)
+	}
 	if every > 0 {
 		if p == nil {
 			p = newPlan(1)
@@ -120,6 +132,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		p.HSetBytes(k.Meta, fSweptAt, strconv.AppendInt(nil, c.NowMs, 10))
 	}
 	apply(c, p)
+	fe.after(c)
 	vs.sweep.keep(r.Expired, p)
 	vs.count(c, k, StallRecovered, len(v.Recovered))
 	vs.count(c, k, StallDead, len(v.Dead))
@@ -490,6 +503,17 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
+	}
+	if r.Row.Parent.Present {
+		// A dead flow child (docs/verbs.md §4.25.3): reopen its parent's
+		// wait, or refuse when the parent is dead.
+		fe := newFlowEnds(vs, c, p)
+		if ref := fe.reopen(r.Row.Parent.Val, flowRef(k.Queue, id)); ref.Refused() {
+			plan.Put(p)
+			vs.refuseReply(c, ref)
+			return
+		}
+		planFlow(fe, p)
 	}
 	apply(c, p)
 	vs.count(c, k, Reprocessed, 1)

@@ -71,6 +71,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
+		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -100,6 +101,7 @@ func refusalClass(text string) string {
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
+		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow",
 	} {
 		if strings.Contains(text, c) {
 			return c
@@ -159,6 +161,27 @@ func randomState(h *th, rng *rand.Rand) {
 			}
 		}
 		h.zadd(set, score(set), id)
+	}
+	// Flows (docs/verbs.md §4.25): a parent waiting on children in q and
+	// other, now and then with a broken roster or children_left.
+	if rng.Intn(3) == 0 {
+		h.raw("EMQ.FLOW", "q", "JOBF0000000001", "pp", "ON_CHILD_FAIL", pick(rng, "fail", "ignore", "continue"),
+			"CHILD", "q", "JOBF0000000002", "c", "CHILD", "other", "JOBF0000000003", "c",
+			"CHILD", "q", "JOBF0000000004", "c", "UNDER", "q", "JOBF0000000002")
+		// Some children claimed, so that token verbs and the sweep end them.
+		for n := rng.Intn(3); n > 0; n-- {
+			h.raw("EMQ.CLAIM", pick(rng, "q", "other"), "1000")
+		}
+		switch rng.Intn(6) {
+		case 0:
+			h.s.DB(h.db).Remove(k.Roster("JOBF0000000001"))
+			h.setString(k.Roster("JOBF0000000001"), "x")
+		case 1:
+			h.hset(k.Row("JOBF0000000001"), "children_left", "x")
+		case 2:
+			h.s.DB(h.db).Remove(k.Waiting)
+			h.setString(k.Waiting, "x")
+		}
 	}
 	// Schedules (docs/verbs.md §4.21), some due, one malformed.
 	for _, name := range []string{"s1", "s2"} {

@@ -33,7 +33,7 @@ func TestClaimReplyFitsOutputLimit(t *testing.T) {
 			t.Fatalf("job %d is %v", i, id)
 		}
 	}
-	if c := h.ok("EMQ.COUNTS", "bq"); fmt.Sprint(c) != "[pending 285 active 15 scheduled 0 dead 0 completed 0 failed 0 retained 0 latency_ms 0]" {
+	if c := h.ok("EMQ.COUNTS", "bq"); fmt.Sprint(c) != "[pending 285 active 15 scheduled 0 dead 0 completed 0 failed 0 retained 0 latency_ms 0 waiting 0]" {
 		t.Fatalf("counts %v", c)
 	}
 	if st, at := h.field("bq", "JOB00000000016", "state"), h.field("bq", "JOB00000000016", "attempts"); st != "pending" || at != "0" {

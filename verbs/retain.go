@@ -93,6 +93,7 @@ type trimJob struct {
 	ID     string
 	RowKey string
 	HasRow bool
+	K      *Keys // set when the row is a flow parent: its roster goes too
 }
 
 // selectTrim is the read pass of one trim of set z (k.Done, or k.Dead
@@ -111,13 +112,17 @@ func selectTrim(d *store.DB, k *Keys, z *store.ZSet, r retention, now int64, add
 	take := func(id string) bool {
 		rk := k.Row(id)
 		h, kind := hashKind(d, rk)
+		var fk *Keys
 		if h != nil {
 			if _, lane := h.Get("group"); lane {
 				stop = true
 				return false
 			}
+			if _, parent := h.Get(string(fChildren)); parent {
+				fk = k
+			}
 		}
-		out = append(out, trimJob{ID: id, RowKey: rk, HasRow: kind != keyAbsent})
+		out = append(out, trimJob{ID: id, RowKey: rk, HasRow: kind != keyAbsent, K: fk})
 		return len(out) < max
 	}
 	if r.MaxCount > 0 {
@@ -157,6 +162,9 @@ func planTrim(p *plan.Plan, set string, ts []trimJob) {
 		p.ZRem(set, t.ID)
 		if t.HasRow {
 			p.Del(t.RowKey)
+		}
+		if t.K != nil {
+			delRoster(p, t.K, t.ID)
 		}
 	}
 }

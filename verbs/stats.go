@@ -37,6 +37,8 @@ const (
 	SchedMissed                        // a late slot not enqueued: CATCHUP none or one
 	TrimmedCompleted                   // retention dropped a retained completed job (docs/verbs.md §4.21)
 	TrimmedDead                        // retention dropped a dead job (never silent: counted here)
+	FlowReleased                       // a flow parent left waiting for pending (docs/verbs.md §4.25)
+	FlowDead                           // a flow parent died of a child's death (ON_CHILD_FAIL fail)
 	NumTransitions
 )
 
@@ -44,7 +46,7 @@ var transitionNames = [NumTransitions]string{
 	"enqueued", "claimed", "completed", "failed", "failed_dead", "stall_recovered", "stall_dead",
 	"promoted", "requeued", "delayed", "reprocessed", "removed",
 	"schedule_fired", "schedule_skipped", "schedule_missed",
-	"trimmed_completed", "trimmed_dead",
+	"trimmed_completed", "trimmed_dead", "flow_released", "flow_dead",
 }
 
 // String is the transition's name ("enqueued", "stall_dead", ...).

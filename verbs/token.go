@@ -109,10 +109,22 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 		vs.refuseReply(c, ref)
 		return
 	}
+	var fe *flowEnds
+	if r.Row.Parent.Present {
+		// A flow child: its end and its RESULT go to the parent's roster
+		// (docs/verbs.md §4.25.2).
+		var res []byte
+		if ca.HasResult {
+			res = clone(ca.Result)
+		}
+		vs.endRow(&fe, c, p, &r.Row, a.K, a.ID, vCompleted, res)
+		planFlow(fe, p)
+	}
 	var v claimVerdict
 	var p2 *plan.Plan
 	if next {
-		if v, p2, ref = vs.judgeNext(c, &na, p, &rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}}); ref.Refused() {
+		ov := &rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}, Released: fe.releasedIn(a.K)}
+		if v, p2, ref = vs.judgeNext(c, &na, p, ov); ref.Refused() {
 			plan.Put(p)
 			vs.refuseReply(c, ref)
 			return
@@ -123,6 +135,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	vs.count(c, a.K, Completed, 1)
 	vs.event(c, a.K, EvCompleted, a.ID)
 	vs.trimmed(c, a.K, TrimmedCompleted, r.Trim)
+	fe.after(c)
 	if !next {
 		c.W.Int(1)
 		return
@@ -227,6 +240,9 @@ func judgeComplete(r *completeRead, a *tokenArgs, ca *completeArgs) (*plan.Plan,
 	p.ZRem(a.K.Active, a.ID)
 	if !keep {
 		p.Del(a.RowKey)
+		if r.Row.Children {
+			delRoster(p, a.K, a.ID)
+		}
 	} else {
 		now := msBytes(r.Now)
 		if ca.HasResult {
@@ -281,6 +297,11 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		vs.refuseReply(c, ref)
 		return
 	}
+	var fe *flowEnds
+	if v.Dead && r.Row.Parent.Present {
+		vs.endRow(&fe, c, p, &r.Row, a.K, a.ID, vDead, fa.Error)
+		planFlow(fe, p)
+	}
 	var nv claimVerdict
 	var p2 *plan.Plan
 	if next {
@@ -289,7 +310,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		row := r.Row
 		row.Payload.Val = clone(row.Payload.Val)
 		row.Failures = rowField{Val: strconv.AppendInt(nil, v.F, 10), Present: true}
-		ov := &rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs}
+		ov := &rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs, Released: fe.releasedIn(a.K)}
 		if nv, p2, ref = vs.judgeNext(c, &na, p, ov); ref.Refused() {
 			plan.Put(p)
 			vs.refuseReply(c, ref)
@@ -303,6 +324,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		vs.count(c, a.K, FailedDead, 1)
 		vs.event(c, a.K, EvDead, a.ID)
 		vs.trimmed(c, a.K, TrimmedDead, r.Trim)
+		fe.after(c)
 	} else {
 		vs.event(c, a.K, EvFailed, a.ID)
 		vs.wake(c, a.K) // the retry's due time (see cmdEnqueue)

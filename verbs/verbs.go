@@ -126,6 +126,8 @@ func (vs *Verbs) handlers() map[string]store.Handler {
 		"emq.schedule.fire":   vs.cmdScheduleFire,
 		"emq.wait":            vs.cmdWait,
 		"emq.retain":          vs.cmdRetain,
+		"emq.flow":            vs.cmdFlow,
+		"emq.children":        vs.cmdChildren,
 		"emq.debug":           vs.cmdDebug,
 		"emq.debug|clock":     vs.cmdDebugClock,
 		"emq.debug|help":      vs.cmdDebugHelp,

@@ -62,6 +62,8 @@ var Differences = []Difference{
 		"refused: ERR CRON schedules are not available in the cluster library (no cron parser or zone database in the function); EVERY only", "Schedules"},
 	{"waiting", "EMQ.WAIT parks until the job is completed or dead (nil array at the timeout; inside MULTI it answers at once)",
 		"emq_wait answers at once: the finished job's map, EMQSTALE job gone, or nil for a job not finished (emqd's answer inside MULTI); the Go client polls", "Wait"},
+	{"flows across queues", "EMQ.FLOW takes children in any queue of the database",
+		"every job of a flow must be in the parent's queue (ERR in a cluster every job of a flow must be in the parent's queue ...; nothing written): another queue's keys are in another slot", "Flows"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
 		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
 }
@@ -104,6 +106,7 @@ var Scenarios = []Scenario{
 	{"Wait", waitScenario},
 	{"BulkActions", bulkActions},
 	{"Priorities", priorities},
+	{"Flows", flows},
 }
 
 // Run runs every scenario as a subtest, each on a new target.
@@ -237,7 +240,7 @@ func countersTable(t *testing.T, tg Target) {
 	if n, _ := e.do("EXISTS", "emq:{q}:job:"+idA); n != int64(0) {
 		t.Fatal("complete kept the row")
 	}
-	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2), "retained": int64(0), "latency_ms": int64(0)}
+	want := map[string]any{"pending": int64(0), "active": int64(0), "scheduled": int64(0), "dead": int64(0), "completed": int64(1), "failed": int64(2), "retained": int64(0), "latency_ms": int64(0), "waiting": int64(0)}
 	if got := asMap(t, e.ok("EMQ.COUNTS", "q")); !reflect.DeepEqual(got, want) {
 		t.Fatalf("counts %v", got)
 	}
@@ -621,7 +624,7 @@ func repliesAsMaps(t *testing.T, tg Target) {
 	e.ok("EMQ.ENQUEUE", "q", idA, "p")
 	e.claim("q", 500)
 	e.ok("EMQ.ENQUEUE", "q", idB, "later", "AT", T0+9000)
-	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0), "retained": int64(0), "latency_ms": int64(0)}
+	counts := map[string]any{"pending": int64(0), "active": int64(1), "scheduled": int64(1), "dead": int64(0), "completed": int64(0), "failed": int64(0), "retained": int64(0), "latency_ms": int64(0), "waiting": int64(0)}
 	v3, err := r3.Do(e.ctx, "EMQ.COUNTS", "q").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -630,7 +633,7 @@ func repliesAsMaps(t *testing.T, tg Target) {
 		t.Fatalf("RESP3 counts %#v", v3)
 	}
 	v2 := e.ok("EMQ.COUNTS", "q")
-	if a, isArr := v2.([]any); !isArr || len(a) != 16 || !reflect.DeepEqual(asMap(t, v2), counts) {
+	if a, isArr := v2.([]any); !isArr || len(a) != 18 || !reflect.DeepEqual(asMap(t, v2), counts) {
 		t.Fatalf("RESP2 counts %#v", v2)
 	}
 	job := map[string]any{"state": "active", "attempts": "1", "payload": "p", "lease_epoch": tg.RunID(), "lease_deadline_ms": "1700000000500",
@@ -1097,7 +1100,7 @@ func list(t *testing.T, tg Target) {
 		args []any
 		want string
 	}{
-		{[]any{"EMQ.LIST", "q", "done"}, "ERR state must be one of pending, active, scheduled, dead, completed"},
+		{[]any{"EMQ.LIST", "q", "done"}, "ERR state must be one of pending, active, scheduled, dead, completed, waiting"},
 		{[]any{"EMQ.LIST", "q", "dead", 1}, "ERR syntax error"},
 		{[]any{"EMQ.LIST", "q", "dead", -1, 1}, "ERR offset must be a non-negative integer"},
 		{[]any{"EMQ.LIST", "q", "dead", 0, 0}, "ERR count must be a positive integer"},

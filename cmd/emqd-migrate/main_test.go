@@ -122,7 +122,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("%s: counts %v, emqd %v", q, got, want)
 		}
 	}
-	want := map[string]any{"pending": int64(5), "active": int64(2), "scheduled": int64(3), "dead": int64(2), "completed": int64(2), "failed": int64(2), "retained": int64(0)}
+	want := map[string]any{"pending": int64(5), "active": int64(2), "scheduled": int64(3), "dead": int64(2), "completed": int64(2), "failed": int64(2), "retained": int64(0), "waiting": int64(0)}
 	if got := counts(t, dst.FCall(ctx, "emq_counts", []string{"emails"})); !reflect.DeepEqual(got, want) {
 		t.Fatalf("emails on the cluster: %v, want %v", got, want)
 	}

@@ -90,6 +90,19 @@ func init() {
 			Arg{Name: "setting", Type: "block", Flags: ArgOptional, Args: []Arg{
 				oneOf("kind", 0, pure("completed", "COMPLETED"), pure("dead", "DEAD")),
 				arg("max-count", "integer"), arg("max-age-ms", "integer")}}),
+		emqVerb("emq.flow", -8, FlagWrite|FlagDenyOOM, KeyRW|KeyInsert,
+			"Adds a parent job that waits until its child jobs have ended, and the children, in one atomic unit (docs/verbs.md §4.25).",
+			arg("parent-id", "string"), arg("parent-payload", "string"),
+			opt(Arg{Name: "policy", Type: "oneof", Token: "ON_CHILD_FAIL", Args: []Arg{
+				pure("fail", "FAIL"), pure("ignore", "IGNORE"), pure("continue", "CONTINUE")}}),
+			Arg{Name: "child", Type: "block", Token: "CHILD", Flags: ArgMultiple | ArgMultipleToken, Args: []Arg{
+				arg("child-queue", "string"), arg("child-id", "string"), arg("child-payload", "string"),
+				opt(Arg{Name: "under", Type: "block", Token: "UNDER", Args: []Arg{arg("under-queue", "string"), arg("under-id", "string")}}),
+				opt(Arg{Name: "child-policy", Type: "oneof", Token: "ON_CHILD_FAIL", Args: []Arg{
+					pure("fail", "FAIL"), pure("ignore", "IGNORE"), pure("continue", "CONTINUE")}})}}),
+		emqVerb("emq.children", 3, FlagReadonly, KeyRO|KeyAccess,
+			"Returns a flow parent's children: queue, id, state, and result or error.",
+			arg("parent-id", "string")),
 		emqVerb("emq.list", -3, FlagReadonly, KeyRO|KeyAccess,
 			"Returns a page of the job ids in one state.",
 			arg("state", "string"), Arg{Name: "page", Type: "block", Flags: ArgOptional, Args: []Arg{

@@ -80,6 +80,10 @@ var Generators = []Generator{
 		return g.Maybe([]string{"EMQ.WAIT", g.Queue(), g.ID(), g.Pick("0", "-1", "x", "100", g.Num())}, "0")
 	}},
 	{"emq.retain", (*Gen).retain},
+	{"emq.flow", (*Gen).flow},
+	{"emq.children", func(g *Gen) []string {
+		return []string{"EMQ.CHILDREN", g.Queue(), g.Pick(append([]string{"JOBF0000000001", "JOBF0000000002"}, g.IDs...)...)}
+	}},
 	{"emq.list", func(g *Gen) []string {
 		a := []string{"EMQ.LIST", g.Queue(), g.Pick("pending", "ACTIVE", "scheduled", "dead", "schedule", "all", "completed", "done")}
 		return g.nums(a, 4)
@@ -283,6 +287,40 @@ func (g *Gen) bulkOpts(a []string, words ...string) []string {
 		if (w == "LIMIT" || w == "limit") && g.Rand.Intn(6) != 0 {
 			a = append(a, g.Pick(g.Num(), "2", "10000", "10001"))
 		}
+	}
+	return a
+}
+
+// flowIDs are the ids the flows of the random states use (verbs'
+// refusal property: JOBF0000000001 waits on 2, 3 and 4).
+var flowIDs = []string{"JOBF0000000001", "JOBF0000000002", "JOBF0000000003", "JOBF0000000004", "JOBF0000000005"}
+
+// flow is an EMQ.FLOW call (docs/verbs.md §4.24.1): the random states'
+// parents and children and new ones, some nested, some malformed.
+func (g *Gen) flow() []string {
+	fid := func() string { return g.Pick(append(append([]string{}, flowIDs...), g.ID())...) }
+	a := []string{"EMQ.FLOW", g.Queue(), fid(), "pp"}
+	if g.Rand.Intn(3) == 0 {
+		a = append(a, g.Pick("ON_CHILD_FAIL", "on_child_fail"), g.Pick("fail", "IGNORE", "continue", "retry"))
+	}
+	var named [][2]string
+	for n := g.Rand.Intn(4); n >= 0; n-- {
+		c := [2]string{g.Pick("q", "q", "other", "bad name"), fid()}
+		a = append(a, "CHILD", c[0], c[1], "cp")
+		if len(named) > 0 && g.Rand.Intn(3) == 0 {
+			u := named[g.Rand.Intn(len(named))]
+			if g.Rand.Intn(6) == 0 {
+				u = [2]string{"q", "JOBzzzzzzzzzzz"}
+			}
+			a = append(a, "UNDER", u[0], u[1])
+		}
+		if g.Rand.Intn(8) == 0 {
+			a = append(a, "ON_CHILD_FAIL", g.Pick("fail", "ignore"))
+		}
+		named = append(named, c)
+	}
+	if g.Rand.Intn(10) == 0 {
+		a = append(a, g.Pick("CHILD", "UNDER", "FOO"))
 	}
 	return a
 }
