@@ -72,7 +72,7 @@ func flowPlainSession(h *th) {
 func TestPlainQueueAOFUnchanged(t *testing.T) {
 	h := newTH(t)
 	f := &flowAOFFeed{}
-	h.s.Feed = f
+	h.s.SetFeed(f)
 	flowPlainSession(h)
 	sum := sha256.Sum256(f.b)
 	got := hex.EncodeToString(sum[:])
