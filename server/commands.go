@@ -252,7 +252,7 @@ func cmdHello(c *client, x *store.Ctx) {
 	w.BulkString("server")
 	w.BulkString("emqd")
 	w.BulkString("version")
-	w.BulkString("8.0.1")
+	w.BulkString(valkeyVersion)
 	w.BulkString("proto")
 	w.Int(int64(c.w.Proto))
 	w.BulkString("id")

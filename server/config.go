@@ -238,7 +238,7 @@ func paramTable() []*param {
 		none(str("syslog-facility", "local0"), "syslog-enabled is always no in emqd"),
 		none(boolean("crash-log-enabled", "yes"), "a panic is logged with its stack whatever the value (§6)"),
 		none(boolean("crash-memcheck-enabled", "yes"), "Go has no memory test after a crash"),
-		none(boolean("latency-tracking", "yes"), "INFO latencystats is not kept; /metrics has each command's latency histogram"),
+		apply(boolean("latency-tracking", "yes"), func(s *Server, v string) { s.latencyTracking.Store(v == "yes") }),
 		none(multi(str("latency-tracking-info-percentiles", "50 99 99.9")), "as latency-tracking"),
 		none(ints("shutdown-timeout", "10", 0, maxInt), "emqd has no replicas to wait for at shutdown"),
 		none(ints("maxmemory-clients", "0", 0, 1<<62), "clients are never evicted; client-output-buffer-limit and client-query-buffer-limit bound each one"),

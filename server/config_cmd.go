@@ -141,6 +141,7 @@ func cmdConfigResetStat(c *client, x *store.Ctx) {
 	}
 	for _, e := range s.reg.allCommands() {
 		e.calls, e.usec, e.rejected, e.failed = 0, 0, 0, 0
+		e.lat = nil // LATENCY HISTOGRAM, as Valkey's resetCommandTableStats
 	}
 	x.W.OK()
 }

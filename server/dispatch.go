@@ -264,6 +264,9 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 	if cmd.hist != nil {
 		cmd.hist.observe(dur)
 	}
+	if s.latencyTracking.Load() {
+		cmd.recordLatency(dur)
+	}
 	if x.Block != nil && !c.execing {
 		s.blk.park(c, cmd, argv, x.Block)
 	}

@@ -69,7 +69,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.testCommands != nil {
 		storeCmds = append(storeCmds, opts.testCommands(s.onReady)...)
 	}
-	s.reg = newRegistry(storeCmds, s.verbs.Commands(), append(serverCommands(), monitorCommands()...))
+	s.reg = newRegistry(storeCmds, s.verbs.Commands(), append(append(serverCommands(), monitorCommands()...), memoryCommand(storeCmds)))
 	s.wrapFlushAll()
 	names := make([]string, 0, len(opts.Config))
 	for k := range opts.Config {
@@ -177,6 +177,7 @@ func newServer(opts Options) *Server {
 		runID:       newRunID(),
 		replID:      newRunID(),
 		started:     time.Now(),
+		startupMem:  usedMemory(),
 		clients:     make(map[int64]*client),
 		done:        make(chan struct{}),
 		stopping:    make(chan struct{}),
@@ -187,6 +188,7 @@ func newServer(opts Options) *Server {
 		onCrash:     opts.onCrash,
 		authDelayed: opts.authDelayed,
 	}
+	s.latencyTracking.Store(true)
 	return s
 }
 

@@ -65,11 +65,17 @@ func latencyCommands() serverCmd {
 		{spec: store.NewCommand("latency|history", 3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdLatencyHistory},
 		{spec: store.NewCommand("latency|reset", -2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdLatencyReset},
 		{spec: store.NewCommand("latency|doctor", 2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdLatencyDoctor},
+		{spec: store.NewCommand("latency|histogram", -2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdLatencyHistogram},
+		{spec: store.NewCommand("latency|graph", 3, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdLatencyGraph},
 		{spec: store.NewCommand("latency|help", 2, nil, store.FlagLoading, store.FlagStale), run: helpReply("LATENCY",
-			"DOCTOR", "    A summary of the latency events recorded.",
-			"HISTORY <event>", "    The samples of one event: [unix time, milliseconds] pairs.",
-			"LATEST", "    The latest sample of every event: event, unix time, latest and largest milliseconds.",
-			"RESET [<event> ...]", "    Forget the samples of these events (all events without one).")},
+			"DOCTOR", "    Return a human readable latency analysis report.",
+			"GRAPH <event>", "    Return an ASCII latency graph for the <event> class.",
+			"HISTORY <event>", "    Return time-latency samples for the <event> class.",
+			"LATEST", "    Return the latest latency samples for all events.",
+			"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
+			"    (default: reset all data for all event classes)",
+			"HISTOGRAM [COMMAND ...]", "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+			"    If no commands are specified then all histograms are replied.")},
 	}}
 }
 

@@ -25,6 +25,7 @@ func monitorCommands() []serverCmd {
 				"LIST", "    Return a list of loaded modules.")},
 		}},
 		latencyCommands(),
+		{spec: store.NewCommand("lolwut", -1, nil, store.FlagReadonly, store.FlagFast), run: cmdLolwut},
 		{spec: store.NewCommand("debug", -2, nil, store.FlagAdmin, store.FlagNoScript, store.FlagLoading, store.FlagStale), run: cmdDebug},
 	}
 }

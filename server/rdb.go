@@ -217,7 +217,8 @@ func (e *RDBLoadError) Unwrap() error { return e.Err }
 func (r *saver) aux() [][2]string { return r.s.rdbAux(false) }
 
 // rdbAux is an RDB header's aux fields, as Valkey 8.0.1 writes them
-// (rdbSaveInfoAuxFields): aof-base is 1 in an AOF's RDB preamble.
+// (rdbSaveInfoAuxFields), then emqd-ver: aof-base is 1 in an AOF's RDB
+// preamble.
 func (s *Server) rdbAux(aofBase bool) [][2]string {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -225,12 +226,16 @@ func (s *Server) rdbAux(aofBase bool) [][2]string {
 	if aofBase {
 		base = "1"
 	}
+	// valkey-ver is the Valkey release whose format and behaviour the file
+	// has (what tools reading it gate on, docs/durability.md §9.3); emqd's
+	// own version goes in emqd-ver, an aux field Valkey skips.
 	return [][2]string{
-		{"valkey-ver", Version},
+		{"valkey-ver", valkeyVersion},
 		{"redis-bits", strconv.Itoa(strconv.IntSize)},
 		{"ctime", strconv.FormatInt(s.clock.NowMs()/1000, 10)},
 		{"used-mem", strconv.FormatUint(ms.HeapAlloc, 10)},
 		{"aof-base", base},
+		{"emqd-ver", Version},
 	}
 }
 

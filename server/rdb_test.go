@@ -550,3 +550,31 @@ func TestSaveCreatesDir(t *testing.T) {
 		t.Fatalf("dump.rdb: %v", err)
 	}
 }
+
+// TestRDBAuxVersions (docs/durability.md §9.3): dump.rdb's valkey-ver is
+// the Valkey release emqd matches, 8.0.1, and emqd's own version is in
+// emqd-ver.
+func TestRDBAuxVersions(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(Options{Config: map[string]string{"appendonly": "no", "save": "3600 1", "dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	c := dial(t, s)
+	c.do("SET", "k", "v")
+	if r := c.do("SAVE"); r != "+OK\r\n" {
+		t.Fatalf("SAVE %q", r)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := rdb.Load(bytes.NewReader(b), int64(len(b)), store.New(16), rdb.Limits{DBs: 16}, true, func(rdb.Key) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Aux["valkey-ver"] != "8.0.1" || info.Aux["emqd-ver"] != Version || info.Aux["aof-base"] != "0" {
+		t.Fatalf("aux %v", info.Aux)
+	}
+}

@@ -31,6 +31,9 @@ type command struct {
 
 	// Statistics (store lock): INFO commandstats.
 	calls, usec, rejected, failed int64
+	// lat is LATENCY HISTOGRAM's (latency_hist.go), nil until the first
+	// call with latency-tracking yes.
+	lat *latHist
 	// hist is the latency histogram (metrics.go); nil without metrics-addr.
 	hist *cmdHist
 }

@@ -36,6 +36,8 @@ type Server struct {
 	// and latencyThreshold latency-monitor-threshold in ms.
 	latency          map[string]*latencyEvent
 	latencyThreshold atomic.Int64
+	// latencyTracking is latency-tracking (LATENCY HISTOGRAM, latency_hist.go).
+	latencyTracking atomic.Bool
 	// monitors are the clients in MONITOR mode, in order (store lock).
 	monitors []*client
 	// noEffectOrder lists the no-effect directives given at start, in
@@ -55,6 +57,7 @@ type Server struct {
 	port       int
 
 	started    time.Time
+	startupMem int64 // used_memory when the server was made (MEMORY STATS startup.allocated)
 	configFile string
 
 	// Hot configuration, read outside the store lock.

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/emqd/emqd/internal/valkeyref"
+)
+
+// statsShape renders a MEMORY STATS reply as its keys in order, each with
+// its value's type (a nested map as its own keys), values left out.
+func statsShape(t *testing.T, reply string) string {
+	t.Helper()
+	nodes, err := parseFrames(reply)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("MEMORY STATS %q: %v", reply, err)
+	}
+	kids := nodes[0].kids
+	var parts []string
+	for i := 0; i+1 < len(kids); i += 2 {
+		v := kids[i+1]
+		typ := string(v.typ)
+		if v.kids != nil {
+			var sub []string
+			for j := 0; j+1 < len(v.kids); j += 2 {
+				sub = append(sub, v.kids[j].text+"="+string(v.kids[j+1].typ))
+			}
+			typ += "{" + strings.Join(sub, " ") + "}"
+		}
+		parts = append(parts, kids[i].text+"="+typ)
+	}
+	return string(nodes[0].typ) + " " + strings.Join(parts, " ")
+}
+
+// TestMemoryCommandsAsValkey (issue 20 item 4): MEMORY STATS has Valkey
+// 8.0.1's keys in its order, a db.<n> map for each database holding keys,
+// integers and doubles where Valkey has them, in RESP2 and RESP3; MEMORY
+// DOCTOR answers one of Valkey's report texts (verbatim in RESP3); MEMORY
+// MALLOC-STATS a verbatim text; MEMORY HELP and the errors byte for byte.
+func TestMemoryCommandsAsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	setup := [][]string{{"SET", "a", "b"}, {"PEXPIRE", "a", "100000"}, {"SELECT", "2"}, {"SET", "c", "d"}}
+	for _, addr := range []string{ref.Addr, s.Addr()} {
+		c := dialAddr(t, addr)
+		for _, cmd := range setup {
+			c.do(cmd...)
+		}
+	}
+	for _, proto := range []string{"2", "3"} {
+		vc, ec := dialAddr(t, ref.Addr), dial(t, s)
+		vc.do("HELLO", proto)
+		ec.do("HELLO", proto)
+		want, got := statsShape(t, vc.do("MEMORY", "STATS")), statsShape(t, ec.do("MEMORY", "STATS"))
+		if got != want {
+			t.Fatalf("RESP%s MEMORY STATS shape:\nemqd   %s\nValkey %s", proto, got, want)
+		}
+		for _, cmd := range [][]string{{"MEMORY", "HELP"}, {"MEMORY", "STATS", "x"}, {"MEMORY", "DOCTOR", "x"},
+			{"MEMORY", "MALLOC-STATS", "x"}, {"MEMORY", "FOO"}} {
+			if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+				t.Errorf("RESP%s %v: emqd %q, Valkey %q", proto, cmd, g, w)
+			}
+		}
+		doc := ec.do("MEMORY", "DOCTOR")
+		prefix := "$"
+		if proto == "3" {
+			prefix = "="
+		}
+		if !strings.HasPrefix(doc, prefix) || !(strings.Contains(doc, doctorEmpty) || strings.Contains(doc, doctorFine) || strings.Contains(doc, doctorTail)) {
+			t.Errorf("RESP%s MEMORY DOCTOR %q", proto, doc)
+		}
+		if w := vc.do("MEMORY", "DOCTOR"); !strings.HasPrefix(w, prefix) || !strings.Contains(w, "Sam") {
+			t.Errorf("reference MEMORY DOCTOR %q", w)
+		}
+		ms := ec.do("MEMORY", "MALLOC-STATS")
+		if !strings.HasPrefix(ms, prefix) || !strings.Contains(ms, "/memory/classes/heap/objects:bytes: ") {
+			t.Errorf("RESP%s MEMORY MALLOC-STATS %.200q", proto, ms)
+		}
+	}
+	// The figures are the runtime's and consistent with INFO memory.
+	m := startServer(t, nil, nil)
+	ms := m.memoryOverheadLocked()
+	if ms.total <= 0 || ms.peak < ms.total || ms.allocated <= 0 || ms.active < ms.allocated || ms.dataset < 0 {
+		t.Fatalf("figures %+v", ms)
+	}
+}
+
+// memoryOverheadLocked is memoryOverhead under the store lock.
+func (s *Server) memoryOverheadLocked() memOverhead {
+	s.store.Lock()
+	defer s.store.Unlock()
+	return s.memoryOverhead()
+}
+
+// TestMemoryDoctorRules: getMemoryDoctorReport's rules on given figures.
+func TestMemoryDoctorRules(t *testing.T) {
+	for _, tc := range []struct {
+		m    memOverhead
+		want []string
+	}{
+		{memOverhead{total: 1 << 20, peak: 100 << 20}, []string{doctorEmpty}},
+		{memOverhead{total: 50 << 20, peak: 60 << 20, totalFrag: 1.2, allocFrag: 1.05, allocRSS: 1.05, rssExtra: 1.05}, []string{doctorFine}},
+		{memOverhead{total: 50 << 20, peak: 100 << 20, totalFrag: 2, totalFragBytes: 50 << 20}, []string{doctorHead, doctorPeak, `Note: The currently used allocator is "go".`, doctorTail}},
+		{memOverhead{total: 50 << 20, peak: 50 << 20, allocFrag: 1.5, allocFragBytes: 20 << 20, allocRSS: 1.2, allocRSSBytes: 11 << 20, rssExtra: 1.2, rssExtraB: 9 << 20},
+			[]string{doctorHead, doctorAllocFrag, doctorAllocRSS, doctorTail}},
+	} {
+		got := doctorReport(tc.m)
+		rest := got
+		for _, w := range tc.want {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				t.Fatalf("%+v: %q lacks %q (in order)", tc.m, got, w)
+			}
+			rest = rest[i+len(w):]
+		}
+		if strings.Contains(got, "process RSS") {
+			t.Fatalf("%+v: %q reports the process RSS under 10 MB", tc.m, got)
+		}
+	}
+}
+
+// TestLatencyHistogramGraphAsValkey (issue 20 item 4): LATENCY HISTOGRAM
+// after the same commands has Valkey's shape: the named commands that were
+// called, calls, and cumulative counts under Valkey's bucket labels, the
+// last equal to calls; unknown names are skipped; LATENCY GRAPH renders
+// Valkey's sparkline (digits aside) and its no-samples error; LATENCY HELP
+// and LOLWUT byte for byte, in RESP2 and RESP3.
+func TestLatencyHistogramGraphAsValkey(t *testing.T) {
+	ref := valkeyref.Start(t, "--enable-debug-command", "yes", "--latency-monitor-threshold", "5")
+	s := startServer(t, map[string]string{"enable-debug-command": "yes", "latency-monitor-threshold": "5"}, nil)
+	labels := map[string]bool{}
+	for _, l := range []string{"1", "2", "4", "8", "16", "33", "66", "132", "264", "528", "1056", "2113", "4227", "8454", "16908", "33816", "67633", "135266", "270532", "541065", "1082130"} {
+		labels[l] = true
+	}
+	digits := regexp.MustCompile(`\d+`)
+	for _, proto := range []string{"2", "3"} {
+		vc, ec := dialAddr(t, ref.Addr), dial(t, s)
+		for _, c := range []*rawConn{vc, ec} {
+			c.do("HELLO", proto)
+			c.do("LATENCY", "RESET")
+			c.do("CONFIG", "RESETSTAT")
+		}
+		for _, cmd := range [][]string{{"SET", "k", "v"}, {"SET", "k", "w"}, {"GET", "k"}, {"CONFIG", "GET", "hz"}, {"DEBUG", "SLEEP", "0.01"}} {
+			vc.do(cmd...)
+			ec.do(cmd...)
+		}
+		for _, cmd := range [][]string{{"LATENCY", "HISTOGRAM", "nosuch"}, {"LATENCY", "HISTOGRAM", "lpush"}, {"LATENCY", "HELP"},
+			{"LATENCY", "GRAPH"}, {"LATENCY", "GRAPH", "nosuch"}, {"LOLWUT"}, {"LOLWUT", "VERSION", "7"}, {"LOLWUT", "VERSION", "x"},
+			{"LOLWUT", "VERSION", "5", "x"}, {"LOLWUT", "VERSION", "6", "1", "y"}, {"LOLWUT", "foo"}} {
+			if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+				t.Errorf("RESP%s %v: emqd %q, Valkey %q", proto, cmd, g, w)
+			}
+		}
+		shape := func(c *rawConn) (string, string) {
+			r := c.do("LATENCY", "HISTOGRAM", "set", "get", "nosuch", "config|get")
+			nodes, err := parseFrames(r)
+			if err != nil || len(nodes) != 1 {
+				t.Fatalf("LATENCY HISTOGRAM %q", r)
+			}
+			var names []string
+			for i := 0; i+1 < len(nodes[0].kids); i += 2 {
+				name, body := nodes[0].kids[i].text, nodes[0].kids[i+1]
+				calls := body.kids[1].text
+				hist := body.kids[3].kids
+				if len(hist) == 0 || hist[len(hist)-2+1].text != calls {
+					t.Fatalf("%s: the last cumulative count is not calls %s: %q", name, calls, r)
+				}
+				for j := 0; j < len(hist); j += 2 {
+					if !labels[hist[j].text] {
+						t.Fatalf("%s: bucket %s is not one of Valkey's labels: %q", name, hist[j].text, r)
+					}
+				}
+				names = append(names, name+":"+calls+":"+body.kids[0].text+","+body.kids[2].text)
+			}
+			return strings.Join(names, " "), string(nodes[0].typ) + nodes[0].shape()
+		}
+		wn, ws := shape(vc)
+		gn, gs := shape(ec)
+		if gn != wn || gs[:2] != ws[:2] {
+			t.Errorf("RESP%s LATENCY HISTOGRAM: emqd %s %s, Valkey %s %s", proto, gn, gs, wn, ws)
+		}
+		if wn != "set:2:calls,histogram_usec get:1:calls,histogram_usec config|get:1:calls,histogram_usec" {
+			t.Fatalf("reference histogram names %q", wn)
+		}
+		w, g := vc.do("LATENCY", "GRAPH", "command"), ec.do("LATENCY", "GRAPH", "command")
+		if digits.ReplaceAllString(g, "N") != digits.ReplaceAllString(w, "N") {
+			t.Errorf("RESP%s LATENCY GRAPH:\nemqd\n%s\nValkey\n%s", proto, g, w)
+		}
+	}
+	// latency-tracking no records nothing.
+	c := dial(t, s)
+	c.do("CONFIG", "SET", "latency-tracking", "no")
+	c.do("CONFIG", "RESETSTAT")
+	c.do("INCR", "n")
+	if r := c.do("LATENCY", "HISTOGRAM", "incr"); r != "*0\r\n" {
+		t.Fatalf("with latency-tracking no: %q", r)
+	}
+}
+
+// TestSparklineAsValkey: the graph of three samples, checked against the
+// text Valkey's sparklineRender gives for 1, 5 and 10 ms labelled 3s, 2s,
+// 1s (worked out from its rules: 12 steps over 4 rows of "_o#", 5 ms is
+// step int(4*12)/9 = 5, '#' on the third row; '|' below a column's level;
+// a blank line, then the labels downwards).
+func TestSparklineAsValkey(t *testing.T) {
+	var b strings.Builder
+	sparkline(&b, []float64{1, 5, 10}, []string{"3s", "2s", "1s"}, 80, 4)
+	want := "  #\n" + "  |\n" + " #|\n" + "_||\n" + "   \n" + "321\n" + "sss\n"
+	if b.String() != want {
+		t.Fatalf("sparkline:\n%q\nwant\n%q", b.String(), want)
+	}
+}
