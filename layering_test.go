@@ -24,9 +24,11 @@ var layers = map[string]int{
 
 	"internal/valkeyref": 0, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
 	"internal/cmdmeta":   0, // command metadata: Valkey 8.0.1's generated table, emqd's own entries
+	"internal/vfs":       0, // the file-system interface of the AOF and RDB files (aof.FS)
 
 	"internal/cmdmeta/gencmd": 1, // writes internal/cmdmeta/valkey_gen.go from Valkey's commands/*.json
 	"internal/verbgen":        1, // for tests: random calls of every verb (the property tests' generators)
+	"internal/faultfs":        1, // for tests: the fault-injecting in-memory vfs.FS
 	"resp":                    1, // RESP request reader and reply writer
 	"plan":                    1, // the write plan (primitive ops)
 	"store":                   2, // keyspace, data types, Valkey commands, command specs

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/faultfs"
 	"github.com/emqd/emqd/internal/valkeyref"
-	"github.com/emqd/emqd/store/aof"
 )
 
 // refDial connects to a reference server (valkeyref) with the test
@@ -333,8 +333,8 @@ func TestCrossProtocolClosed(t *testing.T) {
 // only, as with appendonly no; once the directory is writable the same
 // CONFIG SET turns the AOF on and the writes reach the file.
 func TestAppendOnlyOnReadOnlyDir(t *testing.T) {
-	fsys := aof.NewFaultFS()
-	fsys.FailOps(syscall.EROFS, aof.OpCreate, aof.OpOpen)
+	fsys := faultfs.New()
+	fsys.FailOps(syscall.EROFS, faultfs.OpCreate, faultfs.OpOpen)
 	logs := &syncBuffer{}
 	s, err := Start(Options{Config: map[string]string{"appendonly": "no", "dir": "/ro"}, aofFS: fsys,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -615,7 +615,7 @@ func appendTo(t *testing.T, path, tail string) {
 // is logged with the AOF's name, not the temporary file's, which no longer
 // exists.
 func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
-	fsys := aof.NewFaultFS()
+	fsys := faultfs.New()
 	logs := &syncBuffer{}
 	s, err := Start(Options{Config: map[string]string{"appendonly": "yes", "dir": "/d", "appendfsync": "always"}, aofFS: fsys,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -629,7 +629,7 @@ func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
 		t.Fatal(r)
 	}
 	eventually(t, func() bool { return strings.Contains(logs.String(), "Background AOF rewrite finished successfully") })
-	fsys.FailOps(syscall.ENOSPC, aof.OpWrite)
+	fsys.FailOps(syscall.ENOSPC, faultfs.OpWrite)
 	c.write(encode("SET", "b", "2"))
 	c.expectClosed()
 	fsys.Heal()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/faultfs"
 	"github.com/emqd/emqd/store"
 	"github.com/emqd/emqd/store/aof"
 	"github.com/redis/go-redis/v9"
@@ -351,18 +352,18 @@ func toMap(v any) map[any]any {
 func TestAOFDiskFailureMISCONF(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fault func(fs *aof.FaultFS)
+		fault func(fs *faultfs.FS)
 		msg   string
 	}{
-		{"ENOSPC", func(fs *aof.FaultFS) {
+		{"ENOSPC", func(fs *faultfs.FS) {
 			b, _ := fs.Contents("/d/appendonly.aof")
 			fs.SetSpace(int64(len(b)) + 5)
 		}, "MISCONF Errors writing to the AOF file: No space left on device"},
-		{"EIO write", func(fs *aof.FaultFS) { fs.FailOps(syscall.EIO, aof.OpWrite) }, "MISCONF Errors writing to the AOF file: Input/output error"},
-		{"EIO fsync", func(fs *aof.FaultFS) { fs.FailOps(syscall.EIO, aof.OpSync) }, "MISCONF Errors writing to the AOF file: Input/output error"},
+		{"EIO write", func(fs *faultfs.FS) { fs.FailOps(syscall.EIO, faultfs.OpWrite) }, "MISCONF Errors writing to the AOF file: Input/output error"},
+		{"EIO fsync", func(fs *faultfs.FS) { fs.FailOps(syscall.EIO, faultfs.OpSync) }, "MISCONF Errors writing to the AOF file: Input/output error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := aof.NewFaultFS()
+			fsys := faultfs.New()
 			s := durableFS(t, fsys, "/d", nil)
 			c := rclient(t, s, 0)
 			must(t, c, "SET", "a", "1")

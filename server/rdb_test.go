@@ -16,9 +16,9 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/faultfs"
 	"github.com/emqd/emqd/internal/valkeyref"
 	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/aof"
 	"github.com/emqd/emqd/store/rdb"
 	"github.com/redis/go-redis/v9"
 )
@@ -218,7 +218,7 @@ func TestBGSaveConsistentUnderWrites(t *testing.T) {
 // stop-writes-on-bgsave-error yes) until a save succeeds; with no, writes
 // go on.
 func TestBGSaveDiskErrorsKeepOldFile(t *testing.T) {
-	fsys := aof.NewFaultFS()
+	fsys := faultfs.New()
 	s, err := Start(Options{Config: map[string]string{"appendonly": "no", "dir": "/d", "save": "3600 1"}, aofFS: fsys})
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestBGSaveDiskErrorsKeepOldFile(t *testing.T) {
 	c.do("SET", "k", strings.Repeat("new", 1000))
 	for _, fault := range []func(){
 		func() { fsys.SetSpace(int64(len(old)) + 100) },
-		func() { fsys.FailOps(syscall.EIO, aof.OpSync) },
+		func() { fsys.FailOps(syscall.EIO, faultfs.OpSync) },
 	} {
 		fault()
 		if got := c.do("BGSAVE"); got != "+Background saving started\r\n" {

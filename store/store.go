@@ -707,8 +707,8 @@ func (cs *CommandSpec) FlagSet() Flag {
 // (and expiry), string and sorted set commands.
 func Commands() []*CommandSpec {
 	var out []*CommandSpec
-	for _, f := range []func() []*CommandSpec{hashCommands, keyspaceCommands, moreKeyspaceCommands, expireCommands,
-		stringCommands, moreStringCommands, zsetCommands, zsetAlgebraCommands, zsetPopCommands} {
+	for _, f := range []func() []*CommandSpec{hashCommands, keyspaceCommands, dbKeyspaceCommands, expireCommands,
+		stringCommands, setStringCommands, zsetCommands, zsetAlgebraCommands, zsetPopCommands} {
 		out = append(out, f()...)
 	}
 	return out

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Tests of the families this file's neighbours added (string_more.go,
-// expire*.go, keyspace_more_cmds.go, zset_algebra.go, zset_pop.go,
+// Tests of the families this file's neighbours added (string_set_cmds.go,
+// expire*.go, keyspace_db_cmds.go, zset_algebra.go, zset_pop.go,
 // encoding.go, object.go), many after Valkey's unit/type and unit/expire
 // Tcl tests that use only these families.
 

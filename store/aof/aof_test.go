@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/faultfs"
 	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
@@ -122,7 +123,7 @@ func TestTornTailDroppedWithLog(t *testing.T) {
 		tc{"bulk whose CRLF is NUL", append(bytes.Clone(full[:len(full)-2]), 0, 0, 0), lastStart, afterMulti, len(full) - 2 + 3 - lastStart},
 	)
 	for _, c := range cases {
-		fsys := NewFaultFS()
+		fsys := faultfs.New()
 		fsys.WriteFile(aofPath, c.data)
 		keys, res, logs, err := reload(t, fsys, aofPath)
 		noErr(t, err)
@@ -164,7 +165,7 @@ func TestMidFileDamageRefused(t *testing.T) {
 		{"header line without CR", set(hset+2, '\n'), fmt.Sprintf("Bad file format reading the append only file appendonly.aof at offset %d: incomplete header: malformed header line", hset)},
 	}
 	for _, c := range cases {
-		fsys := NewFaultFS()
+		fsys := faultfs.New()
 		fsys.WriteFile(aofPath, c.data)
 		_, _, logs, err := reload(t, fsys, aofPath)
 		if err == nil {
@@ -176,7 +177,7 @@ func TestMidFileDamageRefused(t *testing.T) {
 		eq(t, 0, len(logs.lines()), c.name, " no truncation logged")
 	}
 	// An unknown command stops the replay with its offset too.
-	fsys := NewFaultFS()
+	fsys := faultfs.New()
 	fsys.WriteFile(aofPath, AppendCommand(appendSelect(nil, 0), cmd("FOO", "x")))
 	_, _, _, err := reload(t, fsys, aofPath)
 	eq(t, "Error replaying the append only file appendonly.aof at offset 23: ERR unknown command 'FOO'", fmt.Sprint(err))
@@ -186,7 +187,7 @@ func TestMidFileDamageRefused(t *testing.T) {
 // random point; every acknowledged write survives.
 func TestPowerLossAlways(t *testing.T) {
 	for round := range 6 {
-		fsys := NewFaultFS()
+		fsys := faultfs.New()
 		fsys.SetSyncDelay(time.Millisecond)
 		h := newHarness(t, fsys, FsyncAlways, nil)
 		var mu sync.Mutex
@@ -378,19 +379,19 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		policy Fsync
-		fault  func(fs *FaultFS, size int64)
+		fault  func(fs *faultfs.FS, size int64)
 		errno  syscall.Errno
 		msg    string
 	}{
-		{"ENOSPC short write", FsyncAlways, func(fs *FaultFS, size int64) { fs.SetSpace(size + 10) }, syscall.ENOSPC,
+		{"ENOSPC short write", FsyncAlways, func(fs *faultfs.FS, size int64) { fs.SetSpace(size + 10) }, syscall.ENOSPC,
 			"MISCONF Errors writing to the AOF file: No space left on device"},
-		{"ENOSPC short write, truncate fails too", FsyncEverySec, func(fs *FaultFS, size int64) {
+		{"ENOSPC short write, truncate fails too", FsyncEverySec, func(fs *faultfs.FS, size int64) {
 			fs.SetSpace(size + 10)
-			fs.FailOps(syscall.EIO, OpTruncate)
+			fs.FailOps(syscall.EIO, faultfs.OpTruncate)
 		}, syscall.ENOSPC, "MISCONF Errors writing to the AOF file: No space left on device"},
-		{"EIO write", FsyncEverySec, func(fs *FaultFS, _ int64) { fs.FailOps(syscall.EIO, OpWrite) }, syscall.EIO,
+		{"EIO write", FsyncEverySec, func(fs *faultfs.FS, _ int64) { fs.FailOps(syscall.EIO, faultfs.OpWrite) }, syscall.EIO,
 			"MISCONF Errors writing to the AOF file: Input/output error"},
-		{"EIO fsync", FsyncAlways, func(fs *FaultFS, _ int64) { fs.FailOps(syscall.EIO, OpSync) }, syscall.EIO,
+		{"EIO fsync", FsyncAlways, func(fs *faultfs.FS, _ int64) { fs.FailOps(syscall.EIO, faultfs.OpSync) }, syscall.EIO,
 			"MISCONF Errors writing to the AOF file: Input/output error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,7 +414,7 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 			eq(t, tc.msg, h.a.WriteError(), "still failing")
 			// What the file holds now still loads (a torn tail at most).
 			now, _ := h.fs.Contents(aofPath)
-			snap := NewFaultFS()
+			snap := faultfs.New()
 			snap.WriteFile(aofPath, now)
 			_, _, _, err = reload(t, snap, aofPath)
 			noErr(t, err)
@@ -435,14 +436,14 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 // TestFaultFSWritebackErrorModel checks the model the repair relies on: a
 // failed fsync drops the dirty pages, so a later good fsync leaves zeros.
 func TestFaultFSWritebackErrorModel(t *testing.T) {
-	fsys := NewFaultFS()
+	fsys := faultfs.New()
 	f, err := fsys.Create("/d/f")
 	noErr(t, err)
 	noErr(t, fsys.SyncDir("/d"))
 	f.Write([]byte("abc"))
 	noErr(t, f.Sync())
 	f.Write([]byte("def"))
-	fsys.FailOps(syscall.EIO, OpSync)
+	fsys.FailOps(syscall.EIO, faultfs.OpSync)
 	isTrue(t, f.Sync() != nil, "sync fails")
 	fsys.Heal()
 	f.Write([]byte("ghi"))
@@ -459,7 +460,7 @@ func TestFaultFSWritebackErrorModel(t *testing.T) {
 func TestEverySecFsyncFailure(t *testing.T) {
 	h := newHarness(t, nil, FsyncEverySec, func(c *Config) { c.FsyncInterval = 30 * time.Millisecond })
 	noErr(t, h.do(0, cmd("SET", "a", "1")))
-	h.fs.FailOps(syscall.EIO, OpSync)
+	h.fs.FailOps(syscall.EIO, faultfs.OpSync)
 	noErr(t, h.do(0, cmd("SET", "b", "2"))) // written; the fsync comes later
 	waitFor(t, "the fsync failure", func() bool { return h.a.WriteError() != "" })
 	eq(t, "MISCONF Errors writing to the AOF file: Input/output error", h.a.WriteError(), "MISCONF")
@@ -542,7 +543,7 @@ func TestRewriteInProgressAndFailure(t *testing.T) {
 	h.a.WaitRewrite()
 
 	// A rewrite that cannot create its file fails; the old file goes on.
-	h.fs.FailOps(syscall.ENOSPC, OpCreate)
+	h.fs.FailOps(syscall.ENOSPC, faultfs.OpCreate)
 	noErr(t, h.a.StartRewrite())
 	h.a.WaitRewrite()
 	h.fs.Heal()
@@ -566,7 +567,7 @@ func TestRewriteCrashAtEachStep(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			paused := make(chan struct{})
 			resume := make(chan struct{})
-			var fsys = NewFaultFS()
+			var fsys = faultfs.New()
 			h := newHarness(t, fsys, FsyncAlways, func(c *Config) {
 				c.Hook = func(s string) error {
 					if s != step {
@@ -770,7 +771,7 @@ func TestRewriteWithWritesAtEachStep(t *testing.T) {
 // until its first rewrite, which replaces a stale file with the live
 // keyspace plus what was written meanwhile.
 func TestStartFromKeyspace(t *testing.T) {
-	fsys := NewFaultFS()
+	fsys := faultfs.New()
 	fsys.WriteFile(aofPath, AppendCommand(nil, cmd("SET", "stale", "1")))
 	st := store.New(16)
 	for i := range 300 {
@@ -811,7 +812,7 @@ func TestStartFromKeyspace(t *testing.T) {
 func TestTornTailRefusedWithLoadTruncatedNo(t *testing.T) {
 	full, starts := buildFile()
 	for _, cut := range []int{starts[3] + 1, len(full) - 1, starts[2] + 5} {
-		fsys := NewFaultFS()
+		fsys := faultfs.New()
 		data := bytes.Clone(full[:cut])
 		fsys.WriteFile(aofPath, data)
 		lb := &logBuf{}
@@ -855,7 +856,7 @@ func TestDamagedLengthSwallowsRecords(t *testing.T) {
 		t.Fatal("no $8 value-26 in the file")
 	}
 	// Refused with no.
-	fsys := NewFaultFS()
+	fsys := faultfs.New()
 	fsys.WriteFile(aofPath, damaged)
 	_, err := LoadFile(fsys, aofPath, LoadOptions{NumDBs: 16, RefuseTruncated: true}, func(int, [][]byte) error { return nil })
 	isTrue(t, err != nil && strings.HasPrefix(err.Error(), fmt.Sprintf("Unexpected end of file reading the append only file appendonly.aof: the record at offset %d is incomplete", at)), "refused: ", fmt.Sprint(err))
@@ -882,7 +883,7 @@ func TestDamagedLengthSwallowsRecords(t *testing.T) {
 // TestLoadPreambleWithoutReader: a file that starts with an RDB's magic is
 // refused when no Preamble reader is configured, and nothing is replayed.
 func TestLoadPreambleWithoutReader(t *testing.T) {
-	fsys := NewFaultFS()
+	fsys := faultfs.New()
 	f, _ := fsys.Create("/d/appendonly.aof")
 	f.Write([]byte("REDIS0011\xff" + "*1\r\n$4\r\nPING\r\n"))
 	f.Close()

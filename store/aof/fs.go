@@ -5,48 +5,19 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/emqd/emqd/internal/vfs"
 )
 
-// File is an open append-only file as the AOF uses it. Writes always go to
-// the end of the file (O_APPEND), also after Truncate.
-type File interface {
-	// Write appends p. A short write returns n < len(p) and the error
-	// (ENOSPC, EIO, ...).
-	Write(p []byte) (n int, err error)
-	// Sync makes everything written so far durable (fsync).
-	Sync() error
-	// Truncate cuts the file to size bytes.
-	Truncate(size int64) error
-	// Size is the file's current size in bytes.
-	Size() (int64, error)
-	Close() error
-}
-
-// FS is the file system the AOF works in: the OS one (OSFS) for the server,
-// a fault-injecting one (FaultFS) for tests.
-type FS interface {
-	// Open opens path for reading; a missing file gives an error for which
-	// errors.Is(err, fs.ErrNotExist) holds.
-	Open(path string) (io.ReadCloser, error)
-	// OpenAppend opens path for appending, creating it (mode 0644) if missing.
-	OpenAppend(path string) (File, error)
-	// Create creates or truncates path and opens it for appending.
-	Create(path string) (File, error)
-	// Rename atomically replaces newPath with oldPath (rename(2)).
-	Rename(oldPath, newPath string) error
-	// Remove deletes path.
-	Remove(path string) error
-	// SyncDir fsyncs directory dir, making creates, renames and removes in
-	// it durable.
-	SyncDir(dir string) error
-	// ReadDir lists the names (not paths) of the entries of dir.
-	ReadDir(dir string) ([]string, error)
-	// MkdirAll creates dir and its parents (mode 0755).
-	MkdirAll(dir string) error
-}
+// File and FS are the file-system interfaces the AOF (and the RDB files)
+// work through (internal/vfs): the OS one (OSFS) for the server, a
+// fault-injecting one (internal/faultfs) for tests.
+type (
+	File = vfs.File
+	FS   = vfs.FS
+)
 
 // OSFS is the operating system's file system.
 type OSFS struct{}
@@ -133,9 +104,6 @@ func Strerror(err error) string {
 	}
 	return err.Error()
 }
-
-// cleanPath is filepath.Clean, used as the FaultFS key.
-func cleanPath(p string) string { return filepath.Clean(p) }
 
 // renamedFile is a File opened under a name it no longer has (a rewrite's
 // temporary file, renamed over the AOF): an error it returns names path,

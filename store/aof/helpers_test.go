@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/faultfs"
 	"github.com/emqd/emqd/store"
 )
 
@@ -131,20 +132,20 @@ func cmd(args ...string) [][]byte {
 	return out
 }
 
-// harness is a live store with an AOF on a FaultFS.
+// harness is a live store with an AOF on a faultfs.FS.
 type harness struct {
 	t    *testing.T
-	fs   *FaultFS
+	fs   *faultfs.FS
 	st   *store.Store
 	a    *AOF
 	logs *logBuf
 	cfg  Config
 }
 
-func newHarness(t *testing.T, fsys *FaultFS, policy Fsync, tweak func(*Config)) *harness {
+func newHarness(t *testing.T, fsys *faultfs.FS, policy Fsync, tweak func(*Config)) *harness {
 	t.Helper()
 	if fsys == nil {
-		fsys = NewFaultFS()
+		fsys = faultfs.New()
 	}
 	h := &harness{t: t, fs: fsys, st: store.New(16), logs: &logBuf{}}
 	h.cfg = Config{Dir: "/data", Fsync: policy, Store: h.st, FS: fsys, Logger: slog.New(h.logs),

@@ -1,4 +1,9 @@
-package aof
+// Package faultfs is an in-memory vfs.FS for tests that fails the
+// operations a test names (ENOSPC, EIO, EROFS, ...), delays or hooks fsync,
+// and loses power (what was not fsynced is gone, optionally torn): the
+// file system the store/aof, store/rdb and server tests run the
+// append-only and RDB files on. Product code never uses it.
+package faultfs
 
 import (
 	"bytes"
@@ -11,12 +16,17 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/emqd/emqd/internal/vfs"
 )
 
-// Op names a file system operation, for FaultFS.SetFault.
+// cleanPath is filepath.Clean, used as the FS key.
+func cleanPath(p string) string { return filepath.Clean(p) }
+
+// Op names a file system operation, for FS.SetFault.
 type Op string
 
-// The operations FaultFS can fail.
+// The operations FS can fail.
 const (
 	OpOpen     Op = "open"
 	OpCreate   Op = "create"
@@ -28,7 +38,7 @@ const (
 	OpSyncDir  Op = "syncdir"
 )
 
-// FaultFS is an in-memory file system that models what survives a power
+// FS is an in-memory file system that models what survives a power
 // loss, for tests. Every file has two contents: what reads see (the page
 // cache) and what is on the disk. Sync copies the first to the second; a
 // directory's entries (creates, renames, removes) reach the disk only with
@@ -45,7 +55,7 @@ const (
 // before it began; bytes written while it runs stay dirty.
 //
 // Safe for concurrent use.
-type FaultFS struct {
+type FS struct {
 	mu      sync.Mutex
 	names   map[string]*memNode // the directory entries reads see
 	durable map[string]*memNode // the directory entries on the disk
@@ -68,9 +78,9 @@ type memNode struct {
 
 type span struct{ from, to int }
 
-// NewFaultFS returns an empty FaultFS with no faults and unlimited space.
-func NewFaultFS() *FaultFS {
-	return &FaultFS{
+// New returns an empty FS with no faults and unlimited space.
+func New() *FS {
+	return &FS{
 		names:   make(map[string]*memNode),
 		durable: make(map[string]*memNode),
 		dirs:    make(map[string]bool),
@@ -81,14 +91,14 @@ func NewFaultFS() *FaultFS {
 // SetFault installs fn, called before every operation; a non-nil return
 // fails the operation with that error (wrapped in *fs.PathError) and leaves
 // the file untouched. nil removes the fault.
-func (m *FaultFS) SetFault(fn func(op Op, path string) error) {
+func (m *FS) SetFault(fn func(op Op, path string) error) {
 	m.mu.Lock()
 	m.fault = fn
 	m.mu.Unlock()
 }
 
 // FailOps makes every listed operation fail with err until Heal.
-func (m *FaultFS) FailOps(err error, ops ...Op) {
+func (m *FS) FailOps(err error, ops ...Op) {
 	m.SetFault(func(op Op, _ string) error {
 		if slices.Contains(ops, op) {
 			return err
@@ -98,7 +108,7 @@ func (m *FaultFS) FailOps(err error, ops ...Op) {
 }
 
 // Heal removes the fault and the space limit.
-func (m *FaultFS) Heal() {
+func (m *FS) Heal() {
 	m.mu.Lock()
 	m.fault = nil
 	m.space = -1
@@ -107,30 +117,30 @@ func (m *FaultFS) Heal() {
 
 // SetSpace limits the total size of the visible files to n bytes (n < 0: no
 // limit).
-func (m *FaultFS) SetSpace(n int64) {
+func (m *FS) SetSpace(n int64) {
 	m.mu.Lock()
 	m.space = n
 	m.mu.Unlock()
 }
 
 // SetSyncDelay makes every File.Sync take d (a slow disk).
-func (m *FaultFS) SetSyncDelay(d time.Duration) {
+func (m *FS) SetSyncDelay(d time.Duration) {
 	m.mu.Lock()
 	m.delay = d
 	m.mu.Unlock()
 }
 
 // SetSyncHook installs fn (nil: none), called by every File.Sync after it
-// has noted what it covers and before it completes, outside FaultFS's lock:
+// has noted what it covers and before it completes, outside FS's lock:
 // a test can hold an fsync there while writes go on.
-func (m *FaultFS) SetSyncHook(fn func(path string)) {
+func (m *FS) SetSyncHook(fn func(path string)) {
 	m.mu.Lock()
 	m.onSync = fn
 	m.mu.Unlock()
 }
 
 // Syncs is the number of successful File.Sync calls so far.
-func (m *FaultFS) Syncs() int {
+func (m *FS) Syncs() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.syncs
@@ -138,14 +148,14 @@ func (m *FaultFS) Syncs() int {
 
 // PowerLoss simulates a power cut: every file and directory entry reverts to
 // what is on the disk and every open handle becomes invalid.
-func (m *FaultFS) PowerLoss() { m.powerLoss(nil) }
+func (m *FS) PowerLoss() { m.powerLoss(nil) }
 
 // PowerLossTorn is PowerLoss, except that for each file a random prefix of
 // the bytes appended since the last Sync reaches the disk, as when the kernel
 // wrote back part of the page cache before the cut.
-func (m *FaultFS) PowerLossTorn(rng *rand.Rand) { m.powerLoss(rng) }
+func (m *FS) PowerLossTorn(rng *rand.Rand) { m.powerLoss(rng) }
 
-func (m *FaultFS) powerLoss(rng *rand.Rand) {
+func (m *FS) powerLoss(rng *rand.Rand) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gen++
@@ -163,7 +173,7 @@ func (m *FaultFS) powerLoss(rng *rand.Rand) {
 }
 
 // Contents returns what a read of path sees now (nil, false if missing).
-func (m *FaultFS) Contents(path string) ([]byte, bool) {
+func (m *FS) Contents(path string) ([]byte, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.names[cleanPath(path)]
@@ -174,7 +184,7 @@ func (m *FaultFS) Contents(path string) ([]byte, bool) {
 }
 
 // WriteFile creates path with data, durable (synced, directory synced).
-func (m *FaultFS) WriteFile(path string, data []byte) {
+func (m *FS) WriteFile(path string, data []byte) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := cleanPath(path)
@@ -183,7 +193,7 @@ func (m *FaultFS) WriteFile(path string, data []byte) {
 	m.durable[p] = n
 }
 
-func (m *FaultFS) check(op Op, path string) error {
+func (m *FS) check(op Op, path string) error {
 	if m.fault == nil {
 		return nil
 	}
@@ -193,7 +203,7 @@ func (m *FaultFS) check(op Op, path string) error {
 	return nil
 }
 
-func (m *FaultFS) used() int64 {
+func (m *FS) used() int64 {
 	var t int64
 	for _, n := range m.names {
 		t += int64(len(n.data))
@@ -202,7 +212,7 @@ func (m *FaultFS) used() int64 {
 }
 
 // Open opens path for reading.
-func (m *FaultFS) Open(path string) (io.ReadCloser, error) {
+func (m *FS) Open(path string) (io.ReadCloser, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := cleanPath(path)
@@ -216,14 +226,14 @@ func (m *FaultFS) Open(path string) (io.ReadCloser, error) {
 	return faultReader{bytes.NewReader(bytes.Clone(n.data))}, nil
 }
 
-// faultReader is an opened FaultFS file: its Size lets a replay bound an
+// faultReader is an opened FS file: its Size lets a replay bound an
 // RDB preamble's lengths by what is left of the file.
 type faultReader struct{ *bytes.Reader }
 
 func (faultReader) Close() error { return nil }
 
 // OpenAppend opens path for appending, creating it when missing.
-func (m *FaultFS) OpenAppend(path string) (File, error) {
+func (m *FS) OpenAppend(path string) (vfs.File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := cleanPath(path)
@@ -239,7 +249,7 @@ func (m *FaultFS) OpenAppend(path string) (File, error) {
 }
 
 // Create creates or truncates path and opens it for appending.
-func (m *FaultFS) Create(path string) (File, error) {
+func (m *FS) Create(path string) (vfs.File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := cleanPath(path)
@@ -257,7 +267,7 @@ func (m *FaultFS) Create(path string) (File, error) {
 }
 
 // Rename moves oldPath's entry to newPath, replacing what was there.
-func (m *FaultFS) Rename(oldPath, newPath string) error {
+func (m *FS) Rename(oldPath, newPath string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, nw := cleanPath(oldPath), cleanPath(newPath)
@@ -274,7 +284,7 @@ func (m *FaultFS) Rename(oldPath, newPath string) error {
 }
 
 // Remove deletes path's entry.
-func (m *FaultFS) Remove(path string) error {
+func (m *FS) Remove(path string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := cleanPath(path)
@@ -289,7 +299,7 @@ func (m *FaultFS) Remove(path string) error {
 }
 
 // SyncDir makes dir's current entries the durable ones.
-func (m *FaultFS) SyncDir(dir string) error {
+func (m *FS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := cleanPath(dir)
@@ -310,7 +320,7 @@ func (m *FaultFS) SyncDir(dir string) error {
 }
 
 // ReadDir lists the names in dir.
-func (m *FaultFS) ReadDir(dir string) ([]string, error) {
+func (m *FS) ReadDir(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := cleanPath(dir)
@@ -325,7 +335,7 @@ func (m *FaultFS) ReadDir(dir string) ([]string, error) {
 }
 
 // MkdirAll records dir (directories themselves are always durable here).
-func (m *FaultFS) MkdirAll(dir string) error {
+func (m *FS) MkdirAll(dir string) error {
 	m.mu.Lock()
 	m.dirs[cleanPath(dir)] = true
 	m.mu.Unlock()
@@ -349,7 +359,7 @@ func (n *memNode) truncate(size int) {
 }
 
 type faultFile struct {
-	m      *FaultFS
+	m      *FS
 	n      *memNode
 	path   string
 	gen    int

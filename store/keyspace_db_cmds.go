@@ -6,12 +6,13 @@ import (
 	"github.com/emqd/emqd/num"
 )
 
-// The rest of the keyspace family (docs/compat.md §1.4) with Valkey 8.0.1's
-// replies and check order (db.c, object.c): COPY, MOVE, SWAPDB, RANDOMKEY,
+// The keyspace commands across databases and on one key's object (the
+// rest of the family, docs/compat.md §1.4, is keys_cmds.go), with Valkey
+// 8.0.1's replies and check order (db.c, object.c): COPY, MOVE, SWAPDB, RANDOMKEY,
 // TOUCH, OBJECT (ENCODING, FREQ, IDLETIME, REFCOUNT, HELP). A key's TTL
 // travels with it (COPY, MOVE, RENAME).
 
-func moreKeyspaceCommands() []*CommandSpec {
+func dbKeyspaceCommands() []*CommandSpec {
 	obj := func(name string, h Handler) *CommandSpec {
 		return NewCommand("object|"+name, 3, h, FlagReadonly).WithKeys(2, 2, 1)
 	}

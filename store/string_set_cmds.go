@@ -7,13 +7,14 @@ import (
 	"github.com/emqd/emqd/num"
 )
 
-// The rest of the string family (docs/compat.md §1.3) with Valkey 8.0.1's
+// SET with its options and the string writes beside it (the rest of the
+// family, docs/compat.md §1.3, is string_cmds.go), with Valkey 8.0.1's
 // replies and check order (t_string.c): SET with its expiry options,
 // SETEX, PSETEX, SETNX, GETEX, GETDEL, GETSET, GETRANGE (and SUBSTR),
 // SETRANGE, INCRBYFLOAT, MSETNX, LCS. Relative times are recorded in the
 // AOF as absolute ones (SET ... PXAT, PEXPIREAT).
 
-func moreStringCommands() []*CommandSpec {
+func setStringCommands() []*CommandSpec {
 	spec := func(name string, arity int, flags []Flag, first, last, step int, h Handler) *CommandSpec {
 		return NewCommand(name, arity, h, flags...).WithKeys(first, last, step)
 	}
