@@ -14,7 +14,10 @@
 #   bench/compare.sh            the full run (3 rounds)
 #   bench/compare.sh --quick    a smoke run (small counts, one round)
 #   bench/compare.sh --only rb,mem --rounds 5      (flags of bench/cmd/compare; --help lists them)
-# Environment: SERVER_CPU [0], CLIENT_CPU [1].
+#   bench/compare.sh --valkey /path/to/valkey-8.0.1 --only mem
+#                               against that directory's valkey-server instead of redis-server
+# Environment: SERVER_CPU [0], CLIENT_CPU [1], EMQD_VALKEY_DIR (as --valkey; the
+# flag wins). Without either the reference is Debian's redis-server 7.
 #
 # The numbers are only meaningful on an otherwise idle machine: the script
 # prints the load average at the start and at the end; alternation and
@@ -24,6 +27,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+valkey=${EMQD_VALKEY_DIR:-}
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --valkey) valkey=${2:?--valkey needs a directory}; shift 2 ;;
+    --valkey=*) valkey=${1#--valkey=}; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+ref=()
+if [ -n "$valkey" ]; then
+  [ -x "$valkey/valkey-server" ] || { echo "no executable valkey-server in $valkey" >&2; exit 2; }
+  ref=(--redis-bin "$valkey/valkey-server")
+fi
 for b in redis-server redis-benchmark redis-cli taskset; do
   command -v "$b" >/dev/null || { echo "missing $b (Debian packages redis-server, redis-tools, util-linux)" >&2; exit 2; }
 done
@@ -34,4 +51,4 @@ go build -o bench/bin/jobcycle ./bench/cmd/jobcycle
 go build -o bench/bin/aofboot ./bench/cmd/aofboot
 go build -o bench/bin/compare ./bench/cmd/compare
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-exec taskset -c "$CLIENT_CPU" bench/bin/compare --server-cpu "$SERVER_CPU" --client-cpu "$CLIENT_CPU" "$@"
+exec taskset -c "$CLIENT_CPU" bench/bin/compare --server-cpu "$SERVER_CPU" --client-cpu "$CLIENT_CPU" "${ref[@]}" "${args[@]}"

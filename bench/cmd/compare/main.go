@@ -1,5 +1,6 @@
-// Command compare measures emqd against redis-server (Debian's 7) on one
-// machine, per core, and prints every measure with both sides and the ratio
+// Command compare measures emqd against a reference server on one machine
+// (--redis-bin: Debian's redis-server 7 by default, Valkey 8.0.1's
+// valkey-server when bench/compare.sh is given its directory), per core, and prints every measure with both sides and the ratio
 // emqd/redis: redis-benchmark -P 1 and -P 32, the job cycle and the stall
 // sweep (bench/cmd/jobcycle), the bytes of a pending job, the boot from an
 // AOF (bench/cmd/aofboot) and the peak resident memory of big commands.
@@ -26,6 +27,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emqd/emqd/bench/internal/procs"
@@ -46,6 +49,8 @@ type config struct {
 	cycleJobs             int
 	sweepLeases           int
 	memJobs               int
+	memIdle, memCycle     time.Duration
+	memWorkers            int
 	bootJobs              int
 	bigValueMB            int
 	zaddMembers           []int
@@ -69,6 +74,9 @@ func main() {
 	flag.IntVar(&c.cycleJobs, "cycle-jobs", 200000, "jobs per job-cycle cell and round")
 	flag.IntVar(&c.sweepLeases, "sweep-leases", 100000, "expired leases of the stall sweep")
 	flag.IntVar(&c.memJobs, "mem-jobs", 200000, "pending jobs of the memory measure")
+	flag.DurationVar(&c.memIdle, "mem-idle", time.Minute, "idle time of the memory measure before its second reading")
+	flag.DurationVar(&c.memCycle, "mem-cycle", 30*time.Second, "length of the memory measure's job cycle (the backlog kept at --mem-jobs)")
+	flag.IntVar(&c.memWorkers, "mem-workers", 8, "workers of the memory measure's job cycle")
 	flag.IntVar(&c.bootJobs, "boot-jobs", 500000, "jobs in the AOF of the boot measure")
 	flag.IntVar(&c.bigValueMB, "big-value-mb", 100, "size of the one HSET value of the peak measure (MB)")
 	flag.StringVar(&zadd, "zadd-members", "1000000,10000000", "member counts of the one-ZADD peak measures")
@@ -79,6 +87,8 @@ func main() {
 		c.cycleJobs = 5000
 		c.sweepLeases = 5000
 		c.memJobs = 20000
+		c.memIdle = 5 * time.Second
+		c.memCycle = 5 * time.Second
 		c.bootJobs = 20000
 		c.bigValueMB = 10
 		zadd = "100000"
@@ -186,8 +196,8 @@ func run(c config) error {
 		add(rs...)
 	}
 	host, _ := os.Hostname()
-	fmt.Printf("\nemqd against redis-server 7 (%s), servers on CPU %s, clients on CPU %s; %d round(s), medians; ratio = emqd / redis\n",
-		redisVersion(c.redisBin), c.serverCPU, c.clientCPU, c.rounds)
+	fmt.Printf("\nemqd against %s %s (%s), servers on CPU %s, clients on CPU %s; %d round(s), medians; ratio = emqd / reference (the column \"redis\")\n",
+		filepath.Base(c.redisBin), redisVersion(c.redisBin), c.redisBin, c.serverCPU, c.clientCPU, c.rounds)
 	fmt.Printf("host %s, load average %s at the start, %s at the end, %s elapsed%s\n",
 		host, load0, loadavg(), time.Since(start).Round(time.Second), map[bool]string{true: " (quick mode: smoke counts)", false: ""}[c.quick])
 	fmt.Printf("\n%-54s %14s %14s %-6s %8s %8s %s\n", "measure", "emqd", "redis", "unit", "ratio", "goal", "")
@@ -459,32 +469,55 @@ func jobCycle(c config) ([]row, error) {
 
 // ---- bytes per pending job
 
+// memPhases are the moments the resident set is read, in order: right after
+// the fill, after memIdle of idleness, the peak during memCycle of a
+// sustained job cycle over the same backlog, and after MEMORY PURGE. None
+// but the last is preceded by a purge: the first three are what a user
+// sees and plans maxmemory against (issue 25).
+var memPhases = []string{"after the fill, no purge", "after idle, no purge", "peak during a job cycle, no purge", "after MEMORY PURGE"}
+
 // jobMemory fills each server with memJobs pending jobs (64-byte payloads,
-// the same client ids on both) and reads the resident set before and after,
-// each time after MEMORY PURGE (emqd: a GC that returns freed pages to the
-// system; redis-server: jemalloc's purge). Bytes per job = growth / jobs.
+// the same client ids on both) and reads the resident set (/proc VmRSS) of
+// the fresh server first, then at each of memPhases. Bytes per job =
+// (resident set - fresh) / jobs.
 func jobMemory(c config) ([]row, error) {
-	var per [2][]float64
+	var per [2][len4][]float64
 	var rss [2][]float64
+	var used [2][]float64
 	for round := 0; round < c.rounds; round++ {
 		for side := 0; side < 2; side++ {
-			b, total, err := memOneSide(c, side == 0)
+			m, err := memOneSide(c, side == 0)
 			if err != nil {
 				return nil, err
 			}
-			per[side] = append(per[side], b)
-			rss[side] = append(rss[side], total)
+			for i := range memPhases {
+				per[side][i] = append(per[side][i], (m.rss[i]-m.base)/float64(c.memJobs))
+			}
+			rss[side] = append(rss[side], m.rss[0])
+			used[side] = append(used[side], m.used/float64(c.memJobs))
 		}
 	}
 	g, ok := atMost(1.0)
-	sec := fmt.Sprintf("memory of %d pending jobs, 64-byte payloads (RSS after MEMORY PURGE)", c.memJobs)
-	return []row{
-		{section: sec, name: "bytes per pending job", unit: "B", emqd: median(per[0]), redis: median(per[1]), goal: g, ok: ok},
-		{section: sec, name: "resident set with the jobs", unit: "MB", emqd: median(rss[0]) / 1e6, redis: median(rss[1]) / 1e6},
-	}, nil
+	sec := fmt.Sprintf("memory of %d pending jobs, 64-byte payloads (resident set growth per job)", c.memJobs)
+	var rows []row
+	for i, ph := range memPhases {
+		rows = append(rows, row{section: sec, name: "bytes per job, " + ph, unit: "B", emqd: median(per[0][i]), redis: median(per[1][i]), goal: g, ok: ok})
+	}
+	rows = append(rows,
+		row{section: sec, name: "used_memory per job after the fill", unit: "B", emqd: median(used[0]), redis: median(used[1])},
+		row{section: sec, name: "resident set after the fill", unit: "MB", emqd: median(rss[0]) / 1e6, redis: median(rss[1]) / 1e6})
+	return rows, nil
 }
 
-func memOneSide(c config, native bool) (perJob, rssAfter float64, err error) {
+const len4 = 4
+
+type memReading struct {
+	base float64       // VmRSS of the fresh server
+	rss  [len4]float64 // at each of memPhases
+	used float64       // used_memory after the fill
+}
+
+func memOneSide(c config, native bool) (m memReading, err error) {
 	var p *procs.Proc
 	if native {
 		p, err = procs.StartEmqdCPU(c.serverCPU, c.emqdBin)
@@ -492,66 +525,196 @@ func memOneSide(c config, native bool) (perJob, rssAfter float64, err error) {
 		p, err = procs.StartRedisCPU(c.serverCPU, c.redisBin)
 	}
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	defer p.Stop(5 * time.Second)
 	logf("bytes per job: %s, %d jobs", p.Name, c.memJobs)
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, PoolSize: 2, ReadTimeout: time.Minute})
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, PoolSize: c.memWorkers + 2, ReadTimeout: time.Minute})
 	defer rdb.Close()
-	if !native {
-		if err := rdb.ScriptLoad(ctx, lua.Enqueue.Src).Err(); err != nil {
-			return 0, 0, err
-		}
+	var ex interface {
+		enqueue(id string) *redis.Cmd
+		claim() *redis.Cmd
+		complete(id, token string) *redis.Cmd
 	}
-	measure := func() (float64, error) {
-		if err := rdb.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
-			return 0, fmt.Errorf("MEMORY PURGE: %w", err)
+	k := lua.Keys{Q: "mem"}
+	if native {
+		ex = memNative{k}
+	} else {
+		for _, s := range []lua.Script{lua.Enqueue, lua.Claim, lua.Complete} {
+			if err := rdb.ScriptLoad(ctx, s.Src).Err(); err != nil {
+				return m, err
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		ex = memScripted{k}
+	}
+	rssNow := func() (float64, error) {
 		st, err := procs.Status(p.Pid(), "VmRSS")
 		if err != nil {
 			return 0, err
 		}
 		return float64(st["VmRSS"]) * 1024, nil
 	}
-	before, err := measure()
-	if err != nil {
-		return 0, 0, err
+	time.Sleep(200 * time.Millisecond)
+	if m.base, err = rssNow(); err != nil {
+		return m, err
 	}
-	k := lua.Keys{Q: "mem"}
-	payload := strings.Repeat("x", 64)
 	base := uint64(time.Now().UnixMilli()) << 20
 	const batch = 1000
 	for first := 0; first < c.memJobs; first += batch {
 		pipe := rdb.Pipeline()
 		for i := first; i < min(first+batch, c.memJobs); i++ {
-			id := jobID(base, uint64(i))
-			if native {
-				pipe.Do(ctx, "EMQ.ENQUEUE", k.Q, id, payload)
-			} else {
-				pipe.EvalSha(ctx, lua.Enqueue.SHA, []string{k.Row(id), k.Pending()}, id, payload)
-			}
+			_ = pipe.Process(ctx, ex.enqueue(jobID(base, uint64(i))))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			return 0, 0, err
+			return m, err
 		}
 	}
 	n, err := rdb.ZCard(ctx, k.Pending()).Result()
 	if err != nil || n != int64(c.memJobs) {
-		return 0, 0, fmt.Errorf("%s: %d pending, want %d (%v)", p.Name, n, c.memJobs, err)
+		return m, fmt.Errorf("%s: %d pending, want %d (%v)", p.Name, n, c.memJobs, err)
 	}
-	after, err := measure()
-	if err != nil {
-		return 0, 0, err
+	time.Sleep(200 * time.Millisecond)
+	if m.rss[0], err = rssNow(); err != nil {
+		return m, err
 	}
-	if !native {
-		if v, err := infoField(ctx, rdb, "memory", "used_memory_rss"); err == nil {
-			logf("redis-server used_memory_rss %s, /proc VmRSS %.0f", v, after)
+	if v, err := infoField(ctx, rdb, "memory", "used_memory"); err == nil {
+		m.used, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+	}
+	time.Sleep(c.memIdle)
+	if m.rss[1], err = rssNow(); err != nil {
+		return m, err
+	}
+	// The cycle: memWorkers workers each enqueue a new job, claim the
+	// oldest and complete it, so the backlog stays at memJobs while rows
+	// are created and deleted; the resident set is sampled every 100 ms.
+	next := uint64(c.memJobs)
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	errs := make(chan error, c.memWorkers)
+	var cycles atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < c.memWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				mu.Lock()
+				id := jobID(base, next)
+				next++
+				mu.Unlock()
+				en, cl := ex.enqueue(id), ex.claim()
+				pipe := rdb.Pipeline()
+				_ = pipe.Process(ctx, en)
+				_ = pipe.Process(ctx, cl)
+				if _, err := pipe.Exec(ctx); err != nil {
+					errs <- err
+					return
+				}
+				j, err := parseClaimed(cl)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := rdb.Process(ctx, ex.complete(j[0], j[1])); err != nil {
+					errs <- fmt.Errorf("complete: %w", err)
+					return
+				}
+				cycles.Add(1)
+			}
+		}()
+	}
+	deadline := time.Now().Add(c.memCycle)
+	var werr error
+	for time.Now().Before(deadline) && werr == nil {
+		time.Sleep(100 * time.Millisecond)
+		r, err := rssNow()
+		if err != nil {
+			werr = err
+		}
+		m.rss[2] = max(m.rss[2], r)
+		select {
+		case werr = <-errs:
+		default:
 		}
 	}
-	return (after - before) / float64(c.memJobs), after, nil
+	close(stop)
+	wg.Wait()
+	if werr != nil {
+		return m, werr
+	}
+	logf("%s: %d cycles in %v", p.Name, cycles.Load(), c.memCycle)
+	if err := rdb.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
+		return m, fmt.Errorf("MEMORY PURGE: %w", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if m.rss[3], err = rssNow(); err != nil {
+		return m, err
+	}
+	logf("%s: fresh %.1f MB; %s", p.Name, m.base/1e6, fmtPhases(m))
+	return m, nil
 }
+
+func fmtPhases(m memReading) string {
+	var b strings.Builder
+	for i, ph := range memPhases {
+		fmt.Fprintf(&b, "%s %.1f MB; ", ph, m.rss[i]/1e6)
+	}
+	fmt.Fprintf(&b, "used_memory %.1f MB", m.used/1e6)
+	return b.String()
+}
+
+// parseClaimed reads a one-job claim reply, {{id, payload, token}}, from
+// either side.
+func parseClaimed(c *redis.Cmd) ([2]string, error) {
+	v, err := c.Result()
+	if err != nil {
+		return [2]string{}, err
+	}
+	arr, _ := v.([]any)
+	if len(arr) == 0 {
+		return [2]string{}, fmt.Errorf("claim: nothing claimed (%v)", v)
+	}
+	job, _ := arr[0].([]any)
+	if len(job) < 3 {
+		return [2]string{}, fmt.Errorf("claim: unexpected reply %v", v)
+	}
+	id, _ := job[0].(string)
+	tok, _ := job[2].(string)
+	return [2]string{id, tok}, nil
+}
+
+type memNative struct{ k lua.Keys }
+
+func (e memNative) enqueue(id string) *redis.Cmd {
+	return redis.NewCmd(context.Background(), "EMQ.ENQUEUE", e.k.Q, id, memPayload)
+}
+func (e memNative) claim() *redis.Cmd {
+	return redis.NewCmd(context.Background(), "EMQ.CLAIM", e.k.Q, 60000)
+}
+func (e memNative) complete(id, token string) *redis.Cmd {
+	return redis.NewCmd(context.Background(), "EMQ.COMPLETE", e.k.Q, id, token)
+}
+
+type memScripted struct{ k lua.Keys }
+
+func (e memScripted) enqueue(id string) *redis.Cmd {
+	return redis.NewCmd(context.Background(), "EVALSHA", lua.Enqueue.SHA, 2, e.k.Row(id), e.k.Pending(), id, memPayload)
+}
+func (e memScripted) claim() *redis.Cmd {
+	return redis.NewCmd(context.Background(), "EVALSHA", lua.Claim.SHA, 3, e.k.Pending(), e.k.Active(), e.k.Schedule(), e.k.Prefix(), 60000)
+}
+func (e memScripted) complete(id, token string) *redis.Cmd {
+	return redis.NewCmd(context.Background(), "EVALSHA", lua.Complete.SHA, 3, e.k.Active(), e.k.Row(id), e.k.Completed(), id, token)
+}
+
+var memPayload = strings.Repeat("x", 64)
 
 func infoField(ctx context.Context, rdb *redis.Client, section, field string) (string, error) {
 	s, err := rdb.Info(ctx, section).Result()

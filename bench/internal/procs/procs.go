@@ -150,7 +150,7 @@ func StartEmqdCPU(cpu, bin string, extra ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--appendonly", "no"}, extra...)
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--appendonly", "no", "--save", ""}, extra...)
 	return startCPU(cpu, "emqd", bin, args, fmt.Sprintf("127.0.0.1:%d", port), "", "")
 }
 
