@@ -82,11 +82,16 @@ func (s *Server) expireTick() {
 	effort := int(atoi(s.Config("active-expire-effort")))
 	budget := time.Duration((25+2*(effort-1))*10000/int(hz)) * time.Microsecond
 	var spent time.Duration
-	for {
+	for first := true; ; first = false {
 		st.Lock()
 		if s.exp.stopped() {
 			st.Unlock()
 			return
+		}
+		if first {
+			// Maps emptied by deletions are rebuilt here, where no
+			// command is iterating one (store/shrink.go).
+			st.ShrinkMaps()
 		}
 		if s.exp.held.Load() || s.paused.Load() {
 			s.armExpireLocked()

@@ -93,7 +93,7 @@ func (pk *planKeys) remHead(d *DB, key string, z *ZSet, member string) bool {
 	if !ok || it.Member != member {
 		return false
 	}
-	delete(z.dict, member)
+	z.dictDel(member)
 	pk.head.key, pk.head.z = key, z
 	pk.head.k++
 	return true

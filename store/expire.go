@@ -60,6 +60,7 @@ var delName = []byte("DEL")
 func (d *DB) deleteExpired(key string) {
 	delete(d.keys, key)
 	delete(d.expires, key)
+	d.noteKeyGone()
 	s := d.s
 	s.ExpiredKeys++
 	s.DirtyCount++
@@ -98,6 +99,9 @@ func (d *DB) SetExpire(key string, at int64) {
 	}
 	d.s.mutations++
 	d.expires[key] = at
+	if n := len(d.expires); n > d.expiresPeak {
+		d.expiresPeak = n
+	}
 }
 
 // Persist removes key's TTL and reports whether it had one.
@@ -107,6 +111,7 @@ func (d *DB) Persist(key string) bool {
 	}
 	d.s.mutations++
 	delete(d.expires, key)
+	d.noteKeyGone()
 	return true
 }
 

@@ -366,14 +366,17 @@ func (t *hashTable) del(field string) bool {
 	if t.live == 0 {
 		t.entries = t.entries[:0]
 	} else if len(t.entries) > 32 && len(t.entries) > 2*t.live {
+		// The entries are compacted, and the index rebuilt at the new
+		// size: a Go map never shrinks (shrink.go).
 		out := make([]hashEntry, 0, t.live)
+		idx := make(map[string]int, t.live)
 		for _, e := range t.entries {
 			if e.value != nil {
-				t.idx[e.field] = len(out)
+				idx[e.field] = len(out)
 				out = append(out, e)
 			}
 		}
-		t.entries = out
+		t.entries, t.idx = out, idx
 	}
 	return true
 }

@@ -84,6 +84,9 @@ type DB struct {
 	avgTTL int64
 	s      *Store
 	scan   scanCache // SCAN/HSCAN/ZSCAN cursor snapshots (scan.go)
+	// keysPeak and expiresPeak are the most entries keys and expires held
+	// since they were built (shrink.go).
+	keysPeak, expiresPeak int
 }
 
 // Get returns the value at key, or nil. A key whose TTL has passed is
@@ -125,6 +128,7 @@ func (d *DB) Put(key string, v *Value) {
 	d.s.mutations++
 	d.s.touchAccess(v)
 	d.keys[key] = v
+	d.noteKeys()
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
@@ -136,6 +140,7 @@ func (d *DB) Replace(key string, v *Value) {
 	d.s.mutations++
 	d.s.touchAccess(v)
 	d.keys[key] = v
+	d.noteKeys()
 }
 
 // Remove deletes key (and its TTL) and reports whether it existed.
@@ -148,6 +153,7 @@ func (d *DB) Remove(key string) bool {
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
+	d.noteKeyGone()
 	return true
 }
 
@@ -185,6 +191,7 @@ func (d *DB) Clear() {
 	d.s.mutations++
 	d.keys = make(map[string]*Value)
 	d.expires = make(map[string]int64)
+	d.keysPeak, d.expiresPeak = 0, 0
 	d.avgTTL = 0
 }
 
@@ -309,6 +316,11 @@ type Store struct {
 	ExpireCycleCPUMicros int64
 	// mutations counts the keyspace changes begun (see Mutations).
 	mutations uint64
+	// shrinkDue: a database map fell below the rebuild line (shrink.go).
+	shrinkDue bool
+	// MapsShrunk counts the database maps ShrinkMaps rebuilt (INFO
+	// memory's emqd_maps_shrunk).
+	MapsShrunk int64
 	// planKeys is ApplyPlan's scratch, reused from plan to plan (plans
 	// apply under the lock, one at a time) and zeroed before and after
 	// each, so it holds nothing of the keyspace between them.

@@ -177,6 +177,7 @@ func (z *ZSet) bigAdd(member string, score float64, clone bool) bool {
 	}
 	z.dict[member] = score
 	z.tree.Insert(ZItem{score, member})
+	z.noteDict()
 	return true
 }
 
@@ -192,6 +193,7 @@ func (z *ZSet) convert() {
 		t.Insert(it)
 	}
 	z.tree, z.lp = t, nil
+	z.noteDict()
 }
 
 // members calls yield with every member in no particular order (the
@@ -235,7 +237,7 @@ func (z *ZSet) Rem(member string) bool {
 		// order) goes by rank: no score lookup, no comparisons on the way
 		// down.
 		if m, ok := z.tree.Min(); ok && m.Member == member {
-			delete(z.dict, member)
+			z.dictDel(member)
 			z.tree.DeleteAt(0)
 			return true
 		}
@@ -243,7 +245,7 @@ func (z *ZSet) Rem(member string) bool {
 		if !ok {
 			return false
 		}
-		delete(z.dict, member)
+		z.dictDel(member)
 		z.tree.Delete(ZItem{old, member})
 		return true
 	}
@@ -468,7 +470,7 @@ func (z *ZSet) PopMin() (ZItem, bool) {
 	if z.tree != nil {
 		it, ok := z.tree.DeleteAt(0)
 		if ok {
-			delete(z.dict, it.Member)
+			z.dictDel(it.Member)
 		}
 		return it, ok
 	}
@@ -480,7 +482,7 @@ func (z *ZSet) PopMax() (ZItem, bool) {
 	if z.tree != nil {
 		it, ok := z.tree.DeleteAt(z.tree.Len() - 1)
 		if ok {
-			delete(z.dict, it.Member)
+			z.dictDel(it.Member)
 		}
 		return it, ok
 	}
@@ -532,7 +534,7 @@ func (z *ZSet) DeleteRankRange(lo, hi int) int {
 		if !ok {
 			break
 		}
-		delete(z.dict, it.Member)
+		z.dictDel(it.Member)
 		n++
 	}
 	return n

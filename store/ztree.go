@@ -54,6 +54,9 @@ type ztree struct {
 	leaf   *ztLeaf
 	inner  *ztInner
 	count  int
+	// dictPeak is the most members the set's member map held since it was
+	// built (shrink.go).
+	dictPeak int
 }
 
 var ztIDs atomic.Uint64
