@@ -71,6 +71,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.reg = newRegistry(storeCmds, s.verbs.Commands(), append(append(serverCommands(), monitorCommands()...), memoryCommand(storeCmds)))
 	s.wrapFlushAll()
+	s.wrapFlushPurge()
 	names := make([]string, 0, len(opts.Config))
 	for k := range opts.Config {
 		names = append(names, k)
@@ -113,6 +114,8 @@ func Start(opts Options) (*Server, error) {
 	s.startExpiry()
 	// The idle-client timeout (clients_cron.go).
 	s.startClientsCron()
+	// The collector's target and the idle purge (memcron.go).
+	s.startMemCron()
 	// maxclients must fit the open-file limit (nofile.go), beside one
 	// descriptor per listener.
 	s.listeners = max(len(parseBind(s.Config("bind"))), 1)

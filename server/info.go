@@ -187,6 +187,7 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 			i("go_memory_limit", lim)
 		}
 		i("go_gc_forced_at_maxmemory", s.mem.forced)
+		s.memoryInfo(add)
 	case "persistence":
 		add("loading", "0")
 		add("async_loading", "0")

@@ -50,9 +50,10 @@ type memGuard struct {
 	peak       int64
 	forcedAt   int64 // nanotime of the last forced collection
 	forcedDur  int64
-	forcedMuts uint64 // store mutations then
-	forcedHeap int64  // used_memory right after it
-	forced     int64  // collections forced
+	forcedMuts uint64  // store mutations then
+	forcedHeap int64   // used_memory right after it
+	forced     int64   // collections forced
+	cron       memCron // memcron.go
 }
 
 var memSamples = []string{"/memory/classes/heap/objects:bytes", "/memory/classes/heap/stacks:bytes"}

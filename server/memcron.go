@@ -1,0 +1,302 @@
+package server
+
+import (
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/emqd/emqd/store"
+)
+
+// The memory cron (docs/operations.md §5.1): what the collector keeps and
+// gives back without MEMORY PURGE.
+//
+// Go's collector lets the heap grow to twice the live data before it
+// collects (GOGC 100), and the free pages it keeps after a burst are
+// returned to the system only slowly, so the resident set of a server that
+// took a burst stays near twice its data for minutes. Valkey's allocator
+// (jemalloc with its background thread) returns dirty pages within seconds.
+// Three rules, every tick (hz times a second of the server clock, so
+// clock.Manual and EMQ.DEBUG CLOCK drive them in tests):
+//
+//   - The collector's target follows the data: the heap may grow by
+//     gcHeadroomFloor or by a quarter of the live data, whichever is more
+//     (GOGC 100 at gcHeadroomFloor of live data, 25 from four times that,
+//     more for a smaller heap), so a big keyspace does not keep twice itself
+//     resident;
+//     with maxmemory set the runtime's soft limit (an eighth above it) also
+//     applies (memory.go). A GOGC in the environment wins: the server then
+//     leaves the collector's percentage alone. An embedded server sets the
+//     process's percentage while it runs and puts back the one it found
+//     when it closes.
+//   - Idle purge: once no command ran for purgeIdleMs and the collector has
+//     at least purgeMinBytes (and an eighth of the live data) it could give
+//     back (free pages kept, plus what was allocated since the last
+//     collection beyond the live data), the server runs a full collection
+//     and returns every free page (debug.FreeOSMemory, as MEMORY PURGE), on
+//     its own goroutine, without the store lock. Cost: one collection, a
+//     mark of the live data (about 1 ms of CPU per 10 MB of pointers), once
+//     per idle period at most, and only after enough churn.
+//   - After FLUSHALL or FLUSHDB of a heap of purgeMinBytes or more, the
+//     same purge runs at once (Valkey frees the flushed data at once): the
+//     flushed values are garbage the collector would otherwise reach only
+//     when the heap grew to its old target again.
+//
+// INFO memory shows the collector's share (info.go): the live data at the
+// last collection, the heap's target, the GOGC in force, the free pages
+// kept and returned, the collector's CPU fraction and the purges.
+
+const (
+	gcHeadroomFloor = 16 << 20
+	purgeIdleMs     = 2000
+	purgeMinBytes   = 4 << 20
+)
+
+// memCron is the cron's state (store lock, but for the atomics).
+type memCron struct {
+	periodic
+	lastCmds   int64 // total_commands_processed at the previous tick
+	lastActive int64 // server clock (ms) when commands last ran
+	purgedCmds int64 // total_commands_processed at the last purge
+	gcPercent  int   // the GOGC set (0: not yet)
+	gcFound    int   // the GOGC found at start, put back at Close
+	gcOwn      bool  // the server sets the GOGC (none in the environment)
+	purging    atomic.Bool
+	purges     atomic.Int64 // purges run (INFO mem_purges)
+	purgeNs    atomic.Int64 // the last one's duration
+	flushPurge atomic.Int64 // purges run after a flush (tests)
+}
+
+// startMemCron arms the cron (Start).
+func (s *Server) startMemCron() {
+	g := &s.mem.cron
+	s.store.Lock()
+	g.lastActive = s.clock.NowMs()
+	g.gcOwn = os.Getenv("GOGC") == ""
+	if g.gcOwn {
+		x := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(x)
+		g.gcFound = 100
+		if x[0].Value.Kind() == metrics.KindUint64 {
+			g.gcFound = int(x[0].Value.Uint64())
+		}
+	}
+	s.armMemCronLocked()
+	s.store.Unlock()
+	s.OnClose(func() error {
+		s.store.Lock()
+		defer s.store.Unlock()
+		g.halt()
+		if g.gcOwn && g.gcPercent != 0 {
+			debug.SetGCPercent(g.gcFound)
+		}
+		return nil
+	})
+}
+
+func (s *Server) armMemCronLocked() { s.mem.cron.arm(s.clock, s.hzPeriodMs(), s.memCronTick) }
+
+var cronSamples = []string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
+// heapState reads the live data at the last collection, the heap objects
+// now (live and not yet freed) and the free pages kept.
+func heapState() (live, objects, free uint64) {
+	s := make([]metrics.Sample, len(cronSamples))
+	for i, n := range cronSamples {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	v := func(i int) uint64 {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			return s[i].Value.Uint64()
+		}
+		return 0
+	}
+	return v(0), v(1), v(2)
+}
+
+// gcPercentFor is the GOGC that lets the heap grow by the larger of
+// gcHeadroomFloor and a quarter of live before the next collection: 25 from
+// four times the floor, 100 at the floor, more below it, at most 400 (the
+// runtime's minimum heap, 4 MB at GOGC 100, grows with GOGC to 16 MB), so a
+// small heap is not collected more often than a 16 MB one.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return 400
+	}
+	return int(max(25, min(400, 100*gcHeadroomFloor/live)))
+}
+
+// reclaimable is what a purge could give back: the free pages kept plus
+// the heap objects beyond the live data of the last collection.
+func reclaimable(live, objects, free uint64) uint64 {
+	r := free
+	if objects > live {
+		r += objects - live
+	}
+	return r
+}
+
+func (s *Server) memCronTick() {
+	s.store.Lock()
+	g := &s.mem.cron
+	if g.stopped() {
+		s.store.Unlock()
+		return
+	}
+	now := s.clock.NowMs()
+	if s.statCmds != g.lastCmds {
+		g.lastCmds, g.lastActive = s.statCmds, now
+	}
+	live, objects, free := heapState()
+	if p := gcPercentFor(live); g.gcOwn && p != g.gcPercent {
+		g.gcPercent = p
+		debug.SetGCPercent(p)
+	}
+	purge := false
+	if now-g.lastActive >= purgeIdleMs && g.purgedCmds != s.statCmds {
+		r := reclaimable(live, objects, free)
+		if r >= purgeMinBytes && r >= live/8 {
+			purge = true
+		}
+		// Nothing worth a collection: look again only after more commands.
+		g.purgedCmds = s.statCmds
+	}
+	s.armMemCronLocked()
+	s.store.Unlock()
+	if purge {
+		s.purgeMemory(false)
+	}
+}
+
+// purgeSoon runs a purge after a flush when the heap is big enough to be
+// worth one (store lock held; the purge runs on its own goroutine).
+func (s *Server) purgeSoon() {
+	_, objects, free := heapState()
+	if objects+free < purgeMinBytes {
+		return
+	}
+	go s.purgeMemory(true)
+}
+
+// purgeMemory is a full collection that returns every free page to the
+// system; one at a time (a purge asked for while one runs is dropped: the
+// running one collects what it was for, unless it was allocated after it
+// started, which the next idle tick sees).
+func (s *Server) purgeMemory(flush bool) {
+	g := &s.mem.cron
+	if !g.purging.CompareAndSwap(false, true) {
+		return
+	}
+	defer g.purging.Store(false)
+	start := time.Now()
+	debug.FreeOSMemory()
+	g.purgeNs.Store(int64(time.Since(start)))
+	g.purges.Add(1)
+	if flush {
+		g.flushPurge.Add(1)
+	}
+}
+
+// wrapFlushPurge makes FLUSHALL and FLUSHDB purge once they answered +OK.
+func (s *Server) wrapFlushPurge() {
+	for _, name := range []string{"flushall", "flushdb"} {
+		e := s.reg.cmds[name]
+		if e == nil || e.handler == nil {
+			continue
+		}
+		orig := e.handler
+		e.handler = func(x *store.Ctx) {
+			orig(x)
+			if b := x.W.Buf; len(b) >= 5 && string(b[len(b)-5:]) == "+OK\r\n" && !s.store.Loading() {
+				s.purgeSoon()
+			}
+		}
+	}
+}
+
+var infoSamples = []string{
+	"/memory/classes/heap/objects:bytes",  // 0
+	"/memory/classes/heap/unused:bytes",   // 1
+	"/memory/classes/heap/free:bytes",     // 2
+	"/memory/classes/heap/released:bytes", // 3
+	"/memory/classes/heap/stacks:bytes",   // 4
+	"/memory/classes/total:bytes",         // 5
+	"/gc/heap/live:bytes",                 // 6
+	"/gc/heap/goal:bytes",                 // 7
+	"/gc/cycles/total:gc-cycles",          // 8
+	"/cpu/classes/gc/total:cpu-seconds",   // 9
+	"/cpu/classes/total:cpu-seconds",      // 10
+	"/gc/gogc:percent",                    // 11
+}
+
+// memoryInfo adds the collector's fields of INFO memory (store lock held;
+// docs/operations.md §5.1 lists them): Valkey's allocator_* fields read
+// from the Go runtime, and emqd's own go_* and mem_* fields.
+func (s *Server) memoryInfo(add func(field, value string)) {
+	x := make([]metrics.Sample, len(infoSamples))
+	for i, n := range infoSamples {
+		x[i].Name = n
+	}
+	metrics.Read(x)
+	u := func(i int) uint64 {
+		switch x[i].Value.Kind() {
+		case metrics.KindUint64:
+			return x[i].Value.Uint64()
+		case metrics.KindFloat64:
+			return uint64(x[i].Value.Float64())
+		}
+		return 0
+	}
+	f := func(i int) float64 {
+		if x[i].Value.Kind() == metrics.KindFloat64 {
+			return x[i].Value.Float64()
+		}
+		return 0
+	}
+	ui := func(name string, v uint64) { add(name, strconv.FormatUint(v, 10)) }
+	ratio := func(a, b uint64) string {
+		if b == 0 {
+			return "0.00"
+		}
+		return strconv.FormatFloat(float64(a)/float64(b), 'f', 2, 64)
+	}
+	allocated := u(0) + u(4)
+	active := allocated + u(1)
+	resident := u(5) - u(3)
+	ui("allocator_allocated", allocated)
+	ui("allocator_active", active)
+	ui("allocator_resident", resident)
+	add("allocator_frag_ratio", ratio(active, allocated))
+	ui("allocator_frag_bytes", active-allocated)
+	add("allocator_rss_ratio", ratio(resident, active))
+	ui("allocator_rss_bytes", resident-active)
+	live, goal := u(6), u(7)
+	ui("go_heap_live", live)
+	ui("go_heap_goal", goal)
+	garbage := uint64(0)
+	if u(0) > live {
+		garbage = u(0) - live
+	}
+	ui("go_heap_unreclaimed", garbage)
+	ui("go_heap_free_kept", u(2))
+	ui("go_heap_released", u(3))
+	ui("go_gc_percent", u(11))
+	ui("go_gc_cycles", u(8))
+	share := 0.0
+	if t := f(10); t > 0 {
+		share = f(9) / t
+	}
+	add("go_gc_cpu_fraction", strconv.FormatFloat(share, 'f', 4, 64))
+	g := &s.mem.cron
+	ui("mem_purges", uint64(g.purges.Load()))
+	add("mem_purge_last_ms", strconv.FormatFloat(float64(g.purgeNs.Load())/1e6, 'f', 1, 64))
+	ui("mem_maps_shrunk", uint64(s.store.MapsShrunk))
+}
