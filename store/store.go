@@ -319,7 +319,7 @@ type Store struct {
 	// shrinkDue: a database map fell below the rebuild line (shrink.go).
 	shrinkDue bool
 	// MapsShrunk counts the database maps ShrinkMaps rebuilt (INFO
-	// memory's emqd_maps_shrunk).
+	// memory's mem_maps_shrunk).
 	MapsShrunk int64
 	// planKeys is ApplyPlan's scratch, reused from plan to plan (plans
 	// apply under the lock, one at a time) and zeroed before and after
