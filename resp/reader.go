@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"math"
+	"sync"
 
 	"github.com/emqd/emqd/num"
 )
@@ -176,6 +177,9 @@ func (r *Reader) Space() []byte {
 	}
 	r.spaceBig = false
 	r.compact()
+	if r.buf == nil {
+		r.buf = bufPool.Get().(*[readChunk]byte)[:0:readChunk]
+	}
 	if cap(r.buf)-len(r.buf) < readChunk {
 		n := max(2*cap(r.buf), len(r.buf)+readChunk)
 		nb := make([]byte, len(r.buf), n)
@@ -183,6 +187,28 @@ func (r *Reader) Space() []byte {
 		r.buf = nb
 	}
 	return r.buf[len(r.buf):cap(r.buf)]
+}
+
+// bufPool holds the read buffers of readChunk bytes that idle connections
+// gave back (Release): a connection waiting for its next command holds
+// none, as Valkey's clients share one query buffer between commands.
+var bufPool = sync.Pool{New: func() any { return new([readChunk]byte) }}
+
+// Release gives the read buffer back to the shared pool when every byte
+// in it was parsed and no big bulk is being received, and reports whether
+// the reader now holds none; the next Space takes one again. The bytes of
+// the commands already returned are not in it (they are copied into the
+// Parse call's arena), so releasing never invalidates them. A buffer grown
+// beyond readChunk by a long pipeline is left to the collector.
+func (r *Reader) Release() bool {
+	if r.pos != len(r.buf) || r.big != nil {
+		return false
+	}
+	if cap(r.buf) == readChunk {
+		bufPool.Put((*[readChunk]byte)(r.buf[:readChunk]))
+	}
+	r.buf, r.pos = nil, 0
+	return true
 }
 
 // Commit adds the first n bytes of the last Space to the buffer.

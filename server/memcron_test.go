@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,4 +137,39 @@ func TestMemoryInfoFields(t *testing.T) {
 	if !strings.Contains(s.InfoText("memory"), "\r\ngo_gc_cpu_fraction:0.") {
 		t.Fatal("no go_gc_cpu_fraction")
 	}
+}
+
+// An idle connection holds no read buffer (issue 27 item 9: 11.8 KB
+// resident per idle connection, 16 KiB of it the read buffer, against
+// Valkey's 3.6 KB): 300 connections that sent one PING each grow the heap
+// by less than 12 KiB each, the test's own client side included (7.5 KiB
+// measured; 24 KiB before), and they still answer.
+func TestIdleConnectionHoldsNoReadBuffer(t *testing.T) {
+	s := startServer(t, nil, nil)
+	const n = 300
+	before := liveHeapBytes()
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dial(t, s)
+		if got := conns[i].do("PING"); got != "+PONG\r\n" {
+			t.Fatal(got)
+		}
+	}
+	per := (liveHeapBytes() - before) / n
+	if per > 12<<10 {
+		t.Fatalf("%d heap bytes per idle connection", per)
+	}
+	for _, c := range conns {
+		if got := c.do("ECHO", strings.Repeat("y", 40000)); len(got) != 40000+len("$40000\r\n\r\n") {
+			t.Fatalf("ECHO answered %d bytes", len(got))
+		}
+	}
+}
+
+func liveHeapBytes() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

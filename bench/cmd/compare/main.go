@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -51,6 +52,7 @@ type config struct {
 	memJobs               int
 	memIdle, memCycle     time.Duration
 	memWorkers            int
+	conns                 int
 	bootJobs              int
 	bigValueMB            int
 	zaddMembers           []int
@@ -68,7 +70,7 @@ func main() {
 	flag.StringVar(&c.benchBin, "redis-benchmark", "redis-benchmark", "redis-benchmark binary")
 	flag.StringVar(&c.jobcycleBin, "jobcycle-bin", "bench/bin/jobcycle", "bench/cmd/jobcycle binary")
 	flag.StringVar(&c.aofbootBn, "aofboot-bin", "bench/bin/aofboot", "bench/cmd/aofboot binary")
-	flag.StringVar(&only, "only", "rb,cycle,mem,boot,peak", "measures to run: rb (redis-benchmark), cycle (job cycle and stall sweep), mem (bytes per job), boot, peak")
+	flag.StringVar(&only, "only", "rb,cycle,mem,conn,boot,peak", "measures to run: rb (redis-benchmark), cycle (job cycle and stall sweep), mem (bytes per job), conn (bytes per idle connection), boot, peak")
 	flag.IntVar(&c.rbRequests, "rb-requests", 200000, "redis-benchmark -n per test and round")
 	flag.IntVar(&c.rbClients, "rb-clients", 50, "redis-benchmark -c")
 	flag.IntVar(&c.cycleJobs, "cycle-jobs", 200000, "jobs per job-cycle cell and round")
@@ -76,6 +78,7 @@ func main() {
 	flag.IntVar(&c.memJobs, "mem-jobs", 200000, "pending jobs of the memory measure")
 	flag.DurationVar(&c.memIdle, "mem-idle", time.Minute, "idle time of the memory measure before its second reading")
 	flag.DurationVar(&c.memCycle, "mem-cycle", 30*time.Second, "length of the memory measure's job cycle (the backlog kept at --mem-jobs)")
+	flag.IntVar(&c.conns, "conns", 5000, "idle connections of the per-connection memory measure")
 	flag.IntVar(&c.memWorkers, "mem-workers", 8, "workers of the memory measure's job cycle")
 	flag.IntVar(&c.bootJobs, "boot-jobs", 500000, "jobs in the AOF of the boot measure")
 	flag.IntVar(&c.bigValueMB, "big-value-mb", 100, "size of the one HSET value of the peak measure (MB)")
@@ -89,6 +92,7 @@ func main() {
 		c.memJobs = 20000
 		c.memIdle = 5 * time.Second
 		c.memCycle = 5 * time.Second
+		c.conns = 500
 		c.bootJobs = 20000
 		c.bigValueMB = 10
 		zadd = "100000"
@@ -178,6 +182,13 @@ func run(c config) error {
 		rs, err := jobMemory(c)
 		if err != nil {
 			return fmt.Errorf("bytes per job: %w", err)
+		}
+		add(rs...)
+	}
+	if c.only["conn"] {
+		rs, err := connMemory(c)
+		if err != nil {
+			return fmt.Errorf("bytes per connection: %w", err)
 		}
 		add(rs...)
 	}
@@ -740,6 +751,82 @@ func jobID(base, n uint64) string {
 		v /= 62
 	}
 	return string(b[:])
+}
+
+// ---- bytes per idle connection
+
+// connMemory opens connJobs connections to a fresh server, each sending one
+// PING and reading its PONG, then leaves them idle and reads the resident
+// set growth per connection (issue 27 item 9: 11.8 KB against Valkey's
+// 3.6 KB). The clients stay connected while the server is read.
+func connMemory(c config) ([]row, error) {
+	var per [2][]float64
+	for round := 0; round < c.rounds; round++ {
+		for side := 0; side < 2; side++ {
+			b, err := connOneSide(c, side == 0)
+			if err != nil {
+				return nil, err
+			}
+			per[side] = append(per[side], b)
+		}
+	}
+	g, ok := atMost(1.0)
+	return []row{{section: fmt.Sprintf("memory of %d idle connections (resident set growth per connection, after one PING each)", c.conns),
+		name: "bytes per idle connection", unit: "B", emqd: median(per[0]), redis: median(per[1]), goal: g, ok: ok}}, nil
+}
+
+func connOneSide(c config, native bool) (float64, error) {
+	var p *procs.Proc
+	var err error
+	if native {
+		p, err = procs.StartEmqdCPU(c.serverCPU, c.emqdBin)
+	} else {
+		p, err = procs.StartRedisCPU(c.serverCPU, c.redisBin, "--maxclients", "20000")
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer p.Stop(5 * time.Second)
+	rss := func() (float64, error) {
+		st, err := procs.Status(p.Pid(), "VmRSS")
+		if err != nil {
+			return 0, err
+		}
+		return float64(st["VmRSS"]) * 1024, nil
+	}
+	time.Sleep(200 * time.Millisecond)
+	before, err := rss()
+	if err != nil {
+		return 0, err
+	}
+	conns := make([]net.Conn, 0, c.conns)
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	buf := make([]byte, 16)
+	for i := 0; i < c.conns; i++ {
+		nc, err := net.Dial("tcp", p.Addr)
+		if err != nil {
+			return 0, fmt.Errorf("%s: connection %d: %w", p.Name, i, err)
+		}
+		conns = append(conns, nc)
+		if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+			return 0, err
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := io.ReadAtLeast(nc, buf, 7); err != nil || string(buf[:n]) != "+PONG\r\n" {
+			return 0, fmt.Errorf("%s: connection %d: PING answered %q (%v)", p.Name, i, buf[:n], err)
+		}
+	}
+	time.Sleep(time.Second)
+	after, err := rss()
+	if err != nil {
+		return 0, err
+	}
+	logf("%s: %d idle connections: %.1f MB -> %.1f MB", p.Name, c.conns, before/1e6, after/1e6)
+	return (after - before) / float64(c.conns), nil
 }
 
 // ---- boot from an AOF (bench/cmd/aofboot)
