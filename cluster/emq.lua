@@ -500,6 +500,7 @@ end
 -- Seam 1, into pending (docs/verbs.md §1.3): every verb that puts a job
 -- into pending scores it with the row's priority (absent: 0).
 local MAX_PRIORITY = 9007199254740991
+local E_LANES = 'ERR lanes are not available in the cluster library (docs/cluster.md)'
 local E_PRIORITY = 'ERR priority must be an integer between -9007199254740991 and 9007199254740991'
 
 -- priority_arg parses a PRIORITY argument (nil and the error when bad).
@@ -955,6 +956,8 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
       ms = v and tonumber(v)
     elseif opt == 'PRIORITY' and not prio then
       prio, e = priority_arg(args[i + 1])
+    elseif opt == 'LANE' then
+      e = E_LANES
     else
       e = E_SYNTAX
     end
@@ -1061,6 +1064,8 @@ verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
       ms = v and tonumber(v)
     elseif opt == 'PRIORITY' and not prio then
       prio, e = priority_arg(args[i + 1])
+    elseif opt == 'LANE' then
+      e = E_LANES
     else
       e = E_SYNTAX
     end
@@ -2480,6 +2485,19 @@ local function metric(key)
   end
   return tonumber(v)
 end
+
+-- ---------------------------------------------------------------------------
+-- EMQ.LANE, EMQ.LANES and the LANE option (docs/verbs.md §4.25): not in the
+-- library yet; refused with nothing read or written (docs/cluster.md,
+-- Differences: lanes).
+
+verb('emq_lane', 'emq.lane', -4, {}, function()
+  return err(E_LANES)
+end)
+
+verb('emq_lanes', 'emq.lanes', 2, { 'no-writes' }, function()
+  return err(E_LANES)
+end)
 
 verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   local sizes = {}

@@ -107,6 +107,8 @@ type removeRead struct {
 	Active, Pending, Schedule, Dead, Done, Waiting             keyKind
 	InActive, InPending, InSchedule, InDead, InDone, InWaiting bool
 	Row                                                        jobRow
+	LanePend                                                   string // the job's lane set ("": the default lane)
+	InLanePend, LanePendWrong                                  bool
 }
 
 // readRemove is EMQ.REMOVE's read pass for one id; EMQ.REMOVE.ALL reads
@@ -120,6 +122,15 @@ func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
 	r.Dead, r.InDead, _ = member(d, k.Dead, id)
 	r.Done, r.InDone, _ = member(d, k.Done, id)
 	r.Waiting, r.InWaiting, _ = member(d, k.Waiting, id)
+	if name := laneOf(&r.Row); name != DefaultLane {
+		// A pending job of a lane is in its lane's set (docs/verbs.md
+		// §4.26); the lane's own state heals at the next claim.
+		r.LanePend = k.LanePrefix + name + ":pending"
+		var kind keyKind
+		if kind, r.InLanePend, _ = member(d, r.LanePend, id); kind == keyWrong {
+			r.LanePendWrong = true
+		}
+	}
 	return r
 }
 
@@ -147,9 +158,15 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 	case r.Waiting == keyWrong:
 		return nil, wrongType(k.Waiting)
 	}
+	if r.LanePendWrong {
+		return nil, wrongType(r.LanePend)
+	}
 	p := newPlan(5)
 	if r.InPending {
 		p.ZRem(k.Pending, id)
+	}
+	if r.InLanePend {
+		p.ZRem(r.LanePend, id)
 	}
 	if r.InSchedule {
 		p.ZRem(k.Schedule, id)
@@ -210,6 +227,7 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 		vs.refuseReply(c, ref)
 		return
 	}
+	n.Pending += lanesPending(d, k)
 	lat := QueueLatencyMs(d, k, c.NowMs)
 	w := c.W
 	w.Map(9)

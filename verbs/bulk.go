@@ -120,7 +120,12 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 		bulkReply(c, 0, 0)
 		return
 	}
-	p, ids, ref := judgeReprocessAll(d, k, head, reset)
+	lt, ref := readLanes(d, k, c.NowMs)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	p, ids, ref := judgeReprocessAll(d, k, head, reset, lt)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
@@ -141,7 +146,7 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 	}
 	planFlow(fe, p)
 	left := z.Len() - len(head)
-	apply(c, p)
+	vs.flushApply(c, k, lt, p)
 	vs.count(c, k, Reprocessed, len(ids))
 	vs.events(c, k, EvReprocessed, ids)
 	if len(ids) > 0 {
@@ -156,7 +161,7 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 // EMQ.PROMOTE and the sweep drop theirs: the per-job verb refuses it
 // (EMQSTALE job gone), which would stop every later call at the same
 // member. Any other refusal refuses the whole call.
-func judgeReprocessAll(d *store.DB, k *Keys, head []dueJob, reset bool) (*plan.Plan, []string, refusal) {
+func judgeReprocessAll(d *store.DB, k *Keys, head []dueJob, reset bool, lt *laneTx) (*plan.Plan, []string, refusal) {
 	p := &plan.Plan{Ops: make([]plan.Op, 0, 4*len(head))}
 	var ids []string
 	for i := range head {
@@ -165,7 +170,7 @@ func judgeReprocessAll(d *store.DB, k *Keys, head []dueJob, reset bool) (*plan.P
 			p.ZRem(k.Dead, h.ID)
 			continue
 		}
-		r := readReprocess(d, k, h.ID, h.Key)
+		r := readReprocess(d, k, h.ID, h.Key, lt, 0)
 		q, ref := judgeReprocess(&r, k, h.ID, h.Key, reset)
 		if ref.Refused() {
 			return nil, nil, ref
@@ -300,13 +305,14 @@ func (vs *Verbs) cmdPromoteAll(c *store.Ctx) {
 		return
 	}
 	_, pending := zsetKind(d, k.Pending)
-	ids, p, ref := judgePromote(&promoteRead{Schedule: keyOK, Due: head, Pending: pending}, k)
+	lt, lref := readLanes(d, k, c.NowMs)
+	ids, p, ref := judgePromote(&promoteRead{Schedule: keyOK, Due: head, Pending: pending, Lanes: lt, LanesRef: lref}, k)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
 	left := z.Len() - len(head)
-	apply(c, p)
+	vs.flushApply(c, k, lt, p)
 	vs.count(c, k, Promoted, len(ids))
 	vs.events(c, k, EvPromoted, ids)
 	if len(ids) > 0 {
@@ -329,12 +335,13 @@ func (vs *Verbs) cmdPromoteJob(c *store.Ctx) {
 	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
 	r.Row = readRow(d, rowKey)
 	_, r.Pending = zsetKind(d, k.Pending)
+	r.Lanes, r.LanesRef = readLanes(d, k, c.NowMs)
 	p, ref := judgePromoteJob(&r, k, id, rowKey)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
-	apply(c, p)
+	vs.flushApply(c, k, r.Lanes, p)
 	vs.count(c, k, Promoted, 1)
 	vs.event(c, k, EvPromoted, id)
 	vs.wake(c, k)
@@ -347,6 +354,8 @@ type promoteJobRead struct {
 	InSchedule bool
 	Row        jobRow
 	Pending    keyKind
+	Lanes      *laneTx // nil in tables
+	LanesRef   refusal
 }
 
 // judgePromoteJob is EMQ.PROMOTE.JOB (docs/verbs.md §4.24.4), the checks
@@ -370,12 +379,15 @@ func judgePromoteJob(r *promoteJobRead, k *Keys, id, rowKey string) (*plan.Plan,
 	case r.Pending == keyWrong:
 		return nil, wrongType(k.Pending)
 	}
-	if ref := checkIntoPending(&r.Row, rowKey); ref.Refused() {
+	if r.LanesRef.Refused() {
+		return nil, r.LanesRef
+	}
+	if ref := checkIntoPending(r.Lanes, &r.Row, rowKey); ref.Refused() {
 		return nil, ref
 	}
 	p := newPlan(3)
 	p.ZRem(k.Schedule, id)
 	hset(p, rowKey, fvStatePending)
-	intoPending(p, k, id, &r.Row)
+	intoPending(p, k, r.Lanes, id, &r.Row)
 	return p, noRefusal
 }

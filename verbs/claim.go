@@ -74,6 +74,11 @@ type claimRead struct {
 	Pending  keyKind
 	Cands    []dueJob
 	Active   keyKind
+	// Lanes is the queue's lane state (docs/verbs.md §4.26; nil in tables:
+	// no lanes), LanesRef its refusal; Ov the NEXT overlay (nil: none).
+	Lanes    *laneTx
+	LanesRef refusal
+	Ov       *rowOverlay
 }
 
 // readClaim is EMQ.CLAIM's read pass at now: meta, the due scheduled
@@ -81,7 +86,7 @@ type claimRead struct {
 // members with a row were seen (promoted ids may replace pending ones, and
 // ghosts do not use up Count).
 func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
-	return readClaimAfter(d, a, now, nil)
+	return readClaimAfter(d, a, now, nil, nil)
 }
 
 // rowOverlay is what a finishing verb's plan, not applied yet, does to the
@@ -100,10 +105,16 @@ type rowOverlay struct {
 }
 
 // readClaimAfter is readClaim as it would read once ov's changes were
-// applied (nil: as the store stands).
-func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay) claimRead {
+// applied (nil: as the store stands), with the lane state lt (nil: read
+// it; the finishing verb's, for NEXT).
+func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt *laneTx) claimRead {
 	k := a.K
 	var r claimRead
+	r.Ov = ov
+	if lt == nil {
+		lt, r.LanesRef = readLanes(d, k, now)
+	}
+	r.Lanes = lt
 	var meta *store.Hash
 	meta, r.Meta = hashKind(d, k.Meta)
 	if meta != nil {
@@ -124,7 +135,8 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay) claimR
 	} else {
 		r.Due = overlayDue(readDue(d, k, sched, now, claimPromoteMax+1, nil), ov, k, now)
 	}
-	if pend == nil && (ov == nil || len(ov.Released) == 0) {
+	if (pend == nil && (ov == nil || len(ov.Released) == 0)) || (lt != nil && lt.on) {
+		// With lanes, judgeClaimLanes walks each lane's set itself.
 		return r
 	}
 	need := a.Count
@@ -216,14 +228,20 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	if ref := kindCheck(r.Active, k.Active); ref.Refused() {
 		return v, nil, ref
 	}
+	if r.LanesRef.Refused() {
+		return v, nil, r.LanesRef
+	}
 	p := newPlan(4 * (len(r.Due) + int(min(a.Count, 64))))
 	var promoted []string
 	if len(r.Due) > 0 {
 		var ref refusal
-		promoted, ref = judgePromotions(k, r.Due, p)
+		promoted, ref = judgePromotions(k, r.Due, p, r.Lanes)
 		if ref.Refused() {
 			return v, nil, ref
 		}
+	}
+	if r.Lanes != nil && r.Lanes.on {
+		return judgeClaimLanes(r, now, runID, a, p, promoted)
 	}
 	// The promoted ids join pending at their priority (seam 1), so they
 	// sort by (priority, id) among the pending members; a promoted id
@@ -235,7 +253,9 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		prom = make([]*dueJob, 0, len(promoted))
 		inProm = make(map[string]bool, len(promoted))
 		for i := range r.Due {
-			if r.Due[i].Row.Kind == keyOK {
+			// A promoted job of another lane went to its lane's set (and
+			// turned lanes on): the next claim serves it.
+			if r.Due[i].Row.Kind == keyOK && laneOf(&r.Due[i].Row) == DefaultLane {
 				prom = append(prom, &r.Due[i])
 				inProm[r.Due[i].ID] = true
 			}
@@ -369,6 +389,7 @@ func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused 
 		vs.refuseReply(c, ref)
 		return v, true
 	}
+	p = r.Lanes.flush(p)
 	apply(c, p)
 	vs.claimed(c, a, &v)
 	return v, false
@@ -456,8 +477,26 @@ func (vs *Verbs) cmdClaim(c *store.Ctx) {
 			writeClaimReply(rc, &v)
 			return true
 		},
-		Due: func(rc *store.Ctx) (int64, bool) { return nextDue(rc.S.DB(db), a.K) },
+		Due: func(rc *store.Ctx) (int64, bool) { return nextWake(rc.S.DB(db), a.K) },
 	}
+}
+
+// nextWake is when time alone may make a job of k claimable: the earlier
+// of nextDue and the earliest rate token of a limited lane (docs/verbs.md
+// §4.26.3), never while the queue is paused.
+func nextWake(d *store.DB, k *Keys) (int64, bool) {
+	t, ok := nextDue(d, k)
+	if !ok {
+		if meta, _ := hashKind(d, k.Meta); meta != nil {
+			if _, paused := meta.Get("paused"); paused {
+				return 0, false
+			}
+		}
+	}
+	if tt, ok2 := nextTokenDue(d, k); ok2 && (!ok || tt < t) {
+		return tt, true
+	}
+	return t, ok
 }
 
 // nextDue is the lowest score of k's schedule set, the time at which a

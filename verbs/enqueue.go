@@ -33,6 +33,8 @@ type jobOpts struct {
 	Ms      int64
 	HasPrio bool
 	Prio    int64
+	HasLane bool
+	Lane    string // "" and "default": the default lane (no lane field)
 }
 
 // parseJobOpt parses the option at argv[i] (with its value at argv[i+1])
@@ -55,6 +57,13 @@ func parseJobOpt(argv [][]byte, i int, o *jobOpts, c *store.Ctx) bool {
 	case eqFold(argv[i], "PRIORITY") && !o.HasPrio:
 		o.HasPrio = true
 		o.Prio, e = priorityArg(argv[i+1])
+	case eqFold(argv[i], "LANE") && !o.HasLane:
+		o.HasLane = true
+		if !validLane(argv[i+1]) {
+			e = ErrLaneName
+		} else if string(argv[i+1]) != DefaultLane {
+			o.Lane = string(argv[i+1])
+		}
 	default:
 		e = store.ErrSyntax
 	}
@@ -66,12 +75,25 @@ func parseJobOpt(argv [][]byte, i int, o *jobOpts, c *store.Ctx) bool {
 }
 
 // rowExtra is the row fields the options add after the builder's own
-// (docs/verbs.md §1.3: priority only when not 0).
+// (docs/verbs.md §1.3: priority only when not 0, lane only when not the
+// default lane).
 func (o *jobOpts) rowExtra() [][]byte {
-	if o.Prio == 0 {
+	var out [][]byte
+	if o.Prio != 0 {
+		out = append(out, fPriority, msBytes(o.Prio))
+	}
+	if o.Lane != "" {
+		out = append(out, fLane, []byte(o.Lane))
+	}
+	return out
+}
+
+// row is the part of a new row seam 1 reads (its priority and lane).
+func (o *jobOpts) row() *jobRow {
+	if o == nil || o.Lane == "" {
 		return nil
 	}
-	return [][]byte{fPriority, msBytes(o.Prio)}
+	return &jobRow{LaneName: rowField{Val: []byte(o.Lane), Present: true}}
 }
 
 func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
@@ -139,6 +161,13 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 		a.Payload = clone(a.Payload)
 	}
 	r.RowKey = rowKey
+	var ref refusal
+	if r.Row == keyAbsent && a.Sched == schedNone {
+		if r.Lanes, ref = readLanes(d, k, c.NowMs); ref.Refused() {
+			vs.refuseReply(c, ref)
+			return
+		}
+	}
 	v, p, ref := judgeEnqueue(&r, c.NowMs, &a)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -148,6 +177,7 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 		c.W.Nil()
 		return
 	}
+	p = r.Lanes.flush(p)
 	apply(c, p)
 	vs.count(c, k, Enqueued, 1)
 	vs.event(c, k, EvEnqueued, v.ID)
@@ -193,6 +223,7 @@ type enqueueRead struct {
 	RowKey string  // ID's row key ("" in tables: built from ID)
 	Row    keyKind // OK: a row exists (a duplicate)
 	Dest   keyKind // pending, or schedule with DELAY/AT
+	Lanes  *laneTx // the queue's lanes (nil in tables)
 }
 
 // enqueueVerdict: Dup is a duplicate (reply nil, nothing written); else ID
@@ -221,7 +252,9 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 		return enqueueVerdict{}, nil, wrongType(dest)
 	}
 	p := newPlan(3)
-	addJobRow(p, k, rowKey, r.ID, state, a.Payload, now, dest, score, a.Prio, a.rowExtra()...)
+	if ref := addJobRow(p, k, r.Lanes, rowKey, r.ID, state, a.Payload, now, dest, score, &a.jobOpts, a.rowExtra()...); ref.Refused() {
+		return enqueueVerdict{}, nil, ref
+	}
 	if a.Mint {
 		p.HSetBytes(MintKey, fLast, []byte(r.ID))
 	}
@@ -239,9 +272,9 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 // `schedule <name> slot_ms <slot>`, §4.22.4).
 //
 // A job bound for pending (dest == k.Pending) enters it through seam 1
-// (intoPendingPrio) with priority prio, which extra must then carry as
-// `priority <prio>` when not 0.
-func addJobRow(p *plan.Plan, k *Keys, rowKey, id string, state, payload []byte, now int64, dest string, score, prio int64, extra ...[]byte) {
+// with o's priority and lane (o nil: neither), which extra must then carry
+// (o.rowExtra). A refusal comes from the lane's stored state.
+func addJobRow(p *plan.Plan, k *Keys, lt *laneTx, rowKey, id string, state, payload []byte, now int64, dest string, score int64, o *jobOpts, extra ...[]byte) refusal {
 	if len(extra) == 0 {
 		p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
 	} else {
@@ -250,10 +283,14 @@ func addJobRow(p *plan.Plan, k *Keys, rowKey, id string, state, payload []byte, 
 		p.HSetBytes(rowKey, append(fv, extra...)...)
 	}
 	if dest == k.Pending {
-		intoPendingPrio(p, k, id, prio)
-		return
+		var prio int64
+		if o != nil {
+			prio = o.Prio
+		}
+		return intoPendingLane(p, k, lt, id, o.row(), prio)
 	}
 	p.ZAdd(dest, score, id)
+	return noRefusal
 }
 
 // msBytes is a time in Unix ms in decimal, as the row stores it.
@@ -372,15 +409,30 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 		}
 	}
 
+	var lt *laneTx
+	if len(taken) > 0 && sched == schedNone {
+		var ref refusal
+		if lt, ref = readLanes(d, k, c.NowMs); ref.Refused() {
+			vs.refuseReply(c, ref)
+			return
+		}
+		if o.Lane != "" || lt.on {
+			if _, ref = lt.lane(laneOf(o.row())); ref.Refused() {
+				vs.refuseReply(c, ref)
+				return
+			}
+		}
+	}
 	p := newPlan(2*len(taken) + 1)
 	extra := o.rowExtra()
 	admitted := 0
 	for j := 0; j < n; j++ {
 		if ids[j] != "" {
-			addJobRow(p, k, keys[j], ids[j], state, c.KeepArg(pairs[2*j+1]), c.NowMs, dest, score, o.Prio, extra...)
+			addJobRow(p, k, lt, keys[j], ids[j], state, c.KeepArg(pairs[2*j+1]), c.NowMs, dest, score, &o, extra...)
 			admitted++
 		}
 	}
+	p = lt.flush(p)
 	if lastMinted != "" {
 		p.HSetBytes(MintKey, fLast, []byte(lastMinted))
 	}

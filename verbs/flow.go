@@ -103,6 +103,7 @@ type flowParent struct {
 	Policy                []byte
 	ParentRef             rowField // its own parent (nested flows)
 	row                   jobRow   // the row as read (its priority: seam 1)
+	lanes                 *laneTx  // the parent queue's lanes (seam 1 with lanes)
 	roster, out           *store.Hash
 	entries               []string // roster fields changed, in order
 	vals                  map[string][]byte
@@ -211,9 +212,11 @@ func (fe *flowEnds) load(fp *flowParent) {
 		return
 	}
 	fp.row = readRow(d, fp.RowKey)
-	if checkIntoPending(&fp.row, fp.RowKey).Refused() {
+	lt, ref := readLanes(d, fp.K, fe.now)
+	if ref.Refused() || checkIntoPending(lt, &fp.row, fp.RowKey).Refused() {
 		return
 	}
+	fp.lanes = lt
 	st, _ := row.Get(string(fState))
 	pol, _ := row.Get(string(fOnChildFail))
 	fp.State, fp.Left, fp.Policy, fp.roster = st, n, pol, ros
@@ -360,7 +363,12 @@ func (fe *flowEnds) plan(p *plan.Plan) {
 		case fp.released:
 			p.ZRem(fp.K.Waiting, fp.ID)
 			p.HSetBytes(fp.RowKey, fChildrenLeft, left, fState, vPending)
-			intoPending(p, fp.K, fp.ID, &fp.row)
+			intoPending(p, fp.K, fp.lanes, fp.ID, &fp.row)
+			// The parent queue's lane writes go with the release. (A verb
+			// of the same queue flushes its own lane state after: when both
+			// touch one lane, the next claim that meets it heals the
+			// lane's hash; docs/verbs.md §4.26.4.)
+			fp.lanes.flush(p)
 		case fp.killed:
 			p.ZRem(fp.K.Waiting, fp.ID)
 			p.HSetBytes(fp.RowKey, fChildrenLeft, left, fState, vDead, fLastError, fp.Err, fFinishedAt, msBytes(fe.now))

@@ -198,6 +198,8 @@ func judgeFlow(d *store.DB, nodes []flowNode, now int64) (dup bool, p *plan.Plan
 		return true, nil, noRefusal
 	}
 	var stale []string // leftover roster keys of a parent row that is gone
+	lts := map[string]*laneTx{}
+	var ltOrder []*laneTx
 	for j := range nodes {
 		n := &nodes[j]
 		if j > 0 {
@@ -225,6 +227,20 @@ func judgeFlow(d *store.DB, nodes []flowNode, now int64) (dup bool, p *plan.Plan
 		if _, sk := zsetKind(d, set); sk == keyWrong {
 			return false, nil, wrongType(set)
 		}
+		if len(n.Kids) == 0 && lts[n.K.Queue] == nil {
+			// A leaf enters pending through seam 1: with its queue's lanes.
+			lt, ref := readLanes(d, n.K, now)
+			if ref.Refused() {
+				return false, nil, ref
+			}
+			if lt.on {
+				if _, ref := lt.lane(DefaultLane); ref.Refused() {
+					return false, nil, ref
+				}
+			}
+			lts[n.K.Queue] = lt
+			ltOrder = append(ltOrder, lt)
+		}
 	}
 	p = newPlan(3*len(nodes) + len(stale))
 	for _, key := range stale {
@@ -237,17 +253,20 @@ func judgeFlow(d *store.DB, nodes []flowNode, now int64) (dup bool, p *plan.Plan
 			extra = append(extra, fParent, []byte(nodes[n.Up].Ref))
 		}
 		if len(n.Kids) == 0 {
-			addJobRow(p, n.K, n.RowKey, n.ID, vPending, n.Payload, now, n.K.Pending, 0, 0, extra...)
+			addJobRow(p, n.K, lts[n.K.Queue], n.RowKey, n.ID, vPending, n.Payload, now, n.K.Pending, 0, nil, extra...)
 			continue
 		}
 		cnt := countBytes(int64(len(n.Kids)))
 		extra = append(extra, fChildren, cnt, fChildrenLeft, cnt, fOnChildFail, nodePolicy(n))
-		addJobRow(p, n.K, n.RowKey, n.ID, vWaiting, n.Payload, now, n.K.Waiting, 0, 0, extra...)
+		addJobRow(p, n.K, nil, n.RowKey, n.ID, vWaiting, n.Payload, now, n.K.Waiting, 0, nil, extra...)
 		fv := make([][]byte, 0, 2*len(n.Kids))
 		for _, r := range kidsRefs(nodes, n) {
 			fv = append(fv, []byte(r), vPending)
 		}
 		p.HSetBytes(n.K.Roster(n.ID), fv...)
+	}
+	for _, lt := range ltOrder {
+		p = lt.flush(p)
 	}
 	return false, p, noRefusal
 }

@@ -20,6 +20,15 @@ type Keys struct {
 	SchedPref string // emq:{q}:sched:    (the schedule's hash is SchedPref + name)
 	Waiting   string // emq:{q}:waiting   (zset of flow parents waiting on children, score 0; docs/verbs.md §4.25)
 	FlowPref  string // emq:{q}:flow:     (a parent's roster is FlowPref + id, its outcomes FlowPref + id + ":out")
+	// Lanes (docs/verbs.md §4.26): the lanes the selection may pick now
+	// (zset, score = pass), those waiting for a rate token (zset, score =
+	// the token's time, Unix ms), every lane with state (zset, score 0),
+	// and the prefix of one lane's keys (LanePrefix + name: its hash;
+	// + ":pending", + ":spent").
+	Lanes        string // emq:{q}:lanes
+	LanesLimited string // emq:{q}:lanes:limited
+	LanesKnown   string // emq:{q}:lanes:known
+	LanePrefix   string // emq:{q}:lane:
 }
 
 // MintKey is the hash whose field `last` holds the greatest id the server
@@ -52,6 +61,7 @@ const (
 	partEvents    = "events"
 	PartSched     = "sched"
 	PartWaiting   = "waiting"
+	PartLanes     = "lanes:known"
 	partJob       = "job:"
 )
 
@@ -79,6 +89,11 @@ func NewKeys(q string) *Keys {
 		SchedPref: p + PartSched + ":",
 		Waiting:   p + PartWaiting,
 		FlowPref:  p + "flow:",
+
+		Lanes:        p + "lanes",
+		LanesLimited: p + "lanes:limited",
+		LanesKnown:   p + PartLanes,
+		LanePrefix:   p + "lane:",
 	}
 }
 
@@ -99,7 +114,7 @@ func ParseQueueKey(key string) (queue, part string, ok bool) {
 	}
 	queue, part = rest[:i], rest[i+len(keyTagEnd):]
 	switch part {
-	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone, PartSched, PartWaiting:
+	case PartPending, PartActive, PartSchedule, PartDead, PartCompleted, PartFailed, PartMeta, PartDone, PartSched, PartWaiting, PartLanes:
 	default:
 		return "", "", false
 	}

@@ -51,26 +51,28 @@ func rowPriority(row *jobRow, rowKey string) (int64, refusal) {
 }
 
 // checkIntoPending judges, before anything is written, whether row (of
-// rowKey) can enter pending: its priority must be readable. Verbs that move
-// many jobs call it for each before building their plan, so a refusal
-// writes nothing.
-func checkIntoPending(row *jobRow, rowKey string) refusal {
-	_, ref := rowPriority(row, rowKey)
-	return ref
+// rowKey) can enter pending: its priority must be readable, and its lane's
+// state (lt; nil: not looked at) must be. Verbs that move many jobs call
+// it for each before building their plan, so a refusal writes nothing.
+func checkIntoPending(lt *laneTx, row *jobRow, rowKey string) refusal {
+	if _, ref := rowPriority(row, rowKey); ref.Refused() {
+		return ref
+	}
+	if lt != nil && (lt.on || laneOf(row) != DefaultLane) {
+		if _, ref := lt.lane(laneOf(row)); ref.Refused() {
+			return ref
+		}
+	}
+	return noRefusal
 }
 
-// intoPending appends the write that puts id (whose row is row; nil: a new
-// row without priority) into pending: ZADD pending <priority> id, the score
-// being the row's priority (0 when absent, so a queue without priorities
-// writes the same bytes as before priorities existed). The caller has
-// judged the row with checkIntoPending (a bad priority counts as 0 here).
-func intoPending(p *plan.Plan, k *Keys, id string, row *jobRow) {
+// intoPending appends the write that puts id (whose row is row) into the
+// pending set of its lane: ZADD <pending> <priority> id, the score being
+// the row's priority (0 when absent, so a queue without priorities writes
+// the same bytes as before priorities existed), and records the lane's
+// change in lt (lanes.go; flush writes it). The caller has judged the row
+// with checkIntoPending.
+func intoPending(p *plan.Plan, k *Keys, lt *laneTx, id string, row *jobRow) {
 	prio, _ := rowPriority(row, "")
-	p.ZAdd(k.Pending, prio, id)
-}
-
-// intoPendingPrio is intoPending for a row the verb is creating with
-// priority prio.
-func intoPendingPrio(p *plan.Plan, k *Keys, id string, prio int64) {
-	p.ZAdd(k.Pending, prio, id)
+	intoPendingLane(p, k, lt, id, row, prio)
 }

@@ -42,6 +42,8 @@ type jobRow struct {
 	Priority   rowField // `priority` (absent: 0; docs/verbs.md §1.3)
 	Parent     rowField // a flow child's `parent` (<queue>:<id>, docs/verbs.md §4.25)
 	Children   bool     // `children` present: a flow parent
+	LaneName   rowField // `lane` (absent: the default lane; §4.26)
+	LaneSlot   bool     // `lane_slot` present: the job holds a lane slot
 }
 
 // counter is a metrics hash (`count` field) as read.
@@ -137,13 +139,20 @@ func readRow(d *store.DB, key string) jobRow {
 				r.Parent = rowField{Val: v, Present: true}
 			case "children":
 				r.Children = true
+			case "lane":
+				r.LaneName = rowField{Val: v, Present: true}
+			case "lane_slot":
+				r.LaneSlot = true
 			}
 			return true
 		})
 		return r
 	}
 	_, lane := h.Get("group")
+	_, slot := h.Get("lane_slot")
 	return jobRow{
+		LaneName:   getField(h, "lane"),
+		LaneSlot:   slot,
 		Kind:       keyOK,
 		Lane:       lane,
 		State:      getField(h, "state"),

@@ -75,6 +75,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		_, r.Pending = zsetKind(d, k.Pending)
 		deadZ, r.Dead = zsetKind(d, k.Dead)
 		r.Failed = readCounter(d, k.Failed)
+		r.Lanes, r.LanesRef = readLanes(d, k, c.NowMs)
 	}
 	// Retention (docs/verbs.md §4.21): the DEAD setting scores the deaths;
 	// the sweep trims both sets, up to limit members each.
@@ -131,8 +132,12 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		}
 		p.HSetBytes(k.Meta, fSweptAt, strconv.AppendInt(nil, c.NowMs, 10))
 	}
+	p = r.Lanes.flush(p)
 	apply(c, p)
 	fe.after(c)
+	if r.Lanes != nil && r.Lanes.woke {
+		vs.wake(c, k)
+	}
 	vs.sweep.keep(r.Expired, p)
 	vs.count(c, k, StallRecovered, len(v.Recovered))
 	vs.count(c, k, StallDead, len(v.Dead))
@@ -191,6 +196,9 @@ type stalledRead struct {
 	Pending keyKind
 	Dead    keyKind
 	Failed  counter
+	// Lanes is the queue's lane state (nil in tables), LanesRef its refusal.
+	Lanes    *laneTx
+	LanesRef refusal
 }
 
 // stalledVerdict is the sweep's reply: the recovered ids and the dead ids,
@@ -268,6 +276,9 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 	if len(r.Expired) == 0 {
 		return v, nil, noRefusal
 	}
+	if r.LanesRef.Refused() {
+		return v, nil, r.LanesRef
+	}
 	const (
 		ghost = iota
 		exempt
@@ -291,7 +302,10 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		case d.Row.Lane:
 			return v, nil, badRow(ErrLane, d.rowKey(k))
 		case !d.Row.LeaseEpoch.Present || !bytes.Equal(d.Row.LeaseEpoch.Val, runID):
-			if ref := checkIntoPending(&d.Row, d.rowKey(k)); ref.Refused() {
+			if ref := checkIntoPending(r.Lanes, &d.Row, d.rowKey(k)); ref.Refused() {
+				return v, nil, ref
+			}
+			if ref := checkLeavesActive(r.Lanes, &d.Row); ref.Refused() {
 				return v, nil, ref
 			}
 			vs[i] = verdict{kind: exempt}
@@ -302,11 +316,14 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		if e != "" {
 			return v, nil, badRow(e, d.rowKey(k))
 		}
+		if ref := checkLeavesActive(r.Lanes, &d.Row); ref.Refused() {
+			return v, nil, ref
+		}
 		if s >= maxStalled {
 			vs[i] = verdict{kind: dead, s: s}
 			nDead++
 		} else {
-			if ref := checkIntoPending(&d.Row, d.rowKey(k)); ref.Refused() {
+			if ref := checkIntoPending(r.Lanes, &d.Row, d.rowKey(k)); ref.Refused() {
 				return v, nil, ref
 			}
 			vs[i] = verdict{kind: recovered, s: s}
@@ -356,15 +373,18 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		id := r.Expired[i].ID
 		rk := r.Expired[i].rowKey(k)
 		p.ZRem(k.Active, id)
+		if vs[i].kind != ghost {
+			leavesActive(p, r.Lanes, rk, &r.Expired[i].Row, false)
+		}
 		switch vs[i].kind {
 		case ghost:
 		case exempt:
 			hset(p, rk, fvStatePending)
-			intoPending(p, k, id, &r.Expired[i].Row)
+			intoPending(p, k, r.Lanes, id, &r.Expired[i].Row)
 			v.Recovered = append(v.Recovered, id)
 		case recovered:
 			hset(p, rk, fields(fState, vPending, fStalled, countBytes(vs[i].s)))
-			intoPending(p, k, id, &r.Expired[i].Row)
+			intoPending(p, k, r.Lanes, id, &r.Expired[i].Row)
 			v.Recovered = append(v.Recovered, id)
 		case dead:
 			if finishedAt == nil {
@@ -408,12 +428,15 @@ func (vs *Verbs) cmdPromote(c *store.Ctx) {
 	sched, r.Schedule = zsetKind(d, k.Schedule)
 	r.Due = readDue(d, k, sched, c.NowMs, limit, nil)
 	_, r.Pending = zsetKind(d, k.Pending)
+	if len(r.Due) > 0 {
+		r.Lanes, r.LanesRef = readLanes(d, k, c.NowMs)
+	}
 	ids, p, ref := judgePromote(&r, k)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
-	apply(c, p)
+	vs.flushApply(c, k, r.Lanes, p)
 	vs.count(c, k, Promoted, len(ids))
 	vs.events(c, k, EvPromoted, ids)
 	for range ids {
@@ -428,6 +451,8 @@ type promoteRead struct {
 	Schedule keyKind
 	Due      []dueJob
 	Pending  keyKind
+	Lanes    *laneTx // nil in tables
+	LanesRef refusal
 }
 
 // judgePromotions judges due scheduled members and appends their writes to
@@ -435,7 +460,7 @@ type promoteRead struct {
 // lane row or an unreadable priority refuses the whole call; a job moves
 // to pending at its priority (seam 1). It
 // returns the promoted ids in selection order.
-func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
+func judgePromotions(k *Keys, due []dueJob, p *plan.Plan, lt *laneTx) ([]string, refusal) {
 	for i := range due {
 		d := &due[i]
 		switch {
@@ -444,8 +469,10 @@ func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
 		case d.Row.Kind == keyOK && d.Row.Lane:
 			return nil, badRow(ErrLane, d.rowKey(k))
 		}
-		if ref := checkIntoPending(&d.Row, d.rowKey(k)); ref.Refused() {
-			return nil, ref
+		if d.Row.Kind == keyOK {
+			if ref := checkIntoPending(lt, &d.Row, d.rowKey(k)); ref.Refused() {
+				return nil, ref
+			}
 		}
 	}
 	var out []string
@@ -456,7 +483,7 @@ func judgePromotions(k *Keys, due []dueJob, p *plan.Plan) ([]string, refusal) {
 			continue
 		}
 		hset(p, d.rowKey(k), fvStatePending)
-		intoPending(p, k, d.ID, &d.Row)
+		intoPending(p, k, lt, d.ID, &d.Row)
 		out = append(out, d.ID)
 	}
 	return out, noRefusal
@@ -471,8 +498,11 @@ func judgePromote(r *promoteRead, k *Keys) ([]string, *plan.Plan, refusal) {
 	if len(r.Due) == 0 {
 		return nil, nil, noRefusal
 	}
+	if r.LanesRef.Refused() {
+		return nil, nil, r.LanesRef
+	}
 	p := &plan.Plan{Ops: make([]plan.Op, 0, 3*len(r.Due))}
-	ids, ref := judgePromotions(k, r.Due, p)
+	ids, ref := judgePromotions(k, r.Due, p, r.Lanes)
 	if ref.Refused() {
 		return nil, nil, ref
 	}
@@ -498,7 +528,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	}
 	reset = len(argv) == 4
 	rowKey, id := k.rowOf(argv[2])
-	r := readReprocess(c.DB, k, id, rowKey)
+	r := readReprocess(c.DB, k, id, rowKey, nil, c.NowMs)
 	p, ref := judgeReprocess(&r, k, id, rowKey, reset)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -515,7 +545,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 		}
 		planFlow(fe, p)
 	}
-	apply(c, p)
+	vs.flushApply(c, k, r.Lanes, p)
 	vs.count(c, k, Reprocessed, 1)
 	vs.event(c, k, EvReprocessed, id)
 	vs.wake(c, k)
@@ -524,19 +554,25 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 
 // reprocessRead is what EMQ.REPROCESS's read pass saw.
 type reprocessRead struct {
-	Dead    keyKind
-	InDead  bool
-	Row     jobRow
-	Pending keyKind
+	Dead     keyKind
+	InDead   bool
+	Row      jobRow
+	Pending  keyKind
+	Lanes    *laneTx // nil in tables
+	LanesRef refusal
 }
 
 // readReprocess is EMQ.REPROCESS's read pass for one id; EMQ.REPROCESS.ALL
 // reads each job it brings back through it (docs/verbs.md §4.24).
-func readReprocess(d *store.DB, k *Keys, id, rowKey string) reprocessRead {
+func readReprocess(d *store.DB, k *Keys, id, rowKey string, lt *laneTx, now int64) reprocessRead {
 	var r reprocessRead
 	r.Dead, r.InDead, _ = member(d, k.Dead, id)
 	r.Row = readRow(d, rowKey)
 	_, r.Pending = zsetKind(d, k.Pending)
+	if lt == nil {
+		lt, r.LanesRef = readLanes(d, k, now)
+	}
+	r.Lanes = lt
 	return r
 }
 
@@ -563,7 +599,10 @@ func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*
 	case r.Pending == keyWrong:
 		return nil, wrongType(k.Pending)
 	}
-	if ref := checkIntoPending(&r.Row, rowKey); ref.Refused() {
+	if r.LanesRef.Refused() {
+		return nil, r.LanesRef
+	}
+	if ref := checkIntoPending(r.Lanes, &r.Row, rowKey); ref.Refused() {
 		return nil, ref
 	}
 	p := newPlan(4)
@@ -574,6 +613,6 @@ func judgeReprocess(r *reprocessRead, k *Keys, id, rowKey string, reset bool) (*
 		hdel(p, rowKey, fvLastError)
 	}
 	hset(p, rowKey, fvStatePending)
-	intoPending(p, k, id, &r.Row)
+	intoPending(p, k, r.Lanes, id, &r.Row)
 	return p, noRefusal
 }

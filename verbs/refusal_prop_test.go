@@ -29,6 +29,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		h.debug = rng.Intn(2) == 0
 		h.listen = true // a subscriber on every channel: a refusal publishes nothing
 		randomState(h, rng)
+		randomLanes(h, rng)
 		for i := 0; i < calls; i++ {
 			args := randomCall(gen)
 			before := digest(h.s)
@@ -71,7 +72,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
-		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow",
+		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow", "invalid lane name", "weight must be an integer between",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -101,7 +102,7 @@ func refusalClass(text string) string {
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
-		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow",
+		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow", "invalid lane name", "weight must be an integer between",
 	} {
 		if strings.Contains(text, c) {
 			return c
@@ -237,5 +238,46 @@ func randomState(h *th, rng *rand.Rand) {
 }
 
 // randomCall is one call of a random verb (internal/verbgen, the
-// generators the differential run shares).
-func randomCall(g *verbgen.Gen) []string { return g.Random(nil) }
+// generators the differential run shares), and one time in eight an
+// admission with LANE (docs/verbs.md §4.26; the library refuses lanes, so
+// the shared generators leave the option out).
+func randomCall(g *verbgen.Gen) []string {
+	if g.Rand.Intn(8) == 0 {
+		a := []string{"EMQ.ENQUEUE", g.Queue(), g.ID(), "p", "LANE", g.Pick("a", "b", "default", "a:b", "")}
+		if g.Rand.Intn(2) == 0 {
+			a = []string{"EMQ.ENQUEUE.MANY", g.Queue(), "LANE", g.Pick("a", "b", "x y"), "JOBS", g.ID(), "p", g.ID(), "p"}
+		}
+		return g.Maybe(a, "DELAY", "0")
+	}
+	return g.Random(nil)
+}
+
+// randomLanes gives queue q lanes now and then (docs/verbs.md §4.26): a
+// limited lane, lane jobs pending and held, and sometimes a broken lane
+// key.
+func randomLanes(h *th, rng *rand.Rand) {
+	if rng.Intn(3) != 0 {
+		return
+	}
+	k := NewKeys("q")
+	h.raw("EMQ.LANE", "q", "a", "MAX_ACTIVE", pick(rng, "1", "2"), "RATE", pick(rng, "1", "3"), "1000")
+	h.raw("EMQ.LANE", "q", "b", "WEIGHT", "3")
+	for i := 0; i < 3; i++ {
+		h.raw("EMQ.ENQUEUE", "q", "*", "p", "LANE", pick(rng, "a", "b", "default"))
+	}
+	h.raw("EMQ.CLAIM", "q", pick(rng, "1000", "100000"), "COUNT", "2")
+	switch rng.Intn(8) {
+	case 0:
+		h.s.DB(h.db).Remove(k.LanePrefix + "a")
+		h.setString(k.LanePrefix+"a", "x")
+	case 1:
+		h.hset(k.LanePrefix+"b", "pass", "soon")
+	case 2:
+		h.s.DB(h.db).Remove(k.Lanes)
+		h.setString(k.Lanes, "x")
+	case 3:
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash != nil {
+			h.hset(k.Meta, "lane_vt", "x")
+		}
+	}
+}

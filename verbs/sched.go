@@ -837,6 +837,16 @@ func (vs *Verbs) fire(d *store.DB, k *Keys, now, limit int64) (fireResult, *plan
 	if pk == keyWrong {
 		return res, nil, wrongType(k.Pending)
 	}
+	// The occurrences enter the default lane through seam 1.
+	lt, ref := readLanes(d, k, now)
+	if ref.Refused() {
+		return res, nil, ref
+	}
+	if lt.on {
+		if _, ref := lt.lane(DefaultLane); ref.Refused() {
+			return res, nil, ref
+		}
+	}
 	p := newPlan(4 * len(h))
 	var touched []*schedule
 	var orphans []string
@@ -927,7 +937,7 @@ func (vs *Verbs) fire(d *store.DB, k *Keys, now, limit int64) (fireResult, *plan
 		} else {
 			rowKey := k.Row(id)
 			if d.Get(rowKey) == nil && !fired[id] {
-				addJobRow(p, k, rowKey, id, vPending, s.Payload, now, k.Pending, 0, 0,
+				addJobRow(p, k, lt, rowKey, id, vPending, s.Payload, now, k.Pending, 0, nil,
 					[]byte("schedule"), []byte(s.Name), []byte("slot_ms"), i64(slot))
 				res.Created = append(res.Created, id)
 			}
@@ -945,6 +955,7 @@ func (vs *Verbs) fire(d *store.DB, k *Keys, now, limit int64) (fireResult, *plan
 	for _, s := range touched {
 		s.writeProgress(p, k)
 	}
+	p = lt.flush(p)
 	for _, name := range orphans {
 		// A member whose hash is gone or not active: it must not keep
 		// the timer due.

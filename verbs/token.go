@@ -26,6 +26,10 @@ type tokenRead struct {
 	Row      jobRow
 	Active   keyKind
 	InActive bool
+	// Lanes is the queue's lane state (nil in tables), LanesRef its
+	// refusal, judged after the guard by the verbs that use it.
+	Lanes    *laneTx
+	LanesRef refusal
 }
 
 // parseTokenArgs parses `q id token` (argv[1..3]).
@@ -39,11 +43,27 @@ func (vs *Verbs) parseTokenArgs(c *store.Ctx) (tokenArgs, bool) {
 }
 
 // readToken is the common guard's read pass.
-func readToken(d *store.DB, a *tokenArgs) tokenRead {
+func readToken(d *store.DB, a *tokenArgs, now int64) tokenRead {
 	var r tokenRead
 	r.Row = readRow(d, a.RowKey)
 	r.Active, r.InActive, _ = member(d, a.K.Active, a.ID)
+	r.Lanes, r.LanesRef = readLanes(d, a.K, now)
 	return r
+}
+
+// laneCheck judges the lane state an exit from active (seam 2) and, with
+// toPending, a return to pending (seam 1) of r's job need.
+func (r *tokenRead) laneCheck(rowKey string, toPending bool) refusal {
+	if r.LanesRef.Refused() {
+		return r.LanesRef
+	}
+	if ref := checkLeavesActive(r.Lanes, &r.Row); ref.Refused() {
+		return ref
+	}
+	if toPending {
+		return checkIntoPending(r.Lanes, &r.Row, rowKey)
+	}
+	return noRefusal
 }
 
 // tokenGuard is the common guard of the six token verbs, in the order of
@@ -94,7 +114,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 		return
 	}
 	d := c.DB
-	r := completeRead{tokenRead: readToken(d, &a), Completed: readCounter(d, a.K.Completed), Now: c.NowMs}
+	r := completeRead{tokenRead: readToken(d, &a, c.NowMs), Completed: readCounter(d, a.K.Completed), Now: c.NowMs}
 	r.Retain, r.RetainRef = readRetain(d, a.K)
 	if r.RetainRef == noRefusal && r.Retain.Completed.on() {
 		var z *store.ZSet
@@ -124,13 +144,13 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	var p2 *plan.Plan
 	if next {
 		ov := &rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}, Released: fe.releasedIn(a.K)}
-		if v, p2, ref = vs.judgeNext(c, &na, p, ov); ref.Refused() {
+		if v, p2, ref = vs.judgeNext(c, &na, p, ov, r.Lanes); ref.Refused() {
 			plan.Put(p)
 			vs.refuseReply(c, ref)
 			return
 		}
 	}
-	apply(c, p)
+	vs.flushApply(c, a.K, r.Lanes, p)
 	plan.Put(p2)
 	vs.count(c, a.K, Completed, 1)
 	vs.event(c, a.K, EvCompleted, a.ID)
@@ -193,9 +213,9 @@ func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs, ca *c
 // to p, so the two are one plan and one AOF record; the returned plan is
 // the claim's own, to give back once p was applied. A refusal of the claim
 // refuses the whole call.
-func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOverlay) (claimVerdict, *plan.Plan, refusal) {
+func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOverlay, lt *laneTx) (claimVerdict, *plan.Plan, refusal) {
 	na.Room = c.ReplyRoom()
-	r := readClaimAfter(c.DB, na, c.NowMs, ov)
+	r := readClaimAfter(c.DB, na, c.NowMs, ov, lt)
 	v, p2, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), na)
 	if ref.Refused() {
 		return v, nil, ref
@@ -226,6 +246,9 @@ func judgeComplete(r *completeRead, a *tokenArgs, ca *completeArgs) (*plan.Plan,
 	if ref := tokenGuard("complete", a, &r.tokenRead); ref.Refused() {
 		return nil, ref
 	}
+	if ref := r.laneCheck(a.RowKey, false); ref.Refused() {
+		return nil, ref
+	}
 	if ref := counterCheck(r.Completed, a.K.Completed, 1); ref.Refused() {
 		return nil, ref
 	}
@@ -238,6 +261,7 @@ func judgeComplete(r *completeRead, a *tokenArgs, ca *completeArgs) (*plan.Plan,
 	}
 	p := newPlan(4 + 2*len(r.Trim))
 	p.ZRem(a.K.Active, a.ID)
+	leavesActive(p, r.Lanes, a.RowKey, &r.Row, !keep)
 	if !keep {
 		p.Del(a.RowKey)
 		if r.Row.Children {
@@ -277,7 +301,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		return
 	}
 	d := c.DB
-	r := failRead{tokenRead: readToken(d, &a)}
+	r := failRead{tokenRead: readToken(d, &a, c.NowMs)}
 	_, r.Schedule = zsetKind(d, a.K.Schedule)
 	_, r.Dead = zsetKind(d, a.K.Dead)
 	r.Failed = readCounter(d, a.K.Failed)
@@ -311,13 +335,13 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		row.Payload.Val = clone(row.Payload.Val)
 		row.Failures = rowField{Val: strconv.AppendInt(nil, v.F, 10), Present: true}
 		ov := &rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs, Released: fe.releasedIn(a.K)}
-		if nv, p2, ref = vs.judgeNext(c, &na, p, ov); ref.Refused() {
+		if nv, p2, ref = vs.judgeNext(c, &na, p, ov, r.Lanes); ref.Refused() {
 			plan.Put(p)
 			vs.refuseReply(c, ref)
 			return
 		}
 	}
-	apply(c, p)
+	vs.flushApply(c, a.K, r.Lanes, p)
 	plan.Put(p2)
 	vs.count(c, a.K, Failed, 1)
 	if v.Dead {
@@ -378,6 +402,9 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 	if ref := tokenGuard("fail", a, &r.tokenRead); ref.Refused() {
 		return failVerdict{}, nil, ref
 	}
+	if ref := r.laneCheck(a.RowKey, false); ref.Refused() {
+		return failVerdict{}, nil, ref
+	}
 	f, e := nextCount(r.Row.Failures, 1)
 	if e != "" {
 		return failVerdict{}, nil, badRow(e, a.RowKey)
@@ -395,6 +422,7 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 		}
 		p := newPlan(4 + 2*len(r.Trim))
 		p.ZRem(a.K.Active, a.ID)
+		leavesActive(p, r.Lanes, a.RowKey, &r.Row, false)
 		p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vDead, fFinishedAt, msBytes(now))
 		p.ZAdd(a.K.Dead, deadScore(r.Retain, now), a.ID)
 		hincr1(p, a.K.Failed, fvCount)
@@ -406,6 +434,7 @@ func judgeFail(r *failRead, now int64, a *tokenArgs, fa *failArgs) (failVerdict,
 	}
 	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
+	leavesActive(p, r.Lanes, a.RowKey, &r.Row, false)
 	p.HSetBytes(a.RowKey, fLastError, fa.Error, fFailures, fb, fState, vScheduled)
 	p.ZAdd(a.K.Schedule, addMs(now, fa.DelayMs), a.ID)
 	return failVerdict{F: f}, p, noRefusal
@@ -436,14 +465,14 @@ func (vs *Verbs) cmdRequeue(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	r := requeueRead{tokenRead: readToken(c.DB, &a)}
+	r := requeueRead{tokenRead: readToken(c.DB, &a, c.NowMs)}
 	_, r.Pending = zsetKind(c.DB, a.K.Pending)
 	p, ref := judgeRequeue(&r, &a)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
-	apply(c, p)
+	vs.flushApply(c, a.K, r.Lanes, p)
 	vs.count(c, a.K, Requeued, 1)
 	vs.event(c, a.K, EvRequeued, a.ID)
 	vs.wake(c, a.K)
@@ -466,13 +495,17 @@ func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 	if r.Pending == keyWrong {
 		return nil, wrongType(a.K.Pending)
 	}
-	if ref := checkIntoPending(&r.Row, a.RowKey); ref.Refused() {
+	if ref := checkIntoPending(nil, &r.Row, a.RowKey); ref.Refused() {
+		return nil, ref
+	}
+	if ref := r.laneCheck(a.RowKey, true); ref.Refused() {
 		return nil, ref
 	}
 	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
+	leavesActive(p, r.Lanes, a.RowKey, &r.Row, false)
 	hset(p, a.RowKey, fvStatePending)
-	intoPending(p, a.K, a.ID, &r.Row)
+	intoPending(p, a.K, r.Lanes, a.ID, &r.Row)
 	return p, noRefusal
 }
 
@@ -490,7 +523,7 @@ func (vs *Verbs) cmdExtend(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	r := readToken(c.DB, &a)
+	r := readToken(c.DB, &a, c.NowMs)
 	p, ref := judgeExtend(&r, c.NowMs, []byte(c.RunID), &a, lease)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -539,14 +572,14 @@ func (vs *Verbs) cmdDelay(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	r := delayRead{tokenRead: readToken(c.DB, &a)}
+	r := delayRead{tokenRead: readToken(c.DB, &a, c.NowMs)}
 	_, r.Schedule = zsetKind(c.DB, a.K.Schedule)
 	p, ref := judgeDelay(&r, c.NowMs, &a, sched, ms)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
 	}
-	apply(c, p)
+	vs.flushApply(c, a.K, r.Lanes, p)
 	vs.count(c, a.K, Delayed, 1)
 	vs.event(c, a.K, EvDelayed, a.ID)
 	vs.wake(c, a.K) // the new due time (see cmdEnqueue)
@@ -565,6 +598,9 @@ func judgeDelay(r *delayRead, now int64, a *tokenArgs, sched uint8, ms int64) (*
 	if ref := tokenGuard("delay", a, &r.tokenRead); ref.Refused() {
 		return nil, ref
 	}
+	if ref := r.laneCheck(a.RowKey, false); ref.Refused() {
+		return nil, ref
+	}
 	if r.Schedule == keyWrong {
 		return nil, wrongType(a.K.Schedule)
 	}
@@ -574,6 +610,7 @@ func judgeDelay(r *delayRead, now int64, a *tokenArgs, sched uint8, ms int64) (*
 	}
 	p := newPlan(3)
 	p.ZRem(a.K.Active, a.ID)
+	leavesActive(p, r.Lanes, a.RowKey, &r.Row, false)
 	hset(p, a.RowKey, fvStateScheduled)
 	p.ZAdd(a.K.Schedule, score, a.ID)
 	return p, noRefusal
@@ -588,7 +625,7 @@ func (vs *Verbs) cmdProgress(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	r := readToken(c.DB, &a)
+	r := readToken(c.DB, &a, c.NowMs)
 	p, ref := judgeProgress(&r, &a, clone(c.Argv[4]))
 	if ref.Refused() {
 		vs.refuseReply(c, ref)

@@ -114,6 +114,8 @@ func (vs *Verbs) handlers() map[string]store.Handler {
 		"emq.remove.all":      vs.cmdRemoveAll,
 		"emq.promote.all":     vs.cmdPromoteAll,
 		"emq.promote.job":     vs.cmdPromoteJob,
+		"emq.lane":            vs.cmdLane,
+		"emq.lanes":           vs.cmdLanes,
 		"emq.counts":          vs.cmdCounts,
 		"emq.job":             vs.cmdJob,
 		"emq.list":            vs.cmdList,
@@ -200,6 +202,17 @@ func (vs *Verbs) queueArg(c *store.Ctx) *Keys {
 		return nil
 	}
 	return vs.keysFor(c.Argv[1])
+}
+
+// flushApply appends lt's lane writes to p (lanes.go), applies it, and
+// wakes k's blocked claimers when a lane entered the selection (a slot or
+// a token came back: docs/verbs.md §4.25.3).
+func (vs *Verbs) flushApply(c *store.Ctx, k *Keys, lt *laneTx, p *plan.Plan) {
+	p = lt.flush(p)
+	apply(c, p)
+	if lt != nil && lt.woke {
+		vs.wake(c, k)
+	}
 }
 
 // apply applies p (nil: nothing to write) and gives a plan from newPlan

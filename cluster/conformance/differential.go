@@ -362,8 +362,10 @@ func randomState(rng *rand.Rand) [][]string {
 // diffSkip are the verbs the differential run does not draw, each with
 // the reason.
 var diffSkip = map[string]string{
-	"emq.flow": "its children may be in another queue, which the library refuses (docs/cluster.md §7, \"flows across queues\"); the Flows scenario runs same-queue flows on both",
-	"emq.wait": "it parks the one connection of the run until the job finishes (its scenarios are in suite.go)",
+	"emq.flow":  "its children may be in another queue, which the library refuses (docs/cluster.md §7, \"flows across queues\"); the Flows scenario runs same-queue flows on both",
+	"emq.wait":  "it parks the one connection of the run until the job finishes (its scenarios are in suite.go)",
+	"emq.lane":  "the library refuses lanes (docs/cluster.md, Differences: lanes)",
+	"emq.lanes": "the library refuses lanes (docs/cluster.md, Differences: lanes)",
 	"emq.schedule": "emqd fires due schedules on its own timer as the clock advances, the library only on EMQ.SCHEDULE.FIRE " +
 		"(docs/verbs.md §4.22.4), and the library refuses CRON (docs/cluster.md): the keyspaces would part (scenarios: schedules.go)",
 }

@@ -65,3 +65,42 @@ func priorities(t *testing.T, tg Target) {
 		t.Fatal("a refused requeue wrote")
 	}
 }
+
+// lanesScenario: emqd serves lanes (docs/verbs.md §4.26); the library
+// refuses every lane verb and option, writing nothing (Differences: lanes).
+func lanesScenario(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	if !tg.Native() {
+		dig, d := e.digest(), e.dirty()
+		const want = "ERR lanes are not available in the cluster library (docs/cluster.md)"
+		for _, args := range [][]any{
+			{"EMQ.LANE", "q", "a", "WEIGHT", 2},
+			{"EMQ.LANES", "q"},
+			{"EMQ.ENQUEUE", "q", "*", "p", "LANE", "a"},
+			{"EMQ.ENQUEUE.MANY", "q", "LANE", "a", "JOBS", "*", "p"},
+		} {
+			if got := e.refused(args...); got != want {
+				t.Errorf("%v: %q", args, got)
+			}
+		}
+		if e.digest() != dig || e.dirty() != d {
+			t.Fatal("a refused lane verb wrote")
+		}
+		return
+	}
+	e.ok("EMQ.LANE", "q", "a", "WEIGHT", 2)
+	e.ok("EMQ.ENQUEUE", "q", idA, "a", "LANE", "a")
+	e.ok("EMQ.ENQUEUE", "q", idB, "b", "LANE", "b")
+	e.ok("EMQ.ENQUEUE", "q", idC, "c")
+	got := e.ok("EMQ.CLAIM", "q", 1000, "COUNT", 3).([]any)
+	var ids []any
+	for _, j := range got {
+		ids = append(ids, j.([]any)[0])
+	}
+	if !reflect.DeepEqual(ids, []any{idA, idB, idC}) {
+		t.Fatalf("claim %v", ids)
+	}
+	if n := len(e.ok("EMQ.LANES", "q").([]any)); n != 3 {
+		t.Fatalf("EMQ.LANES lists %d lanes", n)
+	}
+}

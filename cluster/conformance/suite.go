@@ -64,6 +64,8 @@ var Differences = []Difference{
 		"emq_wait answers at once: the finished job's map, EMQSTALE job gone, or nil for a job not finished (emqd's answer inside MULTI); the Go client polls", "Wait"},
 	{"flows across queues", "EMQ.FLOW takes children in any queue of the database",
 		"every job of a flow must be in the parent's queue (ERR in a cluster every job of a flow must be in the parent's queue ...; nothing written): another queue's keys are in another slot", "Flows"},
+	{"lanes", "EMQ.LANE, EMQ.LANES and ENQUEUE ... LANE name: weighted fair lanes with MAX_ACTIVE and RATE",
+		"refused: ERR lanes are not available in the cluster library (docs/cluster.md), nothing written", "Lanes"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
 		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
 }
@@ -107,6 +109,7 @@ var Scenarios = []Scenario{
 	{"BulkActions", bulkActions},
 	{"Priorities", priorities},
 	{"Flows", flows},
+	{"Lanes", lanesScenario},
 }
 
 // Run runs every scenario as a subtest, each on a new target.

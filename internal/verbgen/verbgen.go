@@ -74,6 +74,8 @@ var Generators = []Generator{
 		return g.bulkOpts([]string{"EMQ.PROMOTE.ALL", g.Queue()}, "LIMIT", "limit", "ALL")
 	}},
 	{"emq.promote.job", func(g *Gen) []string { return []string{"EMQ.PROMOTE.JOB", g.Queue(), g.ID()} }},
+	{"emq.lane", (*Gen).lane},
+	{"emq.lanes", func(g *Gen) []string { return g.Maybe([]string{"EMQ.LANES", g.Queue()}, "x") }},
 	{"emq.counts", func(g *Gen) []string { return []string{"EMQ.COUNTS", g.Queue()} }},
 	{"emq.job", func(g *Gen) []string { return []string{"EMQ.JOB", g.Queue(), g.ID()} }},
 	{"emq.wait", func(g *Gen) []string {
@@ -358,4 +360,27 @@ func (g *Gen) schedule() []string {
 		a = append(a, "START", "5", "END", "4")
 	}
 	return g.mints(a)
+}
+
+// lane is an EMQ.LANE call (docs/verbs.md §4.26.1): a lane name, valid or
+// not, and some options with values drawn from valid and invalid ones.
+func (g *Gen) lane() []string {
+	a := []string{"EMQ.LANE", g.Queue(), g.Pick("a", "b", "default", "a:b", "")}
+	for n := g.Rand.Intn(4); n > 0; n-- {
+		switch g.Rand.Intn(6) {
+		case 0:
+			a = append(a, "WEIGHT", g.Pick("1", "3", "0", "1001", "x"))
+		case 1:
+			a = append(a, "MAX_ACTIVE", g.Pick("0", "1", "2", "-1"))
+		case 2:
+			a = append(a, "RATE", g.Pick("2", "0", "-1"), g.Pick("1000", "0", "x"))
+		case 3:
+			a = append(a, g.Pick("PAUSE", "RESUME", "pause"))
+		case 4:
+			a = append(a, "RESET")
+		default:
+			a = append(a, g.Pick("FOO", "RATE", "WEIGHT"))
+		}
+	}
+	return a
 }
