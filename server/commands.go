@@ -296,15 +296,17 @@ func cmdFunctionFlush(c *client, x *store.Ctx) {
 // [ABORT]): no reply, the connection closes, Close runs the close hooks
 // (the append-only file is flushed there).
 func cmdShutdown(c *client, x *store.Ctx) {
-	abort := false
+	abort, force := false, false
+	mode := int32(0)
 	for _, a := range x.Argv[1:] {
 		switch strings.ToLower(string(a)) {
-		case "nosave", "save", "now", "force":
-			if m := strings.ToLower(string(a)); m == "nosave" {
-				c.s.shutdownSave.Store(-1)
-			} else if m == "save" {
-				c.s.shutdownSave.Store(1)
-			}
+		case "nosave":
+			mode = -1
+		case "save":
+			mode = 1
+		case "now":
+		case "force":
+			force = true
 		case "abort":
 			abort = true
 		default:
@@ -320,6 +322,16 @@ func cmdShutdown(c *client, x *store.Ctx) {
 		x.W.Error("ERR No shutdown in progress.")
 		return
 	}
+	// The final save comes first, as in Valkey's prepareForShutdown: when
+	// it fails (without FORCE) the server goes on and SHUTDOWN answers
+	// Valkey's error.
+	if r := c.s.rdb; r != nil {
+		if err := r.finalSaveLocked(mode, force); err != nil {
+			x.W.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+			return
+		}
+	}
+	c.s.shutdownSave.Store(mode)
 	c.closeAfter = true
 	c.shutdownAfter = true // once the batch's earlier replies are written
 }

@@ -63,6 +63,7 @@ type saver struct {
 	keysTotal int64
 	keysDone  atomic.Int64
 	cancel    atomic.Bool // stops the running background save (FLUSHALL)
+	finalDone atomic.Bool // the final save before exiting ran (finalSaveLocked)
 	// capturing is true while a background save captures the keyspace in
 	// chunks (guarded by the store lock, not mu): FLUSHALL, which runs
 	// under that lock, then cancels it without waiting for it.
@@ -242,7 +243,7 @@ func (s *Server) rdbAux(aofBase bool) [][2]string {
 // write writes snap to a temporary file in dir, fsyncs it, renames it over
 // dbfilename and fsyncs the directory; on any error the temporary file is
 // removed and the old dump.rdb is left as it was.
-func (r *saver) write(snap *rdb.Snapshot, delayUs int64) (err error) {
+func (r *saver) write(snap *rdb.Snapshot, delayUs int64, bg bool) (err error) {
 	s := r.s
 	dir := s.Config("dir")
 	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d.rdb", os.Getpid()))
@@ -271,7 +272,9 @@ func (r *saver) write(snap *rdb.Snapshot, delayUs int64) (err error) {
 		if delayUs > 0 {
 			time.Sleep(time.Duration(delayUs) * time.Microsecond)
 		}
-		return !r.cancel.Load()
+		// Only a background save is stopped by cancel (FLUSHALL, the
+		// shutdown); SAVE and the final save run to the end.
+		return !bg || !r.cancel.Load()
 	}
 	if _, err = snap.WriteTo(fileWriter{f}, opts, r.aux(), progress); err != nil {
 		s.log.Warn("Write error saving DB on disk: " + aof.Strerror(err))
@@ -314,7 +317,7 @@ func (r *saver) saveNow(locked bool) error {
 	r.mu.Lock()
 	r.keysTotal = int64(snap.Keys())
 	r.mu.Unlock()
-	err := r.write(snap, 0)
+	err := r.write(snap, 0, false)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -355,7 +358,7 @@ func (r *saver) startBG() bool {
 	go func() {
 		snap, dirty, err := r.capture(capt)
 		if err == nil {
-			err = r.write(snap, delay)
+			err = r.write(snap, delay, true)
 		}
 		r.mu.Lock()
 		r.running = false
@@ -520,7 +523,7 @@ func (r *saver) close() error {
 	close(r.stop)
 	r.wait()
 	mode := r.s.shutdownSave.Load()
-	if mode < 0 || (mode == 0 && r.s.Config("save") == "") {
+	if r.finalDone.Load() || mode < 0 || (mode == 0 && r.s.Config("save") == "") {
 		return nil
 	}
 	r.s.log.Info("Saving the final RDB snapshot before exiting.")
@@ -529,6 +532,57 @@ func (r *saver) close() error {
 		return err
 	}
 	return nil
+}
+
+// finalSaveLocked is the save before exiting as Valkey's
+// prepareForShutdown does it, before anything is closed (store lock held):
+// with save points set (or SHUTDOWN SAVE), unless SHUTDOWN NOSAVE, a
+// running background save is stopped and the snapshot written in the
+// foreground. When that fails, without force the shutdown is cancelled
+// and the server goes on serving, as Valkey's ("Error trying to save the
+// DB, can't exit."): the caller answers SHUTDOWN with Valkey's error, or
+// keeps running after SIGTERM; with force (SHUTDOWN FORCE) it exits anyway.
+// Once it has run, close does not save again.
+func (r *saver) finalSaveLocked(mode int32, force bool) error {
+	s := r.s
+	if mode < 0 || (mode == 0 && s.Config("save") == "") {
+		r.finalDone.Store(true)
+		return nil
+	}
+	r.cancel.Store(true)
+	if !r.capturing {
+		// Writing: it stops at its next key. A save still capturing needs
+		// the store lock to notice and writes nothing.
+		r.wait()
+	}
+	s.log.Info("Saving the final RDB snapshot before exiting.")
+	if err := r.saveNow(true); err != nil {
+		if force {
+			s.log.Warn("Error trying to save the DB. Exit anyway.")
+			r.finalDone.Store(true)
+			return nil
+		}
+		s.log.Warn("Error trying to save the DB, can't exit.")
+		s.log.Warn("Errors trying to shut down the server. Check the logs for more information.")
+		return err
+	}
+	r.finalDone.Store(true)
+	return nil
+}
+
+// PrepareShutdown is the first step of a shutdown by signal (SIGTERM,
+// SIGINT; cmd/emqd), as Valkey's prepareForShutdown: the final RDB save
+// (docs/durability.md §9.1). A non-nil error means that save failed: the
+// shutdown is cancelled and the server keeps serving (Valkey 8.0.1 does
+// the same, logging "Error trying to save the DB, can't exit."); the
+// caller does not Close it.
+func (s *Server) PrepareShutdown() error {
+	if s.rdb == nil {
+		return nil
+	}
+	s.store.Lock()
+	defer s.store.Unlock()
+	return s.rdb.finalSaveLocked(s.shutdownSave.Load(), false)
 }
 
 // info overrides the rdb_* fields of INFO persistence.

@@ -578,3 +578,23 @@ func TestRDBAuxVersions(t *testing.T) {
 		t.Fatalf("aux %v", info.Aux)
 	}
 }
+
+// TestSaveAfterFlushAll: FLUSHALL (with save points) stops a background
+// save through a flag that must not stop a later SAVE: it was left set and
+// the next SAVE of a non-empty keyspace failed with "snapshot write
+// canceled".
+func TestSaveAfterFlushAll(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Start(Options{Config: map[string]string{"appendonly": "no", "save": "3600 1", "dir": dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	c := dial(t, s)
+	c.do("SET", "a", "1")
+	c.do("FLUSHALL")
+	c.do("SET", "k", "v")
+	if r := c.do("SAVE"); r != "+OK\r\n" {
+		t.Fatalf("SAVE after FLUSHALL: %q", r)
+	}
+}

@@ -199,8 +199,10 @@ var exitNow = os.Exit
 // stop a server); SIGTERM and SIGINT log "Received SIGTERM scheduling
 // shutdown..." (SIGINT) and shut down cleanly (the AOF made durable, exit
 // 0); a second SIGINT during that shutdown logs "You insist... exiting
-// now." and exits 1 at once (Valkey's sigShutdownHandler). SHUTDOWN from a
-// client ends it too. docs/operations.md §12.
+// now." and exits 1 at once (Valkey's sigShutdownHandler). When the final
+// RDB save fails the shutdown is cancelled and the server goes on serving,
+// as Valkey's ("Error trying to save the DB, can't exit."). SHUTDOWN from
+// a client ends it too. docs/operations.md §12.
 func serveSignals(s *server.Server, log *slog.Logger) int {
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	sig := make(chan os.Signal, 2)
@@ -209,37 +211,49 @@ func serveSignals(s *server.Server, log *slog.Logger) int {
 	if signalsReady != nil {
 		signalsReady()
 	}
-	select {
-	case got := <-sig:
-		log.Warn(shutdownMessage(got))
-		closed := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			closed <- s.Close(ctx)
-		}()
-		for {
-			select {
-			case again := <-sig:
-				if again == syscall.SIGINT {
-					log.Warn("You insist... exiting now.")
-					exitNow(1)
-					return 1
-				}
-				log.Warn(shutdownMessage(again))
+	for {
+		select {
+		case got := <-sig:
+			log.Warn(shutdownMessage(got))
+			if err := s.PrepareShutdown(); err != nil {
+				// The final save failed: Valkey cancels the shutdown and
+				// goes on serving (its prepareForShutdown logged why).
 				continue
-			case err := <-closed:
-				if err != nil {
-					log.Error("shutdown", "err", err)
-					return 1
-				}
-				return 0
 			}
+			return closeOnSignal(s, sig, log)
+		case <-s.Done():
+			// SHUTDOWN from a client.
+			return 0
 		}
-	case <-s.Done():
-		// SHUTDOWN from a client.
 	}
-	return 0
+}
+
+// closeOnSignal closes the server after a shutdown signal, watching for a
+// second one.
+func closeOnSignal(s *server.Server, sig chan os.Signal, log *slog.Logger) int {
+	closed := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		closed <- s.Close(ctx)
+	}()
+	for {
+		select {
+		case again := <-sig:
+			if again == syscall.SIGINT {
+				log.Warn("You insist... exiting now.")
+				exitNow(1)
+				return 1
+			}
+			log.Warn(shutdownMessage(again))
+		case err := <-closed:
+			if err != nil {
+				log.Error("shutdown", "err", err)
+				return 1
+			}
+			return 0
+		}
+	}
 }
 
 // shutdownMessage is Valkey's log line for a shutdown signal.
