@@ -35,7 +35,11 @@ type Config struct {
 	// survives a process crash, docs/durability.md §2.3), so the checker
 	// holds both to the same properties; a power loss is not simulated.
 	Fsync string
-	Log   func(format string, args ...any) // progress lines (nil: none)
+	// Cluster, when set, runs against a Valkey or Redis Cluster with the emq
+	// FUNCTION library instead of emqd (Bin unused; faults kill, pause,
+	// cut, freeze and partition; docs/cluster.md §7).
+	Cluster *ClusterConfig
+	Log     func(format string, args ...any) // progress lines (nil: none)
 }
 
 // Stats are a run's figures.
@@ -82,6 +86,8 @@ type run struct {
 	connsMu sync.Mutex
 	conns   map[net.Conn]struct{}
 	nextID  atomic.Int64
+
+	cl *clusterRun // nil: emqd
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -107,13 +113,26 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	}
 	if len(cfg.Faults) == 0 {
 		cfg.Faults = []string{"kill", "pause", "cut", "clock", "freeze", "partition"}
+		if cfg.Cluster != nil {
+			cfg.Faults = []string{"kill", "pause", "cut", "freeze", "partition"}
+		}
 	}
 	for _, f := range cfg.Faults {
 		switch f {
 		case "kill", "pause", "cut", "clock", "freeze", "partition":
+		case "stale":
+			if cfg.Cluster == nil {
+				return nil, Stats{}, errors.New("check: fault stale (a failover to a replica that missed writes) needs a cluster run")
+			}
 		default:
-			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition)", f)
+			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition; stale on a cluster)", f)
 		}
+		if f == "clock" && cfg.Cluster != nil {
+			return nil, Stats{}, errors.New("check: fault clock is emqd's (EMQ.DEBUG CLOCK); on a cluster the test clock lives in one node's Lua state and a failover would undo it (docs/cluster.md §7)")
+		}
+	}
+	if cfg.Cluster != nil && (cfg.Cluster.Server == "" || cfg.Cluster.CLI == "") {
+		return nil, Stats{}, errors.New("check: a cluster run needs the server and cli binaries (valkey-server, valkey-cli or redis-server, redis-cli)")
 	}
 	if cfg.Fsync == "" {
 		cfg.Fsync = "always"
@@ -126,20 +145,35 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	}
 	r := &run{cfg: cfg, start: time.Now(), conns: map[net.Conn]struct{}{}, firstWorker: cfg.Producers}
 	r.args = []string{"--dir", cfg.Dir, "--appendonly", "yes", "--appendfsync", cfg.Fsync, "--enable-debug-command", "yes"}
-	if err := r.startServer(); err != nil {
-		return nil, Stats{}, err
-	}
-	defer func() {
-		r.procMu.Lock()
-		if r.paused {
-			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+	if cfg.Cluster != nil {
+		r.cl = &clusterRun{cfg: *cfg.Cluster, bin: cfg.Cluster.Server, r: r}
+		defer r.cl.stopAll()
+		if err := r.cl.startCluster(cfg.Dir, cfg.Fsync); err != nil {
+			return nil, Stats{}, err
 		}
-		r.proc.Stop(10 * time.Second)
-		r.procMu.Unlock()
-	}()
-
-	rctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+		r.addr.Store(r.cl.shard[0].addr)
+		r.epochs = []string{r.cl.shard[0].runID, r.cl.shard[1].runID}
+		r.logf("cluster up: slot %d on %s, replica %s", r.cl.slot, r.cl.shard[0].addr, r.cl.shard[1].addr)
+		routeCtx, stopRoute := context.WithCancel(ctx)
+		defer stopRoute()
+		go r.cl.route(routeCtx)
+		r.start = time.Now()
+	} else {
+		if err := r.startServer(); err != nil {
+			return nil, Stats{}, err
+		}
+		defer func() {
+			r.procMu.Lock()
+			if r.paused {
+				_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+			}
+			r.proc.Stop(10 * time.Second)
+			r.procMu.Unlock()
+		}()
+	}
+	rctx, cancel := context.WithTimeout(ctx, cfg.Duration) // from the first client on
 	defer cancel()
+
 	var wg sync.WaitGroup
 	client := 0
 	for i := 0; i < cfg.Producers; i++ {
@@ -163,12 +197,14 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	wg.Wait()
 
 	// The server runs (not paused) for the read-back.
-	r.procMu.Lock()
-	if r.paused {
-		_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
-		r.paused = false
+	if r.cl == nil {
+		r.procMu.Lock()
+		if r.paused {
+			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+			r.paused = false
+		}
+		r.procMu.Unlock()
 	}
-	r.procMu.Unlock()
 	final, err := r.readBack(ctx)
 	if err != nil {
 		return nil, Stats{}, err
@@ -266,7 +302,21 @@ type conn struct {
 func (r *run) newConn(id int) *conn {
 	c := &conn{r: r, id: id}
 	c.epoch.Store("")
-	c.rdb = redis.NewClient(&redis.Options{
+	c.rdb = c.client()
+	return c
+}
+
+// reset replaces the connection: the next command dials the process
+// serving the queue now.
+func (c *conn) reset() {
+	c.rdb.Close()
+	c.epoch.Store("")
+	c.rdb = c.client()
+}
+
+func (c *conn) client() *redis.Client {
+	r, id := c.r, c.id
+	return redis.NewClient(&redis.Options{
 		Addr: r.addr.Load().(string), MaxRetries: -1, Protocol: 2, DisableIdentity: true, PoolSize: 1,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second,
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -292,14 +342,35 @@ func (r *run) newConn(id int) *conn {
 			return nil
 		},
 	})
-	return c
 }
 
 // do sends one command and records it; fill reads a success reply into op.
 func (c *conn) do(op Op, fill func(v any, op *Op), args ...any) Op {
 	op.Client = c.id
-	op.Call = c.r.now()
-	v, err := c.rdb.Do(context.Background(), args...).Result()
+	var v any
+	var err error
+	var notReplicated string
+	if cl := c.r.cl; cl != nil {
+		args = fcall(args)
+		op.Call = c.r.now()
+		if cl.cfg.Wait {
+			// The call and WAIT on one connection: the reply is acknowledged
+			// only once the replica has it.
+			pipe := c.rdb.Pipeline()
+			cmd := pipe.Do(context.Background(), args...)
+			w := pipe.Do(context.Background(), "WAIT", 1, cl.cfg.WaitTimeout.Milliseconds())
+			_, _ = pipe.Exec(context.Background())
+			v, err = cmd.Result()
+			if n, werr := w.Int64(); werr != nil || n < 1 {
+				notReplicated = fmt.Sprintf("not replicated: WAIT 1 answered %d %v", n, werr)
+			}
+		} else {
+			v, err = c.rdb.Do(context.Background(), args...).Result()
+		}
+	} else {
+		op.Call = c.r.now()
+		v, err = c.rdb.Do(context.Background(), args...).Result()
+	}
 	op.Return = c.r.now()
 	op.Epoch = c.epoch.Load().(string)
 	var re redis.Error
@@ -321,6 +392,16 @@ func (c *conn) do(op Op, fill func(v any, op *Op), args ...any) Op {
 		op.Status = Unknown
 		op.Err = err.Error()
 	}
+	if notReplicated != "" && op.Status != Unknown && !(op.Status == Refused && redirect(op.Err)) {
+		// Applied (or judged) on the primary, not known to be on the
+		// replica: a failover may or may not keep it.
+		op.Status, op.Err, op.IDs, op.Grants = Unknown, notReplicated, nil, nil
+	}
+	if op.Status == Refused && c.r.cl != nil && redirect(op.Err) {
+		// Not run: "not here" or "not now". Dial the slot's primary afresh.
+		c.reset()
+		time.Sleep(50 * time.Millisecond)
+	}
 	if op.Epoch == "" && op.Status != Unknown {
 		op.Status = Unknown // cannot happen: a reply comes on a connection that was set up
 	}
@@ -335,7 +416,7 @@ func (c *conn) do(op Op, fill func(v any, op *Op), args ...any) Op {
 
 func (r *run) producer(ctx context.Context, id int) {
 	c := r.newConn(id)
-	defer c.rdb.Close()
+	defer func() { c.rdb.Close() }()
 	rng := rand.New(rand.NewPCG(uint64(id), 11))
 	for n := 0; ctx.Err() == nil; n++ {
 		payload := fmt.Sprintf("p%d-%d", id, n)
@@ -368,7 +449,7 @@ func (r *run) producer(ctx context.Context, id int) {
 
 func (r *run) worker(ctx context.Context, id int, seed uint64) {
 	c := r.newConn(id)
-	defer c.rdb.Close()
+	defer func() { c.rdb.Close() }()
 	rng := rand.New(rand.NewPCG(seed, 26))
 	type zombie struct {
 		g  Grant
@@ -455,7 +536,7 @@ func readGrants(v any, op *Op) {
 
 func (r *run) sweeper(ctx context.Context, id int) {
 	c := r.newConn(id)
-	defer c.rdb.Close()
+	defer func() { c.rdb.Close() }()
 	for ctx.Err() == nil {
 		c.do(Op{Kind: Sweep}, func(v any, op *Op) {
 			arr, _ := v.([]any)
@@ -534,7 +615,12 @@ func (r *run) faulter(ctx context.Context, id int) {
 			return
 		case <-time.After(r.cfg.FaultEvery):
 		}
-		switch kind := r.cfg.Faults[i%len(r.cfg.Faults)]; kind {
+		kind := r.cfg.Faults[i%len(r.cfg.Faults)]
+		if r.cl != nil && (kind == "kill" || kind == "pause" || kind == "stale") {
+			r.clusterFault(ctx, kind, id)
+			continue
+		}
+		switch kind {
 		case "kill":
 			// One job held across the kill for certain: the faulter claims it
 			// and never answers, so the new process's sweep must recover it
@@ -600,12 +686,28 @@ func (r *run) faulter(ctx context.Context, id int) {
 
 // readBack reads every row of the queue with EMQ.LIST, page by page.
 func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
-	defer rdb.Close()
+	list := func(state string, off int) (any, error) {
+		args := []any{"EMQ.LIST", queue, state, off, 1000}
+		if r.cl != nil {
+			args = fcall(args)
+		}
+		var err error
+		for try := 0; try < 100; try++ { // a cluster may still be settling: up to 20 s
+			rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+			var v any
+			v, err = rdb.Do(ctx, args...).Result()
+			rdb.Close()
+			if err == nil || r.cl == nil {
+				return v, err
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return nil, err
+	}
 	final := map[string]Row{}
 	for _, state := range []string{"pending", "active", "scheduled", "dead"} {
 		for off := 0; ; {
-			v, err := rdb.Do(ctx, "EMQ.LIST", queue, state, off, 1000).Result()
+			v, err := list(state, off)
 			if err != nil {
 				return nil, fmt.Errorf("EMQ.LIST %s %d: %w", state, off, err)
 			}

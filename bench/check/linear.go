@@ -59,15 +59,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 			}
 			return nil
 		}
-		want := map[string]phase{"pending": phPend, "scheduled": phPend, "active": phHeld, "dead": phDead}[in.row.State]
-		okTok := in.row.Attempts == s.tok || (m.hiddenClaims && in.row.Attempts > s.tok)
-		if want == s.ph && okTok && in.row.Failures == s.fails {
-			return []linState{s}
-		}
-		if m.hiddenSweeps && s.ph == phHeld && (want == phPend || want == phDead) && okTok && in.row.Failures == s.fails {
-			return []linState{s}
-		}
-		if m.hiddenClaims && s.ph == phPend && want == phHeld && in.row.Attempts > s.tok && in.row.Failures == s.fails {
+		if m.finalOK(s, in.row) {
 			return []linState{s}
 		}
 		return nil
@@ -148,6 +140,36 @@ func (m linModel) step(s linState, in linIn) []linState {
 		}
 	}
 	return nil
+}
+
+// finalOK says whether the row read back at the end can follow state s
+// through hidden steps, any number of them: a claim whose reply was lost
+// (pending -> held, attempts up by one each) and a sweep whose reply was
+// lost (held -> pending or dead). Neither changes failures. A job pending
+// at the end with more attempts than s is allowed with hidden claims
+// alone (as it always was: a lost claim's lease may have been released
+// by another lost step).
+func (m linModel) finalOK(s linState, row Row) bool {
+	want := map[string]phase{"pending": phPend, "scheduled": phPend, "active": phHeld, "dead": phDead}[row.State]
+	if row.Failures != s.fails || row.Attempts < s.tok || (row.Attempts > s.tok && !m.hiddenClaims) {
+		return false
+	}
+	released := want == phPend || want == phDead
+	if row.Attempts == s.tok { // no hidden claim: at most a hidden sweep
+		return want == s.ph || (m.hiddenSweeps && s.ph == phHeld && released)
+	}
+	// One hidden claim or more. The same phase: the model's token may lag
+	// (hidden claims before an answered sweep listed the job are not
+	// counted in s.tok). Otherwise the job was pending before the first
+	// (s pending, or held and then recovered by a hidden sweep), held after
+	// the last, then perhaps recovered or dead-lettered by a hidden sweep.
+	if want == s.ph {
+		return true
+	}
+	if s.ph != phPend && !(s.ph == phHeld && m.hiddenSweeps) {
+		return false
+	}
+	return want == phHeld || (m.hiddenSweeps && released)
 }
 
 // refusalOK says whether a token verb's refusal fits the state, by the
@@ -253,7 +275,11 @@ func linearizable(h *History) ([]Violation, LinStats) {
 		st.Ops += len(ops)
 		switch porcupine.CheckOperationsTimeout(model.ToModel(), ops, LinearizeTimeout) {
 		case porcupine.Illegal:
-			v := Violation{Kind: VLinearizable, ID: id, Detail: "no order of its operations fits the job state machine"}
+			fin := "no row at the end"
+			if present {
+				fin = fmt.Sprintf("its row at the end: %s, attempts %d, failures %d, stalled %d", row.State, row.Attempts, row.Failures, row.Stalled)
+			}
+			v := Violation{Kind: VLinearizable, ID: id, Detail: "no order of its operations fits the job state machine; " + fin}
 			for _, o := range j.related {
 				v.Ops = append(v.Ops, *o)
 			}

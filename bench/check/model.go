@@ -390,3 +390,25 @@ func leaseCounted(j *jobOps, s *Op, unknownSweeps []*Op) (counted, sure bool) {
 	}
 	return epochs[s.Epoch], true
 }
+
+// Summary counts violations by kind: "lost 2, not-linearizable 3" ("none"
+// for none), kinds in alphabetical order.
+func Summary(vs []Violation) string {
+	n := map[string]int{}
+	for _, v := range vs {
+		n[v.Kind]++
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	ks := make([]string, 0, len(n))
+	for k := range n {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, n[k])
+	}
+	return strings.Join(parts, ", ")
+}

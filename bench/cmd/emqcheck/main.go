@@ -33,20 +33,33 @@ func main() {
 	fs.IntVar(&c.Workers, "workers", 4, "clients claiming and releasing jobs")
 	fs.DurationVar(&c.Lease, "lease", 800*time.Millisecond, "lease_ms of every claim")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 4*time.Second, "time between two faults (0: none)")
-	faults := fs.String("faults", "kill,pause,cut,clock,freeze,partition", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs), partition (half the workers' bytes held for two leases while the sweeper still reaches the server)")
+	faults := fs.String("faults", "kill,pause,cut,clock,freeze,partition", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs), partition (half the workers' bytes held for two leases while the sweeper still reaches the server); on a cluster (--cluster-server) the default is kill,pause,cut,freeze,partition, where kill and pause act on the queue's primary and wait for its replica's failover, and stale (the replica stopped 1 s while the primary acknowledges writes, then the primary killed) is available")
 	fs.Uint64Var(&c.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the workers' choices")
 	fs.StringVar(&c.Fsync, "appendfsync", "always", "emqd's appendfsync: always or everysec (a SIGKILL loses nothing acknowledged under either; docs/durability.md §2.3)")
+	server := fs.String("cluster-server", "", "run against a Valkey or Redis Cluster with the emq FUNCTION library instead of emqd: this valkey-server or redis-server binary (three primaries with a replica each on loopback ports; docs/cluster.md §7)")
+	cli := fs.String("cluster-cli", "", "with --cluster-server: the valkey-cli or redis-cli binary (default: beside the server, or in PATH)")
+	wait := fs.Bool("wait", false, "with --cluster-server: WAIT 1 after every call; a reply counts only when the replica has it")
+	nodeTimeout := fs.Duration("node-timeout", time.Second, "with --cluster-server: cluster-node-timeout")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	_ = fs.Parse(os.Args[1:])
 	redis.SetLogger(quietLog{})
 	for _, f := range strings.Split(*faults, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "kill", "pause", "cut", "clock", "freeze", "partition":
+		case "kill", "pause", "cut", "clock", "freeze", "partition", "stale":
 			c.Faults = append(c.Faults, f)
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition)\n", f)
+			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition, stale)\n", f)
 			os.Exit(2)
+		}
+	}
+	if *server != "" {
+		if *cli == "" {
+			*cli = strings.Replace(*server, "server", "cli", 1)
+		}
+		c.Cluster = &check.ClusterConfig{Server: *server, CLI: *cli, Wait: *wait, NodeTimeout: *nodeTimeout}
+		if *faults == fs.Lookup("faults").DefValue {
+			c.Faults = nil // the cluster's defaults: no clock
 		}
 	}
 	if c.Dir == "" {
@@ -69,7 +82,7 @@ func main() {
 	}
 	vs := check.CheckRun(h, &st)
 	fmt.Println(st)
-	fmt.Printf("%d violations\n", len(vs))
+	fmt.Printf("%d violations %s\n", len(vs), check.Summary(vs))
 	for _, v := range vs {
 		fmt.Println(v)
 	}
