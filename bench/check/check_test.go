@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,6 +132,10 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 			h.Ops[2].Next, h.Ops[2].Grants = true, []Grant{{"JOB2", 1, 0}}
 			h.Final["JOB2"] = Row{State: "active", Attempts: 1}
 		}, VDoubleGrant},
+		{"refused enqueue wrote", func(h *History) {
+			h.Ops = append(h.Ops, Op{Client: 0, Kind: Enqueue, Payloads: []string{"p0-7"}, Call: ms(6), Return: ms(7), Status: Refused, Err: "MISCONF Errors writing to the AOF file: no space left on device", Epoch: e1})
+			h.Final["JOB2"] = Row{State: "pending", Payload: "p0-7"}
+		}, VRefusedWrote},
 		{"completed and still there", func(h *History) { h.Final["JOB1"] = Row{State: "pending", Attempts: 1} }, VResurrected},
 		{"claimed after completion", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
@@ -430,4 +435,121 @@ func TestClusterRunUnderFailover(t *testing.T) {
 			t.Fatalf("a failover to a replica that missed a second of writes lost no acknowledged enqueue: %s", Summary(vs))
 		}
 	})
+}
+
+// A real network partition: emqd in a network namespace of its own, the
+// first half of the workers reaching it over a veth pair whose link goes
+// down for two leases and a half, and comes back, while the producers and
+// the sweeper reach it over another (docs/durability.md §8); SIGKILL and
+// restart inside the namespace between partitions. The history must check,
+// and the partition must have cut someone off: a partitioned worker's
+// command sent during a partition went unanswered.
+func TestNetnsPartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds emqd and partitions it in a network namespace")
+	}
+	if err := NetnsAvailable(); err != nil {
+		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
+			t.Fatalf("%v (EMQD_REQUIRE_REFERENCE=1: CI runs as root with iproute2)", err)
+		}
+		t.Skipf("%v: a network partition needs root and iproute2", err)
+	}
+	tmp := t.TempDir()
+	bin := buildEmqd(t, tmp)
+	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 14 * time.Second, FaultEvery: 2 * time.Second,
+		Faults: []string{"partition", "kill"}, Netns: true, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
+	h, st, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := CheckRun(h, &st)
+	t.Logf("%s", st)
+	if st.Faults["partition"] < 2 || st.Faults["kill"] < 1 {
+		t.Fatalf("faults %v, want two partitions and a kill", st.Faults)
+	}
+	// Default: 2 producers, then 4 workers, the first 2 partitionable.
+	held, through := 0, 0
+	d := int64(2*800*time.Millisecond + 500*time.Millisecond)
+	for _, o := range h.Ops {
+		for _, f := range h.Faults {
+			if f.Kind != "partition" || o.Call < f.At+int64(100*time.Millisecond) || o.Call >= f.At+d-int64(100*time.Millisecond) {
+				continue
+			}
+			switch {
+			case o.Client >= 2 && o.Client < 4 && (o.Status == Unknown || o.Return >= f.At+d):
+				held++ // sent while cut off: answered after the heal, or never
+			case o.Client < 2 || o.Client == 6:
+				if o.Status == OK && o.Return < f.At+d {
+					through++ // a producer or the sweeper, answered during it
+				}
+			}
+		}
+	}
+	t.Logf("during the partitions: %d commands of the cut-off workers held, %d of the others answered", held, through)
+	if held == 0 || through == 0 {
+		t.Errorf("the partition did not cut off only the first half of the workers: %d held, %d answered", held, through)
+	}
+	if len(vs) > 0 {
+		var b strings.Builder
+		for _, v := range vs {
+			b.WriteString(v.String() + "\n")
+		}
+		t.Fatalf("%d violations (%s):\n%s", len(vs), Summary(vs), b.String())
+	}
+}
+
+// A full disk under the checker: the AOF on a 16 MB tmpfs the run mounts,
+// a filler file taking every free byte for two leases and a half, then
+// removed, with SIGKILL and restart between (docs/durability.md §5). While
+// the disk is full writes are refused with MISCONF or their connection is
+// closed unanswered; the whole history must check, including that no row
+// carries the payload of a refused enqueue and that every acknowledged one
+// survived the kills.
+func TestDiskFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds emqd and fills its disk")
+	}
+	tmp := t.TempDir()
+	probe := filepath.Join(tmp, "probe")
+	os.MkdirAll(probe, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", probe).CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("mount -t tmpfs: %v: %s: a full disk needs root to mount a tmpfs", err, strings.TrimSpace(string(out)))
+		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
+			t.Fatalf("%s (EMQD_REQUIRE_REFERENCE=1: CI runs as root)", msg)
+		}
+		t.Skip(msg)
+	}
+	exec.Command("umount", probe).Run()
+	bin := buildEmqd(t, tmp)
+	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 12 * time.Second, FaultEvery: 2 * time.Second,
+		Faults: []string{"diskfull", "kill"}, TmpfsMB: 16, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
+	h, st, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := CheckRun(h, &st)
+	t.Logf("%s", st)
+	if st.Faults["diskfull"] < 2 || st.Faults["kill"] < 1 {
+		t.Fatalf("faults %v, want two full disks and a kill", st.Faults)
+	}
+	misconf, refusedEnq := 0, 0
+	for _, o := range h.Ops {
+		if o.Status == Refused && strings.HasPrefix(o.Err, "MISCONF") {
+			misconf++
+			if o.Kind == Enqueue || o.Kind == Many {
+				refusedEnq++
+			}
+		}
+	}
+	t.Logf("%d refusals with MISCONF, %d of them enqueues", misconf, refusedEnq)
+	if refusedEnq == 0 {
+		t.Error("no enqueue was refused with MISCONF while the disk was full")
+	}
+	if len(vs) > 0 {
+		var b strings.Builder
+		for _, v := range vs {
+			b.WriteString(v.String() + "\n")
+		}
+		t.Fatalf("%d violations (%s):\n%s", len(vs), Summary(vs), b.String())
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,16 @@ type Config struct {
 	// FUNCTION library instead of emqd (Bin unused; faults kill, pause,
 	// cut, freeze and partition; docs/cluster.md §7).
 	Cluster *ClusterConfig
+	// Netns runs emqd in a network namespace of its own, reached over two
+	// veth pairs, and makes the fault "partition" a real one: the link of
+	// the partitioned workers' path goes down and comes back (needs root
+	// and iproute2; NetnsAvailable says whether it can). Without it the
+	// partition is a relay on loopback that holds the bytes.
+	Netns bool
+	// TmpfsMB, when above 0, mounts a tmpfs of that many MB on Dir for the
+	// run (root), so the fault "diskfull" can fill the AOF's disk: a filler
+	// file takes every free byte for two leases and a half, then goes.
+	TmpfsMB int
 	Log     func(format string, args ...any) // progress lines (nil: none)
 }
 
@@ -88,6 +100,7 @@ type run struct {
 	nextID  atomic.Int64
 
 	cl *clusterRun // nil: emqd
+	ns *netns      // nil: loopback
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -120,6 +133,10 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	for _, f := range cfg.Faults {
 		switch f {
 		case "kill", "pause", "cut", "clock", "freeze", "partition":
+		case "diskfull":
+			if cfg.TmpfsMB <= 0 || cfg.Cluster != nil {
+				return nil, Stats{}, errors.New("check: fault diskfull needs an emqd run with TmpfsMB (the AOF on a tmpfs the run mounts)")
+			}
 		case "stale":
 			if cfg.Cluster == nil {
 				return nil, Stats{}, errors.New("check: fault stale (a failover to a replica that missed writes) needs a cluster run")
@@ -130,6 +147,9 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		if f == "clock" && cfg.Cluster != nil {
 			return nil, Stats{}, errors.New("check: fault clock is emqd's (EMQ.DEBUG CLOCK); on a cluster the test clock lives in one node's Lua state and a failover would undo it (docs/cluster.md §7)")
 		}
+	}
+	if cfg.Netns && cfg.Cluster != nil {
+		return nil, Stats{}, errors.New("check: netns is for emqd runs (a cluster's nodes stay on loopback)")
 	}
 	if cfg.Cluster != nil && (cfg.Cluster.Server == "" || cfg.Cluster.CLI == "") {
 		return nil, Stats{}, errors.New("check: a cluster run needs the server and cli binaries (valkey-server, valkey-cli or redis-server, redis-cli)")
@@ -142,6 +162,12 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, Stats{}, err
+	}
+	if cfg.TmpfsMB > 0 {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", cfg.TmpfsMB), "tmpfs", cfg.Dir).CombinedOutput(); err != nil {
+			return nil, Stats{}, fmt.Errorf("check: mount a tmpfs on %s: %v: %s", cfg.Dir, err, strings.TrimSpace(string(out)))
+		}
+		defer exec.Command("umount", cfg.Dir).Run() // after the server's stop below
 	}
 	r := &run{cfg: cfg, start: time.Now(), conns: map[net.Conn]struct{}{}, firstWorker: cfg.Producers}
 	r.args = []string{"--dir", cfg.Dir, "--appendonly", "yes", "--appendfsync", cfg.Fsync, "--enable-debug-command", "yes"}
@@ -159,6 +185,14 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		go r.cl.route(routeCtx)
 		r.start = time.Now()
 	} else {
+		if cfg.Netns {
+			ns, err := newNetns()
+			if err != nil {
+				return nil, Stats{}, err
+			}
+			defer ns.close() // after the server's stop below
+			r.ns = ns
+		}
 		if err := r.startServer(); err != nil {
 			return nil, Stats{}, err
 		}
@@ -264,7 +298,15 @@ const (
 )
 
 func (r *run) startServer() error {
-	p, err := procs.StartEmqdCPU("", r.cfg.Bin, r.args...)
+	var p *procs.Proc
+	var err error
+	if r.ns != nil {
+		// Its own namespace has its own ports: the same one each time.
+		args := append([]string{"netns", "exec", r.ns.name, r.cfg.Bin, "--port", "7400", "--bind", r.ns.ipA, r.ns.ipB, "--protected-mode", "no"}, r.args...)
+		p, err = procs.Start("emqd", "ip", args, r.ns.ipA+":7400")
+	} else {
+		p, err = procs.StartEmqdCPU("", r.cfg.Bin, r.args...)
+	}
 	if err != nil {
 		return err
 	}
@@ -321,14 +363,20 @@ func (c *conn) client() *redis.Client {
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second,
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			// The process running now: a restart moves it to a new port.
-			nc, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, r.addr.Load().(string))
+			addr := r.addr.Load().(string)
+			if r.ns != nil && r.partitionable(id) {
+				if _, port, err := net.SplitHostPort(addr); err == nil && !strings.HasPrefix(addr, "127.0.0.1:") {
+					addr = net.JoinHostPort(r.ns.ipB, port) // the partitionable path
+				}
+			}
+			nc, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
 			r.connsMu.Lock()
 			r.conns[nc] = struct{}{}
 			r.connsMu.Unlock()
-			if !r.partitionable(id) {
+			if !r.partitionable(id) || r.ns != nil {
 				return nc, nil
 			}
 			return r.relay(id, nc), nil
@@ -411,6 +459,9 @@ func (c *conn) do(op Op, fill func(v any, op *Op), args ...any) Op {
 	if op.Status == Unknown {
 		time.Sleep(50 * time.Millisecond) // the server may be down: do not spin
 	}
+	if op.Status == Refused && strings.HasPrefix(op.Err, "MISCONF") {
+		time.Sleep(20 * time.Millisecond) // a full disk refuses at once: do not spin
+	}
 	return op
 }
 
@@ -423,10 +474,12 @@ func (r *run) producer(ctx context.Context, id int) {
 		switch x := rng.IntN(10); {
 		case x < 2: // a batch of 2-5 jobs, all or nothing (docs/verbs.md §4.2.1)
 			args := []any{"EMQ.ENQUEUE.MANY", queue, "JOBS"}
+			var payloads []string
 			for k := 0; k < 2+rng.IntN(4); k++ {
-				args = append(args, "*", fmt.Sprintf("%s.%d", payload, k))
+				payloads = append(payloads, fmt.Sprintf("%s.%d", payload, k))
+				args = append(args, "*", payloads[k])
 			}
-			c.do(Op{Kind: Many}, func(v any, op *Op) {
+			c.do(Op{Kind: Many, Payloads: payloads}, func(v any, op *Op) {
 				arr, _ := v.([]any)
 				for _, e := range arr {
 					if s, ok := e.(string); ok {
@@ -435,11 +488,11 @@ func (r *run) producer(ctx context.Context, id int) {
 				}
 			}, args...)
 		case x < 3: // scheduled: the claim promotes it once due
-			c.do(Op{Kind: Enqueue}, func(v any, op *Op) {
+			c.do(Op{Kind: Enqueue, Payloads: []string{payload}}, func(v any, op *Op) {
 				op.ID, _ = v.(string)
 			}, "EMQ.ENQUEUE", queue, "*", payload, "DELAY", 100)
 		default:
-			c.do(Op{Kind: Enqueue}, func(v any, op *Op) {
+			c.do(Op{Kind: Enqueue, Payloads: []string{payload}}, func(v any, op *Op) {
 				op.ID, _ = v.(string)
 			}, "EMQ.ENQUEUE", queue, "*", payload)
 		}
@@ -655,8 +708,39 @@ func (r *run) faulter(ctx context.Context, id int) {
 			r.procMu.Unlock()
 		case "partition":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
+			if r.ns != nil {
+				err := r.ns.setB(false)
+				note := fmt.Sprintf("workers %d-%d cut off from the server for %v: link %s down (network namespace)", r.firstWorker, r.firstWorker+max(1, r.cfg.Workers/2)-1, d, r.ns.hostB)
+				if err != nil {
+					note += ": " + err.Error()
+				}
+				r.fault("partition", note)
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+				if err := r.ns.setB(true); err != nil {
+					r.fault("partition", "heal failed: "+err.Error())
+					return
+				}
+				continue
+			}
 			r.partUntil.Store(r.now() + int64(d))
 			r.fault("partition", fmt.Sprintf("workers %d-%d cut off from the server for %v", r.firstWorker, r.firstWorker+max(1, r.cfg.Workers/2)-1, d))
+		case "diskfull":
+			d := 2*r.cfg.Lease + 500*time.Millisecond
+			path := filepath.Join(r.cfg.Dir, "filler")
+			n, err := fill(path)
+			note := fmt.Sprintf("a %.1f MB filler took the AOF's disk for %v", float64(n)/(1<<20), d)
+			if err != nil {
+				note += ": " + err.Error()
+			}
+			r.fault("diskfull", note)
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+			_ = os.Remove(path)
 		case "freeze":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			r.freezeUntil.Store(r.now() + int64(d))
@@ -680,6 +764,28 @@ func (r *run) faulter(ctx context.Context, id int) {
 				note += ": " + err.Error()
 			}
 			r.fault("clock", note)
+		}
+	}
+}
+
+// fill writes zeros to path until the file system is full (ENOSPC) and
+// returns the bytes written.
+func fill(path string) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		m, err := f.Write(buf)
+		n += int64(m)
+		if errors.Is(err, syscall.ENOSPC) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
 		}
 	}
 }
@@ -724,7 +830,7 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
 					k, _ := fields[i].(string)
 					m[k], _ = fields[i+1].(string)
 				}
-				row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"]}
+				row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"], Payload: m["payload"]}
 				fmt.Sscan(m["attempts"], &row.Attempts)
 				fmt.Sscan(m["failures"], &row.Failures)
 				fmt.Sscan(m["stalled"], &row.Stalled)

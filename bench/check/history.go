@@ -81,6 +81,7 @@ type Op struct {
 	Epoch string
 
 	IDs         []string // Many: the minted ids the reply listed
+	Payloads    []string // Enqueue, Many: the payloads sent (unique in a run)
 	Next        bool     // Complete: with NEXT, a claim in the same command
 	Grants      []Grant  // Claim, Complete with Next: the jobs handed out
 	Verdict     string   // Fail: "scheduled" or "dead"
@@ -132,6 +133,7 @@ type Row struct {
 	Failures   int64
 	Stalled    int64
 	LeaseEpoch string
+	Payload    string
 }
 
 // Fault is one injected fault, for the report.

@@ -39,6 +39,7 @@ const (
 	VExemption      = "restart-exemption" // a lease granted before a restart was charged, or one after it was not
 	VStalled        = "stalled"           // the final stalled disagrees with the counted expiries
 	VLinearizable   = "not-linearizable"  // the per-job state machine has no linearization (porcupine)
+	VRefusedWrote   = "refused-wrote"     // a job whose enqueue was refused is in the keyspace
 )
 
 // jobOps is the part of a history that names one job.
@@ -319,6 +320,23 @@ func Check(h *History) []Violation {
 		}
 		if row.Stalled < minC || row.Stalled > maxC+int64(len(unknownSweeps)) {
 			add(VStalled, id, fmt.Sprintf("final stalled %d, counted expiries between %d and %d, %d unanswered sweeps", row.Stalled, minC, maxC, len(unknownSweeps)))
+		}
+	}
+	// A refused enqueue wrote nothing (docs/verbs.md §2.2): no row carries
+	// its payload (every payload of a run is unique).
+	refused := map[string]*Op{}
+	for i := range h.Ops {
+		if o := &h.Ops[i]; (o.Kind == Enqueue || o.Kind == Many) && o.Status == Refused {
+			for _, p := range o.Payloads {
+				refused[p] = o
+			}
+		}
+	}
+	for _, id := range ids {
+		if row, ok := h.Final[id]; ok && row.Payload != "" {
+			if o := refused[row.Payload]; o != nil {
+				add(VRefusedWrote, id, fmt.Sprintf("its payload %q was sent by an enqueue refused with %q", row.Payload, o.Err), o)
+			}
 		}
 	}
 	out = append(out, Linearizable(h)...)
