@@ -70,6 +70,25 @@ func TestCleanHistoriesPass(t *testing.T) {
 	if v := Check(h); len(v) != 0 {
 		t.Fatalf("exempt then counted expiry reported: %v", v)
 	}
+	// The janitor's verbs: a job dead-lettered, brought back by
+	// EMQ.REPROCESS, claimed again and completed; another removed while
+	// pending (no row at the end, nothing lost); a REMOVE of a completed
+	// job answers 0.
+	h = base()
+	h.Ops = append(h.Ops[:2],
+		Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 1, Verdict: "dead", FailCount: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+		Op{Client: 9, Kind: Revive, ID: "JOB1", Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+		Op{Client: 1, Kind: Claim, Call: ms(8), Return: ms(9), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 1}}},
+		Op{Client: 1, Kind: Progress, ID: "JOB1", Token: 2, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1},
+		Op{Client: 1, Kind: Complete, ID: "JOB1", Token: 2, Call: ms(12), Return: ms(13), Status: OK, Epoch: e1},
+		Op{Client: 9, Kind: Remove, ID: "JOB1", Removed: 0, Call: ms(14), Return: ms(15), Status: OK, Epoch: e1},
+		Op{Client: 0, Kind: Enqueue, ID: "JOB2", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+		Op{Client: 9, Kind: Remove, ID: "JOB2", Removed: 1, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+		Op{Client: 9, Kind: Promote, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+	)
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("reprocess, progress and remove reported: %v", v)
+	}
 }
 
 // Two hidden steps in a row (found by the cluster run with WAIT, where
@@ -136,6 +155,33 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 			h.Ops = append(h.Ops, Op{Client: 0, Kind: Enqueue, Payloads: []string{"p0-7"}, Call: ms(6), Return: ms(7), Status: Refused, Err: "MISCONF Errors writing to the AOF file: no space left on device", Epoch: e1})
 			h.Final["JOB2"] = Row{State: "pending", Payload: "p0-7"}
 		}, VRefusedWrote},
+		{"removed and still there", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 1, Kind: Requeue, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+				Op{Client: 9, Kind: Remove, ID: "JOB1", Removed: 1, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "pending", Attempts: 1}
+		}, VResurrected},
+		{"claimed after removal", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 1, Kind: Requeue, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+				Op{Client: 9, Kind: Remove, ID: "JOB1", Removed: 1, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+				Op{Client: 3, Kind: Claim, Call: ms(8), Return: ms(9), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
+			h.Final["JOB1"] = Row{State: "active", Attempts: 2}
+		}, VResurrected},
+		{"removal of a held job accepted", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 9, Kind: Remove, ID: "JOB1", Removed: 1, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1})
+		}, VLinearizable},
+		{"reprocess of a pending job accepted", func(h *History) {
+			h.Ops = append(h.Ops[:2], Op{Client: 1, Kind: Requeue, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+				Op{Client: 9, Kind: Revive, ID: "JOB1", Call: ms(6), Return: ms(7), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "pending", Attempts: 1}
+		}, VLinearizable},
+		{"progress of a superseded token accepted", func(h *History) {
+			h.Ops = []Op{h.Ops[0], h.Ops[1],
+				{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1, Recovered: []string{"JOB1"}},
+				{Client: 3, Kind: Claim, Call: ms(12), Return: ms(13), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}},
+				{Client: 1, Kind: Progress, ID: "JOB1", Token: 1, Call: ms(14), Return: ms(15), Status: OK, Epoch: e1},
+			}
+			h.Final["JOB1"] = Row{State: "active", Attempts: 2}
+		}, VSuperseded},
 		{"completed and still there", func(h *History) { h.Final["JOB1"] = Row{State: "pending", Attempts: 1} }, VResurrected},
 		{"claimed after completion", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
@@ -245,6 +291,9 @@ func TestShortRunUnderFaults(t *testing.T) {
 	if st.Epochs < 2 {
 		t.Errorf("%d server processes, want a restart", st.Epochs)
 	}
+	if st.Progress == 0 || st.Removed == 0 || st.Revived == 0 {
+		t.Errorf("the janitor's and the workers' other verbs were not exercised (PROGRESS, REMOVE, REPROCESS accepted): %s", st)
+	}
 	if st.Counted == 0 || st.Exempt < st.Faults["kill"] {
 		t.Errorf("the restart exemption was not exercised both ways (the faulter holds one job across each kill): %s", st)
 	}
@@ -348,13 +397,15 @@ func clusterBins(t *testing.T) (server, cli string) {
 }
 
 // The checker against a Valkey Cluster with the emq library (docs/cluster.md
-// §7): three primaries with a replica each, the queue's primary killed and
-// failed over, then the worst case of asynchronous replication (the replica
-// cut off and stopped while the primary acknowledges writes, then the
-// primary killed). With WAIT 1 after every call a reply only counts once the
-// replica has it, and the whole history must check; without it, the stale
-// failover must show as acknowledged enqueues lost, which the checker has to
-// report (the guarantee that configuration does not give).
+// §7): three primaries with a replica each, and the worst case of
+// asynchronous replication: the queue's replica cut off and stopped while
+// its primary acknowledges writes for a second, then the primary killed
+// with SIGKILL and the replica promoted without them. With WAIT 1 after
+// every call a reply only counts once the replica has it, and the whole
+// history must check; without it, the failover must show as acknowledged
+// enqueues lost, which the checker has to report (the guarantee that
+// configuration does not give). The longer runs with kill and pause
+// failovers are by hand (bench/README.md).
 func TestClusterRunUnderFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a six-node cluster and fails its primary over")
@@ -374,7 +425,7 @@ func TestClusterRunUnderFailover(t *testing.T) {
 	}
 	t.Run("wait", func(t *testing.T) {
 		tmp := t.TempDir()
-		cfg := Config{Dir: tmp, Duration: 12 * time.Second, FaultEvery: 2 * time.Second, Faults: []string{"kill", "stale"},
+		cfg := Config{Dir: tmp, Duration: 5 * time.Second, FaultEvery: 2 * time.Second, Faults: []string{"stale"},
 			Cluster: &ClusterConfig{Server: server, CLI: cli, Wait: true}, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 		h, st, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -382,7 +433,7 @@ func TestClusterRunUnderFailover(t *testing.T) {
 		}
 		vs := CheckRun(h, &st)
 		t.Logf("%s", st)
-		failovers(t, h, 2)
+		failovers(t, h, 1)
 		if st.Enqueued < 50 || st.Completed < 20 {
 			t.Errorf("too little work to check: %s", st)
 		}
@@ -415,7 +466,7 @@ func TestClusterRunUnderFailover(t *testing.T) {
 	})
 	t.Run("async", func(t *testing.T) {
 		tmp := t.TempDir()
-		cfg := Config{Dir: tmp, Duration: 6 * time.Second, FaultEvery: 2 * time.Second, Faults: []string{"stale"},
+		cfg := Config{Dir: tmp, Duration: 4 * time.Second, FaultEvery: 2 * time.Second, Faults: []string{"stale"},
 			Cluster: &ClusterConfig{Server: server, CLI: cli}, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 		h, st, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -456,7 +507,7 @@ func TestNetnsPartition(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	bin := buildEmqd(t, tmp)
-	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 14 * time.Second, FaultEvery: 2 * time.Second,
+	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 10 * time.Second, FaultEvery: 2 * time.Second,
 		Faults: []string{"partition", "kill"}, Netns: true, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 	h, st, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -521,7 +572,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	exec.Command("umount", probe).Run()
 	bin := buildEmqd(t, tmp)
-	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 12 * time.Second, FaultEvery: 2 * time.Second,
+	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 10 * time.Second, FaultEvery: 2 * time.Second,
 		Faults: []string{"diskfull", "kill"}, TmpfsMB: 16, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 	h, st, err := Run(context.Background(), cfg)
 	if err != nil {

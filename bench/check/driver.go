@@ -66,11 +66,14 @@ type Stats struct {
 	// certain, exempt for certain, undecidable (an indeterminate operation
 	// may have stamped the lease).
 	Counted, Exempt, Undecided int
+	// Removed and Revived count the accepted EMQ.REMOVE (reply 1) and
+	// EMQ.REPROCESS of the janitor; Progress the accepted EMQ.PROGRESS.
+	Removed, Revived, Progress int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed, faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided)
 }
 
 const queue = "chk"
@@ -223,10 +226,11 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		go func() { defer wg.Done(); r.worker(rctx, c, cfg.Seed+uint64(c)) }()
 	}
 	c := client
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.sweeper(rctx, c) }()
+	go func() { defer wg.Done(); r.janitor(rctx, c+1, cfg.Seed) }()
 	faultDone := make(chan struct{})
-	go func() { defer close(faultDone); r.faulter(rctx, c+1) }()
+	go func() { defer close(faultDone); r.faulter(rctx, c+2) }()
 	<-faultDone
 	wg.Wait()
 
@@ -259,8 +263,15 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 			if o.Kind == Many {
 				st.Enqueued += len(o.IDs)
 			}
-			if o.Kind == Complete {
+			switch {
+			case o.Kind == Complete:
 				st.Completed++
+			case o.Kind == Remove && o.Removed == 1:
+				st.Removed++
+			case o.Kind == Revive:
+				st.Revived++
+			case o.Kind == Progress:
+				st.Progress++
 			}
 		}
 	}
@@ -557,9 +568,14 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 			case x < 80: // deferred without a failure (docs/verbs.md §4.9)
 				base.Kind = Delay
 				c.do(base, nil, "EMQ.DELAY", queue, g.ID, g.Token, "IN", 100)
-			case x < 92:
+			case x < 86:
 				base.Kind = Extend
 				c.do(base, nil, "EMQ.EXTEND", queue, g.ID, g.Token, leaseMs)
+				base.Kind = Complete
+				c.do(base, nil, "EMQ.COMPLETE", queue, g.ID, g.Token)
+			case x < 92: // report progress, then complete (docs/verbs.md §4.10)
+				base.Kind = Progress
+				c.do(base, nil, "EMQ.PROGRESS", queue, g.ID, g.Token, "half")
 				base.Kind = Complete
 				c.do(base, nil, "EMQ.COMPLETE", queue, g.ID, g.Token)
 			default:
@@ -604,6 +620,45 @@ func (r *run) sweeper(ctx context.Context, id int) {
 			}
 		}, "EMQ.STALLED.CHECK", queue, maxStalled, 100)
 		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// janitor is the operator's client: every 300 ms it promotes due jobs
+// (EMQ.PROMOTE), lists the dead jobs and brings one back (EMQ.REPROCESS,
+// without RESET: failures and stalled are kept, so the checker's counts
+// stay exact), and every third round lists pending jobs and removes one
+// (EMQ.REMOVE). The listings are recorded too (reads that name no job).
+func (r *run) janitor(ctx context.Context, id int, seed uint64) {
+	c := r.newConn(id)
+	defer func() { c.rdb.Close() }()
+	rng := rand.New(rand.NewPCG(seed, 99))
+	list := func(state string) []string {
+		var ids []string
+		c.do(Op{Kind: List}, func(v any, op *Op) {
+			page, _ := v.([]any)
+			for _, e := range page {
+				if pair, _ := e.([]any); len(pair) == 2 {
+					if s, ok := pair[0].(string); ok {
+						ids = append(ids, s)
+					}
+				}
+			}
+		}, "EMQ.LIST", queue, state, 0, 20)
+		return ids
+	}
+	for n := 0; ctx.Err() == nil; n++ {
+		time.Sleep(300 * time.Millisecond)
+		c.do(Op{Kind: Promote}, nil, "EMQ.PROMOTE", queue, 100)
+		if dead := list("dead"); len(dead) > 0 {
+			id := dead[rng.IntN(len(dead))]
+			c.do(Op{Kind: Revive, ID: id}, nil, "EMQ.REPROCESS", queue, id)
+		}
+		if n%3 == 2 {
+			if pend := list("pending"); len(pend) > 0 {
+				id := pend[rng.IntN(len(pend))]
+				c.do(Op{Kind: Remove, ID: id}, func(v any, op *Op) { op.Removed, _ = v.(int64) }, "EMQ.REMOVE", queue, id)
+			}
+		}
 	}
 }
 

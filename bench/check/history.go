@@ -29,6 +29,11 @@ const (
 	Extend   Kind = "extend"   // EMQ.EXTEND q id token lease_ms
 	Delay    Kind = "delay"    // EMQ.DELAY q id token IN delay_ms
 	Sweep    Kind = "sweep"    // EMQ.STALLED.CHECK q max_stalled limit
+	Progress Kind = "progress" // EMQ.PROGRESS q id token value
+	Promote  Kind = "promote"  // EMQ.PROMOTE q limit (names no job)
+	List     Kind = "list"     // EMQ.LIST q state offset count (a read; names no job)
+	Revive   Kind = "reprocess" // EMQ.REPROCESS q id (no RESET: failures and stalled kept)
+	Remove   Kind = "remove"   // EMQ.REMOVE q id
 )
 
 // Status is how an operation ended.
@@ -89,6 +94,7 @@ type Op struct {
 	MaxAttempts int64    // Fail: the max_attempts sent
 	Recovered   []string // Sweep: the ids sent back to pending
 	Dead        []string // Sweep: the ids dead-lettered
+	Removed     int64    // Remove: the reply (1 removed, 0 there was nothing)
 }
 
 func (o *Op) String() string {

@@ -29,6 +29,7 @@ const (
 	phHeld   phase = 'h'
 	phDone   phase = 'c'
 	phDead   phase = 'd'
+	phGone   phase = 'r' // removed (EMQ.REMOVE)
 )
 
 type linState struct {
@@ -54,7 +55,7 @@ type linModel struct {
 func (m linModel) step(s linState, in linIn) []linState {
 	if in.final {
 		if !in.present {
-			if s.ph == phDone {
+			if s.ph == phDone || s.ph == phGone {
 				return []linState{s}
 			}
 			return nil
@@ -89,6 +90,14 @@ func (m linModel) step(s linState, in linIn) []linState {
 			if held {
 				out = append(out, linState{phPend, s.tok, s.fails})
 			}
+		case Revive:
+			if s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+				out = append(out, linState{phPend, s.tok, s.fails})
+			}
+		case Remove:
+			if s.ph == phPend || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+				out = append(out, linState{phGone, s.tok, s.fails})
+			}
 		}
 		return out
 	}
@@ -111,6 +120,44 @@ func (m linModel) step(s linState, in linIn) []linState {
 			}
 			return []linState{{phPend, s.tok, s.fails}}
 		}
+	case Revive: // EMQ.REPROCESS q id (docs/verbs.md §4.13)
+		if o.Status == Refused {
+			switch {
+			case strings.HasPrefix(o.Err, "EMQSTATE job is not dead"):
+				if s.ph == phPend || s.ph == phHeld {
+					return []linState{s}
+				}
+				return nil
+			case strings.HasPrefix(o.Err, "EMQSTALE job gone"):
+				if s.ph == phDone || s.ph == phGone || s.ph == phAbsent {
+					return []linState{s}
+				}
+				return nil
+			}
+			return []linState{s}
+		}
+		if s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+			return []linState{{phPend, s.tok, s.fails}}
+		}
+	case Remove: // EMQ.REMOVE q id (docs/verbs.md §4.15)
+		if o.Status == Refused {
+			if strings.HasPrefix(o.Err, "EMQSTATE job is active") {
+				if s.ph == phHeld || (m.hiddenClaims && s.ph == phPend) {
+					return []linState{s}
+				}
+				return nil
+			}
+			return []linState{s}
+		}
+		if o.Removed == 0 {
+			if s.ph == phAbsent || s.ph == phDone || s.ph == phGone {
+				return []linState{s}
+			}
+			return nil
+		}
+		if s.ph == phPend || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+			return []linState{{phGone, s.tok, s.fails}}
+		}
 	default: // token verbs
 		if o.Status == Refused {
 			if m.refusalOK(s, o) {
@@ -126,7 +173,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 			return []linState{{phDone, s.tok, s.fails}}
 		case Requeue, Delay:
 			return []linState{{phPend, s.tok, s.fails}}
-		case Extend:
+		case Extend, Progress:
 			return []linState{s}
 		case Fail:
 			if o.FailCount != s.fails+1 {
@@ -178,13 +225,13 @@ func (m linModel) finalOK(s linState, row Row) bool {
 func (m linModel) refusalOK(s linState, o *Op) bool {
 	switch {
 	case strings.HasPrefix(o.Err, "EMQSTALE job gone"):
-		return s.ph == phDone
+		return s.ph == phDone || s.ph == phGone
 	case strings.Contains(o.Err, "token mismatch"):
-		return s.ph != phDone && (s.tok != o.Token || m.hiddenClaims)
+		return s.ph != phDone && s.ph != phGone && (s.tok != o.Token || m.hiddenClaims)
 	case strings.HasPrefix(o.Err, "EMQSTALE lease lost"):
-		return s.tok == o.Token && (s.ph == phPend || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone)
+		return s.tok == o.Token && (s.ph == phPend || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone && s.ph != phGone)
 	case strings.HasPrefix(o.Err, "EMQSTATE job is dead"):
-		return s.tok == o.Token && (s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone)
+		return s.tok == o.Token && (s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone && s.ph != phGone)
 	}
 	return true
 }

@@ -100,6 +100,9 @@ func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
 			case Unknown:
 				unknownClaims = append(unknownClaims, o)
 			}
+		case Promote, List:
+			// Name no job: promotion is invisible to the model (scheduled
+			// and pending are one phase), a listing is a read.
 		case Sweep:
 			switch o.Status {
 			case OK:
@@ -144,6 +147,10 @@ func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
 // at most one of them is accepted per claim.
 func isTerminalVerb(k Kind) bool { return k == Complete || k == Fail || k == Requeue || k == Delay }
 
+// isTokenVerb: the six verbs of the guard (docs/verbs.md §4.4), the ones
+// that present a token.
+func isTokenVerb(k Kind) bool { return isTerminalVerb(k) || k == Extend || k == Progress }
+
 // Check checks a history against the queue's model and returns every
 // violation found, sorted by job id then kind (nil: none). The properties
 // and the rule each follows are listed in bench/README.md ("The history
@@ -167,23 +174,27 @@ func Check(h *History) []Violation {
 	for _, id := range ids {
 		j := jobs[id]
 		row, present := h.Final[id]
-		var completes, completesMaybe []*Op
+		var completes, completesMaybe, removes, removesMaybe, revives []*Op
 		for _, o := range j.verbs {
-			if o.Kind != Complete {
-				continue
-			}
-			switch o.Status {
-			case OK:
+			switch {
+			case o.Kind == Complete && o.Status == OK:
 				completes = append(completes, o)
-			case Unknown:
+			case o.Kind == Complete && o.Status == Unknown:
 				completesMaybe = append(completesMaybe, o)
+			case o.Kind == Remove && o.Status == OK && o.Removed == 1:
+				removes = append(removes, o)
+			case o.Kind == Remove && o.Status == Unknown:
+				removesMaybe = append(removesMaybe, o)
+			case o.Kind == Revive && o.Status != Refused:
+				revives = append(revives, o)
 			}
 		}
 
 		// No acknowledged enqueue is lost: the row is there, or a
-		// COMPLETE that may have happened deleted it (docs/verbs.md §4.5).
-		if j.enq != nil && !present && len(completes)+len(completesMaybe) == 0 {
-			add(VLost, id, "acknowledged enqueue has no row at the end and no COMPLETE was sent", j.enq)
+		// COMPLETE or REMOVE that may have happened deleted it
+		// (docs/verbs.md §4.5, §4.15).
+		if j.enq != nil && !present && len(completes)+len(completesMaybe)+len(removes)+len(removesMaybe) == 0 {
+			add(VLost, id, "acknowledged enqueue has no row at the end and no COMPLETE or REMOVE was sent", j.enq)
 		}
 
 		// Tokens: one grant per token, growing in real time.
@@ -209,7 +220,7 @@ func Check(h *History) []Violation {
 		// superseded token (docs/verbs.md §4.4).
 		accepted := map[int64][]*Op{}
 		for _, o := range j.verbs {
-			if o.Status != OK {
+			if o.Status != OK || !isTokenVerb(o.Kind) {
 				continue
 			}
 			if isTerminalVerb(o.Kind) {
@@ -249,15 +260,28 @@ func Check(h *History) []Violation {
 				ends = append(ends, s.op)
 			}
 		}
+		ends = append(ends, removes...)
 		for _, e := range ends {
 			for _, ga := range j.grants {
-				if ga.op.Call > e.Return {
-					add(VResurrected, id, "claimed after it completed or died", e, ga.op)
+				if ga.op.Call <= e.Return {
+					continue
+				}
+				revived := false // a death undone by EMQ.REPROCESS in between (docs/verbs.md §4.13)
+				for _, rv := range revives {
+					if e.Kind != Complete && e.Kind != Remove && rv.Return > e.Call && rv.Call < ga.op.Return {
+						revived = true
+					}
+				}
+				if !revived {
+					add(VResurrected, id, "claimed after it completed, died or was removed", e, ga.op)
 				}
 			}
 		}
 		if len(completes) > 0 && present {
 			add(VResurrected, id, fmt.Sprintf("completed, yet its row is %s at the end", row.State), completes[0])
+		}
+		if len(removes) > 0 && present {
+			add(VResurrected, id, fmt.Sprintf("removed, yet its row is %s at the end", row.State), removes[0])
 		}
 		if !present {
 			continue
@@ -389,7 +413,7 @@ func leaseCounted(j *jobOps, s *Op, unknownSweeps []*Op) (counted, sure bool) {
 		switch {
 		case o.Kind == Extend && (o.Status == Unknown || o.Return > s.Call):
 			epochs[o.Epoch] = true
-		case isTerminalVerb(o.Kind) && o.Status != Refused:
+		case (isTerminalVerb(o.Kind) || o.Kind == Revive || o.Kind == Remove) && o.Status != Refused:
 			return false, false // released: an unanswered claim may hold it now
 		}
 	}
