@@ -182,6 +182,18 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 			}
 			h.Final["JOB1"] = Row{State: "active", Attempts: 2}
 		}, VSuperseded},
+		{"priority lost", func(h *History) {
+			h.Ops = h.Ops[:2]
+			h.Ops[0].Priority = -2
+			h.Final["JOB1"] = Row{State: "active", Attempts: 1}
+		}, VPriority},
+		{"pending out of priority order", func(h *History) {
+			h.Ops = h.Ops[:1]
+			h.Ops = append(h.Ops, Op{Client: 0, Kind: Enqueue, ID: "JOB2", Priority: 1, Call: ms(0), Return: ms(1), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "pending"}
+			h.Final["JOB2"] = Row{State: "pending", Priority: 1}
+			h.PendingOrder = []string{"JOB2", "JOB1"}
+		}, VPriority},
 		{"completed and still there", func(h *History) { h.Final["JOB1"] = Row{State: "pending", Attempts: 1} }, VResurrected},
 		{"claimed after completion", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
@@ -326,6 +338,22 @@ func TestShortRunUnderFaults(t *testing.T) {
 	}
 	if k := kinds(Check(twice)); !k[VDoubleAccept] || !k[VCompletedTwice] {
 		t.Errorf("a real history with a COMPLETE accepted twice: %v", k)
+	}
+	swapped := doctor(h)
+	swapped.PendingOrder = append([]string(nil), h.PendingOrder...)
+	did := false
+	for i := 1; i < len(swapped.PendingOrder); i++ {
+		a, b := swapped.PendingOrder[i-1], swapped.PendingOrder[i]
+		if h.Final[a].Priority != h.Final[b].Priority {
+			swapped.PendingOrder[i-1], swapped.PendingOrder[i] = b, a
+			did = true
+			break
+		}
+	}
+	if !did {
+		t.Error("no two pending jobs of different priorities at the end: the priority order was not checked")
+	} else if !kinds(Check(swapped))[VPriority] {
+		t.Error("a real history with two pending jobs of different priorities listed out of order: no priority violation")
 	}
 	stale := doctor(h)
 	if i := supersededRefusal(stale); i < 0 {

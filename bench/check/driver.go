@@ -243,11 +243,11 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		}
 		r.procMu.Unlock()
 	}
-	final, err := r.readBack(ctx)
+	final, order, err := r.readBack(ctx)
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	h := &History{Ops: r.ops, Final: final, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts}
+	h := &History{Ops: r.ops, Final: final, PendingOrder: order, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts}
 	st := Stats{Faults: map[string]int{}, Epochs: len(r.epochs)}
 	for _, o := range h.Ops {
 		st.Ops++
@@ -502,6 +502,11 @@ func (r *run) producer(ctx context.Context, id int) {
 			c.do(Op{Kind: Enqueue, Payloads: []string{payload}}, func(v any, op *Op) {
 				op.ID, _ = v.(string)
 			}, "EMQ.ENQUEUE", queue, "*", payload, "DELAY", 100)
+		case x < 5: // with a priority, -2..2 (docs/verbs.md §4.2): the final pending listing is in its order
+			p := int64(rng.IntN(5) - 2)
+			c.do(Op{Kind: Enqueue, Payloads: []string{payload}, Priority: p}, func(v any, op *Op) {
+				op.ID, _ = v.(string)
+			}, "EMQ.ENQUEUE", queue, "*", payload, "PRIORITY", p)
 		default:
 			c.do(Op{Kind: Enqueue, Payloads: []string{payload}}, func(v any, op *Op) {
 				op.ID, _ = v.(string)
@@ -846,7 +851,7 @@ func fill(path string) (int64, error) {
 }
 
 // readBack reads every row of the queue with EMQ.LIST, page by page.
-func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
+func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 	list := func(state string, off int) (any, error) {
 		args := []any{"EMQ.LIST", queue, state, off, 1000}
 		if r.cl != nil {
@@ -866,17 +871,18 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
 		return nil, err
 	}
 	final := map[string]Row{}
+	var order []string
 	for _, state := range []string{"pending", "active", "scheduled", "dead"} {
 		for off := 0; ; {
 			v, err := list(state, off)
 			if err != nil {
-				return nil, fmt.Errorf("EMQ.LIST %s %d: %w", state, off, err)
+				return nil, nil, fmt.Errorf("EMQ.LIST %s %d: %w", state, off, err)
 			}
 			page, _ := v.([]any)
 			for _, e := range page {
 				pair, _ := e.([]any)
 				if len(pair) != 2 {
-					return nil, fmt.Errorf("EMQ.LIST entry %v", e)
+					return nil, nil, fmt.Errorf("EMQ.LIST entry %v", e)
 				}
 				id, _ := pair[0].(string)
 				fields, _ := pair[1].([]any)
@@ -889,7 +895,11 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
 				fmt.Sscan(m["attempts"], &row.Attempts)
 				fmt.Sscan(m["failures"], &row.Failures)
 				fmt.Sscan(m["stalled"], &row.Stalled)
+				fmt.Sscan(m["priority"], &row.Priority)
 				final[id] = row
+				if state == "pending" {
+					order = append(order, id)
+				}
 			}
 			off += len(page)
 			if len(page) < 1000 {
@@ -897,5 +907,5 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, error) {
 			}
 		}
 	}
-	return final, nil
+	return final, order, nil
 }

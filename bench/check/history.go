@@ -20,20 +20,20 @@ type Kind string
 
 // The operations of a history: one per verb the clients send.
 const (
-	Enqueue  Kind = "enqueue"  // EMQ.ENQUEUE q * payload [DELAY delay_ms]
-	Many     Kind = "many"     // EMQ.ENQUEUE.MANY q JOBS * payload [* payload ...]
-	Claim    Kind = "claim"    // EMQ.CLAIM q lease_ms COUNT n
-	Complete Kind = "complete" // EMQ.COMPLETE q id token [NEXT lease_ms]
-	Fail     Kind = "fail"     // EMQ.FAIL q id token max_attempts delay_ms error
-	Requeue  Kind = "requeue"  // EMQ.REQUEUE q id token
-	Extend   Kind = "extend"   // EMQ.EXTEND q id token lease_ms
-	Delay    Kind = "delay"    // EMQ.DELAY q id token IN delay_ms
-	Sweep    Kind = "sweep"    // EMQ.STALLED.CHECK q max_stalled limit
-	Progress Kind = "progress" // EMQ.PROGRESS q id token value
-	Promote  Kind = "promote"  // EMQ.PROMOTE q limit (names no job)
-	List     Kind = "list"     // EMQ.LIST q state offset count (a read; names no job)
+	Enqueue  Kind = "enqueue"   // EMQ.ENQUEUE q * payload [DELAY delay_ms]
+	Many     Kind = "many"      // EMQ.ENQUEUE.MANY q JOBS * payload [* payload ...]
+	Claim    Kind = "claim"     // EMQ.CLAIM q lease_ms COUNT n
+	Complete Kind = "complete"  // EMQ.COMPLETE q id token [NEXT lease_ms]
+	Fail     Kind = "fail"      // EMQ.FAIL q id token max_attempts delay_ms error
+	Requeue  Kind = "requeue"   // EMQ.REQUEUE q id token
+	Extend   Kind = "extend"    // EMQ.EXTEND q id token lease_ms
+	Delay    Kind = "delay"     // EMQ.DELAY q id token IN delay_ms
+	Sweep    Kind = "sweep"     // EMQ.STALLED.CHECK q max_stalled limit
+	Progress Kind = "progress"  // EMQ.PROGRESS q id token value
+	Promote  Kind = "promote"   // EMQ.PROMOTE q limit (names no job)
+	List     Kind = "list"      // EMQ.LIST q state offset count (a read; names no job)
 	Revive   Kind = "reprocess" // EMQ.REPROCESS q id (no RESET: failures and stalled kept)
-	Remove   Kind = "remove"   // EMQ.REMOVE q id
+	Remove   Kind = "remove"    // EMQ.REMOVE q id
 )
 
 // Status is how an operation ended.
@@ -87,6 +87,7 @@ type Op struct {
 
 	IDs         []string // Many: the minted ids the reply listed
 	Payloads    []string // Enqueue, Many: the payloads sent (unique in a run)
+	Priority    int64    // Enqueue: the PRIORITY sent (0: none)
 	Next        bool     // Complete: with NEXT, a claim in the same command
 	Grants      []Grant  // Claim, Complete with Next: the jobs handed out
 	Verdict     string   // Fail: "scheduled" or "dead"
@@ -140,6 +141,7 @@ type Row struct {
 	Stalled    int64
 	LeaseEpoch string
 	Payload    string
+	Priority   int64 // the row's priority field (absent: 0)
 }
 
 // Fault is one injected fault, for the report.
@@ -153,9 +155,12 @@ type Fault struct {
 // job still in the keyspace (a job without a row completed, docs/verbs.md
 // §4.5; the clients never remove one), and the faults.
 type History struct {
-	Ops         []Op
-	Final       map[string]Row
-	Faults      []Fault
-	MaxStalled  int64 // the max_stalled every sweep sent
-	MaxAttempts int64 // the max_attempts every FAIL sent
+	Ops   []Op
+	Final map[string]Row
+	// PendingOrder is the pending set at the end in EMQ.LIST's order (by
+	// score, then id: docs/verbs.md §4.18).
+	PendingOrder []string
+	Faults       []Fault
+	MaxStalled   int64 // the max_stalled every sweep sent
+	MaxAttempts  int64 // the max_attempts every FAIL sent
 }

@@ -40,6 +40,7 @@ const (
 	VStalled        = "stalled"           // the final stalled disagrees with the counted expiries
 	VLinearizable   = "not-linearizable"  // the per-job state machine has no linearization (porcupine)
 	VRefusedWrote   = "refused-wrote"     // a job whose enqueue was refused is in the keyspace
+	VPriority       = "priority"          // a row's priority differs from its enqueue's, or pending is out of priority order
 )
 
 // jobOps is the part of a history that names one job.
@@ -361,6 +362,24 @@ func Check(h *History) []Violation {
 			if o := refused[row.Payload]; o != nil {
 				add(VRefusedWrote, id, fmt.Sprintf("its payload %q was sent by an enqueue refused with %q", row.Payload, o.Err), o)
 			}
+		}
+	}
+	// Priorities (docs/verbs.md §4.2, §4.3.1): a row keeps the priority
+	// its enqueue sent through every return to pending (requeue, failure,
+	// recovery, restart exemption, reprocess, replay), and the pending set
+	// at the end is ordered by priority, then id.
+	for _, id := range ids {
+		if e := jobs[id].enq; e != nil && e.Kind == Enqueue {
+			if row, ok := h.Final[id]; ok && row.Priority != e.Priority {
+				add(VPriority, id, fmt.Sprintf("the row's priority is %d, its enqueue sent %d", row.Priority, e.Priority), e)
+			}
+		}
+	}
+	for i := 1; i < len(h.PendingOrder); i++ {
+		a, b := h.PendingOrder[i-1], h.PendingOrder[i]
+		pa, pb := h.Final[a].Priority, h.Final[b].Priority
+		if pa > pb || (pa == pb && a >= b) {
+			add(VPriority, b, fmt.Sprintf("pending lists %s (priority %d) before it (priority %d)", a, pa, pb))
 		}
 	}
 	out = append(out, Linearizable(h)...)
