@@ -108,7 +108,15 @@ func TestHiddenClaimThenHiddenSweep(t *testing.T) {
 	if v := Check(h); len(v) != 0 {
 		t.Fatalf("a lost claim then a lost sweep reported: %v", v)
 	}
+	// The same two hidden steps before an answered EMQ.REPROCESS (found by
+	// a WAIT run with the janitor): it was dead, so it may be revived.
+	h.Ops = append(h.Ops, Op{Client: 9, Kind: Revive, ID: "JOB1", Call: ms(30), Return: ms(31), Status: OK, Epoch: e1})
+	h.Final["JOB1"] = Row{State: "pending", Attempts: 2, Stalled: 2, LeaseEpoch: e1}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("a reprocess after a lost claim and a lost sweep reported: %v", v)
+	}
 	h.Ops = h.Ops[:4]
+	h.Final["JOB1"] = Row{State: "dead", Attempts: 2, Stalled: 2, LeaseEpoch: e1}
 	if !kinds(Check(h))[VLinearizable] {
 		t.Fatal("a dead row after a lost claim and no sweep that could have killed it: not reported")
 	}

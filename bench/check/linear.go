@@ -91,7 +91,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 				out = append(out, linState{phPend, s.tok, s.fails})
 			}
 		case Revive:
-			if s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+			if m.mayBeDead(s) {
 				out = append(out, linState{phPend, s.tok, s.fails})
 			}
 		case Remove:
@@ -136,7 +136,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 			}
 			return []linState{s}
 		}
-		if s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+		if m.mayBeDead(s) {
 			return []linState{{phPend, s.tok, s.fails}}
 		}
 	case Remove: // EMQ.REMOVE q id (docs/verbs.md §4.15)
@@ -217,6 +217,13 @@ func (m linModel) finalOK(s linState, row Row) bool {
 		return false
 	}
 	return want == phHeld || (m.hiddenSweeps && released)
+}
+
+// mayBeDead says whether the job can be dead in state s: it is, or a
+// hidden sweep may have dead-lettered it (held), or a hidden claim and a
+// hidden sweep may have (pending).
+func (m linModel) mayBeDead(s linState) bool {
+	return s.ph == phDead || (m.hiddenSweeps && (s.ph == phHeld || (m.hiddenClaims && s.ph == phPend)))
 }
 
 // refusalOK says whether a token verb's refusal fits the state, by the
