@@ -433,7 +433,7 @@ func clusterBins(t *testing.T) (server, cli string) {
 }
 
 // The checker against a Valkey Cluster with the emq library (docs/cluster.md
-// §7): three primaries with a replica each, and the worst case of
+// §8): three primaries with a replica each, and the worst case of
 // asynchronous replication: the queue's replica cut off and stopped while
 // its primary acknowledges writes for a second, then the primary killed
 // with SIGKILL and the replica promoted without them. With WAIT 1 after

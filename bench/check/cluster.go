@@ -25,7 +25,7 @@ import (
 // the AOF on (Config.Fsync), cluster-node-timeout NodeTimeout. The queue
 // lives in one slot, so one shard (a primary and its replica) serves the
 // whole history; the faults act on that shard's primary (docs/cluster.md
-// §7).
+// §8).
 type ClusterConfig struct {
 	Server string // valkey-server or redis-server (7.0 or later)
 	CLI    string // valkey-cli or redis-cli, for `--cluster create`

@@ -39,7 +39,7 @@ type Config struct {
 	Fsync string
 	// Cluster, when set, runs against a Valkey or Redis Cluster with the emq
 	// FUNCTION library instead of emqd (Bin unused; faults kill, pause,
-	// cut, freeze and partition; docs/cluster.md §7).
+	// cut, freeze and partition; docs/cluster.md §8).
 	Cluster *ClusterConfig
 	// Netns runs emqd in a network namespace of its own, reached over two
 	// veth pairs, and makes the fault "partition" a real one: the link of
@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition; stale on a cluster)", f)
 		}
 		if f == "clock" && cfg.Cluster != nil {
-			return nil, Stats{}, errors.New("check: fault clock is emqd's (EMQ.DEBUG CLOCK); on a cluster the test clock lives in one node's Lua state and a failover would undo it (docs/cluster.md §7)")
+			return nil, Stats{}, errors.New("check: fault clock is emqd's (EMQ.DEBUG CLOCK); on a cluster the test clock lives in one node's Lua state and a failover would undo it (docs/cluster.md §8)")
 		}
 	}
 	if cfg.Netns && cfg.Cluster != nil {
