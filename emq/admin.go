@@ -156,6 +156,9 @@ type Counts struct {
 	// Retained is the number of completed jobs the queue keeps (its
 	// COMPLETED retention, docs/verbs.md §4.21).
 	Retained int64
+	// Waiting is the number of flow parents waiting on their children
+	// (docs/verbs.md §4.25).
+	Waiting int64
 }
 
 // Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md §4.16).
@@ -192,6 +195,8 @@ func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
 			n.Latency = time.Duration(x) * time.Millisecond
 		case "retained":
 			n.Retained = x
+		case "waiting":
+			n.Waiting = x
 		}
 	}
 	return n, nil

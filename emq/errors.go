@@ -31,6 +31,10 @@ var (
 	// connection's output buffer limit leaves (docs/verbs.md §2.16); nothing
 	// was claimed. Raise client-output-buffer-limit to take that job.
 	ErrLimit = errors.New("EMQLIMIT")
+	// ErrFlow (EMQFLOW): a flow that conflicts with what is stored (the
+	// parent exists and is not this flow, a child exists, a reprocess
+	// under a dead parent; docs/verbs.md §4.25).
+	ErrFlow = errors.New("EMQFLOW")
 )
 
 // Sentinels of the library itself.
@@ -44,9 +48,9 @@ var (
 )
 
 // Error is an EMQ refusal: Class is the first word of the reply
-// (EMQSTALE, EMQSTATE, EMQLANE, EMQKIND or EMQLIMIT), Detail the rest
+// (EMQSTALE, EMQSTATE, EMQLANE, EMQKIND, EMQLIMIT or EMQFLOW), Detail the rest
 // ("lease lost", "complete token mismatch", "job is dead", ...). errors.Is
-// matches it against ErrStale, ErrState, ErrLane, ErrKind and ErrLimit;
+// matches it against ErrStale, ErrState, ErrLane, ErrKind, ErrLimit and ErrFlow;
 // Unwrap gives the
 // go-redis error reply it came from.
 type Error struct {
@@ -71,6 +75,8 @@ func (e *Error) Is(target error) bool {
 		return e.Class == "EMQKIND"
 	case ErrLimit:
 		return e.Class == "EMQLIMIT"
+	case ErrFlow:
+		return e.Class == "EMQFLOW"
 	}
 	return false
 }
@@ -88,7 +94,7 @@ func typed(err error) error {
 	msg := re.Error()
 	class, detail, _ := strings.Cut(msg, " ")
 	switch class {
-	case "EMQSTALE", "EMQSTATE", "EMQLANE", "EMQKIND", "EMQLIMIT":
+	case "EMQSTALE", "EMQSTATE", "EMQLANE", "EMQKIND", "EMQLIMIT", "EMQFLOW":
 		return &Error{Class: class, Detail: detail, reply: err}
 	}
 	return err
