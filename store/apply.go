@@ -18,8 +18,8 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 	}
 	c.S.mutations++
 	// One planKeys per store, not per plan: a local escapes (pk.incr
-	// points into pk.buf), and at about 500 bytes it was the largest
-	// allocation of a job's cycle (BenchmarkJobCycle).
+	// points into pk.buf) and would be a job cycle's largest allocation
+	// (bench/README.md, "Measured design decisions").
 	pk := &c.S.planKeys
 	if pk.dirty {
 		*pk = planKeys{} // a plan a contained panic cut short
@@ -201,10 +201,9 @@ func (pk *planKeys) put(key string, v *Value) {
 }
 
 // reset empties pk after a plan: the slots written, not the whole struct
-// (zeroing all of it, about 500 bytes of pointers, was 6.6% of a job's
-// cycle in instructions while the collector ran: each pointer cleared
-// goes through a write barrier). flushIncr and flushHead have already
-// emptied the held ops.
+// (each pointer cleared goes through a write barrier while the collector
+// runs; the measurement: bench/README.md, "Measured design decisions"). flushIncr and flushHead
+// have already emptied the held ops.
 func (pk *planKeys) reset() {
 	clear(pk.keys[:pk.used])
 	clear(pk.vals[:pk.used])

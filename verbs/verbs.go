@@ -34,9 +34,7 @@ type Verbs struct {
 	stats   *Stats // nil: nothing is counted (the append-only file's replay)
 	badRows badRowLog
 	// keys caches the Keys of recently used queues, so a verb does not
-	// build eight strings per call: without it BenchmarkJobCycle costs 12%
-	// more CPU (4.87 s vs 4.33 s for 200,000 cycles, median of 4) and 83
-	// instead of 56 allocations per cycle.
+	// build eight strings per call (the measurement: bench/README.md, "Measured design decisions").
 	keys map[string]*Keys
 	// sweep is EMQ.STALLED.CHECK's scratch, reused from call to call
 	// (verbs run under the store lock, one at a time).
