@@ -22,11 +22,12 @@ var layers = map[string]int{
 	"clock": 0, // the server clock (Wall, Manual, Shifted)
 	"num":   0, // Valkey's number rules: string2ll, string2d, d2string, long double
 
-	"internal/valkeyref": 0, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
-	"internal/cmdmeta":   0, // command metadata: Valkey 8.0.1's generated table, emqd's own entries
-	"internal/vfs":       0, // the file-system interface of the AOF and RDB files (aof.FS)
+	"internal/testsupport": 0, // for tests: the EMQD_REQUIRE_REFERENCE gate, the emqd binary, raw RESP, keyspace dump
+	"internal/valkeyref":   1, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
+	"internal/cmdmeta":     0, // command metadata: Valkey 8.0.1's generated table, emqd's own entries
+	"internal/vfs":         0, // the file-system interface of the AOF and RDB files (aof.FS)
 
-	"internal/cmdmeta/gencmd": 1, // writes internal/cmdmeta/valkey_gen.go from Valkey's commands/*.json
+	"internal/cmdmeta/gencmd": 2, // writes internal/cmdmeta/valkey_gen.go from Valkey's commands/*.json
 	"internal/verbgen":        1, // for tests: random calls of every verb (the property tests' generators)
 	"internal/faultfs":        1, // for tests: the fault-injecting in-memory vfs.FS
 	"resp":                    1, // RESP request reader and reply writer
@@ -59,10 +60,10 @@ var layers = map[string]int{
 // only narrows what a package may import beyond the layer rule: the binary
 // talks to the server (and names a clock), the client library stands alone.
 var only = map[string][]string{
-	"cmd/emqd": {"server", "clock", "internal/valkeyref"}, // valkeyref: its tests start from the stock valkey.conf
+	"cmd/emqd": {"server", "clock", "internal/valkeyref", "internal/testsupport"}, // tests: the stock valkey.conf, the binary
 	"emq":      {},
 	// The dashboard reaches the data only over RESP (docs/architecture.md §6.1).
-	"dashboard": {"clock"},
+	"dashboard": {"clock", "internal/testsupport"}, // testsupport: its browser tests' gate
 }
 
 // layerOf returns the layer of rel (a path relative to the module).

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // The browser tests drive a real Chromium (Debian's chromium package)
@@ -54,10 +56,7 @@ func tab(t *testing.T) context.Context {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
-		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-			t.Fatal("chromium not found and EMQD_REQUIRE_REFERENCE=1: install the Debian package chromium")
-		}
-		t.Skip("chromium not found (Debian package chromium): browser test skipped")
+		testsupport.Missing(t, "chromium not found: install the Debian package chromium")
 	}
 	browser.once.Do(func() {
 		dir, err := os.MkdirTemp("", "emqd-chromium-")

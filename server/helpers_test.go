@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // startServer starts an in-process server for one test and closes it at
@@ -50,21 +52,8 @@ func dial(t testing.TB, s *Server) *rawConn {
 	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
 }
 
-// encode renders args as a RESP multibulk request.
-func encode(args ...string) []byte {
-	var b []byte
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, "\r\n"...)
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
-	}
-	return b
-}
+// encode renders args as a RESP multibulk request (testsupport.Encode).
+func encode(args ...string) []byte { return testsupport.Encode(args...) }
 
 func (c *rawConn) write(b []byte) {
 	c.t.Helper()
@@ -120,63 +109,12 @@ func (c *rawConn) expectClosed() {
 	}
 }
 
-// readFrame copies one RESP2/RESP3 frame from r to out.
-func readFrame(r *bufio.Reader, out *bytes.Buffer) error {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return err
-	}
-	out.WriteString(line)
-	if len(line) < 3 {
-		return fmt.Errorf("short line %q", line)
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+', '-', ':', '_', ',', '#', '(':
-		return nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return err
-		}
-		if n < 0 {
-			return nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := ioReadFull(r, buf); err != nil {
-			return err
-		}
-		out.Write(buf)
-		return nil
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return err
-		}
-		if line[0] == '%' || line[0] == '|' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			if err := readFrame(r, out); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("bad frame %q", line)
-}
+// readFrame appends one complete reply frame from r to out
+// (testsupport.ReadFrame).
+func readFrame(r *bufio.Reader, out *bytes.Buffer) error { return testsupport.ReadFrame(r, out) }
 
-func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := r.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
+// ioReadFull is io.ReadFull over r.
+func ioReadFull(r *bufio.Reader, b []byte) (int, error) { return io.ReadFull(r, b) }
 
 // diffNode is a parsed reply that keeps every header, so RESP2 and RESP3
 // nulls, and null bulks and null arrays, stay distinct.

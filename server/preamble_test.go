@@ -7,53 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 	"github.com/redis/go-redis/v9"
 )
 
-// keyspaceText renders databases 0..3 of a server as sorted lines (db,
-// key, type, value, PEXPIRETIME), the same for emqd and valkey-server.
-func keyspaceText(t *testing.T, addr string) string {
-	t.Helper()
-	ctx := context.Background()
-	var lines []string
-	for db := 0; db < 4; db++ {
-		c := redis.NewClient(&redis.Options{Addr: addr, DB: db, Protocol: 2})
-		keys, err := c.Keys(ctx, "*").Result()
-		if err != nil {
-			t.Fatalf("KEYS on %s: %v", addr, err)
-		}
-		for _, k := range keys {
-			typ := c.Type(ctx, k).Val()
-			var val string
-			switch typ {
-			case "string":
-				val = c.Get(ctx, k).Val()
-			case "hash":
-				m := c.HGetAll(ctx, k).Val()
-				var fs []string
-				for f, v := range m {
-					fs = append(fs, f+"="+v)
-				}
-				sort.Strings(fs)
-				val = strings.Join(fs, ",")
-			case "zset":
-				for _, z := range c.ZRangeWithScores(ctx, k, 0, -1).Val() {
-					val += fmt.Sprintf("%v:%v,", z.Member, z.Score)
-				}
-			}
-			lines = append(lines, fmt.Sprintf("%d %q %s %d %q", db, k, typ, c.PExpireTime(ctx, k).Val(), val))
-		}
-		c.Close()
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
+// keyspaceText renders databases 0..3 of a server as sorted lines
+// (testsupport.Keyspace), the same for emqd and valkey-server.
+func keyspaceText(t *testing.T, addr string) string { return testsupport.Keyspace(t, addr, 4) }
 
 // fillPreambleData writes every encoding of the three types over several
 // databases (int-encoded and LZF-compressible strings, listpack and

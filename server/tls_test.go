@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // tlsFiles is a CA, a server certificate for 127.0.0.1 and a client
@@ -236,13 +238,7 @@ func TestTLSConfigErrors(t *testing.T) {
 // TestTLSRedisCLI: the real redis-cli speaks to the TLS port with the
 // generated certificates.
 func TestTLSRedisCLI(t *testing.T) {
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-			t.Fatal("redis-cli not found")
-		}
-		t.Skip("redis-cli not found (Debian package redis-tools)")
-	}
+	cli := testsupport.LookPath(t, "redis-cli", "redis-tools")
 	f := newTLSFiles(t)
 	port := freePort(t)
 	startServer(t, f.config(port), nil)

@@ -3,12 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // Real clients from Debian's redis-tools against an in-process emqd. They
@@ -17,14 +18,7 @@ import (
 
 func needTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-			t.Fatalf("%s not found and EMQD_REQUIRE_REFERENCE=1: install the Debian package redis-tools", name)
-		}
-		t.Skipf("%s not found: install the Debian package redis-tools to run this test", name)
-	}
-	return p
+	return testsupport.LookPath(t, name, "redis-tools")
 }
 
 func runTool(t *testing.T, stdin []byte, name string, args ...string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/verbs"
 )
 
@@ -36,60 +36,16 @@ func TestScheduleExactlyOnceAcrossKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/emqd/emqd/cmd/emqd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.BuildEmqd(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := testsupport.FreePort(t)
 	addr := "127.0.0.1:" + port
 	logPath := filepath.Join(dir, "emqd.log")
-	var running *exec.Cmd
-	t.Cleanup(func() {
-		if running != nil {
-			running.Process.Kill()
-		}
-	})
 	ctx := context.Background()
-	start := func() (*exec.Cmd, chan struct{}) {
+	start := func() (*exec.Cmd, <-chan struct{}) {
 		t.Helper()
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer logf.Close()
-		cmd := exec.Command(bin, "--port", port, "--dir", dir, "--appendfsync", "always")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		running = cmd
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
-			err := c.Ping(ctx).Err()
-			c.Close()
-			if err == nil {
-				return cmd, exited
-			}
-			select {
-			case <-exited:
-				log, _ := os.ReadFile(logPath)
-				t.Fatalf("emqd exited at boot:\n%s", log)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("emqd not ready: %v", err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		p := testsupport.StartEmqd(t, bin, port, logPath, "--dir", dir, "--appendfsync", "always")
+		return p.Cmd, p.Exited
 	}
 	queues := []string{"sa", "sb"}
 	type sched struct{ q, name string }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/cluster"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,10 +44,7 @@ func Require(t TB, name string) string {
 		return p
 	}
 	msg := name + " not found in PATH: install the Debian packages redis-server and redis-tools to run the tests against Redis 7"
-	if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-		t.Fatalf("%s (EMQD_REQUIRE_REFERENCE=1)", msg)
-	}
-	t.Skipf("%s", msg)
+	testsupport.Missing(t, msg)
 	return ""
 }
 

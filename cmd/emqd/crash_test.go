@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // TestCrashKeepsAcknowledgedWrites is the crash test of docs/durability.md
@@ -31,57 +31,17 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.BuildEmqd(t)
 	dir := t.TempDir()
 	if d := os.Getenv("EMQD_CRASH_DIR"); d != "" {
 		dir = d
 	}
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	addr := "127.0.0.1:" + port
 	logPath := filepath.Join(dir, "emqd.log")
-	var running *exec.Cmd // the server a failing check leaves behind
-	t.Cleanup(func() {
-		if running != nil {
-			running.Process.Kill() // an error when it has exited already
-		}
-	})
-	start := func() *proc {
+	start := func() *testsupport.Proc {
 		t.Helper()
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer logf.Close()
-		cmd := exec.Command(bin, "--port", port, "--dir", dir, "--appendfsync", "always")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		running = cmd
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
-			err := c.Ping(context.Background()).Err()
-			c.Close()
-			if err == nil {
-				return &proc{cmd: cmd, exited: exited}
-			}
-			select {
-			case <-exited:
-				log, _ := os.ReadFile(logPath)
-				t.Fatalf("emqd exited at boot:\n%s", log)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("emqd not ready: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		return testsupport.StartEmqd(t, bin, port, logPath, "--dir", dir, "--appendfsync", "always")
 	}
 
 	m := &model{enqueued: map[string]bool{}, completed: map[string]bool{}, completing: map[string]bool{}, tokens: map[string]int{}}
@@ -116,11 +76,11 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 				duringRewrite++
 			}
 		}
-		cmd.cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Cmd.Process.Signal(syscall.SIGKILL)
 		close(stop)
 		wg.Wait()
 		c.Close()
-		<-cmd.exited
+		<-cmd.Exited
 	}
 	if duringRewrite < 2 {
 		t.Errorf("only %d kills landed during a rewrite", duringRewrite)
@@ -130,24 +90,16 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
 	m.verify(t, c, rounds)
 	c.Close()
-	cmd.cmd.Process.Signal(syscall.SIGTERM)
-	<-cmd.exited
-	if code := cmd.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := cmd.Stop(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
 	cmd = start()
 	c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
 	m.verify(t, c, rounds+1)
 	c.Close()
-	cmd.cmd.Process.Signal(syscall.SIGTERM)
-	<-cmd.exited
+	cmd.Stop()
 	t.Logf("%d acknowledged enqueues, %d completions, %d claims, counter %d; %d kills during a rewrite",
 		len(m.enqueued), len(m.completed), len(m.tokens), m.counter, duringRewrite)
-}
-
-type proc struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
 }
 
 func must(t *testing.T, err error) {
@@ -155,15 +107,6 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // fill adds bulk the rewrite has to copy, so a kill can land inside one.

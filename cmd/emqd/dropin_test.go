@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -44,7 +45,7 @@ func TestStockConfOneStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	pid := filepath.Join(dir, "emqd.pid")
 	var conf []string
 	changed := 0
@@ -147,12 +148,9 @@ func TestDaemonize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.BuildEmqd(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	pid := filepath.Join(dir, "emqd.pid")
 	cmd := exec.Command(bin, "--port", port, "--dir", dir, "--daemonize", "yes", "--pidfile", pid, "--logfile", filepath.Join(dir, "log"))
 	start := time.Now()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // lockedBuf is a bytes.Buffer the server's goroutines may write while the
@@ -37,7 +39,7 @@ func (l *lockedBuf) String() string {
 // Prometheus endpoint and --log-format json writes one JSON object per
 // line, starting with the start-up facts.
 func TestRunMetricsAndJSONLogs(t *testing.T) {
-	port, mport := freePort(t), freePort(t) // crash_test.go: decimal strings
+	port, mport := testsupport.FreePort(t), testsupport.FreePort(t) // decimal strings
 	dir := t.TempDir()
 	var out, errOut lockedBuf
 	done := make(chan int, 1)

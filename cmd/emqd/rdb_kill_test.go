@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // TestKill9MidBGSaveKeepsOldFile (docs/durability.md §9.3): the real
@@ -23,12 +25,9 @@ func TestKill9MidBGSaveKeepsOldFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.BuildEmqd(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	addr := "127.0.0.1:" + port
 	ctx := context.Background()
 	start := func() (*exec.Cmd, *redis.Client) {
@@ -111,12 +110,9 @@ func TestValkeyStyleConfKeepsData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.BuildEmqd(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	conf := filepath.Join(dir, "valkey.conf")
 	os.WriteFile(conf, []byte("port "+port+"\ndir "+dir+"\nappendonly no\n"), 0o644)
 	ctx := context.Background()

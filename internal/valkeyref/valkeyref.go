@@ -7,8 +7,9 @@
 // the variable (or with a folder lacking the file asked for) a test skips,
 // or fails when EMQD_REQUIRE_REFERENCE=1 (CI sets it).
 //
-// The package imports only the standard library, so tests of every layer
-// may use it (layering_test.go: layer 0).
+// The package imports only the standard library and internal/testsupport
+// (the gate), so tests of every layer above 1 may use it
+// (layering_test.go: layer 1).
 package valkeyref
 
 import (
@@ -22,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // EnvDir names the environment variable holding the reference folder.
@@ -60,13 +63,8 @@ func File(t TB, name string) string {
 	return p
 }
 
-func missing(t TB, msg string) {
-	t.Helper()
-	if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-		t.Fatalf("%s (EMQD_REQUIRE_REFERENCE=1)", msg)
-	}
-	t.Skipf("%s", msg)
-}
+// missing is the gate of every reference tool (testsupport.Missing).
+func missing(t TB, msg string) { testsupport.Missing(t, msg) }
 
 // Server is one valkey-server process started for a test.
 type Server struct {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/internal/faultfs"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/num"
 	"github.com/emqd/emqd/store"
 )
@@ -55,17 +55,11 @@ func TestRoundTripExactBytes(t *testing.T) {
 // TestRedisCheckAOF writes through the OS file system and lets
 // redis-check-aof (Redis 7) judge the file: Valkey's own format.
 func TestRedisCheckAOF(t *testing.T) {
-	bin, err := exec.LookPath("redis-check-aof")
-	if err != nil {
-		if os.Getenv("EMQD_REQUIRE_REFERENCE") != "" {
-			t.Fatal("redis-check-aof not installed (EMQD_REQUIRE_REFERENCE is set)")
-		}
-		t.Skip("redis-check-aof not installed")
-	}
+	bin := testsupport.LookPath(t, "redis-check-aof", "redis-tools")
 	dir := t.TempDir()
 	st := store.New(16)
 	a := New(Config{Dir: dir, Fsync: FsyncEverySec, Store: st})
-	_, err = a.Load(func(int, [][]byte) error { return nil })
+	_, err := a.Load(func(int, [][]byte) error { return nil })
 	noErr(t, err)
 	noErr(t, a.Start())
 	for i := range 50 {

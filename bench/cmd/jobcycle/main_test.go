@@ -10,6 +10,7 @@ import (
 
 	"github.com/emqd/emqd/bench/internal/procs"
 	"github.com/emqd/emqd/bench/lua"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,13 +18,7 @@ import (
 // startScripted starts redis-server with the scripts loaded, or skips.
 func startScripted(t *testing.T) *scriptExec {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-			t.Fatal("redis-server not found (Debian package redis-server)")
-		}
-		t.Skip("redis-server not found (Debian package redis-server)")
-	}
+	bin := testsupport.LookPath(t, "redis-server", "redis-server")
 	p, err := procs.StartRedis(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +145,7 @@ func TestRawCycle(t *testing.T) {
 	nrdb := newClient(s.Addr(), 4)
 	t.Cleanup(func() { nrdb.Close() })
 	sides = append(sides, target{"emqd", s.Addr(), rawNative{}, nrdb})
-	if _, err := exec.LookPath("redis-server"); err == nil || os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
+	if _, err := exec.LookPath("redis-server"); err == nil || os.Getenv(testsupport.RequireEnv) == "1" {
 		ex := startScripted(t)
 		sides = append(sides, target{"redis", ex.rdb.Options().Addr, rawScripted{}, ex.rdb})
 	}
@@ -221,12 +216,7 @@ func fixed(addr string) func(string) string { return func(string) string { retur
 func needRedis(t *testing.T) {
 	t.Helper()
 	for _, bin := range []string{"redis-server", "redis-cli"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-				t.Fatalf("%s not found (Debian packages redis-server, redis-tools)", bin)
-			}
-			t.Skipf("%s not found (Debian packages redis-server, redis-tools)", bin)
-		}
+		testsupport.LookPath(t, bin, "redis-server and redis-tools")
 	}
 }
 

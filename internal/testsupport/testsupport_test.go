@@ -1,0 +1,69 @@
+package testsupport
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// fakeTB records whether the gate skipped or failed; both stop the caller
+// as testing.T's do (a panic the test recovers).
+type fakeTB struct{ skipped, failed string }
+
+type stopped struct{}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.failed = fmt.Sprintf(format, args...)
+	panic(stopped{})
+}
+func (f *fakeTB) Skipf(format string, args ...any) {
+	f.skipped = fmt.Sprintf(format, args...)
+	panic(stopped{})
+}
+
+// Missing skips, and fails only under EMQD_REQUIRE_REFERENCE=1.
+func TestMissingGate(t *testing.T) {
+	for _, c := range []struct{ env, skipped, failed string }{
+		{"", "x not found", ""},
+		{"0", "x not found", ""},
+		{"1", "", "x not found (EMQD_REQUIRE_REFERENCE=1)"},
+	} {
+		t.Setenv(RequireEnv, c.env)
+		f := &fakeTB{}
+		func() {
+			defer func() {
+				if _, ok := recover().(stopped); !ok {
+					t.Errorf("env %q: Missing returned without skipping or failing", c.env)
+				}
+			}()
+			Missing(f, "x not found")
+		}()
+		if f.skipped != c.skipped || f.failed != c.failed {
+			t.Errorf("env %q: skipped %q failed %q, want %q %q", c.env, f.skipped, f.failed, c.skipped, c.failed)
+		}
+	}
+}
+
+// ReadFrame reads exactly one frame of every RESP2/RESP3 type, leaving the
+// next one; Encode is a multibulk.
+func TestReadFrame(t *testing.T) {
+	frames := []string{"+OK\r\n", "-ERR x\r\n", ":12\r\n", "$3\r\na\r\n\r\n", "$-1\r\n", "*2\r\n$1\r\na\r\n:1\r\n",
+		"%1\r\n+k\r\n*1\r\n_\r\n", "~1\r\n,1.5\r\n", ">2\r\n+message\r\n#t\r\n", "*-1\r\n"}
+	br := bufio.NewReader(strings.NewReader(strings.Join(frames, "")))
+	for _, want := range frames {
+		var out bytes.Buffer
+		if err := ReadFrame(br, &out); err != nil || out.String() != want {
+			t.Fatalf("frame %q: got %q, %v", want, out.String(), err)
+		}
+	}
+	var out bytes.Buffer
+	if err := ReadFrame(bufio.NewReader(strings.NewReader("?x\r\n")), &out); err == nil {
+		t.Fatal("a bad frame type was accepted")
+	}
+	if got := string(Encode("SET", "k", "")); got != "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n" {
+		t.Fatalf("Encode %q", got)
+	}
+}
