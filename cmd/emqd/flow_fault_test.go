@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -171,7 +172,7 @@ type mJob struct {
 
 func runFlowFaults(t *testing.T, bin string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 24))
-	ft := &flowTarget{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	ft := &flowTarget{t: t, bin: bin, dir: t.TempDir(), port: testsupport.FreePort(t)}
 	t.Cleanup(func() {
 		if ft.cmd != nil {
 			ft.cmd.Process.Kill()

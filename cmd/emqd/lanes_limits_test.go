@@ -7,17 +7,17 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // laneLimit is one lane's limits in the limits test.
@@ -52,55 +52,15 @@ func TestLaneLimitsUnderConcurrency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testsupport.BuildEmqd(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testsupport.FreePort(t)
 	addr := "127.0.0.1:" + port
 	logPath := filepath.Join(dir, "emqd.log")
-	var running *exec.Cmd
-	t.Cleanup(func() {
-		if running != nil {
-			running.Process.Kill()
-		}
-	})
-	start := func() *proc {
+	start := func() *testsupport.Proc {
 		t.Helper()
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer logf.Close()
-		cmd := exec.Command(bin, "--port", port, "--dir", dir, "--appendonly", "yes", "--appendfsync", "always",
+		return testsupport.StartEmqd(t, bin, port, logPath, "--dir", dir, "--appendonly", "yes", "--appendfsync", "always",
 			"--aof-use-rdb-preamble", "no", "--auto-aof-rewrite-percentage", "0")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		running = cmd
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
-			err := c.Ping(context.Background()).Err()
-			c.Close()
-			if err == nil {
-				return &proc{cmd: cmd, exited: exited}
-			}
-			select {
-			case <-exited:
-				log, _ := os.ReadFile(logPath)
-				t.Fatalf("emqd exited at boot:\n%s", log)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("emqd not ready: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
 	}
 	ctx := context.Background()
 	seed := uint64(time.Now().UnixNano())
@@ -198,8 +158,7 @@ func TestLaneLimitsUnderConcurrency(t *testing.T) {
 	const kills = 5
 	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(1200+rng.IntN(1200)) * time.Millisecond)
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.exited
+		p.Kill()
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		p = start()
 		if k < 3 {
@@ -239,8 +198,7 @@ func TestLaneLimitsUnderConcurrency(t *testing.T) {
 			}
 		}
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.exited
+	p.Stop()
 
 	st := checkLaneHistory(t, filepath.Join(dir, "appendonly.aof"))
 	t.Logf("%d kills; client side: %d claims, %d completes, %d fails, %d requeues, %d delays, %d abandoned; "+
