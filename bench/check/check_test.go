@@ -89,6 +89,21 @@ func TestCleanHistoriesPass(t *testing.T) {
 	if v := Check(h); len(v) != 0 {
 		t.Fatalf("reprocess, progress and remove reported: %v", v)
 	}
+	// A flow: the parent waits, its child completes, the parent is
+	// released (a step the parent's own operations do not show) and
+	// claimed; another flow still waits for its pending child.
+	h = &History{MaxStalled: 3, MaxAttempts: 3, Final: map[string]Row{"JOB3": {State: "waiting"}, "JOB4": {State: "pending"}},
+		Ops: []Op{
+			{Client: 0, Kind: Flow, ID: "JOB1", IDs: []string{"JOB2"}, Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+			{Client: 1, Kind: Claim, Call: ms(2), Return: ms(3), Status: OK, Epoch: e1, Grants: []Grant{{"JOB2", 1, 0}}},
+			{Client: 1, Kind: Complete, ID: "JOB2", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+			{Client: 1, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}},
+			{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(8), Return: ms(9), Status: OK, Epoch: e1},
+			{Client: 0, Kind: Flow, ID: "JOB3", IDs: []string{"JOB4"}, Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+		}}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("a clean flow reported: %v", v)
+	}
 }
 
 // Two hidden steps in a row (found by the cluster run with WAIT, where
@@ -202,6 +217,22 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 			h.Final["JOB2"] = Row{State: "pending", Priority: 1}
 			h.PendingOrder = []string{"JOB2", "JOB1"}
 		}, VPriority},
+		{"flow parent claimed before its child could end", func(h *History) {
+			h.Ops = []Op{
+				{Client: 0, Kind: Flow, ID: "JOB1", IDs: []string{"JOB2"}, Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+				{Client: 1, Kind: Claim, Call: ms(2), Return: ms(3), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}},
+				{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+			}
+			h.Final["JOB2"] = Row{State: "pending"}
+		}, VFlow},
+		{"flow parent waiting after its children ended", func(h *History) {
+			h.Ops = []Op{
+				{Client: 0, Kind: Flow, ID: "JOB1", IDs: []string{"JOB2"}, Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+				{Client: 1, Kind: Claim, Call: ms(2), Return: ms(3), Status: OK, Epoch: e1, Grants: []Grant{{"JOB2", 1, 0}}},
+				{Client: 1, Kind: Complete, ID: "JOB2", Token: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1},
+			}
+			h.Final["JOB1"] = Row{State: "waiting"}
+		}, VFlow},
 		{"completed and still there", func(h *History) { h.Final["JOB1"] = Row{State: "pending", Attempts: 1} }, VResurrected},
 		{"claimed after completion", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
@@ -310,6 +341,9 @@ func TestShortRunUnderFaults(t *testing.T) {
 	}
 	if st.Epochs < 2 {
 		t.Errorf("%d server processes, want a restart", st.Epochs)
+	}
+	if st.Released == 0 {
+		t.Errorf("no flow parent was released and claimed: %s", st)
 	}
 	if st.Progress == 0 || st.Removed == 0 || st.Revived == 0 {
 		t.Errorf("the janitor's and the workers' other verbs were not exercised (PROGRESS, REMOVE, REPROCESS accepted): %s", st)

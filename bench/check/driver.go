@@ -51,6 +51,8 @@ type Config struct {
 	// run (root), so the fault "diskfull" can fill the AOF's disk: a filler
 	// file takes every free byte for two leases and a half, then goes.
 	TmpfsMB int
+	// NoFlows leaves the flow producer out (a server without EMQ.FLOW).
+	NoFlows bool
 	Log     func(format string, args ...any) // progress lines (nil: none)
 }
 
@@ -69,11 +71,12 @@ type Stats struct {
 	// Removed and Revived count the accepted EMQ.REMOVE (reply 1) and
 	// EMQ.REPROCESS of the janitor; Progress the accepted EMQ.PROGRESS.
 	Removed, Revived, Progress int
+	Flows, Released            int // acknowledged EMQ.FLOW calls; their parents claimed at least once
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed, faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed, %d flows (%d parents claimed), faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Flows, s.Released, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided)
 }
 
 const queue = "chk"
@@ -229,8 +232,12 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); r.sweeper(rctx, c) }()
 	go func() { defer wg.Done(); r.janitor(rctx, c+1, cfg.Seed) }()
+	if !cfg.NoFlows {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.flows(rctx, c+2, cfg.Seed) }()
+	}
 	faultDone := make(chan struct{})
-	go func() { defer close(faultDone); r.faulter(rctx, c+2) }()
+	go func() { defer close(faultDone); r.faulter(rctx, c+3) }()
 	<-faultDone
 	wg.Wait()
 
@@ -272,11 +279,28 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 				st.Revived++
 			case o.Kind == Progress:
 				st.Progress++
+			case o.Kind == Flow:
+				st.Flows++
+				st.Enqueued += 1 + len(o.IDs)
 			}
 		}
 	}
 	for _, f := range h.Faults {
 		st.Faults[f.Kind]++
+	}
+	parents := map[string]bool{}
+	for _, o := range h.Ops {
+		if o.Kind == Flow && o.Status == OK {
+			parents[o.ID] = false
+		}
+	}
+	for _, o := range h.Ops {
+		for _, g := range o.Grants {
+			if done, ok := parents[g.ID]; ok && !done && o.Status == OK {
+				parents[g.ID] = true
+				st.Released++
+			}
+		}
 	}
 	return h, st, nil
 }
@@ -628,6 +652,34 @@ func (r *run) sweeper(ctx context.Context, id int) {
 	}
 }
 
+// flows sends an EMQ.FLOW every 400 ms: a parent and 2-4 children, all in
+// the checker's queue, policy ignore (the parent is released once every
+// child has ended, however: docs/verbs.md §4.25.2), client ids
+// JOB0000<client><6 digits> (they sort before every minted id, so pending
+// hands them out early). The children are claimed and ended by the
+// workers like any job, and so is the parent once released.
+func (r *run) flows(ctx context.Context, id int, seed uint64) {
+	c := r.newConn(id)
+	defer func() { c.rdb.Close() }()
+	rng := rand.New(rand.NewPCG(seed, 24))
+	next := 0
+	newID := func() string { next++; return fmt.Sprintf("JOB0000%d%06d", id%10, next) } // before every minted id: claimed early
+	for ctx.Err() == nil {
+		time.Sleep(400 * time.Millisecond)
+		parent := newID()
+		args := []any{"EMQ.FLOW", queue, parent, "parent-" + parent, "ON_CHILD_FAIL", "ignore"}
+		var kids, payloads []string
+		payloads = append(payloads, "parent-"+parent)
+		for k := 0; k < 2+rng.IntN(3); k++ {
+			kid := newID()
+			kids = append(kids, kid)
+			payloads = append(payloads, "child-"+kid)
+			args = append(args, "CHILD", queue, kid, "child-"+kid)
+		}
+		c.do(Op{Kind: Flow, ID: parent, IDs: kids, Payloads: payloads}, nil, args...)
+	}
+}
+
 // janitor is the operator's client: every 300 ms it promotes due jobs
 // (EMQ.PROMOTE), lists the dead jobs and brings one back (EMQ.REPROCESS,
 // without RESET: failures and stalled are kept, so the checker's counts
@@ -872,7 +924,11 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 	}
 	final := map[string]Row{}
 	var order []string
-	for _, state := range []string{"pending", "active", "scheduled", "dead"} {
+	states := []string{"pending", "active", "scheduled", "dead", "waiting"}
+	if r.cfg.NoFlows {
+		states = states[:4]
+	}
+	for _, state := range states {
 		for off := 0; ; {
 			v, err := list(state, off)
 			if err != nil {

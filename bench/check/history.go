@@ -34,6 +34,7 @@ const (
 	List     Kind = "list"      // EMQ.LIST q state offset count (a read; names no job)
 	Revive   Kind = "reprocess" // EMQ.REPROCESS q id (no RESET: failures and stalled kept)
 	Remove   Kind = "remove"    // EMQ.REMOVE q id
+	Flow     Kind = "flow"      // EMQ.FLOW q parent payload ON_CHILD_FAIL ignore CHILD q id payload ... (ID the parent, IDs the children)
 )
 
 // Status is how an operation ended.

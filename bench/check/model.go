@@ -41,6 +41,7 @@ const (
 	VLinearizable   = "not-linearizable"  // the per-job state machine has no linearization (porcupine)
 	VRefusedWrote   = "refused-wrote"     // a job whose enqueue was refused is in the keyspace
 	VPriority       = "priority"          // a row's priority differs from its enqueue's, or pending is out of priority order
+	VFlow           = "flow"              // a flow parent claimed before its children could have ended, or waiting after all ended
 )
 
 // jobOps is the part of a history that names one job.
@@ -50,6 +51,8 @@ type jobOps struct {
 	verbs   []*Op     // token verbs, every status
 	sweeps  []sweepAt // acknowledged sweeps that listed it
 	related []*Op     // everything above, in history order (for the porcupine partition)
+	// flowChildren: a flow parent's children (its acknowledged EMQ.FLOW).
+	flowChildren []string
 }
 
 type grantAt struct {
@@ -82,6 +85,13 @@ func index(h *History) (map[string]*jobOps, []*Op, []*Op) {
 				j.enq = o
 				j.related = append(j.related, o)
 			}
+		case Flow:
+			if o.Status == OK {
+				p := get(o.ID)
+				p.enq, p.flowChildren = o, o.IDs
+				p.related = append(p.related, o)
+			}
+			fallthrough
 		case Many:
 			if o.Status == OK {
 				for _, id := range o.IDs {
@@ -364,6 +374,46 @@ func Check(h *History) []Violation {
 			}
 		}
 	}
+	// Flows (docs/verbs.md §4.25, policy ignore): a parent is released
+	// once every child has ended (completed, dead or removed), and not
+	// before: no claim of the parent answered before some child had even
+	// been sent a verb that could end it; at the end, a parent still
+	// waiting has a child still pending, scheduled or active, and one
+	// whose children all ended is no longer waiting.
+	for _, id := range ids {
+		j := jobs[id]
+		if len(j.flowChildren) == 0 {
+			continue
+		}
+		unended := 0
+		for _, c := range j.flowChildren {
+			if row, ok := h.Final[c]; ok && row.State != "dead" {
+				unended++
+			}
+		}
+		if row, ok := h.Final[id]; ok && row.State == "waiting" && unended == 0 {
+			add(VFlow, id, fmt.Sprintf("still waiting at the end, though all %d children ended", len(j.flowChildren)), j.enq)
+		}
+		revived := false // a dead child brought back after the release is a plain job again (§4.25.3)
+		for _, c := range j.flowChildren {
+			if cj := jobs[c]; cj != nil {
+				for _, o := range cj.verbs {
+					revived = revived || (o.Kind == Revive && o.Status != Refused)
+				}
+			}
+		}
+		if row, ok := h.Final[id]; ok && row.State != "waiting" && unended > 0 && len(j.grants) == 0 && !revived {
+			add(VFlow, id, fmt.Sprintf("%s at the end, never claimed, while %d of its children have not ended", row.State, unended), j.enq)
+		}
+		for _, ga := range j.grants {
+			for _, c := range j.flowChildren {
+				if !mayHaveEnded(jobs[c], ga.op.Return, unknownSweeps) {
+					add(VFlow, id, fmt.Sprintf("claimed before its child %s could have ended", c), j.enq, ga.op)
+				}
+			}
+		}
+	}
+
 	// Priorities (docs/verbs.md §4.2, §4.3.1): a row keeps the priority
 	// its enqueue sent through every return to pending (requeue, failure,
 	// recovery, restart exemption, reprocess, replay), and the pending set
@@ -385,6 +435,36 @@ func Check(h *History) []Violation {
 	out = append(out, Linearizable(h)...)
 	sort.SliceStable(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out
+}
+
+// mayHaveEnded says whether job j may have ended (completed, died or been
+// removed) before time t: a verb that could end it was sent before t, a
+// sweep listed it dead before t, or a sweep whose reply was lost was sent
+// before t.
+func mayHaveEnded(j *jobOps, t int64, unknownSweeps []*Op) bool {
+	if j == nil {
+		return true // never seen: nothing to judge
+	}
+	for _, o := range j.verbs {
+		if o.Call >= t || o.Status == Refused {
+			continue
+		}
+		switch {
+		case o.Kind == Complete, o.Kind == Fail && (o.Status == Unknown || o.Verdict == "dead"), o.Kind == Remove && (o.Status == Unknown || o.Removed == 1):
+			return true
+		}
+	}
+	for _, s := range j.sweeps {
+		if s.dead && s.op.Call < t {
+			return true
+		}
+	}
+	for _, u := range unknownSweeps {
+		if u.Call < t {
+			return true
+		}
+	}
+	return false
 }
 
 // leaseOps returns the acknowledged claim or EXTEND that last stamped the
