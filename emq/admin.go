@@ -20,6 +20,7 @@ type enqueueOpts struct {
 	at      bool
 	prio    int64
 	hasPrio bool
+	lane    string
 }
 
 // WithPriority gives the job priority p (EMQ.ENQUEUE ... PRIORITY p,
@@ -41,6 +42,9 @@ func (o *enqueueOpts) optArgs(args []any) []any {
 	}
 	if o.hasPrio {
 		args = append(args, "PRIORITY", o.prio)
+	}
+	if o.lane != "" {
+		args = append(args, "LANE", o.lane)
 	}
 	return args
 }

@@ -1,0 +1,123 @@
+package emq
+
+import (
+	"context"
+	"time"
+)
+
+// WithLane puts the job in lane name of its queue (EMQ.ENQUEUE ... LANE
+// name, docs/verbs.md §4.26): lanes share the queue's claims by weight,
+// each with its own MAX_ACTIVE and RATE (SetLane). "default" is the plain
+// pending set. Not available on the cluster library (docs/cluster.md).
+func WithLane(name string) EnqueueOption {
+	return func(o *enqueueOpts) { o.lane = name }
+}
+
+// LaneSettings are one lane's settings for SetLane. A zero field leaves
+// the setting as it is; Reset puts every setting back to its default
+// first.
+type LaneSettings struct {
+	Weight    int           // 1..1000; default 1
+	MaxActive int           // at most this many leases held at once; -1: no cap
+	RateCount int           // at most RateCount claims ...
+	RatePer   time.Duration // ... in any window of RatePer (whole ms); RateCount -1: no limit
+	Pause     bool          // take the lane out of the selection
+	Resume    bool          // bring it back
+	Reset     bool
+}
+
+// SetLane configures lane name of queue q (EMQ.LANE, docs/verbs.md
+// §4.26.1). Errors: the server's argument errors (ERR invalid lane name,
+// ERR weight must be an integer between 1 and 1000, ...).
+func (c *Client) SetLane(ctx context.Context, q, name string, s LaneSettings) error {
+	args := []any{name}
+	if s.Weight != 0 {
+		args = append(args, "WEIGHT", s.Weight)
+	}
+	switch {
+	case s.MaxActive > 0:
+		args = append(args, "MAX_ACTIVE", s.MaxActive)
+	case s.MaxActive < 0:
+		args = append(args, "MAX_ACTIVE", 0)
+	}
+	switch {
+	case s.RateCount > 0:
+		args = append(args, "RATE", s.RateCount, max(ms(s.RatePer), 1))
+	case s.RateCount < 0:
+		args = append(args, "RATE", 0, 1)
+	}
+	switch {
+	case s.Pause:
+		args = append(args, "PAUSE")
+	case s.Resume:
+		args = append(args, "RESUME")
+	}
+	if s.Reset {
+		args = append(args, "RESET")
+	}
+	_, err := c.do(ctx, "EMQ.LANE", q, args...)
+	return err
+}
+
+// Lane is one lane as EMQ.LANES shows it (docs/verbs.md §4.26.5).
+type Lane struct {
+	Name      string
+	State     string // ready, limited, full, paused, idle
+	Pending   int64
+	Active    int64 // slots held
+	Weight    int64
+	MaxActive int64 // 0: no cap
+	RateCount int64 // 0: no limit
+	RatePer   time.Duration
+	Paused    bool
+}
+
+// Lanes lists the lanes of queue q, by name (none for a queue without
+// lanes).
+func (c *Client) Lanes(ctx context.Context, q string) ([]Lane, error) {
+	v, err := c.do(ctx, "EMQ.LANES", q)
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, badReply("EMQ.LANES", v)
+	}
+	out := make([]Lane, 0, len(arr))
+	for _, x := range arr {
+		pairs, ok := asPairs(x)
+		if !ok {
+			return nil, badReply("EMQ.LANES", v)
+		}
+		var l Lane
+		for _, p := range pairs {
+			name, _ := asString(p[0])
+			switch name {
+			case "lane":
+				l.Name, _ = asString(p[1])
+			case "state":
+				l.State, _ = asString(p[1])
+			default:
+				n, _ := asInt(p[1])
+				switch name {
+				case "pending":
+					l.Pending = n
+				case "active":
+					l.Active = n
+				case "weight":
+					l.Weight = n
+				case "max_active":
+					l.MaxActive = n
+				case "rate_count":
+					l.RateCount = n
+				case "rate_per_ms":
+					l.RatePer = time.Duration(n) * time.Millisecond
+				case "paused":
+					l.Paused = n != 0
+				}
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
