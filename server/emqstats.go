@@ -88,6 +88,9 @@ func (s *Server) emqInfo(add func(field, value string)) {
 	i("emq_queues", int64(st.NumQueues()))
 	i("emq_queue_latency_max_ms", s.maxQueueLatencyMs(st))
 	i("emq_waiting_parents", s.waitingParents(st))
+	lanes, slots := s.laneTotals(st)
+	i("emq_lanes", lanes)
+	i("emq_lane_slots", slots)
 	for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 		i("emq_"+t.String(), st.Total(t))
 	}
@@ -141,6 +144,24 @@ func (s *Server) waitingParents(st *verbs.Stats) int64 {
 		}
 	}
 	return n
+}
+
+// laneTotals is the number of lanes and of lane slots held over the
+// known queues (INFO's emq_lanes and emq_lane_slots; docs/verbs.md
+// §4.26.5), read under the store lock.
+func (s *Server) laneTotals(st *verbs.Stats) (lanes, slots int64) {
+	now := s.clock.NowMs()
+	for _, q := range st.Queues() {
+		if q.DB >= s.store.NumDBs() {
+			continue
+		}
+		views, _ := verbs.Lanes(s.store.DB(q.DB), verbs.NewKeys(q.Queue), now)
+		lanes += int64(len(views))
+		for _, v := range views {
+			slots += v.Active
+		}
+	}
+	return lanes, slots
 }
 
 // maxQueueLatencyMs is the largest EMQ.COUNTS latency_ms over the known

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,10 @@ import (
 //
 //	emqd_queue_jobs{db,queue,state}            gauge: ZCARD of the queue's pending, active,
 //	                                           schedule ("scheduled") and dead sets, read at scrape
+//	emqd_lane_jobs{db,queue,lane,state}        gauge: pending and active (slots held) of each
+//	                                           lane (docs/verbs.md §4.26.5): the 10 lanes of a
+//	                                           queue with the most jobs, the rest summed as
+//	                                           lane="(other)" (not a lane name), read at scrape
 //	emqd_queue_latency_seconds{db,queue}       gauge: age of the job the next claim takes
 //	                                           (EMQ.COUNTS latency_ms), read at scrape
 //	emqd_jobs_total{db,queue,transition}       counter: verbs.Transition names, since start
@@ -217,6 +222,9 @@ var (
 	queueLatencyDesc = prometheus.NewDesc("emqd_queue_latency_seconds",
 		"Age of the job the next claim of the queue takes, on the server clock (EMQ.COUNTS latency_ms, docs/verbs.md §4.16; 0 with nothing pending).",
 		[]string{"db", "queue"}, nil)
+	laneJobsDesc = prometheus.NewDesc("emqd_lane_jobs",
+		"Pending jobs and slots held (active) of a queue's lanes (docs/verbs.md §4.26.5): the 10 lanes with the most jobs, the others summed as lane=\"(other)\".",
+		[]string{"db", "queue", "lane", "state"}, nil)
 	jobsTotalDesc = prometheus.NewDesc("emqd_jobs_total",
 		"Job state changes applied by the EMQ.* verbs since the server started (refusals count nothing).",
 		[]string{"db", "queue", "transition"}, nil)
@@ -228,7 +236,29 @@ var queueStates = [5]string{"pending", "active", "scheduled", "dead", "waiting"}
 func (qc *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- queueJobsDesc
 	ch <- queueLatencyDesc
+	ch <- laneJobsDesc
 	ch <- jobsTotalDesc
+}
+
+// MetricsTopLanes is how many lanes of a queue /metrics names; the others
+// are summed into lane="(other)", so the label set stays bounded however
+// many lanes (tenants) a queue has.
+const MetricsTopLanes = 10
+
+// topLanes keeps the MetricsTopLanes lanes with the most jobs (pending +
+// active; ties by name) and sums the rest into one "(other)" entry.
+func topLanes(v []verbs.LaneView) []verbs.LaneView {
+	if len(v) <= MetricsTopLanes {
+		return v
+	}
+	out := append([]verbs.LaneView(nil), v...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Pending+out[i].Active > out[j].Pending+out[j].Active })
+	other := verbs.LaneView{Name: "(other)"}
+	for _, l := range out[MetricsTopLanes:] {
+		other.Pending += l.Pending
+		other.Active += l.Active
+	}
+	return append(out[:MetricsTopLanes], other)
 }
 
 func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
@@ -240,6 +270,7 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	qs := st.Queues()
 	depth := make([][5]int, len(qs))
 	lat := make([]int64, len(qs))
+	lanes := make([][]verbs.LaneView, len(qs))
 	s.store.Lock()
 	now := s.clock.NowMs()
 	for i, q := range qs {
@@ -254,6 +285,10 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		lat[i] = verbs.QueueLatencyMs(db, k, now)
+		depth[i][0] += int(verbs.LanesPending(db, k))
+		if v, _ := verbs.Lanes(db, k, now); len(v) > 0 {
+			lanes[i] = topLanes(v)
+		}
 	}
 	s.store.Unlock()
 	for i, q := range qs {
@@ -262,6 +297,10 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(queueJobsDesc, prometheus.GaugeValue, float64(depth[i][j]), dbl, q.Queue, state)
 		}
 		ch <- prometheus.MustNewConstMetric(queueLatencyDesc, prometheus.GaugeValue, float64(lat[i])/1000, dbl, q.Queue)
+		for _, l := range lanes[i] {
+			ch <- prometheus.MustNewConstMetric(laneJobsDesc, prometheus.GaugeValue, float64(l.Pending), dbl, q.Queue, l.Name, "pending")
+			ch <- prometheus.MustNewConstMetric(laneJobsDesc, prometheus.GaugeValue, float64(l.Active), dbl, q.Queue, l.Name, "active")
+		}
 		for t := verbs.Transition(0); t < verbs.NumTransitions; t++ {
 			ch <- prometheus.MustNewConstMetric(jobsTotalDesc, prometheus.CounterValue, float64(q.Count(t)), dbl, q.Queue, t.String())
 		}

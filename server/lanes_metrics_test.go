@@ -1,0 +1,62 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/server"
+)
+
+// TestLaneMetricsAndInfo: /metrics names the 10 lanes of a queue with the
+// most jobs and sums the rest as lane="(other)" (a bounded label set),
+// emqd_queue_jobs{state=pending} counts every lane's pending jobs, and
+// INFO shows emq_lanes and emq_lane_slots (docs/verbs.md §4.26.5).
+func TestLaneMetricsAndInfo(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(1_700_000_000_000)
+	s := server.StartTest(t, server.Options{Clock: clk, Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	// Lanes l00..l13 with 14..1 jobs.
+	for l := 0; l < 14; l++ {
+		for j := 0; j < 14-l; j++ {
+			if err := c.Do(ctx, "EMQ.ENQUEUE", "q", "*", "p", "LANE", fmt.Sprintf("l%02d", l)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := c.Do(ctx, "EMQ.CLAIM", "q", 100000, "COUNT", 14).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, s)
+	n := 0
+	for _, m := range fams["emqd_lane_jobs"].GetMetric() {
+		_ = m
+		n++
+	}
+	if n != 2*11 {
+		t.Fatalf("%d lane samples, want 22 (10 lanes and (other), pending and active)", n)
+	}
+	// 14 picks, one per lane: each lane holds one slot; l00 has 13 left.
+	if v, ok := metric(fams, "emqd_lane_jobs", "db=0", "lane=l00", "queue=q", "state=pending"); !ok || v != 13 {
+		t.Fatalf("l00 pending %v %v", v, ok)
+	}
+	// (other) is l10..l13: 4+3+2+1 jobs, one claimed from each.
+	if v, ok := metric(fams, "emqd_lane_jobs", "db=0", "lane=(other)", "queue=q", "state=pending"); !ok || v != 6 {
+		t.Fatalf("(other) pending %v %v", v, ok)
+	}
+	if v, ok := metric(fams, "emqd_lane_jobs", "db=0", "lane=(other)", "queue=q", "state=active"); !ok || v != 4 {
+		t.Fatalf("(other) active %v %v", v, ok)
+	}
+	if v, ok := metric(fams, "emqd_queue_jobs", "db=0", "queue=q", "state=pending"); !ok || v != 105-14 {
+		t.Fatalf("queue pending %v %v", v, ok)
+	}
+	info := infoFields(c.Info(ctx, "emq").Val())
+	if info["emq_lanes"] != "14" || info["emq_lane_slots"] != "14" {
+		t.Fatalf("INFO emq_lanes %q emq_lane_slots %q", info["emq_lanes"], info["emq_lane_slots"])
+	}
+}
