@@ -113,6 +113,9 @@ func (s *Server) schedFlush() {
 			}
 		}
 		s.store.DB(db).Keys(func(key string, v *store.Value) bool {
+			if !strings.HasSuffix(key, ":"+verbs.PartSched) {
+				return true
+			}
 			if q, part, ok := verbs.ParseQueueKey(key); ok && part == verbs.PartSched {
 				sc.dirty[queueKey{db: db, queue: q}] = true
 			}
@@ -246,11 +249,20 @@ func (s *Server) schedTick(gen uint64) {
 	}
 }
 
-// startScheduler reads the queues the AOF replay marked and arms the timer.
+// startScheduler finds every queue with schedules and arms the timer. It
+// scans each database once rather than trusting the keys the boot marked:
+// an RDB load (dump.rdb, or the RDB preamble of the append-only file)
+// restores keys without the write notifications an AOF command replay
+// gives, so schedules loaded that way would never fire
+// (TestScheduleExactlyOnceAcrossKills: slots missed after a kill during a
+// rewrite, once aof-use-rdb-preamble became the default).
 func (s *Server) startScheduler() {
 	s.store.Lock()
 	defer s.store.Unlock()
 	s.sched.started = true
+	for db := 0; db < s.store.NumDBs(); db++ {
+		s.sched.rescan[db] = true
+	}
 	s.schedFlush()
 }
 
