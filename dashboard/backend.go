@@ -365,6 +365,73 @@ func (c *conn) job(ctx context.Context, q queueRef, id string) (*job, error) {
 	return &job{ID: id, Fields: fs}, nil
 }
 
+// flowChild is one child of a flow parent as EMQ.CHILDREN shows it
+// (docs/verbs.md §4.25.5), with its own children when it is an inner
+// parent.
+type flowChild struct {
+	Queue, ID, State string
+	Result, Error    string
+	HasResult        bool
+	URL              string
+	Kids             []flowChild
+}
+
+// flowTreeMax bounds the EMQ.CHILDREN calls one job page sends (a flow of
+// thousands of children is shown to that many nodes).
+const flowTreeMax = 200
+
+// children runs EMQ.CHILDREN q id (docs/verbs.md §4.25.5) and, for every
+// child that is itself a parent, again, to depth 8 and at most
+// flowTreeMax calls; nil when id has no roster. *budget counts the calls
+// left.
+func (c *conn) children(ctx context.Context, q queueRef, id string, depth int, budget *int) ([]flowChild, bool, error) {
+	if *budget <= 0 || depth > 8 {
+		return nil, false, nil
+	}
+	*budget--
+	v, err := c.do(ctx, q.DB, "EMQ.CHILDREN", q.Name, id)
+	if err != nil || v == nil {
+		return nil, false, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, false, fmt.Errorf("unexpected EMQ.CHILDREN reply %v", v)
+	}
+	out := make([]flowChild, 0, len(arr))
+	for _, e := range arr {
+		fs, ok := parseFields(e)
+		if !ok {
+			return nil, false, fmt.Errorf("unexpected EMQ.CHILDREN entry %v", e)
+		}
+		var ch flowChild
+		for _, f := range fs {
+			switch f.Name {
+			case "queue":
+				ch.Queue = f.Value
+			case "id":
+				ch.ID = f.Value
+			case "state":
+				ch.State = f.Value
+			case "result":
+				ch.Result, ch.HasResult = f.Value, true
+			case "error":
+				ch.Error = f.Value
+			}
+		}
+		out = append(out, ch)
+	}
+	for i := range out {
+		cq := queueRef{DB: q.DB, Name: out[i].Queue}
+		out[i].URL = jobURL(cq, out[i].ID)
+		kids, _, err := c.children(ctx, cq, out[i].ID, depth+1, budget)
+		if err != nil {
+			return nil, false, err
+		}
+		out[i].Kids = kids
+	}
+	return out, true, nil
+}
+
 // info reads INFO's fields of the given sections.
 func (c *conn) info(ctx context.Context, sections ...string) (map[string]string, error) {
 	args := []any{"INFO"}

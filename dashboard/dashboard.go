@@ -739,6 +739,13 @@ type jobPage struct {
 	CanRunNow    bool
 	ActionURL    string
 	Back         string
+	// A flow (docs/verbs.md §4.25): the parent's link for a child, the
+	// tree of a parent's children (each with its state, result or error).
+	ParentURL, ParentRef string
+	IsParent             bool
+	Children             []flowChild
+	ChildrenLeft         string
+	ChildrenTotal        string
 }
 
 type fieldView struct {
@@ -792,6 +799,21 @@ func (d *Dashboard) job(rc *reqCtx) (string, error) {
 		p.CanReprocess = p.State == "dead"
 		p.CanRemove = p.State != "active"
 		p.CanRunNow = p.State == "scheduled"
+		if ref2 := j.get("parent"); ref2 != "" {
+			if i := strings.LastIndexByte(ref2, ':'); i > 0 {
+				p.ParentRef = ref2
+				p.ParentURL = jobURL(queueRef{DB: ref.DB, Name: ref2[:i]}, ref2[i+1:])
+			}
+		}
+		if j.get("children") != "" {
+			budget := flowTreeMax
+			kids, ok, err := rc.c.children(rc.r.Context(), ref, id, 1, &budget)
+			if err != nil {
+				return "", err
+			}
+			p.IsParent, p.Children = ok, kids
+			p.ChildrenLeft, p.ChildrenTotal = j.get("children_left"), j.get("children")
+		}
 	}
 	if t, ok := mintedAt(id); ok {
 		p.Fields = append([]fieldView{{Name: "id", Value: id, Note: "minted " + fmtMs(t)}}, p.Fields...)

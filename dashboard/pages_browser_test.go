@@ -176,3 +176,44 @@ func TestBrowserCSRF(t *testing.T) {
 	require.Equal(t, int64(3), e.counts("mail")["dead"])
 	screenshot(t, ctx, "refused-csrf")
 }
+
+// TestBrowserFlowTree: a flow parent's job page shows its children as a
+// tree, each child with its state and its result or error, an inner
+// parent's children nested under it; a child's page links to its parent
+// (docs/verbs.md §4.25, docs/operations.md §2).
+func TestBrowserFlowTree(t *testing.T) {
+	e := newEnv(t, nil)
+	const p, a, b, g = "JOBP0000000001", "JOBA0000000001", "JOBB0000000001", "JOBG0000000001"
+	require.Equal(t, int64(4), e.do("EMQ.FLOW", "album", p, "build", "ON_CHILD_FAIL", "ignore",
+		"CHILD", "img", a, "a", "CHILD", "img", b, "b", "ON_CHILD_FAIL", "ignore", "CHILD", "img", g, "g", "UNDER", "img", b))
+	claimed := e.do("EMQ.CLAIM", "img", 60000).([]any)[0].([]any)
+	require.Equal(t, a, claimed[0])
+	e.do("EMQ.COMPLETE", "img", a, claimed[2], "RESULT", "thumb-a.png")
+	claimed = e.do("EMQ.CLAIM", "img", 60000).([]any)[0].([]any)
+	require.Equal(t, g, claimed[0])
+	e.do("EMQ.FAIL", "img", g, claimed[2], 1, 0, "bad pixel")
+	ctx := tab(t)
+
+	run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/album/job/"+p), chromedp.WaitVisible(chromedp.ID("children")))
+	require.Equal(t, "waiting", eval[string](t, ctx, `document.getElementById('state').textContent`))
+	require.Equal(t, "1 of 2 not ended", eval[string](t, ctx, `document.getElementById('children-left').textContent`))
+	tree := eval[[]string](t, ctx, `[...document.querySelectorAll('#children li')].map(li => li.dataset.job + ' ' + li.querySelector('.badge').textContent + ' ' + (li.querySelector(':scope > .result, :scope > .err') || {textContent: ''}).textContent)`)
+	require.Equal(t, []string{
+		"img:" + a + " completed thumb-a.png",
+		"img:" + b + " pending ",
+		"img:" + g + " dead bad pixel",
+	}, tree)
+	// g is nested under b.
+	require.Equal(t, "img:"+b, eval[string](t, ctx, `document.querySelector('#children li[data-job="img:`+g+`"]').parentElement.closest('li').dataset.job`))
+	screenshot(t, ctx, "flow-tree")
+
+	// A child's page links to its parent: g to the inner parent b, b to p.
+	run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/img/job/"+g), chromedp.WaitVisible(chromedp.ID("parent")))
+	click(t, ctx, "#parent a")
+	run(t, ctx, chromedp.WaitVisible(chromedp.ID("children")))
+	require.Equal(t, b, eval[string](t, ctx, `document.querySelector('h1').textContent`))
+	require.Equal(t, []string{"img:" + g}, eval[[]string](t, ctx, `[...document.querySelectorAll('#children li')].map(li => li.dataset.job)`))
+	click(t, ctx, "#parent a")
+	run(t, ctx, chromedp.WaitVisible(chromedp.ID("children")))
+	require.Equal(t, p, eval[string](t, ctx, `document.querySelector('h1').textContent`))
+}
