@@ -54,6 +54,16 @@ type param struct {
 	// Valkey ("wrong number of arguments").
 	multi bool
 	value string
+	// num is value as an integer, parsed once whenever value is set (0 when
+	// it is not one): what configInt reads, so nothing parses a directive
+	// while the server runs.
+	num int64
+}
+
+// setValue stores v, canonical, and its integer form.
+func (p *param) setValue(v string) {
+	p.value = v
+	p.num, _ = strconv.ParseInt(v, 10, 64)
 }
 
 const maxInt = 1<<31 - 1
@@ -257,7 +267,7 @@ type config struct {
 func newConfig() *config {
 	c := &config{params: paramTable(), byName: make(map[string]*param), hooks: make(map[string][]func(string) error)}
 	for _, p := range c.params {
-		p.value = p.def
+		p.setValue(p.def)
 		c.byName[p.name] = p
 		for _, a := range p.aliases {
 			c.byName[a] = p
@@ -275,6 +285,19 @@ func (c *config) get(name string) (string, bool) {
 		return "", false
 	}
 	return p.value, true
+}
+
+// int returns the current value of an integer directive (a kindInt or
+// kindMem one: memory values in bytes), parsed when it was set. An unknown
+// name panics: the callers name directives of the table.
+func (c *config) int(name string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.byName[name]
+	if p == nil {
+		panic("config: no directive " + name)
+	}
+	return p.num
 }
 
 // errImmutable is CONFIG SET's refusal of a boot-only directive,
@@ -579,7 +602,7 @@ func (c *config) set(s *Server, name, value string, boot bool) error {
 		v = mergeOutputLimit(p.value, v)
 	}
 	old := p.value
-	p.value = v
+	p.setValue(v)
 	hooks := c.hooks[p.name]
 	c.mu.Unlock()
 	if !boot {
@@ -589,7 +612,7 @@ func (c *config) set(s *Server, name, value string, boot bool) error {
 				// restoreBackupConfig): the old value back, and the hooks
 				// that already took the new one run again with the old.
 				c.mu.Lock()
-				p.value = old
+				p.setValue(old)
 				c.mu.Unlock()
 				for _, u := range hooks[:i] {
 					if uerr := u(old); uerr != nil && s != nil {

@@ -108,7 +108,7 @@ func Start(opts Options) (*Server, error) {
 	// Only a bare wall clock may be read as time.Now: a shifted one (debug
 	// on) must be read through NowMs so EMQ.DEBUG CLOCK ADVANCE moves it.
 	_, s.wall = s.clock.(clock.Wall)
-	s.store = store.New(int(atoi(s.Config("databases"))), store.WithObserver(storeObserver{s}))
+	s.store = store.New(int(s.configInt("databases")), store.WithObserver(storeObserver{s}))
 	// The directives the store follows (encoding thresholds, ...) before the
 	// replay builds any key; the active expire cycle.
 	s.startExpiry()
@@ -119,7 +119,7 @@ func Start(opts Options) (*Server, error) {
 	// maxclients must fit the open-file limit (nofile.go), beside one
 	// descriptor per listener.
 	s.listeners = max(len(parseBind(s.Config("bind"))), 1)
-	if atoi(s.Config("tls-port")) != 0 {
+	if s.configInt("tls-port") != 0 {
 		s.listeners *= 2
 	}
 	if s.Config("metrics-addr") != "" {
@@ -226,6 +226,10 @@ func (s *Server) Config(name string) string {
 	v, _ := s.cfg.get(name)
 	return v
 }
+
+// configInt is the current value of the integer directive name (lower
+// case; memory values in bytes), as parsed when it was set.
+func (s *Server) configInt(name string) int64 { return s.cfg.int(name) }
 
 // OnConfigSet registers f to run when CONFIG SET changes name; an error
 // from f refuses the change (CONFIG SET replies "ERR CONFIG SET failed

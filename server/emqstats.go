@@ -98,7 +98,7 @@ func (s *Server) emqInfo(add func(field, value string)) {
 	i("emq_schedule_lag_p99_ms", max(st.SchedLagQuantileMs(0.99), 0))
 	i("emq_schedule_lag_max_ms", lagMax)
 	i("emq_bad_row_refusals", s.verbs.BadRowRefusals())
-	i("emq_sweep_interval_ms", atoi(s.Config("emq-sweep-interval-ms")))
+	i("emq_sweep_interval_ms", s.configInt("emq-sweep-interval-ms"))
 	i("emq_sweep_recovered", s.obs.sweepRecovered.Load())
 	i("emq_sweep_dead", s.obs.sweepDead.Load())
 	i("emq_contained_panics", s.statPanics)

@@ -61,12 +61,12 @@ func (s *Server) startExpiry() {
 func (s *Server) applyStoreConfig() {
 	st := s.store
 	st.SetLimits(store.Limits{
-		HashEntries: atoi(s.Config("hash-max-listpack-entries")),
-		HashValue:   atoi(s.Config("hash-max-listpack-value")),
-		ZSetEntries: atoi(s.Config("zset-max-listpack-entries")),
-		ZSetValue:   atoi(s.Config("zset-max-listpack-value")),
+		HashEntries: s.configInt("hash-max-listpack-entries"),
+		HashValue:   s.configInt("hash-max-listpack-value"),
+		ZSetEntries: s.configInt("zset-max-listpack-entries"),
+		ZSetValue:   s.configInt("zset-max-listpack-value"),
 	})
-	st.ProtoMaxBulkLen = atoi(s.Config("proto-max-bulk-len"))
+	st.ProtoMaxBulkLen = s.configInt("proto-max-bulk-len")
 }
 
 // armExpireLocked schedules the next cycle 1000/hz ms of server clock from
@@ -78,8 +78,8 @@ func (s *Server) armExpireLocked() { s.exp.arm(s.clock, s.hzPeriodMs(), s.expire
 // cycle's budget (Valkey: 25 + 2*(effort-1) percent of 1000/hz ms).
 func (s *Server) expireTick() {
 	st := s.store
-	hz := max(atoi(s.Config("hz")), 1)
-	effort := int(atoi(s.Config("active-expire-effort")))
+	hz := max(s.configInt("hz"), 1)
+	effort := int(s.configInt("active-expire-effort"))
 	budget := time.Duration((25+2*(effort-1))*10000/int(hz)) * time.Microsecond
 	var spent time.Duration
 	for first := true; ; first = false {

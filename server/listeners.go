@@ -112,7 +112,7 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 	if err := s.openPlain(optsAddr, hasPortOrBind); err != nil {
 		return err
 	}
-	if tport := int(atoi(s.Config("tls-port"))); tport != 0 {
+	if tport := int(s.configInt("tls-port")); tport != 0 {
 		addrs := parseBind(s.Config("bind"))
 		if optsAddr != "" || !hasPortOrBind {
 			host := "127.0.0.1"
@@ -137,7 +137,7 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 // openPlain opens the plain TCP listeners. With tls-port set, port 0 means
 // no plain listener, as in Valkey; without it, port 0 picks a free port.
 func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
-	if atoi(s.Config("tls-port")) != 0 && atoi(s.Config("port")) == 0 && optsAddr == "" {
+	if s.configInt("tls-port") != 0 && s.configInt("port") == 0 && optsAddr == "" {
 		return nil
 	}
 	if optsAddr != "" || !hasPortOrBind {
@@ -156,7 +156,7 @@ func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
 		s.cfg.set(nil, "port", strconv.Itoa(s.port), true)
 		return nil
 	}
-	port := int(atoi(s.Config("port")))
+	port := int(s.configInt("port"))
 	if port != 0 || len(parseBind(s.Config("bind"))) > 0 {
 		if err := s.listenAll("tcp", parseBind(s.Config("bind")), &port); err != nil {
 			return err

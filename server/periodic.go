@@ -37,4 +37,4 @@ func (p *periodic) stopped() bool { return p.stop }
 
 // hzPeriodMs is the period of a task that runs hz times a second: 1000/hz
 // ms of the server clock, hz at least 1.
-func (s *Server) hzPeriodMs() int64 { return 1000 / max(atoi(s.Config("hz")), 1) }
+func (s *Server) hzPeriodMs() int64 { return 1000 / max(s.configInt("hz"), 1) }

@@ -104,7 +104,7 @@ func (s *Server) startPersistence(fsys aof.FS) error {
 	})
 	autoRewrite := func(string) error {
 		if a := p.cur.Load(); a != nil {
-			a.SetAutoRewrite(int(atoi(s.Config("auto-aof-rewrite-percentage"))), atoi(s.Config("auto-aof-rewrite-min-size")))
+			a.SetAutoRewrite(int(s.configInt("auto-aof-rewrite-percentage")), s.configInt("auto-aof-rewrite-min-size"))
 		}
 		return nil
 	}
@@ -135,8 +135,8 @@ func (p *persistence) newAOF() (*aof.AOF, error) {
 		Dir:                   dir,
 		Filename:              s.Config("appendfilename"),
 		Fsync:                 policy,
-		AutoRewritePercentage: int(atoi(s.Config("auto-aof-rewrite-percentage"))),
-		AutoRewriteMinSize:    atoi(s.Config("auto-aof-rewrite-min-size")),
+		AutoRewritePercentage: int(s.configInt("auto-aof-rewrite-percentage")),
+		AutoRewriteMinSize:    s.configInt("auto-aof-rewrite-min-size"),
 		Store:                 s.store,
 		Logger:                s.log,
 		FS:                    p.fs,

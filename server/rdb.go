@@ -353,7 +353,7 @@ func (r *saver) startBG() bool {
 	// at the cut.
 	capt := rdb.Begin(s.store)
 	r.capturing = true
-	delay := atoi(s.Config("rdb-key-save-delay"))
+	delay := s.configInt("rdb-key-save-delay")
 	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()))
 	go func() {
 		snap, dirty, err := r.capture(capt)

@@ -29,7 +29,7 @@ func (s *Server) stopSweeper() {
 }
 
 func (s *Server) armSweepLocked() {
-	iv := atoi(s.Config("emq-sweep-interval-ms"))
+	iv := s.configInt("emq-sweep-interval-ms")
 	if iv <= 0 {
 		iv = 1000 // look again later in case CONFIG SET turns it on
 	}
@@ -42,7 +42,7 @@ func (s *Server) sweepTick() {
 	if s.sweep.stopped() {
 		return
 	}
-	if atoi(s.Config("emq-sweep-interval-ms")) > 0 {
+	if s.configInt("emq-sweep-interval-ms") > 0 {
 		s.sweepOnce()
 	}
 	s.armSweepLocked()

@@ -143,7 +143,7 @@ func (s *Server) loadTLS() (*tls.Config, error) {
 // startTLS loads the configuration when tls-port is set and wires the
 // reload on CONFIG SET (Start, before the listeners open).
 func (s *Server) startTLS() error {
-	if atoi(s.Config("tls-port")) == 0 {
+	if s.configInt("tls-port") == 0 {
 		return nil
 	}
 	cfg, err := s.loadTLS()
