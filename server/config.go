@@ -116,7 +116,7 @@ func paramTable() []*param {
 		enum("appendfsync", "everysec", "always", "everysec", "no"),
 		// A file name inside dir, never a path (Valkey's isValidAOFfilename).
 		immutable(checked(str("appendfilename", "appendonly.aof"), baseName("appendfilename", "filename", false))),
-		none(immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))), "emqd keeps one append-only file in dir"),
+		immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))),
 		immutable(enum("enable-debug-command", "no", "no", "yes", "local")),
 		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
 		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),

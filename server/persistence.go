@@ -3,7 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -153,7 +155,19 @@ func (p *persistence) boot() (*aof.AOF, error) {
 		return nil, err
 	}
 	start := time.Now()
-	res, err := s.replayAOF(a)
+	// A Valkey 7+ multi-part AOF (appenddirname with its manifest) and no
+	// file of emqd's own: the Valkey files are replayed, left as they are,
+	// and emqd's file is made from the keyspace (docs/durability.md §8).
+	valkeyFiles, err := p.valkeyAOFFiles(a.Path())
+	if err != nil {
+		return nil, err
+	}
+	var res aof.LoadResult
+	if valkeyFiles != nil {
+		res, err = s.replayValkeyAOF(a, valkeyFiles)
+	} else {
+		res, err = s.replayAOF(a)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +178,23 @@ func (p *persistence) boot() (*aof.AOF, error) {
 	// The run_id is drawn after the replay (docs/verbs.md §1.5: leases
 	// granted before the restart carry an old lease_epoch).
 	s.runID = newRunID()
+	if valkeyFiles != nil {
+		s.store.Lock()
+		err := a.StartFromKeyspace()
+		if err == nil {
+			s.store.SetFeed(a)
+			s.store.SetNow(s.clock.NowMs())
+			s.store.PurgeExpired()
+		}
+		s.store.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("can't create the append only file %s: %w", a.Path(), err)
+		}
+		// Serve only once emqd's own file holds the keyspace.
+		a.WaitRewrite()
+		s.log.Info("The append only file was made from Valkey's multi-part AOF", "file", a.Path(), "from", filepath.Dir(valkeyFiles[0]))
+		return a, nil
+	}
 	if err := a.Start(); err != nil {
 		return nil, fmt.Errorf("can't open the append only file %s: %w", a.Path(), err)
 	}
@@ -217,12 +248,96 @@ func (p *persistence) setAppendOnly(v string) error {
 	return nil
 }
 
+// valkeyAOFFiles returns the files of a Valkey 7+ multi-part AOF to
+// replay, base first then the incremental ones in the manifest's order
+// (dir/appenddirname/appendfilename.manifest: lines "file <name> seq <n>
+// type b|h|i"; history files skipped), when emqd's own file (path) does
+// not exist and the manifest does; nil otherwise.
+func (p *persistence) valkeyAOFFiles(path string) ([]string, error) {
+	s := p.s
+	fsys := p.fs
+	if fsys == nil {
+		fsys = aof.OSFS{}
+	}
+	dir := filepath.Dir(path)
+	names, err := fsys.ReadDir(dir)
+	if err != nil || slices.Contains(names, filepath.Base(path)) {
+		return nil, nil
+	}
+	adir := filepath.Join(dir, s.Config("appenddirname"))
+	manifest := filepath.Join(adir, s.Config("appendfilename")+".manifest")
+	rc, err := fsys.Open(manifest)
+	if err != nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	var base string
+	var incr []string
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		argv, ok := SplitConfigLine(line)
+		kv := map[string]string{}
+		for j := 0; ok && j+1 < len(argv); j += 2 {
+			kv[argv[j]] = argv[j+1]
+		}
+		name := kv["file"]
+		if !ok || len(argv)%2 != 0 || name == "" || strings.ContainsRune(name, '/') || kv["type"] == "" {
+			return nil, fmt.Errorf("Invalid AOF manifest file format: %s line %d", manifest, i+1)
+		}
+		switch kv["type"] {
+		case "b":
+			base = filepath.Join(adir, name)
+		case "i":
+			incr = append(incr, filepath.Join(adir, name))
+		}
+	}
+	files := incr
+	if base != "" {
+		files = append([]string{base}, incr...)
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	return files, nil
+}
+
+// replayValkeyAOF replays Valkey's multi-part AOF files in order into the
+// store, as replayAOF replays emqd's file. The files are only read: a torn
+// tail refuses the start (aof-load-truncated would cut Valkey's file);
+// valkey-server fixes it.
+func (s *Server) replayValkeyAOF(a *aof.AOF, files []string) (aof.LoadResult, error) {
+	var total aof.LoadResult
+	for _, f := range files {
+		res, err := s.replayAOFFile(a, f)
+		if err != nil {
+			return total, err
+		}
+		if res.Missing {
+			return total, fmt.Errorf("the AOF manifest names %s, which does not exist", f)
+		}
+		total.Commands += res.Commands
+		total.Size += res.Size
+	}
+	return total, nil
+}
+
 // replayAOF replays the file through the command table, under the store
 // lock, with no Feed (the replay writes nothing back). As Valkey's
 // loadSingleAppendOnlyFile, a command the table does not know stops the
 // boot, and error replies of known commands are ignored (counted in the
 // log).
-func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
+func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) { return s.replayAOFFile(a, "") }
+
+// replayAOFFile is replayAOF of path ("": the AOF's own file, which a torn
+// tail may be cut from; another path is only read).
+func (s *Server) replayAOFFile(a *aof.AOF, path string) (aof.LoadResult, error) {
 	st := s.store
 	st.Lock()
 	defer st.Unlock()
@@ -231,7 +346,7 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 	x := s.newCtx(w)
 	errReplies := 0
 	var firstErr string
-	res, err := a.Load(func(db int, argv [][]byte) error {
+	exec := func(db int, argv [][]byte) error {
 		cmd, _ := s.reg.lookup(argv)
 		if cmd == nil {
 			return fmt.Errorf("unknown command '%s' reading the append only file", argv[0])
@@ -267,7 +382,14 @@ func (s *Server) replayAOF(a *aof.AOF) (aof.LoadResult, error) {
 			}
 		}
 		return nil
-	})
+	}
+	var res aof.LoadResult
+	var err error
+	if path == "" {
+		res, err = a.Load(exec)
+	} else {
+		res, err = a.LoadOther(path, exec)
+	}
 	if errReplies > 0 {
 		s.log.Warn("Commands of the append only file replied with an error (ignored, as Valkey does)",
 			"count", strconv.Itoa(errReplies), "first", firstErr)

@@ -274,3 +274,80 @@ func valkeyStartFails(t *testing.T, dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestValkeyMultiPartAOFLoads (docs/durability.md §8): a Valkey 8.0.1 data
+// folder with appendonly yes holds appendonlydir/ (manifest, base RDB,
+// incremental AOF) and no appendonly.aof: emqd started on it with
+// appendonly yes replays Valkey's files in the manifest's order to
+// Valkey's keyspace, leaves them unchanged, and makes its own
+// appendonly.aof (with an RDB preamble) before serving, which the next
+// start loads.
+func TestValkeyMultiPartAOFLoads(t *testing.T) {
+	valkeyref.Dir(t)
+	v := valkeyref.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	fillPreambleData(t, v.Addr)
+	vc := redis.NewClient(&redis.Options{Addr: v.Addr, Protocol: 2})
+	defer vc.Close()
+	ctx := context.Background()
+	if err := vc.Do(ctx, "BGREWRITEAOF").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		info := vc.Info(ctx, "persistence").Val()
+		return strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0")
+	})
+	fillAfterRewrite(t, v.Addr)
+	want := keyspaceText(t, v.Addr)
+	v.Kill()
+	dir := t.TempDir()
+	adir := filepath.Join(dir, "appendonlydir")
+	if err := os.MkdirAll(adir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := os.ReadDir(filepath.Join(v.Dir, "appendonlydir"))
+	orig := map[string][]byte{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(v.Dir, "appendonlydir", n.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig[n.Name()] = b
+		os.WriteFile(filepath.Join(adir, n.Name()), b, 0o644)
+	}
+	if _, ok := orig["appendonly.aof.manifest"]; !ok {
+		t.Fatalf("no manifest from valkey-server: %v", names)
+	}
+	cfg := map[string]string{"appendonly": "yes", "dir": dir}
+	s, err := Start(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keyspaceText(t, s.Addr()); got != want {
+		t.Fatalf("emqd loading Valkey's appendonlydir:\n%s\nwant\n%s", got, want)
+	}
+	c := dial(t, s)
+	c.do("SET", "emqd-write", "1")
+	s.Close(context.Background())
+	for name, b := range orig {
+		if got, _ := os.ReadFile(filepath.Join(adir, name)); !bytes.Equal(got, b) {
+			t.Fatalf("Valkey's %s was changed", name)
+		}
+	}
+	own, err := os.ReadFile(filepath.Join(dir, "appendonly.aof"))
+	if err != nil || !bytes.HasPrefix(own, []byte("REDIS0011")) {
+		t.Fatalf("emqd's own file: %v %q", err, own[:min(len(own), 20)])
+	}
+	s2, err := Start(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	c2 := dial(t, s2)
+	if r := c2.do("GET", "emqd-write"); r != "$1\r\n1\r\n" {
+		t.Fatalf("the write after the migration: %q", r)
+	}
+	c2.do("DEL", "emqd-write")
+	if got := keyspaceText(t, s2.Addr()); got != want {
+		t.Fatalf("after restart on emqd's own file:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -292,6 +292,17 @@ func (a *AOF) Load(exec ExecFunc) (LoadResult, error) {
 	return LoadFile(a.fs, a.path, LoadOptions{NumDBs: n, Log: a.log, RefuseTruncated: a.cfg.RefuseTruncated, Preamble: a.cfg.Preamble}, exec)
 }
 
+// LoadOther replays another file (a Valkey multi-part AOF's base or
+// incremental file) as Load replays the AOF, reading its RDB preamble too,
+// without changing it: a torn tail refuses the load.
+func (a *AOF) LoadOther(path string, exec ExecFunc) (LoadResult, error) {
+	n := 0
+	if a.cfg.Store != nil {
+		n = a.cfg.Store.NumDBs()
+	}
+	return LoadFile(a.fs, path, LoadOptions{NumDBs: n, Log: a.log, RefuseTruncated: true, Preamble: a.cfg.Preamble}, exec)
+}
+
 // Start opens the file for appending (creating it, durably, on a first
 // boot), removes temporary files a crashed rewrite left, and starts the
 // background goroutine (everysec fsync, flush retries, auto-rewrite).
