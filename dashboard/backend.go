@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -350,6 +351,86 @@ func (c *conn) schedules(ctx context.Context, q queueRef) ([]job, error) {
 		out = append(out, job{ID: name, Fields: fs})
 	}
 	return out, nil
+}
+
+// laneRow is one lane on the queue page (docs/verbs.md §4.26.5).
+type laneRow struct {
+	Name, State                  string
+	Pending, Active              int64
+	Weight, MaxActive, RateCount int64
+	RatePerMs                    int64
+}
+
+// lanes runs EMQ.LANES q (docs/verbs.md §4.26.5): the queue's lanes by
+// name; none for a queue without lanes, or when the server refuses the
+// verb (the cluster library refuses lanes, docs/cluster.md).
+func (c *conn) lanes(ctx context.Context, q queueRef) ([]laneRow, error) {
+	v, err := c.do(ctx, q.DB, "EMQ.LANES", q.Name)
+	if err != nil {
+		if isReplyError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected EMQ.LANES reply %v", v)
+	}
+	out := make([]laneRow, 0, len(arr))
+	for _, e := range arr {
+		var kv []any
+		switch m := e.(type) {
+		case []any:
+			kv = m
+		case map[any]any:
+			for k, x := range m {
+				kv = append(kv, k, x)
+			}
+		default:
+			return nil, fmt.Errorf("unexpected EMQ.LANES entry %v", e)
+		}
+		var l laneRow
+		for i := 0; i+1 < len(kv); i += 2 {
+			name, _ := kv[i].(string)
+			n, _ := kv[i+1].(int64)
+			switch name {
+			case "lane":
+				l.Name, _ = kv[i+1].(string)
+			case "state":
+				l.State, _ = kv[i+1].(string)
+			case "pending":
+				l.Pending = n
+			case "active":
+				l.Active = n
+			case "weight":
+				l.Weight = n
+			case "max_active":
+				l.MaxActive = n
+			case "rate_count":
+				l.RateCount = n
+			case "rate_per_ms":
+				l.RatePerMs = n
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Limit is the lane's MAX_ACTIVE as shown ("-": no cap).
+func (l laneRow) Limit() string {
+	if l.MaxActive == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(l.MaxActive, 10)
+}
+
+// Rate is the lane's RATE as shown ("3 / 1000 ms"; "-": none).
+func (l laneRow) Rate() string {
+	if l.RateCount == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(l.RateCount, 10) + " / " + strconv.FormatInt(l.RatePerMs, 10) + " ms"
 }
 
 // job runs EMQ.JOB q id (docs/verbs.md §4.17); nil when there is no row.

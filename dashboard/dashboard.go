@@ -530,6 +530,7 @@ type queuePage struct {
 	NextURL    string
 	Back       string
 	Schedules  []schedRow
+	Lanes      []laneRow // EMQ.LANES (docs/verbs.md §4.26.5)
 	// Bulk are the bulk actions of the shown tab (docs/operations.md §2.4).
 	Bulk []bulkButton
 }
@@ -664,6 +665,9 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 	}
 	scheds, err := rc.c.schedules(ctx, ref)
 	if err != nil {
+		return "", err
+	}
+	if p.Lanes, err = rc.c.lanes(ctx, ref); err != nil {
 		return "", err
 	}
 	for _, sc := range scheds {
