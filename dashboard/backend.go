@@ -120,9 +120,12 @@ type counts struct {
 	// LatencyMs is EMQ.COUNTS' latency_ms: how long the job the next
 	// claim takes has waited (docs/verbs.md §4.16).
 	LatencyMs int64
-	Paused    bool
-	Err       string // a refusal (WRONGTYPE, ...) instead of counts
-	err       error  // that refusal
+	// Waiting is EMQ.COUNTS' waiting: flow parents waiting on their
+	// children (docs/verbs.md §4.25), the waiting tab's size.
+	Waiting int64
+	Paused  bool
+	Err     string // a refusal (WRONGTYPE, ...) instead of counts
+	err     error  // that refusal
 }
 
 // state returns the size of a state's set.
@@ -138,6 +141,8 @@ func (n counts) state(s string) int64 {
 		return n.Dead
 	case "completed":
 		return n.Retained
+	case "waiting":
+		return n.Waiting
 	}
 	return 0
 }
@@ -250,6 +255,8 @@ func parseCounts(v any) (counts, error) {
 			n.LatencyMs = x
 		case "retained":
 			n.Retained = x
+		case "waiting":
+			n.Waiting = x
 		}
 	}
 	return n, nil

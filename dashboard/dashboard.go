@@ -511,8 +511,10 @@ func (d *Dashboard) openQueue(rc *reqCtx) (string, error) {
 
 // states are the tabs of a queue page, in EMQ.COUNTS' order; completed
 // lists the retained completed jobs (EMQ.LIST q completed, docs/verbs.md
-// §4.21), empty unless the queue retains them.
-var states = []string{"pending", "active", "scheduled", "dead", "completed"}
+// §4.21), empty unless the queue retains them; waiting lists the flow
+// parents waiting on their children (EMQ.LIST q waiting, docs/verbs.md
+// §4.25).
+var states = []string{"pending", "active", "scheduled", "dead", "completed", "waiting"}
 
 // queuePage is a queue's page: counts, throughput, and one state's jobs.
 type queuePage struct {

@@ -207,6 +207,12 @@ func TestBrowserFlowTree(t *testing.T) {
 	require.Equal(t, "img:"+b, eval[string](t, ctx, `document.querySelector('#children li[data-job="img:`+g+`"]').parentElement.closest('li').dataset.job`))
 	screenshot(t, ctx, "flow-tree")
 
+	// The queue page's waiting tab lists the waiting parent.
+	run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/album?state=waiting"), chromedp.WaitVisible(chromedp.ID("jobs")))
+	require.Equal(t, "waiting 1", eval[string](t, ctx, `document.querySelector('.tab[data-tab="waiting"]').textContent.trim()`))
+	require.Equal(t, []string{p}, listIDs(e, "album", "waiting"))
+	require.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll('#jobs tbody tr').length`))
+
 	// A child's page links to its parent: g to the inner parent b, b to p.
 	run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/img/job/"+g), chromedp.WaitVisible(chromedp.ID("parent")))
 	click(t, ctx, "#parent a")
