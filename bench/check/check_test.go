@@ -104,6 +104,20 @@ func TestCleanHistoriesPass(t *testing.T) {
 	if v := Check(h); len(v) != 0 {
 		t.Fatalf("a clean flow reported: %v", v)
 	}
+	// A lane of MAX_ACTIVE 1: the second lease is granted after the first
+	// one's COMPLETE was sent (it may have ended then).
+	h = &History{MaxStalled: 3, MaxAttempts: 3, Final: map[string]Row{}, LaneMax: map[string]int{"l2": 1},
+		Ops: []Op{
+			{Client: 0, Kind: Enqueue, ID: "JOB1", Lane: "l2", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+			{Client: 0, Kind: Enqueue, ID: "JOB2", Lane: "l2", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+			{Client: 1, Kind: Claim, Call: ms(2), Return: ms(3), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}},
+			{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(6), Return: ms(8), Status: OK, Epoch: e1},
+			{Client: 2, Kind: Claim, Call: ms(5), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB2", 1, 0}}},
+			{Client: 2, Kind: Complete, ID: "JOB2", Token: 1, Call: ms(9), Return: ms(10), Status: OK, Epoch: e1},
+		}}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("a lane within its cap reported: %v", v)
+	}
 }
 
 // Two hidden steps in a row (found by the cluster run with WAIT, where
@@ -233,6 +247,17 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 			}
 			h.Final["JOB1"] = Row{State: "waiting"}
 		}, VFlow},
+		{"lane over its MAX_ACTIVE", func(h *History) {
+			h.LaneMax = map[string]int{"l2": 1}
+			h.Ops = []Op{
+				{Client: 0, Kind: Enqueue, ID: "JOB1", Lane: "l2", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+				{Client: 0, Kind: Enqueue, ID: "JOB2", Lane: "l2", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1},
+				{Client: 1, Kind: Claim, Call: ms(2), Return: ms(3), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}},
+				{Client: 2, Kind: Claim, Call: ms(2), Return: ms(4), Status: OK, Epoch: e1, Grants: []Grant{{"JOB2", 1, 0}}},
+				{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+				{Client: 2, Kind: Complete, ID: "JOB2", Token: 1, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+			}
+		}, VLane},
 		{"completed and still there", func(h *History) { h.Final["JOB1"] = Row{State: "pending", Attempts: 1} }, VResurrected},
 		{"claimed after completion", func(h *History) {
 			h.Ops = append(h.Ops, Op{Client: 3, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}})
@@ -341,6 +366,9 @@ func TestShortRunUnderFaults(t *testing.T) {
 	}
 	if st.Epochs < 2 {
 		t.Errorf("%d server processes, want a restart", st.Epochs)
+	}
+	if st.LaneLeases == 0 || st.LanePeak["l1"] < 1 {
+		t.Errorf("no lane lease was judged against MAX_ACTIVE: %s", st)
 	}
 	if st.Released == 0 {
 		t.Errorf("no flow parent was released and claimed: %s", st)

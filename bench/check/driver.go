@@ -53,6 +53,9 @@ type Config struct {
 	TmpfsMB int
 	// NoFlows leaves the flow producer out (a server without EMQ.FLOW).
 	NoFlows bool
+	// NoLanes leaves lanes out (a server without EMQ.LANE; always on a
+	// cluster, whose library refuses lanes).
+	NoLanes bool
 	Log     func(format string, args ...any) // progress lines (nil: none)
 }
 
@@ -72,11 +75,15 @@ type Stats struct {
 	// EMQ.REPROCESS of the janitor; Progress the accepted EMQ.PROGRESS.
 	Removed, Revived, Progress int
 	Flows, Released            int // acknowledged EMQ.FLOW calls; their parents claimed at least once
+	// LaneLeases counts the lane leases judged against MAX_ACTIVE and
+	// LanePeak each lane's most leases certainly held at once.
+	LaneLeases int
+	LanePeak   map[string]int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed, %d flows (%d parents claimed), faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Flows, s.Released, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed, %d flows (%d parents claimed), faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Flows, s.Released, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak)
 }
 
 const queue = "chk"
@@ -211,6 +218,21 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 			r.procMu.Unlock()
 		}()
 	}
+	if cfg.Cluster != nil {
+		r.cfg.NoLanes, cfg.NoLanes = true, true
+	}
+	if !cfg.NoLanes {
+		// Two capped lanes (docs/verbs.md §4.26.1); the settings are data,
+		// so they survive the restarts.
+		rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+		for name, n := range laneMax {
+			if err := rdb.Do(ctx, "EMQ.LANE", queue, name, "MAX_ACTIVE", n).Err(); err != nil {
+				rdb.Close()
+				return nil, Stats{}, fmt.Errorf("check: EMQ.LANE %s %s MAX_ACTIVE %d: %w (--no-lanes for a server without lanes)", queue, name, n, err)
+			}
+		}
+		rdb.Close()
+	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration) // from the first client on
 	defer cancel()
 
@@ -255,6 +277,9 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		return nil, Stats{}, err
 	}
 	h := &History{Ops: r.ops, Final: final, PendingOrder: order, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts}
+	if !cfg.NoLanes {
+		h.LaneMax = laneMax
+	}
 	st := Stats{Faults: map[string]int{}, Epochs: len(r.epochs)}
 	for _, o := range h.Ops {
 		st.Ops++
@@ -312,6 +337,7 @@ func CheckRun(h *History, st *Stats) []Violation {
 	_, ls := linearizable(h)
 	st.LinJobs, st.LinTimedOut = ls.Jobs, ls.TimedOut
 	jobs, _, unknownSweeps := index(h)
+	_, st.LanePeak, st.LaneLeases = laneLimits(h, jobs, unknownSweeps)
 	for _, j := range jobs {
 		for _, s := range j.sweeps {
 			switch counted, sure := leaseCounted(j, s.op, unknownSweeps); {
@@ -326,6 +352,9 @@ func CheckRun(h *History, st *Stats) []Violation {
 	}
 	return v
 }
+
+// laneMax are the checker's lanes and their MAX_ACTIVE.
+var laneMax = map[string]int{"l1": 2, "l2": 1}
 
 const (
 	maxStalled  = 3 // every sweep: EMQ.STALLED.CHECK q 3 100
@@ -531,6 +560,11 @@ func (r *run) producer(ctx context.Context, id int) {
 			c.do(Op{Kind: Enqueue, Payloads: []string{payload}, Priority: p}, func(v any, op *Op) {
 				op.ID, _ = v.(string)
 			}, "EMQ.ENQUEUE", queue, "*", payload, "PRIORITY", p)
+		case x < 6 && !r.cfg.NoLanes: // in a capped lane (docs/verbs.md §4.26)
+			lane := []string{"l1", "l2"}[rng.IntN(2)]
+			c.do(Op{Kind: Enqueue, Payloads: []string{payload}, Lane: lane}, func(v any, op *Op) {
+				op.ID, _ = v.(string)
+			}, "EMQ.ENQUEUE", queue, "*", payload, "LANE", lane)
 		default:
 			c.do(Op{Kind: Enqueue, Payloads: []string{payload}}, func(v any, op *Op) {
 				op.ID, _ = v.(string)
@@ -952,6 +986,7 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 				fmt.Sscan(m["failures"], &row.Failures)
 				fmt.Sscan(m["stalled"], &row.Stalled)
 				fmt.Sscan(m["priority"], &row.Priority)
+				row.Lane = m["lane"]
 				final[id] = row
 				if state == "pending" {
 					order = append(order, id)
@@ -960,6 +995,33 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 			off += len(page)
 			if len(page) < 1000 {
 				break
+			}
+		}
+	}
+	if !r.cfg.NoLanes {
+		// EMQ.LIST pending shows the default lane only (docs/verbs.md
+		// §4.26): the lanes' pending jobs are read from their sets.
+		rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+		defer rdb.Close()
+		for name := range laneMax {
+			ids, err := rdb.ZRange(ctx, "emq:{"+queue+"}:lane:"+name+":pending", 0, -1).Result()
+			if err != nil {
+				return nil, nil, fmt.Errorf("lane %s: %w", name, err)
+			}
+			for _, id := range ids {
+				m, err := rdb.HGetAll(ctx, "emq:{"+queue+"}:job:"+id).Result()
+				if err != nil {
+					return nil, nil, fmt.Errorf("lane %s job %s: %w", name, id, err)
+				}
+				if len(m) == 0 {
+					continue // a ghost
+				}
+				row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"], Payload: m["payload"], Lane: m["lane"]}
+				fmt.Sscan(m["attempts"], &row.Attempts)
+				fmt.Sscan(m["failures"], &row.Failures)
+				fmt.Sscan(m["stalled"], &row.Stalled)
+				fmt.Sscan(m["priority"], &row.Priority)
+				final[id] = row
 			}
 		}
 	}

@@ -89,6 +89,7 @@ type Op struct {
 	IDs         []string // Many: the minted ids the reply listed
 	Payloads    []string // Enqueue, Many: the payloads sent (unique in a run)
 	Priority    int64    // Enqueue: the PRIORITY sent (0: none)
+	Lane        string   // Enqueue: the LANE sent ("": the default lane)
 	Next        bool     // Complete: with NEXT, a claim in the same command
 	Grants      []Grant  // Claim, Complete with Next: the jobs handed out
 	Verdict     string   // Fail: "scheduled" or "dead"
@@ -142,7 +143,8 @@ type Row struct {
 	Stalled    int64
 	LeaseEpoch string
 	Payload    string
-	Priority   int64 // the row's priority field (absent: 0)
+	Priority   int64  // the row's priority field (absent: 0)
+	Lane       string // the row's lane field (absent: the default lane)
 }
 
 // Fault is one injected fault, for the report.
@@ -161,7 +163,10 @@ type History struct {
 	// PendingOrder is the pending set at the end in EMQ.LIST's order (by
 	// score, then id: docs/verbs.md §4.18).
 	PendingOrder []string
-	Faults       []Fault
-	MaxStalled   int64 // the max_stalled every sweep sent
-	MaxAttempts  int64 // the max_attempts every FAIL sent
+	// LaneMax is each lane's MAX_ACTIVE, set before the first client ran
+	// (docs/verbs.md §4.26.1).
+	LaneMax     map[string]int
+	Faults      []Fault
+	MaxStalled  int64 // the max_stalled every sweep sent
+	MaxAttempts int64 // the max_attempts every FAIL sent
 }

@@ -42,6 +42,7 @@ const (
 	VRefusedWrote   = "refused-wrote"     // a job whose enqueue was refused is in the keyspace
 	VPriority       = "priority"          // a row's priority differs from its enqueue's, or pending is out of priority order
 	VFlow           = "flow"              // a flow parent claimed before its children could have ended, or waiting after all ended
+	VLane           = "lane-max-active"   // more leases of a lane held at one instant than its MAX_ACTIVE
 )
 
 // jobOps is the part of a history that names one job.
@@ -432,9 +433,103 @@ func Check(h *History) []Violation {
 			add(VPriority, b, fmt.Sprintf("pending lists %s (priority %d) before it (priority %d)", a, pa, pb))
 		}
 	}
+	lv, _, _ := laneLimits(h, jobs, unknownSweeps)
+	out = append(out, lv...)
 	out = append(out, Linearizable(h)...)
 	sort.SliceStable(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out
+}
+
+// laneLimits checks MAX_ACTIVE (docs/verbs.md §4.26.3): at no instant
+// are more leases of a lane certainly held than its cap. A lease is
+// certainly held from its claim's reply until the call of the first
+// operation that may have ended it: a release with its token (not
+// refused), a sweep that listed the job, an unanswered sweep, a later
+// claim of the job; a lease nothing may have ended is held to the end.
+// Indeterminacy only shortens the intervals, so a report is certain.
+//
+// It also returns each lane's peak of certainly held leases and the number
+// of lane leases judged.
+func laneLimits(h *History, jobs map[string]*jobOps, unknownSweeps []*Op) ([]Violation, map[string]int, int) {
+	if len(h.LaneMax) == 0 {
+		return nil, nil, 0
+	}
+	peaks, leases := map[string]int{}, 0
+	type ev struct {
+		t     int64
+		delta int
+		op    *Op
+		id    string
+	}
+	byLane := map[string][]ev{}
+	var end int64
+	for i := range h.Ops {
+		end = max(end, h.Ops[i].Return)
+	}
+	for id, j := range jobs {
+		lane := ""
+		if j.enq != nil && j.enq.Kind == Enqueue {
+			lane = j.enq.Lane
+		}
+		if row, ok := h.Final[id]; ok && row.Lane != "" {
+			lane = row.Lane
+		}
+		if h.LaneMax[lane] <= 0 {
+			continue
+		}
+		for _, ga := range j.grants {
+			from, to := ga.op.Return, end+1
+			for _, o := range j.verbs {
+				if isTerminalVerb(o.Kind) && o.Token == ga.g.Token && o.Status != Refused && o.Call < to {
+					to = o.Call
+				}
+			}
+			for _, sw := range j.sweeps {
+				if sw.op.Return > ga.op.Call && sw.op.Call < to {
+					to = sw.op.Call
+				}
+			}
+			for _, u := range unknownSweeps {
+				if u.Return > ga.op.Call && u.Call < to {
+					to = u.Call
+				}
+			}
+			for _, other := range j.grants {
+				if other.g.Token > ga.g.Token && other.op.Call < to {
+					to = other.op.Call
+				}
+			}
+			if to > from {
+				leases++
+				byLane[lane] = append(byLane[lane], ev{from, 1, ga.op, id}, ev{to, -1, nil, id})
+			}
+		}
+	}
+	var out []Violation
+	lanes := make([]string, 0, len(byLane))
+	for l := range byLane {
+		lanes = append(lanes, l)
+	}
+	sort.Strings(lanes)
+	for _, l := range lanes {
+		evs := byLane[l]
+		sort.Slice(evs, func(a, b int) bool {
+			if evs[a].t != evs[b].t {
+				return evs[a].t < evs[b].t
+			}
+			return evs[a].delta < evs[b].delta // an end before a start at the same instant
+		})
+		held, reported := 0, false
+		for _, e := range evs {
+			held += e.delta
+			peaks[l] = max(peaks[l], held)
+			if held > h.LaneMax[l] && !reported {
+				reported = true
+				out = append(out, Violation{Kind: VLane, ID: e.id, Detail: fmt.Sprintf("lane %s: %d leases certainly held at %.3fs, MAX_ACTIVE %d", l, held, float64(e.t)/1e9, h.LaneMax[l]), Ops: []Op{*e.op}})
+			}
+		}
+	}
+	return out, peaks, leases
 }
 
 // mayHaveEnded says whether job j may have ended (completed, died or been

@@ -43,6 +43,7 @@ func main() {
 	fs.BoolVar(&c.Netns, "netns", false, "run emqd in a network namespace of its own (root, iproute2) and make the partition fault a link taken down and up")
 	fs.IntVar(&c.TmpfsMB, "tmpfs", 0, "mount a tmpfs of this many MB on the data directory (root) so the diskfull fault can fill it (a filler file takes every free byte for two leases and a half)")
 	fs.BoolVar(&c.NoFlows, "no-flows", false, "leave out the flow producer (EMQ.FLOW), for a server without flows")
+	fs.BoolVar(&c.NoLanes, "no-lanes", false, "leave out the two capped lanes (EMQ.LANE ... MAX_ACTIVE), for a server without lanes (always left out on a cluster)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	_ = fs.Parse(os.Args[1:])
 	redis.SetLogger(quietLog{})
