@@ -56,3 +56,55 @@ func TestPriorityReplay(t *testing.T) {
 	}
 	s.Close(context.Background())
 }
+
+// TestLanesReplay: a queue's lanes (settings, passes, slots held, the rate
+// log, the selection sets) come back identical from the append-only file
+// and after a rewrite, and the claims after the restart keep the limits
+// (docs/verbs.md §4.26).
+func TestLanesReplay(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(pt0)
+	s := durable(t, dir, clk)
+	c := rclient(t, s, 0)
+	must(t, c, "EMQ.LANE", "q", "a", "MAX_ACTIVE", 1, "WEIGHT", 2)
+	must(t, c, "EMQ.LANE", "q", "r", "RATE", 2, 1000)
+	for i := 0; i < 3; i++ {
+		must(t, c, "EMQ.ENQUEUE", "q", "*", "a", "LANE", "a")
+		must(t, c, "EMQ.ENQUEUE", "q", "*", "r", "LANE", "r")
+		must(t, c, "EMQ.ENQUEUE", "q", "*", "d")
+	}
+	if n := len(must(t, c, "EMQ.CLAIM", "q", 60000, "COUNT", 9).([]any)); n != 6 {
+		t.Fatalf("claimed %d, want 6 (a: 1 by MAX_ACTIVE, r: 2 by RATE, default: 3)", n)
+	}
+	must(t, c, "EMQ.ENQUEUE", "q", "*", "d")
+	want := keyspace(s)
+	lanes := must(t, c, "EMQ.LANES", "q")
+	stop(t, s)
+	s = durable(t, dir, clk)
+	if got := keyspace(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after replay:\n%q\nwant\n%q", got, want)
+	}
+	c = rclient(t, s, 0)
+	if got := must(t, c, "EMQ.LANES", "q"); !reflect.DeepEqual(got, lanes) {
+		t.Fatalf("EMQ.LANES after replay %v, want %v", got, lanes)
+	}
+	must(t, c, "BGREWRITEAOF")
+	s.AOF().WaitRewrite()
+	stop(t, s)
+	s = durable(t, dir, clk)
+	if got := keyspace(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after rewrite:\n%q\nwant\n%q", got, want)
+	}
+	c = rclient(t, s, 0)
+	// Still full and limited: only the default lane serves.
+	got := must(t, c, "EMQ.CLAIM", "q", 60000, "COUNT", 9).([]any)
+	if len(got) != 1 {
+		t.Fatalf("after the restart claimed %v", got)
+	}
+	for _, j := range got {
+		if p := j.([]any)[1]; p != "d" {
+			t.Fatalf("after the restart a limited lane served %v", p)
+		}
+	}
+	s.Close(context.Background())
+}
