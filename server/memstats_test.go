@@ -211,3 +211,33 @@ func TestSparklineAsValkey(t *testing.T) {
 		t.Fatalf("sparkline:\n%q\nwant\n%q", b.String(), want)
 	}
 }
+
+// TestLolwut5AsValkey: LOLWUT VERSION 5 draws Schotter as Valkey 8.0.1's:
+// with two rows of squares (no random turn) byte for byte, for several
+// sizes and the clamped ones; with the defaults the first two rows of
+// squares (the first six text lines) byte for byte and every line as long
+// as Valkey's, in RESP2 and RESP3.
+func TestLolwut5AsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	for _, proto := range []string{"2", "3"} {
+		vc, ec := dialAddr(t, ref.Addr), dial(t, s)
+		vc.do("HELLO", proto)
+		ec.do("HELLO", proto)
+		for _, args := range [][]string{{"40", "4", "2"}, {"1", "1", "1"}, {"-5", "0", "1"}, {"66", "8", "1"}, {"3", "7", "2"}, {"2000", "300", "1"}} {
+			cmd := append([]string{"LOLWUT", "VERSION", "5"}, args...)
+			if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+				t.Errorf("RESP%s %v:\nemqd   %q\nValkey %q", proto, cmd, g[:min(len(g), 300)], w[:min(len(w), 300)])
+			}
+		}
+		w, g := strings.Split(vc.do("LOLWUT", "VERSION", "5"), "\n"), strings.Split(ec.do("LOLWUT", "VERSION", "5"), "\n")
+		if len(w) != len(g) || len(w) < 50 {
+			t.Fatalf("RESP%s: %d lines, Valkey %d", proto, len(g), len(w))
+		}
+		for i := range w {
+			if len(g[i]) != len(w[i]) || (i < 6 && g[i] != w[i]) {
+				t.Fatalf("RESP%s line %d: emqd %q, Valkey %q", proto, i, g[i], w[i])
+			}
+		}
+	}
+}
