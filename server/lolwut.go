@@ -18,9 +18,7 @@ const valkeyVersion = "8.0.1"
 // lolwutCommand: VERSION must be an integer (and the arguments VERSION 5
 // and 6 take: Valkey's integer error for one that is not), and the reply
 // is the verbatim line "Redis ver. 8.0.1\n", Valkey 8.0.1's own text;
-// VERSION 5 draws Schotter (lolwut5). For VERSION 6 Valkey draws a random
-// landscape (different at every call); emqd answers the line
-// (docs/compat.md §2).
+// VERSION 5 draws Schotter (lolwut5), VERSION 6 a skyline (lolwut6).
 func cmdLolwut(c *client, x *store.Ctx) {
 	argv := x.Argv
 	if len(argv) >= 3 && strings.EqualFold(string(argv[1]), "version") {
@@ -38,6 +36,9 @@ func cmdLolwut(c *client, x *store.Ctx) {
 				n = 2
 			}
 			args := []int64{66, 8, 12}
+			if v[0] == '6' {
+				args = []int64{80, 20}
+			}
 			for i, a := range argv[3:min(len(argv), 3+n)] {
 				n, ok := num.ParseInt(a)
 				if !ok {
@@ -48,8 +49,10 @@ func cmdLolwut(c *client, x *store.Ctx) {
 			}
 			if v[0] == '5' {
 				x.W.Verbatim(lolwut5(args[0], args[1], args[2]))
-				return
+			} else {
+				x.W.Verbatim(lolwut6(args[0], args[1]))
 			}
+			return
 		}
 	}
 	x.W.Verbatim("Redis ver. " + valkeyVersion + "\n")
@@ -177,4 +180,87 @@ func abs(v int) int {
 		return -v
 	}
 	return v
+}
+
+// lolwut6 is LOLWUT VERSION 6, as Valkey 8.0.1's lolwut6Command: a city
+// skyline in the four grays of a color terminal (each pixel one space with
+// its color escape), cols x rows pixels (1..1000, defaults 80 and 20): two
+// passes of background skyscrapers, then the foreground ones with windows,
+// all of random offsets, widths and heights (one pixel row is always the
+// white sky alone, as in Valkey).
+func lolwut6(cols, rows int64) string {
+	w, h := int(max(1, min(cols, 1000))), int(max(1, min(rows, 1000)))
+	px := make([]int, w*h)
+	for i := range px {
+		px[i] = 3
+	}
+	get := func(x, y int) int {
+		if x < 0 || x >= w || y < 0 || y >= h {
+			return 0
+		}
+		return px[x+y*w]
+	}
+	sky := func(xoff, width, height int, windows bool, color int) {
+		starty := h - 1
+		endy := starty - height + 1
+		for y := starty; y >= endy; y-- {
+			for x := xoff; x < xoff+width; x++ {
+				if y == endy && (x <= xoff+1 || x >= xoff+width-2) {
+					continue // the roof is four pixels narrower
+				}
+				c := color
+				if windows && x > xoff+1 && x < xoff+width-2 && y > endy+1 && y < starty-1 {
+					relx, rely := x-(xoff+1), y-(endy+1)
+					if relx/2%2 != 0 && rely%2 != 0 {
+						for c = 1 + rand.IntN(2); c == color; c = 1 + rand.IntN(2) {
+						}
+						if relx%2 != 0 {
+							c = get(x-1, y) // one window is two pixels wide
+						}
+					}
+				}
+				if x >= 0 && x < w && y >= 0 && y < h {
+					px[x+y*w] = c
+				}
+			}
+		}
+	}
+	for color := 2; color >= 1; color-- {
+		for off := -10; off < w; {
+			off += rand.IntN(8)
+			width := 10 + rand.IntN(9)
+			height := h/2 + rand.IntN(h)/2
+			if color == 1 {
+				height = h/2 + rand.IntN(h)/3
+			}
+			sky(off, width, height, false, color)
+			if color == 2 {
+				off += width / 2
+			} else {
+				off += width + 1
+			}
+		}
+	}
+	for off := -10; off < w; {
+		off += rand.IntN(8)
+		width := 5 + rand.IntN(14)
+		if width%4 != 0 {
+			width += width % 3
+		}
+		height := h/3 + rand.IntN(h)/2
+		sky(off, width, height, true, 0)
+		off += width + 5
+	}
+	esc := [4]string{"0;30;40m", "0;90;100m", "0;37;47m", "0;97;107m"}
+	var b strings.Builder
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			b.WriteString("\x1b[" + esc[px[x+y*w]] + " \x1b[0m")
+		}
+		if y != h-1 {
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString("\nDedicated to the 8 bit game developers of past and present.\nOriginal 8 bit image from Plaguemon by hikikomori. Redis ver. " + valkeyVersion + "\n")
+	return b.String()
 }

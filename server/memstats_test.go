@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -237,6 +238,39 @@ func TestLolwut5AsValkey(t *testing.T) {
 		for i := range w {
 			if len(g[i]) != len(w[i]) || (i < 6 && g[i] != w[i]) {
 				t.Fatalf("RESP%s line %d: emqd %q, Valkey %q", proto, i, g[i], w[i])
+			}
+		}
+	}
+}
+
+// TestLolwut6AsValkey: LOLWUT VERSION 6 draws Valkey 8.0.1's skyline: one
+// pixel row (the white sky alone, no randomness) byte for byte for several
+// widths and the clamped ones; the default's shape (20 lines of 80 pixels,
+// each one of the four color escapes, Valkey's closing text).
+func TestLolwut6AsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	vc, ec := dialAddr(t, ref.Addr), dial(t, s)
+	for _, args := range [][]string{{"30", "1"}, {"1", "1"}, {"-3", "0"}, {"1500", "1"}} {
+		cmd := append([]string{"LOLWUT", "VERSION", "6"}, args...)
+		if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+			t.Errorf("%v:\nemqd   %.300q\nValkey %.300q", cmd, g, w)
+		}
+	}
+	pixel := regexp.MustCompile(`\x1b\[0;(30;40|90;100|37;47|97;107)m \x1b\[0m`)
+	for name, r := range map[string]string{"emqd": ec.do("LOLWUT", "VERSION", "6"), "Valkey": vc.do("LOLWUT", "VERSION", "6")} {
+		lines := strings.Split(r, "\n")
+		// The bulk header, 20 pixel rows, two lines of text, the CRLF.
+		if len(lines) != 25 || !strings.HasPrefix(lines[21], "Dedicated to the 8 bit game developers") {
+			var heads []string
+			for _, l := range lines {
+				heads = append(heads, fmt.Sprintf("%d:%.12q", len(l), l))
+			}
+			t.Fatalf("%s: %d lines: %s", name, len(lines), strings.Join(heads, " "))
+		}
+		for i := 1; i <= 20; i++ {
+			if rest := pixel.ReplaceAllString(lines[i], ""); rest != "" || len(pixel.FindAllString(lines[i], -1)) != 80 {
+				t.Fatalf("%s line %d: %q", name, i, lines[i])
 			}
 		}
 	}
