@@ -97,7 +97,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 				out = append(out, linState{phPend, s.tok, s.fails})
 			}
 		case Remove:
-			if s.ph == phPend || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+			if s.ph == phPend || s.ph == phWait || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
 				out = append(out, linState{phGone, s.tok, s.fails})
 			}
 		}
@@ -122,7 +122,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 			return []linState{{phHeld, g.Token, s.fails}}
 		}
 	case Sweep:
-		if s.ph == phHeld || (m.hiddenClaims && s.ph == phPend) {
+		if s.ph == phHeld || (m.hiddenClaims && (s.ph == phPend || s.ph == phWait)) {
 			if in.dead {
 				return []linState{{phDead, s.tok, s.fails}}
 			}
@@ -150,7 +150,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 	case Remove: // EMQ.REMOVE q id (docs/verbs.md §4.15)
 		if o.Status == Refused {
 			if strings.HasPrefix(o.Err, "EMQSTATE job is active") {
-				if s.ph == phHeld || (m.hiddenClaims && s.ph == phPend) {
+				if s.ph == phHeld || (m.hiddenClaims && (s.ph == phPend || s.ph == phWait)) {
 					return []linState{s}
 				}
 				return nil
@@ -163,7 +163,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 			}
 			return nil
 		}
-		if s.ph == phPend || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+		if s.ph == phPend || s.ph == phWait || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
 			return []linState{{phGone, s.tok, s.fails}}
 		}
 	default: // token verbs
@@ -234,7 +234,7 @@ func (m linModel) finalOK(s linState, row Row) bool {
 // hidden sweep may have dead-lettered it (held), or a hidden claim and a
 // hidden sweep may have (pending).
 func (m linModel) mayBeDead(s linState) bool {
-	return s.ph == phDead || (m.hiddenSweeps && (s.ph == phHeld || (m.hiddenClaims && s.ph == phPend)))
+	return s.ph == phDead || (m.hiddenSweeps && (s.ph == phHeld || (m.hiddenClaims && (s.ph == phPend || s.ph == phWait))))
 }
 
 // refusalOK says whether a token verb's refusal fits the state, by the
