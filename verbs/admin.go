@@ -88,13 +88,22 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 		c.W.Int(0)
 		return
 	}
+	lt, ref := removeLanes(c.DB, k, c.NowMs)
+	if !ref.Refused() {
+		ref = removeLeaves(lt, &r)
+	}
+	if ref.Refused() {
+		plan.Put(p)
+		vs.refuseReply(c, ref)
+		return
+	}
 	var fe *flowEnds
 	if r.Row.Kind == keyOK && r.Row.Parent.Present {
 		// A removed flow child has ended (docs/verbs.md §4.25.2).
-		vs.endRow(&fe, c, p, &r.Row, k, id, vRemoved, nil)
+		vs.endRow(&fe, c, p, lt, &r.Row, k, id, vRemoved, nil)
 		planFlow(fe, p)
 	}
-	apply(c, p)
+	vs.flushApply(c, k, lt, p)
 	fe.after(c)
 	vs.count(c, k, Removed, 1)
 	vs.event(c, k, EvRemoved, id)
@@ -124,7 +133,7 @@ func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
 	r.Waiting, r.InWaiting, _ = member(d, k.Waiting, id)
 	if name := laneOf(&r.Row); name != DefaultLane {
 		// A pending job of a lane is in its lane's set (docs/verbs.md
-		// §4.26); the lane's own state heals at the next claim.
+		// §4.26); removeLanes keeps the lane's state.
 		r.LanePend = k.LanePrefix + name + ":pending"
 		var kind keyKind
 		if kind, r.InLanePend, _ = member(d, r.LanePend, id); kind == keyWrong {
@@ -132,6 +141,34 @@ func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
 		}
 	}
 	return r
+}
+
+// removeLanes reads queue k's lane state for a removal (docs/verbs.md
+// §4.26.4): nil without lanes; a refusal: the lane state is unreadable.
+func removeLanes(d *store.DB, k *Keys, now int64) (*laneTx, refusal) {
+	lt, ref := readLanes(d, k, now)
+	if ref.Refused() || !lt.on {
+		return nil, ref
+	}
+	return lt, noRefusal
+}
+
+// removeLeaves records r's job leaving the pending set of its lane (the
+// default one, or its lane's) in lt (leavesPending), so the verb's flush
+// leaves the lanes right at once.
+func removeLeaves(lt *laneTx, r *removeRead) refusal {
+	if lt == nil {
+		return noRefusal
+	}
+	if r.InPending {
+		if ref := leavesPending(lt, DefaultLane); ref.Refused() {
+			return ref
+		}
+	}
+	if r.InLanePend {
+		return leavesPending(lt, laneOf(&r.Row))
+	}
+	return noRefusal
 }
 
 // judgeRemove is EMQ.REMOVE: a held job (in active) is refused, a lane row

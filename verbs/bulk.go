@@ -139,7 +139,7 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 	for i := range head {
 		if h := &head[i]; h.Row.Kind == keyOK && h.Row.Parent.Present {
 			if fe == nil {
-				fe = newFlowEnds(vs, c, p)
+				fe = newFlowEnds(vs, c, p, lt)
 			}
 			_ = fe.reopen(h.Row.Parent.Val, flowRef(k.Queue, h.ID))
 		}
@@ -227,7 +227,13 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 		bulkReply(c, 0, 0)
 		return
 	}
-	p, ids, ref := judgeRemoveAll(d, k, head)
+	// Pending jobs leave their lanes (docs/verbs.md §4.26.4).
+	lt, ref := removeLanes(d, k, c.NowMs)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	p, ids, ref := judgeRemoveAll(d, k, head, lt)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
@@ -237,12 +243,12 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 	var fe *flowEnds
 	for i := range head {
 		if h := &head[i]; h.Row.Kind == keyOK && h.Row.Parent.Present {
-			vs.endRow(&fe, c, p, &h.Row, k, h.ID, vRemoved, nil)
+			vs.endRow(&fe, c, p, lt, &h.Row, k, h.ID, vRemoved, nil)
 		}
 	}
 	planFlow(fe, p)
 	left := z.Len() - len(head)
-	apply(c, p)
+	vs.flushApply(c, k, lt, p)
 	fe.after(c)
 	vs.count(c, k, Removed, len(ids))
 	vs.events(c, k, EvRemoved, ids)
@@ -253,6 +259,7 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 // (readRemove, judgeRemove) and concatenates their plans; the first
 // refusal refuses the whole call. A member without a row is removed as
 // EMQ.REMOVE removes it (its ZREMs) and counted, as EMQ.REMOVE answers 1.
+// lt (nil: no lanes) records each removed pending job leaving its lane.
 //
 // Every job is judged on the keyspace before the call. That equals the
 // per-job verbs sent one by one only while a job's plan touches no key
@@ -262,13 +269,16 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 // hash) must account for the earlier jobs of the same call;
 // TestBulkIsPerJobVerbs fails when it does not, as soon as randomState
 // draws such rows.
-func judgeRemoveAll(d *store.DB, k *Keys, head []dueJob) (*plan.Plan, []string, refusal) {
+func judgeRemoveAll(d *store.DB, k *Keys, head []dueJob, lt *laneTx) (*plan.Plan, []string, refusal) {
 	p := &plan.Plan{Ops: make([]plan.Op, 0, 2*len(head))}
 	ids := make([]string, 0, len(head))
 	for i := range head {
 		h := &head[i]
 		r := readRemove(d, k, h.ID, h.Key)
 		q, ref := judgeRemove(&r, k, h.ID, h.Key)
+		if !ref.Refused() && q != nil {
+			ref = removeLeaves(lt, &r)
+		}
 		if ref.Refused() {
 			return nil, nil, ref
 		}

@@ -125,13 +125,25 @@ type flowEnds struct {
 	parents map[string]*flowParent
 	list    []*flowParent
 	gone    map[string]bool // row keys the verb's own plan deletes
+	// lts is one lane state per parent queue (docs/verbs.md §4.26.4): the
+	// verb's own (own: the verb flushes it after its own lane writes, so
+	// a release into a lane the verb also touched is one computation), or
+	// read once by the seam for another queue (flushed by plan).
+	lts  map[string]*laneTx
+	own  *laneTx
+	read []*laneTx
 }
 
 // newFlowEnds starts the seam of one verb whose plan so far is p: the row
 // keys p deletes (a trim, a completion) are gone, and the seam writes
-// nothing for a parent among them.
-func newFlowEnds(vs *Verbs, c *store.Ctx, p *plan.Plan) *flowEnds {
-	fe := &flowEnds{vs: vs, d: c.DB, now: c.NowMs}
+// nothing for a parent among them. lt is the verb's own lane state of its
+// queue (nil: none read): a parent of that queue is released through it,
+// and the verb flushes it.
+func newFlowEnds(vs *Verbs, c *store.Ctx, p *plan.Plan, lt *laneTx) *flowEnds {
+	fe := &flowEnds{vs: vs, d: c.DB, now: c.NowMs, own: lt}
+	if lt != nil {
+		fe.lts = map[string]*laneTx{lt.k.Queue: lt}
+	}
 	if p == nil {
 		return fe
 	}
@@ -212,8 +224,8 @@ func (fe *flowEnds) load(fp *flowParent) {
 		return
 	}
 	fp.row = readRow(d, fp.RowKey)
-	lt, ref := readLanes(d, fp.K, fe.now)
-	if ref.Refused() || checkIntoPending(lt, &fp.row, fp.RowKey).Refused() {
+	lt := fe.lanesOf(fp.K)
+	if lt == nil || checkIntoPending(lt, &fp.row, fp.RowKey).Refused() {
 		return
 	}
 	fp.lanes = lt
@@ -225,6 +237,27 @@ func (fe *flowEnds) load(fp *flowParent) {
 		fp.deadScore = deadScore(rs, fe.now)
 	}
 	fp.ok = true
+}
+
+// lanesOf is the lane state of parent queue k within the verb: the verb's
+// own for its queue, else read once per queue (nil: unreadable, the parent
+// is treated as gone).
+func (fe *flowEnds) lanesOf(k *Keys) *laneTx {
+	if lt, ok := fe.lts[k.Queue]; ok {
+		return lt
+	}
+	lt, ref := readLanes(fe.d, k, fe.now)
+	if ref.Refused() {
+		lt = nil
+	}
+	if fe.lts == nil {
+		fe.lts = make(map[string]*laneTx)
+	}
+	fe.lts[k.Queue] = lt
+	if lt != nil {
+		fe.read = append(fe.read, lt)
+	}
+	return lt
 }
 
 // entry is child's roster entry as the plan so far leaves it (nil: none).
@@ -363,12 +396,9 @@ func (fe *flowEnds) plan(p *plan.Plan) {
 		case fp.released:
 			p.ZRem(fp.K.Waiting, fp.ID)
 			p.HSetBytes(fp.RowKey, fChildrenLeft, left, fState, vPending)
+			// Into the lane state the verb shares (lanesOf): its lanes'
+			// writes are computed once, after every change (§4.26.4).
 			intoPending(p, fp.K, fp.lanes, fp.ID, &fp.row)
-			// The parent queue's lane writes go with the release. (A verb
-			// of the same queue flushes its own lane state after: when both
-			// touch one lane, the next claim that meets it heals the
-			// lane's hash; docs/verbs.md §4.26.4.)
-			fp.lanes.flush(p)
 		case fp.killed:
 			p.ZRem(fp.K.Waiting, fp.ID)
 			p.HSetBytes(fp.RowKey, fChildrenLeft, left, fState, vDead, fLastError, fp.Err, fFinishedAt, msBytes(fe.now))
@@ -377,6 +407,11 @@ func (fe *flowEnds) plan(p *plan.Plan) {
 		default:
 			p.HSetBytes(fp.RowKey, fChildrenLeft, left)
 		}
+	}
+	// The lane writes of other queues' parents, once per queue; the verb's
+	// own queue's go with the verb's flush.
+	for _, lt := range fe.read {
+		lt.flush(p)
 	}
 }
 
@@ -419,13 +454,14 @@ func (fe *flowEnds) after(c *store.Ctx) {
 }
 
 // endRow runs the seam for row of queue k, id, when it is a flow child;
-// fe is created on first use against the verb's plan p.
-func (vs *Verbs) endRow(fe **flowEnds, c *store.Ctx, p *plan.Plan, row *jobRow, k *Keys, id string, outcome, out []byte) {
+// fe is created on first use against the verb's plan p and its lane state
+// lt of k (nil: none; the verb flushes lt after planFlow).
+func (vs *Verbs) endRow(fe **flowEnds, c *store.Ctx, p *plan.Plan, lt *laneTx, row *jobRow, k *Keys, id string, outcome, out []byte) {
 	if !row.Parent.Present {
 		return
 	}
 	if *fe == nil {
-		*fe = newFlowEnds(vs, c, p)
+		*fe = newFlowEnds(vs, c, p, lt)
 	}
 	(*fe).end(row.Parent.Val, flowRef(k.Queue, id), outcome, out)
 }

@@ -381,6 +381,26 @@ func leavesActive(p *plan.Plan, lt *laneTx, rowKey string, row *jobRow, deleted 
 	return noRefusal
 }
 
+// leavesPending records that a pending job leaves the pending set of lane
+// name other than by a claim: EMQ.REMOVE and
+// EMQ.REMOVE.ALL pending (docs/verbs.md §4.26.4). The lane's count goes
+// down by one, so flush takes an emptied lane out of the selection (and
+// deletes its keys when it is idle and not configured) in the same plan.
+// The caller has written the ZREM. On a queue without lanes it records
+// nothing (no lane state to keep). A refusal: the lane's state is
+// unreadable (the verb writes nothing).
+func leavesPending(lt *laneTx, name string) refusal {
+	if lt == nil || !lt.on {
+		return noRefusal
+	}
+	ls, ref := lt.lane(name)
+	if ref.Refused() {
+		return ref
+	}
+	ls.pend--
+	return noRefusal
+}
+
 // checkLeavesActive judges the lane a slot goes back to.
 func checkLeavesActive(lt *laneTx, row *jobRow) refusal {
 	if row == nil || !row.LaneSlot || lt == nil {

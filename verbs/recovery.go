@@ -121,7 +121,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		for i := range r.Expired {
 			if di < len(v.Dead) && r.Expired[i].ID == v.Dead[di] {
 				di++
-				vs.endRow(&fe, c, p, &r.Expired[i].Row, k, r.Expired[i].ID, vDead, vStalled)
+				vs.endRow(&fe, c, p, r.Lanes, &r.Expired[i].Row, k, r.Expired[i].ID, vDead, vStalled)
 			}
 		}
 		planFlow(fe, p)
@@ -537,7 +537,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	if r.Row.Parent.Present {
 		// A dead flow child (docs/verbs.md §4.25.3): reopen its parent's
 		// wait, or refuse when the parent is dead.
-		fe := newFlowEnds(vs, c, p)
+		fe := newFlowEnds(vs, c, p, r.Lanes)
 		if ref := fe.reopen(r.Row.Parent.Val, flowRef(k.Queue, id)); ref.Refused() {
 			plan.Put(p)
 			vs.refuseReply(c, ref)

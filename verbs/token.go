@@ -137,7 +137,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 		if ca.HasResult {
 			res = clone(ca.Result)
 		}
-		vs.endRow(&fe, c, p, &r.Row, a.K, a.ID, vCompleted, res)
+		vs.endRow(&fe, c, p, r.Lanes, &r.Row, a.K, a.ID, vCompleted, res)
 		planFlow(fe, p)
 	}
 	var v claimVerdict
@@ -323,7 +323,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	}
 	var fe *flowEnds
 	if v.Dead && r.Row.Parent.Present {
-		vs.endRow(&fe, c, p, &r.Row, a.K, a.ID, vDead, fa.Error)
+		vs.endRow(&fe, c, p, r.Lanes, &r.Row, a.K, a.ID, vDead, fa.Error)
 		planFlow(fe, p)
 	}
 	var nv claimVerdict
