@@ -86,7 +86,7 @@ type claimRead struct {
 // members with a row were seen (promoted ids may replace pending ones, and
 // ghosts do not use up Count).
 func readClaim(d *store.DB, a *claimArgs, now int64) claimRead {
-	return readClaimAfter(d, a, now, nil, nil)
+	return readClaimAfter(d, a, now, nil, nil, nil)
 }
 
 // rowOverlay is what a finishing verb's plan, not applied yet, does to the
@@ -106,13 +106,14 @@ type rowOverlay struct {
 
 // readClaimAfter is readClaim as it would read once ov's changes were
 // applied (nil: as the store stands), with the lane state lt (nil: read
-// it; the finishing verb's, for NEXT).
-func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt *laneTx) claimRead {
+// it, into buf when not nil: readLanesInto; the finishing verb's, for
+// NEXT).
+func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, buf *laneTx) claimRead {
 	k := a.K
 	var r claimRead
 	r.Ov = ov
 	if lt == nil {
-		lt, r.LanesRef = readLanes(d, k, now)
+		lt, r.LanesRef = readLanesInto(buf, d, k, now)
 	}
 	r.Lanes = lt
 	var meta *store.Hash
@@ -383,7 +384,8 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 // the reply only for a refusal (refused true).
 func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
 	a.Room = c.ReplyRoom()
-	r := readClaim(c.DB, a, c.NowMs)
+	lb := vs.laneScratch()
+	r := readClaimAfter(c.DB, a, c.NowMs, nil, nil, lb)
 	v, p, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), a)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)

@@ -162,8 +162,9 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	}
 	r.RowKey = rowKey
 	var ref refusal
+	lb := vs.laneScratch()
 	if r.Row == keyAbsent && a.Sched == schedNone {
-		if r.Lanes, ref = readLanes(d, k, c.NowMs); ref.Refused() {
+		if r.Lanes, ref = readLanesInto(lb, d, k, c.NowMs); ref.Refused() {
 			vs.refuseReply(c, ref)
 			return
 		}
@@ -410,9 +411,10 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 	}
 
 	var lt *laneTx
+	lb := vs.laneScratch()
 	if len(taken) > 0 && sched == schedNone {
 		var ref refusal
-		if lt, ref = readLanes(d, k, c.NowMs); ref.Refused() {
+		if lt, ref = readLanesInto(lb, d, k, c.NowMs); ref.Refused() {
 			vs.refuseReply(c, ref)
 			return
 		}

@@ -167,9 +167,24 @@ type laneTx struct {
 }
 
 // readLanes reads queue k's lane state at now (docs/verbs.md §4.26): the
-// registry of lanes, the selection sets and the virtual time.
+// registry of lanes, the selection sets and the virtual time. The laneTx
+// is a new one on the heap; the hot verbs use readLanesInto.
 func readLanes(d *store.DB, k *Keys, now int64) (*laneTx, refusal) {
-	lt := &laneTx{d: d, k: k, now: now}
+	return readLanesInto(nil, d, k, now)
+}
+
+// readLanesInto is readLanes into buf (nil: a new laneTx), which it
+// overwrites and returns (nil with a refusal). EMQ.ENQUEUE, EMQ.CLAIM and
+// the token verbs pass a laneTx of their own frame, so a queue without
+// lanes, whose state is one key lookup (emq:{q}:lanes:known absent),
+// costs its job cycle no allocation (bench/README.md, "Measured design
+// decisions"; TestPlainCycleAllocs).
+func readLanesInto(buf *laneTx, d *store.DB, k *Keys, now int64) (*laneTx, refusal) {
+	lt := buf
+	if lt == nil {
+		lt = new(laneTx)
+	}
+	*lt = laneTx{d: d, k: k, now: now}
 	var kind keyKind
 	if lt.known, kind = zsetKind(d, k.LanesKnown); kind == keyWrong {
 		return nil, wrongType(k.LanesKnown)

@@ -42,12 +42,13 @@ func (vs *Verbs) parseTokenArgs(c *store.Ctx) (tokenArgs, bool) {
 	return tokenArgs{K: k, ID: id, RowKey: rowKey, Token: c.Argv[3]}, true
 }
 
-// readToken is the common guard's read pass.
-func readToken(d *store.DB, a *tokenArgs, now int64) tokenRead {
+// readToken is the common guard's read pass, the lane state read into lb
+// (the caller's; readLanesInto).
+func readToken(d *store.DB, a *tokenArgs, now int64, lb *laneTx) tokenRead {
 	var r tokenRead
 	r.Row = readRow(d, a.RowKey)
 	r.Active, r.InActive, _ = member(d, a.K.Active, a.ID)
-	r.Lanes, r.LanesRef = readLanes(d, a.K, now)
+	r.Lanes, r.LanesRef = readLanesInto(lb, d, a.K, now)
 	return r
 }
 
@@ -114,7 +115,8 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 		return
 	}
 	d := c.DB
-	r := completeRead{tokenRead: readToken(d, &a, c.NowMs), Completed: readCounter(d, a.K.Completed), Now: c.NowMs}
+	lb := vs.laneScratch()
+	r := completeRead{tokenRead: readToken(d, &a, c.NowMs, lb), Completed: readCounter(d, a.K.Completed), Now: c.NowMs}
 	r.Retain, r.RetainRef = readRetain(d, a.K)
 	if r.RetainRef == noRefusal && r.Retain.Completed.on() {
 		var z *store.ZSet
@@ -215,7 +217,7 @@ func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs, ca *c
 // refuses the whole call.
 func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOverlay, lt *laneTx) (claimVerdict, *plan.Plan, refusal) {
 	na.Room = c.ReplyRoom()
-	r := readClaimAfter(c.DB, na, c.NowMs, ov, lt)
+	r := readClaimAfter(c.DB, na, c.NowMs, ov, lt, nil)
 	v, p2, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), na)
 	if ref.Refused() {
 		return v, nil, ref
@@ -301,7 +303,8 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		return
 	}
 	d := c.DB
-	r := failRead{tokenRead: readToken(d, &a, c.NowMs)}
+	lb := vs.laneScratch()
+	r := failRead{tokenRead: readToken(d, &a, c.NowMs, lb)}
 	_, r.Schedule = zsetKind(d, a.K.Schedule)
 	_, r.Dead = zsetKind(d, a.K.Dead)
 	r.Failed = readCounter(d, a.K.Failed)
@@ -465,7 +468,8 @@ func (vs *Verbs) cmdRequeue(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	r := requeueRead{tokenRead: readToken(c.DB, &a, c.NowMs)}
+	lb := vs.laneScratch()
+	r := requeueRead{tokenRead: readToken(c.DB, &a, c.NowMs, lb)}
 	_, r.Pending = zsetKind(c.DB, a.K.Pending)
 	p, ref := judgeRequeue(&r, &a)
 	if ref.Refused() {
@@ -523,7 +527,8 @@ func (vs *Verbs) cmdExtend(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	r := readToken(c.DB, &a, c.NowMs)
+	lb := vs.laneScratch()
+	r := readToken(c.DB, &a, c.NowMs, lb)
 	p, ref := judgeExtend(&r, c.NowMs, []byte(c.RunID), &a, lease)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
@@ -572,7 +577,8 @@ func (vs *Verbs) cmdDelay(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	r := delayRead{tokenRead: readToken(c.DB, &a, c.NowMs)}
+	lb := vs.laneScratch()
+	r := delayRead{tokenRead: readToken(c.DB, &a, c.NowMs, lb)}
 	_, r.Schedule = zsetKind(c.DB, a.K.Schedule)
 	p, ref := judgeDelay(&r, c.NowMs, &a, sched, ms)
 	if ref.Refused() {
@@ -625,7 +631,8 @@ func (vs *Verbs) cmdProgress(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	r := readToken(c.DB, &a, c.NowMs)
+	lb := vs.laneScratch()
+	r := readToken(c.DB, &a, c.NowMs, lb)
 	p, ref := judgeProgress(&r, &a, clone(c.Argv[4]))
 	if ref.Refused() {
 		vs.refuseReply(c, ref)

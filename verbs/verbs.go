@@ -39,6 +39,11 @@ type Verbs struct {
 	// sweep is EMQ.STALLED.CHECK's scratch, reused from call to call
 	// (verbs run under the store lock, one at a time).
 	sweep sweepScratch
+	// lanes is the lane state of EMQ.ENQUEUE, EMQ.ENQUEUE.MANY, EMQ.CLAIM
+	// and the token verbs (laneScratch), reused from call to call so a
+	// queue without lanes allocates none (bench/README.md, "Measured
+	// design decisions").
+	lanes laneTx
 	// publish and listens are the server's Pub/Sub (Config); evbuf is the
 	// message scratch (events.go).
 	publish func(channel string, msg []byte)
@@ -201,6 +206,13 @@ func (vs *Verbs) queueArg(c *store.Ctx) *Keys {
 	}
 	return vs.keysFor(c.Argv[1])
 }
+
+// laneScratch is the laneTx the hot verbs read their queue's lanes into
+// (readLanesInto overwrites it). One verb call uses it for one queue at a
+// time: verbs run under the store lock, one at a time, and a verb that
+// needs a second queue's lanes (a flow parent's release, a schedule's
+// fire, the bulk verbs) reads them with readLanes.
+func (vs *Verbs) laneScratch() *laneTx { return &vs.lanes }
 
 // flushApply appends lt's lane writes to p (lanes.go), applies it, and
 // wakes k's blocked claimers when a lane entered the selection (a slot or
