@@ -363,6 +363,14 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	for _, id := range ghosts {
 		p.ZRem(k.Pending, id)
 	}
+	if lt := r.Lanes; lt != nil && lt.turnOn {
+		// A promoted job of a lane turned lanes on in this claim: the
+		// default lane joins the selection with what this claim leaves
+		// of pending (docs/verbs.md §4.26.4).
+		if ls, ref := lt.lane(DefaultLane); !ref.Refused() {
+			ls.pend -= int64(len(v.Jobs) + len(ghosts))
+		}
+	}
 	deadline := addMs(now, a.LeaseMs)
 	var claimedAt []byte
 	if len(v.Jobs) > 0 {

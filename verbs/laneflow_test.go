@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"fmt"
+	"math/rand"
 	"reflect"
 	"sort"
 	"strings"
@@ -24,7 +25,15 @@ import (
 // pending jobs, is not paused and is under MAX_ACTIVE, and a lane that is
 // empty, idle and not configured has no key at all; with no lane left,
 // no selection set and no lane_vt remain.
-func checkLanes(t *testing.T, h *th, q, step string) {
+func checkLanes(t *testing.T, h *th, q, step string) map[string]int64 {
+	return checkLanesSince(t, h, q, step, nil)
+}
+
+// checkLanesSince is checkLanes where a lane may hold more slots than its
+// MAX_ACTIVE only when it held at least as many before the verb (prev;
+// nil: never): EMQ.LANE may lower MAX_ACTIVE below the slots held, which
+// then run out without new claims. It returns the slots held per lane.
+func checkLanesSince(t *testing.T, h *th, q, step string, prev map[string]int64) map[string]int64 {
 	t.Helper()
 	k := NewKeys(q)
 	d := h.s.DB(h.db)
@@ -87,7 +96,7 @@ func checkLanes(t *testing.T, h *th, q, step string) {
 		if hash["active"] != held[n] {
 			t.Fatalf("%s: lane %s stores active %d, %d slots held (hash %v)", step, n, hash["active"], held[n], hash)
 		}
-		if ma && held[n] > hash["max_active"] {
+		if ma && held[n] > hash["max_active"] && (prev == nil || held[n] > prev[n]) {
 			t.Fatalf("%s: lane %s holds %d slots, MAX_ACTIVE %d", step, n, held[n], hash["max_active"])
 		}
 		if pend == 0 && held[n] == 0 && !configured {
@@ -117,6 +126,7 @@ func checkLanes(t *testing.T, h *th, q, step string) {
 			}
 		}
 	}
+	return held
 }
 
 // drainAll claims and completes every job of q (checking the lanes after
@@ -354,5 +364,159 @@ func TestLaneRemoveExact(t *testing.T) {
 	}
 	if digest(h.s) != before {
 		t.Fatal("a refused REMOVE wrote")
+	}
+}
+
+// TestLaneFlowRandom: random sessions of one queue with lanes (a, b and
+// the default lane, MAX_ACTIVE and PAUSE set and reset on the way) and
+// flows (parents and children in the queue, every policy): enqueues,
+// claims, every exit from active (with and without NEXT), removals, sweeps,
+// bulk actions. After every verb the lane state is exact (checkLanes); at
+// the end a drain claims every job and leaves no slot held.
+func TestLaneFlowRandom(t *testing.T) {
+	for seed := int64(1); seed <= 24; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			h := newTH(t)
+			rng := rand.New(rand.NewSource(seed))
+			lanes := []string{"a", "b", DefaultLane}
+			type lease struct{ id, tok string }
+			var held []lease
+			take := func(r any, tail bool) {
+				jobs, _ := r.([]any)
+				if tail && len(jobs) > 0 {
+					jobs, _ = jobs[len(jobs)-1].([]any)
+				}
+				for _, j := range jobs {
+					if jj, ok := j.([]any); ok && len(jj) == 4 {
+						held = append(held, lease{jj[0].(string), jj[2].(string)})
+					}
+				}
+			}
+			pick := func() (lease, bool) {
+				if len(held) == 0 {
+					return lease{}, false
+				}
+				i := rng.Intn(len(held))
+				l := held[i]
+				held = append(held[:i], held[i+1:]...)
+				return l, true
+			}
+			flows := 0
+			var prev map[string]int64
+			for step := 0; step < 600; step++ {
+				var what string
+				switch op := rng.Intn(16); op {
+				case 0, 1:
+					l := lanes[rng.Intn(3)]
+					args := []string{"EMQ.ENQUEUE", "q", "*", l + "/x"}
+					if l != DefaultLane {
+						args = append(args, "LANE", l)
+					}
+					h.ok(args...)
+					what = "enqueue " + l
+				case 2:
+					flows++
+					pid := fmt.Sprintf("JOBP%010d", flows)
+					c1, c2 := fmt.Sprintf("JOBC%09d1", flows), fmt.Sprintf("JOBC%09d2", flows)
+					pol := []string{"fail", "ignore", "continue"}[rng.Intn(3)]
+					h.ok("EMQ.FLOW", "q", pid, "p", "ON_CHILD_FAIL", pol, "CHILD", "q", c1, "c", "CHILD", "q", c2, "c")
+					what = "flow " + pid
+				case 3, 4, 5:
+					take(h.ok("EMQ.CLAIM", "q", "1000", "COUNT", fmt.Sprint(1+rng.Intn(3))), false)
+					what = "claim"
+				case 6:
+					if l, ok := pick(); ok {
+						h.do("EMQ.COMPLETE", "q", l.id, l.tok)
+						what = "complete " + l.id
+					}
+				case 7:
+					if l, ok := pick(); ok {
+						take(h.do("EMQ.COMPLETE", "q", l.id, l.tok, "NEXT", "1000"), false)
+						what = "complete next " + l.id
+					}
+				case 8:
+					if l, ok := pick(); ok {
+						r := h.do("EMQ.FAIL", "q", l.id, l.tok, fmt.Sprint(1+rng.Intn(2)), "0", "e", "NEXT", "1000")
+						take(r, true)
+						what = "fail next " + l.id
+					}
+				case 9:
+					if l, ok := pick(); ok {
+						if rng.Intn(2) == 0 {
+							h.do("EMQ.REQUEUE", "q", l.id, l.tok)
+						} else {
+							h.do("EMQ.DELAY", "q", l.id, l.tok, "IN", "0")
+						}
+						what = "requeue/delay " + l.id
+					}
+				case 10:
+					// REMOVE a pending job of a random lane.
+					l := lanes[rng.Intn(3)]
+					key := NewKeys("q").LanePrefix + l + ":pending"
+					if l == DefaultLane {
+						key = NewKeys("q").Pending
+					}
+					if ms := h.members(key); len(ms) > 0 {
+						m := ms[rng.Intn(len(ms))]
+						h.ok("EMQ.REMOVE", "q", m[:strings.LastIndexByte(m, '@')])
+						what = "remove " + m
+					}
+				case 11:
+					if rng.Intn(4) == 0 {
+						h.ok("EMQ.REMOVE.ALL", "q", "pending", "LIMIT", "2")
+						what = "remove.all"
+					}
+				case 12:
+					h.clk.Advance(1500)
+					h.ok("EMQ.STALLED.CHECK", "q", fmt.Sprint(1+rng.Intn(2)))
+					held = held[:0]
+					what = "sweep"
+				case 13:
+					h.ok("EMQ.REPROCESS.ALL", "q", "LIMIT", "3")
+					h.ok("EMQ.PROMOTE.ALL", "q")
+					what = "reprocess/promote all"
+				case 14:
+					l := lanes[rng.Intn(3)]
+					switch rng.Intn(4) {
+					case 0:
+						h.ok("EMQ.LANE", "q", l, "MAX_ACTIVE", fmt.Sprint(1+rng.Intn(2)))
+					case 1:
+						h.ok("EMQ.LANE", "q", l, "PAUSE")
+					case 2:
+						h.ok("EMQ.LANE", "q", l, "RESUME")
+					default:
+						h.ok("EMQ.LANE", "q", l, "RESET")
+					}
+					what = "lane " + l
+				case 15:
+					h.ok("EMQ.LANE", "q", lanes[rng.Intn(3)], "WEIGHT", fmt.Sprint(1+rng.Intn(3)))
+					what = "weight"
+				}
+				if what != "" {
+					prev = checkLanesSince(t, h, "q", fmt.Sprintf("step %d %s", step, what), prev)
+				}
+			}
+			for _, l := range lanes {
+				h.ok("EMQ.LANE", "q", l, "RESET")
+			}
+			for _, l := range held {
+				h.do("EMQ.COMPLETE", "q", l.id, l.tok)
+			}
+			h.ok("EMQ.PROMOTE.ALL", "q")
+			checkLanes(t, h, "q", "reset")
+			drainAll(t, h, "q")
+			for i := 0; i < 20; i++ {
+				h.ok("EMQ.PROMOTE.ALL", "q")
+				if ids := drainAll(t, h, "q"); len(ids) == 0 {
+					break
+				}
+			}
+			if n := h.members(NewKeys("q").Active); len(n) != 0 {
+				t.Fatalf("active left: %v", n)
+			}
+			if k := laneKeys(h, "q"); len(k) != 0 {
+				t.Fatalf("lane keys left at the drain: %v (pending %v)", k, h.members(NewKeys("q").Pending))
+			}
+		})
 	}
 }

@@ -338,13 +338,17 @@ func TestLaneNoGarbage(t *testing.T) {
 	if dead := h.ok("EMQ.COUNTS", "q").([]any); len(dead) == 0 {
 		t.Fatal("no counts")
 	}
-	// The dead jobs hold no slot; REMOVE them all, and a claim heals.
+	// The dead jobs hold no slot; once the last lane is empty no verb
+	// leaves a lane key for a later one to delete (docs/verbs.md §4.26.4).
 	for _, m := range h.members("emq:{q}:dead") {
 		h.ok("EMQ.REMOVE", "q", m[:strings.IndexByte(m, '@')])
 	}
-	claimN(h, "q", 1, 1)
 	if k := laneKeys(h, "q"); len(k) != 0 {
 		t.Fatalf("lane keys left: %v", k)
+	}
+	claimN(h, "q", 1, 1)
+	if k := laneKeys(h, "q"); len(k) != 0 {
+		t.Fatalf("lane keys left after a claim: %v", k)
 	}
 	if f := h.field("q", "none", "x"); f != "<absent>" {
 		t.Fatal(f)
