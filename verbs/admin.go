@@ -88,7 +88,7 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 		c.W.Int(0)
 		return
 	}
-	lt, ref := removeLanes(c.DB, k, c.NowMs)
+	lt, ref := removeLanes(vs.laneScratch(), c.DB, k, c.NowMs)
 	if !ref.Refused() {
 		ref = removeLeaves(lt, &r)
 	}
@@ -144,9 +144,11 @@ func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
 }
 
 // removeLanes reads queue k's lane state for a removal (docs/verbs.md
-// §4.26.4): nil without lanes; a refusal: the lane state is unreadable.
-func removeLanes(d *store.DB, k *Keys, now int64) (*laneTx, refusal) {
-	lt, ref := readLanes(d, k, now)
+// §4.26.4) into buf (readLanesInto; the verb's scratch, so a queue
+// without lanes allocates nothing): nil without lanes; a refusal: the
+// lane state is unreadable.
+func removeLanes(buf *laneTx, d *store.DB, k *Keys, now int64) (*laneTx, refusal) {
+	lt, ref := readLanesInto(buf, d, k, now)
 	if ref.Refused() || !lt.on {
 		return nil, ref
 	}

@@ -228,7 +228,7 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 		return
 	}
 	// Pending jobs leave their lanes (docs/verbs.md §4.26.4).
-	lt, ref := removeLanes(d, k, c.NowMs)
+	lt, ref := removeLanes(vs.laneScratch(), d, k, c.NowMs)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
