@@ -81,6 +81,7 @@ type laneState struct {
 	pkey      string // its pending set (emq:{q}:pending for the default lane)
 	skey      string // emq:{q}:lane:<name>:spent, the rate log
 	existed   bool   // the hash existed when read
+	known     bool   // a member of emq:{q}:lanes:known when read
 	weight    int64
 	maxActive int64
 	rateCount int64
@@ -227,6 +228,9 @@ func (lt *laneTx) lane(name string) (*laneState, refusal) {
 	} else {
 		ls.pkey = k.LanePrefix + name + ":pending"
 	}
+	if lt.known != nil {
+		_, ls.known = lt.known.Score(name)
+	}
 	h, kind := hashKind(lt.d, ls.hkey)
 	if kind == keyWrong {
 		return nil, wrongType(ls.hkey)
@@ -340,7 +344,7 @@ func intoPendingLane(p *plan.Plan, k *Keys, lt *laneTx, id string, row *jobRow, 
 	if ref.Refused() {
 		return ref
 	}
-	if !ls.existed && !lt.on {
+	if !ls.known && !lt.on {
 		lt.turnOn = true
 	}
 	p.ZAdd(ls.pkey, prio, id)
@@ -461,7 +465,9 @@ func (lt *laneTx) flush(p *plan.Plan) *plan.Plan {
 		if garbage {
 			if ls.existed {
 				get().Del(ls.hkey)
-				p.ZRem(k.LanesKnown, ls.name)
+			}
+			if ls.known {
+				get().ZRem(k.LanesKnown, ls.name)
 				knownN--
 			}
 			if ls.inLanes {
@@ -478,7 +484,10 @@ func (lt *laneTx) flush(p *plan.Plan) *plan.Plan {
 			}
 			continue
 		}
-		if !ls.existed {
+		// A lane missing from the registry is (re-)registered whether or
+		// not its hash exists: a registry deleted by hand must not strand
+		// the lane's jobs (docs/verbs.md §4.26.4).
+		if !ls.known {
 			get().ZAdd(k.LanesKnown, 0, ls.name)
 			knownN++
 			ls.dirty = true
@@ -753,7 +762,14 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 			lt.vt = ls.pass
 		}
 		lt.vtDirty = true
-		ls.pass += ls.stride()
+		// Saturate (as computed times do, docs/verbs.md §2.12): a pass
+		// written by hand near 2^63 must not wrap to the lowest pass and
+		// win every pick.
+		if st := ls.stride(); ls.pass > math.MaxInt64-st {
+			ls.pass = math.MaxInt64
+		} else {
+			ls.pass += st
+		}
 		ls.dirty = true
 		if ls.rateCount > 0 {
 			if ls.window == 0 {

@@ -118,7 +118,7 @@ func (vs *Verbs) cmdLane(c *store.Ctx) {
 	after := [5]int64{ls.weight, ls.maxActive, ls.rateCount, ls.ratePer, b2i(ls.paused)}
 	if before != after || (!ls.existed && ls.configured()) {
 		ls.cfgDirt = true
-		if !ls.existed && !lt.on {
+		if !ls.known && !lt.on {
 			lt.turnOn = true
 		}
 		if ls.pend > 0 && !ls.existed {

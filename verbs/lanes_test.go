@@ -481,3 +481,45 @@ func TestLaneSeedGroupRowsStillRefused(t *testing.T) {
 		t.Fatal("the refusal wrote")
 	}
 }
+
+// TestLaneRegistryDeletedByHand: with emq:{q}:lanes:known deleted by a
+// plain DEL, the lane's jobs are out of the selection; the next enqueue
+// into the lane (or EMQ.LANE on it) registers it again, with the jobs it
+// already had, instead of stranding them and every later one
+// (docs/verbs.md §4.26.4; found by a newcomer run: ENQUEUE ... LANE la
+// answered an id that no claim ever handed out).
+func TestLaneRegistryDeletedByHand(t *testing.T) {
+	for _, how := range []string{"enqueue", "lane"} {
+		t.Run(how, func(t *testing.T) {
+			h := newTH(t)
+			fill(h, "kq", "la", 1)
+			fill(h, "kq", DefaultLane, 1)
+			h.s.Lock()
+			h.s.DB(0).Remove("emq:{kq}:lanes:known")
+			h.s.Unlock()
+			if how == "enqueue" {
+				fill(h, "kq", "la", 1)
+			} else {
+				h.ok("EMQ.LANE", "kq", "la", "WEIGHT", "2")
+			}
+			want := 3
+			if how == "lane" {
+				want = 2
+			}
+			got := 0
+			for {
+				cs := claimN(h, "kq", 5, 5)
+				if len(cs) == 0 {
+					break
+				}
+				for _, c := range cs {
+					h.ok("EMQ.COMPLETE", "kq", c.id, c.token)
+					got++
+				}
+			}
+			if got != want {
+				t.Fatalf("%d jobs claimed after the registry was deleted and %s, want %d", got, how, want)
+			}
+		})
+	}
+}
