@@ -369,7 +369,8 @@ func TestLaneRemoveExact(t *testing.T) {
 
 // TestLaneFlowRandom: random sessions of one queue with lanes (a, b and
 // the default lane, MAX_ACTIVE and PAUSE set and reset on the way) and
-// flows (parents and children in the queue, every policy): enqueues,
+// flows (parents and children in the queue, every third flow with a child
+// in queue c, which has lanes of its own; every policy): enqueues,
 // claims, every exit from active (with and without NEXT), removals, sweeps,
 // bulk actions. After every verb the lane state is exact (checkLanes); at
 // the end a drain claims every job and leaves no slot held.
@@ -377,6 +378,7 @@ func TestLaneFlowRandom(t *testing.T) {
 	for seed := int64(1); seed <= 24; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			h := newTH(t)
+			h.ok("EMQ.LANE", "c", "a", "WEIGHT", "2")
 			rng := rand.New(rand.NewSource(seed))
 			lanes := []string{"a", "b", DefaultLane}
 			type lease struct{ id, tok string }
@@ -419,7 +421,14 @@ func TestLaneFlowRandom(t *testing.T) {
 					pid := fmt.Sprintf("JOBP%010d", flows)
 					c1, c2 := fmt.Sprintf("JOBC%09d1", flows), fmt.Sprintf("JOBC%09d2", flows)
 					pol := []string{"fail", "ignore", "continue"}[rng.Intn(3)]
-					h.ok("EMQ.FLOW", "q", pid, "p", "ON_CHILD_FAIL", pol, "CHILD", "q", c1, "c", "CHILD", "q", c2, "c")
+					// Every third flow has its second child in queue c
+					// (lanes of its own): its end releases into q through
+					// q's lane state read by the seam.
+					cq2 := "q"
+					if flows%3 == 0 {
+						cq2 = "c"
+					}
+					h.ok("EMQ.FLOW", "q", pid, "p", "ON_CHILD_FAIL", pol, "CHILD", "q", c1, "c", "CHILD", cq2, c2, "c")
 					what = "flow " + pid
 				case 3, 4, 5:
 					take(h.ok("EMQ.CLAIM", "q", "1000", "COUNT", fmt.Sprint(1+rng.Intn(3))), false)
@@ -489,16 +498,37 @@ func TestLaneFlowRandom(t *testing.T) {
 					}
 					what = "lane " + l
 				case 15:
-					h.ok("EMQ.LANE", "q", lanes[rng.Intn(3)], "WEIGHT", fmt.Sprint(1+rng.Intn(3)))
-					what = "weight"
+					if rng.Intn(2) == 0 {
+						h.ok("EMQ.LANE", "q", lanes[rng.Intn(3)], "WEIGHT", fmt.Sprint(1+rng.Intn(3)))
+						what = "weight"
+						break
+					}
+					// Queue c: a job of its lane, or a claim ended at once.
+					if rng.Intn(2) == 0 {
+						h.ok("EMQ.ENQUEUE", "c", "*", "x", "LANE", "a")
+						what = "enqueue c"
+					} else if id, tok := h.claimID("c"); id != "" {
+						switch rng.Intn(3) {
+						case 0:
+							h.ok("EMQ.COMPLETE", "c", id, tok)
+						case 1:
+							h.ok("EMQ.FAIL", "c", id, tok, "1", "0", "e")
+						default:
+							h.ok("EMQ.REQUEUE", "c", id, tok)
+						}
+						what = "c ends " + id
+					}
 				}
 				if what != "" {
 					prev = checkLanesSince(t, h, "q", fmt.Sprintf("step %d %s", step, what), prev)
+					checkLanes(t, h, "c", fmt.Sprintf("step %d %s (queue c)", step, what))
 				}
 			}
 			for _, l := range lanes {
 				h.ok("EMQ.LANE", "q", l, "RESET")
 			}
+			h.ok("EMQ.LANE", "c", "a", "RESET")
+			drainAll(t, h, "c")
 			for _, l := range held {
 				h.do("EMQ.COMPLETE", "q", l.id, l.tok)
 			}
@@ -511,11 +541,15 @@ func TestLaneFlowRandom(t *testing.T) {
 					break
 				}
 			}
-			if n := h.members(NewKeys("q").Active); len(n) != 0 {
-				t.Fatalf("active left: %v", n)
+			for _, q := range []string{"q", "c"} {
+				if n := h.members(NewKeys(q).Active); len(n) != 0 {
+					t.Fatalf("%s: active left: %v", q, n)
+				}
 			}
-			if k := laneKeys(h, "q"); len(k) != 0 {
-				t.Fatalf("lane keys left at the drain: %v (pending %v)", k, h.members(NewKeys("q").Pending))
+			for _, q := range []string{"q", "c"} {
+				if k := laneKeys(h, q); len(k) != 0 {
+					t.Fatalf("%s: lane keys left at the drain: %v (pending %v)", q, k, h.members(NewKeys(q).Pending))
+				}
 			}
 		})
 	}
