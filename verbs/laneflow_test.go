@@ -243,7 +243,7 @@ func TestLaneFlowRelease(t *testing.T) {
 							if other == "idle" {
 								// The parent is the only pending job:
 								// NEXT's claim, under lane selection, takes it.
-								if len(jobs) != 1 || jobs[0].([]any)[0] != fP {
+								if len(jobs) != 1 || jobs[0].([]any)[0] != fP || jobs[0].([]any)[1] != "parent" {
 									t.Fatalf("NEXT did not claim the released parent: %v", got)
 								}
 							}
