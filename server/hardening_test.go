@@ -739,3 +739,65 @@ func TestPubsubSoftLimit(t *testing.T) {
 		t.Fatalf("INFO stats: %q", r)
 	}
 }
+
+// TestOmemDrainedAndPubsubClassByProtocol (issue 27 item 9): omem counts
+// a non-reading client's queued replies and is 0 again once it has read
+// them all; a RESP3 subscriber is held to the pubsub class as a RESP2 one
+// is (Valkey 8.0.1's getClientType: the pubsub flag, set by a subscription
+// whatever the protocol), and a client that unsubscribed from everything
+// is back in the normal class.
+func TestOmemDrainedAndPubsubClassByProtocol(t *testing.T) {
+	s := startServer(t, map[string]string{"client-output-buffer-limit": "pubsub 4mb 0 0"}, nil)
+	a := dial(t, s)
+	a.do("SET", "big", strings.Repeat("v", 1<<20))
+	omem := func(name string) int64 {
+		n, err := strconv.ParseInt(clientField(t, a, name, "omem"), 10, 64)
+		if err != nil {
+			t.Fatalf("omem of %s: %v", name, err)
+		}
+		return n
+	}
+	var p []byte
+	for i := 0; i < 24; i++ {
+		p = append(p, encode("GET", "big")...)
+	}
+
+	// Drained: omem back to 0.
+	slow := dial(t, s)
+	slow.do("CLIENT", "SETNAME", "slow")
+	slow.write(p)
+	eventually(t, func() bool { return omem("slow") > 4<<20 })
+	for i := 0; i < 24; i++ {
+		if r := slow.read(); len(r) != 1<<20+len("$1048576\r\n\r\n") {
+			t.Fatalf("reply %d: %d bytes", i, len(r))
+		}
+	}
+	eventually(t, func() bool { return omem("slow") == 0 })
+
+	// Unsubscribed from everything: normal class, kept past 4 MiB.
+	was := dial(t, s)
+	was.do("CLIENT", "SETNAME", "was")
+	was.do("SUBSCRIBE", "ch")
+	was.do("UNSUBSCRIBE")
+	was.write(p)
+	eventually(t, func() bool { return omem("was") > 4<<20 })
+	if clientField(t, a, "was", "id") == "" {
+		t.Fatal("a client with no subscription was closed at the pubsub limit")
+	}
+
+	// RESP3 subscriber: pubsub class, closed past 4 MiB.
+	sub3 := dial(t, s)
+	sub3.do("HELLO", "3", "SETNAME", "sub3")
+	sub3.do("SUBSCRIBE", "ch")
+	msg := strings.Repeat("m", 256<<10)
+	for i := 0; i < 48; i++ { // 12 MiB published, none read
+		a.do("PUBLISH", "ch", msg)
+	}
+	eventually(t, func() bool { return clientField(t, a, "sub3", "id") == "" })
+	if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+		t.Fatalf("INFO stats: %q", r)
+	}
+	if clientField(t, a, "slow", "id") == "" || clientField(t, a, "was", "id") == "" {
+		t.Fatal("a normal client was closed")
+	}
+}
