@@ -801,3 +801,48 @@ func TestOmemDrainedAndPubsubClassByProtocol(t *testing.T) {
 		t.Fatal("a normal client was closed")
 	}
 }
+
+// TestPubsubClassAsValkey (issue 27 item 9, differential): the same
+// clients against emqd and the reference valkey-server after CONFIG SET
+// client-output-buffer-limit "pubsub 4mb 0 0": a RESP3 subscriber that
+// does not read 12 MiB of messages is closed on both; a client that
+// subscribed and then unsubscribed from everything holds more than 4 MiB
+// of unread replies (omem) and is kept on both.
+func TestPubsubClassAsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	for _, side := range []struct{ name, addr string }{{"emqd", s.Addr()}, {"valkey", ref.Addr}} {
+		a := dialAddr(t, side.addr)
+		if r := a.do("CONFIG", "SET", "client-output-buffer-limit", "pubsub 4mb 0 0"); r != "+OK\r\n" {
+			t.Fatalf("%s: CONFIG SET: %q", side.name, r)
+		}
+		a.do("SET", "big", strings.Repeat("v", 1<<20))
+		was := dialAddr(t, side.addr)
+		was.do("CLIENT", "SETNAME", "was")
+		was.do("SUBSCRIBE", "ch")
+		was.do("UNSUBSCRIBE")
+		var p []byte
+		for i := 0; i < 24; i++ {
+			p = append(p, encode("GET", "big")...)
+		}
+		was.write(p)
+		eventually(t, func() bool {
+			n, _ := strconv.ParseInt(clientField(t, a, "was", "omem"), 10, 64)
+			return n > 4<<20
+		})
+		sub3 := dialAddr(t, side.addr)
+		sub3.do("HELLO", "3", "SETNAME", "sub3")
+		sub3.do("SUBSCRIBE", "ch")
+		msg := strings.Repeat("m", 256<<10)
+		for i := 0; i < 48; i++ {
+			a.do("PUBLISH", "ch", msg)
+		}
+		eventually(t, func() bool { return clientField(t, a, "sub3", "id") == "" })
+		if clientField(t, a, "was", "id") == "" {
+			t.Fatalf("%s: the unsubscribed client was closed", side.name)
+		}
+		if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+			t.Fatalf("%s: INFO stats: %q", side.name, r)
+		}
+	}
+}
