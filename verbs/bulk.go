@@ -185,20 +185,15 @@ func judgeReprocessAll(d *store.DB, k *Keys, head []dueJob, reset bool, lt *lane
 // EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n]
 
 // removeSet maps EMQ.REMOVE.ALL's state word (any case) to its set's key:
-// every state EMQ.REMOVE acts on (not active: a held job is finished by its
-// holder or recovered by the sweep).
+// EMQ.LIST's sets (listSet) except active (a held job is finished by its
+// holder or recovered by the sweep) and waiting (a flow parent ends by its
+// children, docs/verbs.md §4.25).
 func removeSet(k *Keys, b []byte) (string, bool) {
-	switch {
-	case eqFold(b, "PENDING"):
-		return k.Pending, true
-	case eqFold(b, "SCHEDULED"):
-		return k.Schedule, true
-	case eqFold(b, "DEAD"):
-		return k.Dead, true
-	case eqFold(b, "COMPLETED"):
-		return k.Done, true
+	key, ok := listSet(k, b)
+	if !ok || key == k.Active || key == k.Waiting {
+		return "", false
 	}
-	return "", false
+	return key, true
 }
 
 func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
