@@ -19,8 +19,8 @@ const module = "github.com/emqd/emqd"
 // in "/..." covers the folder and everything under it; the longest match
 // wins.
 var layers = map[string]int{
-	"clock": 0, // the server clock (Wall, Manual, Shifted)
-	"num":   0, // Valkey's number rules: string2ll, string2d, d2string, long double
+	"clock":        0, // the server clock (Wall, Manual, Shifted)
+	"internal/num": 0, // Valkey's number rules: string2ll, string2d, d2string, long double
 
 	"internal/testsupport": 0, // for tests: the EMQD_REQUIRE_REFERENCE gate, the emqd binary, raw RESP, keyspace dump
 	"internal/valkeyref":   1, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
@@ -30,14 +30,14 @@ var layers = map[string]int{
 	"internal/cmdmeta/gencmd": 2, // writes internal/cmdmeta/valkey_gen.go from Valkey's commands/*.json
 	"internal/verbgen":        1, // for tests: random calls of every verb (the property tests' generators)
 	"internal/faultfs":        1, // for tests: the fault-injecting in-memory vfs.FS
-	"resp":                    1, // RESP request reader and reply writer
-	"plan":                    1, // the write plan (primitive ops)
-	"store":                   2, // keyspace, data types, Valkey commands, command specs
+	"internal/resp":           1, // RESP request reader and reply writer
+	"internal/plan":           1, // the write plan (primitive ops)
+	"internal/store":          2, // keyspace, data types, Valkey commands, command specs
 
-	"store/aof": 3, // the append-only file
-	"store/rdb": 3, // the RDB format: dump.rdb, DUMP/RESTORE payloads
-	"verbs":     3, // the EMQ.* verbs
-	"dashboard": 3, // the web dashboard (a RESP client of the server; imports clock only)
+	"internal/store/aof": 3, // the append-only file
+	"internal/store/rdb": 3, // the RDB format: dump.rdb, DUMP/RESTORE payloads
+	"internal/verbs":     3, // the EMQ.* verbs
+	"internal/dashboard": 3, // the web dashboard (a RESP client of the server; imports clock only)
 
 	"server": 4, // listener, dispatch, registry, persistence wiring, embedding API
 
@@ -63,7 +63,7 @@ var only = map[string][]string{
 	"cmd/emqd": {"server", "clock", "internal/valkeyref", "internal/testsupport"}, // tests: the stock valkey.conf, the binary
 	"emq":      {},
 	// The dashboard reaches the data only over RESP (docs/architecture.md §6.1).
-	"dashboard": {"clock", "internal/testsupport"}, // testsupport: its browser tests' gate
+	"internal/dashboard": {"clock", "internal/testsupport"}, // testsupport: its browser tests' gate
 }
 
 // layerOf returns the layer of rel (a path relative to the module).
@@ -157,14 +157,71 @@ func TestLayering(t *testing.T) {
 
 // TestLayerOf checks the table's lookup on the shapes it must handle.
 func TestLayerOf(t *testing.T) {
-	for rel, want := range map[string]int{"store": 2, "store/aof": 3, "bench/load": 7, "bench/cmd/jobcycle": 8, "bench/internal/procs": 6, "server": 4} {
+	for rel, want := range map[string]int{"internal/store": 2, "internal/store/aof": 3, "bench/load": 7, "bench/cmd/jobcycle": 8, "bench/internal/procs": 6, "server": 4} {
 		if got, ok := layerOf(rel); !ok || got != want {
 			t.Errorf("layerOf(%q) = %d, %v; want %d", rel, got, ok, want)
 		}
 	}
-	for _, rel := range []string{"store/other", "benchmark", "servers"} {
+	for _, rel := range []string{"internal/store/other", "store", "benchmark", "servers"} {
 		if l, ok := layerOf(rel); ok {
 			t.Errorf("layerOf(%q) = %d; want not found", rel, l)
+		}
+	}
+}
+
+// public is the module's user API (docs/architecture.md "Packages"): every
+// other package lives under internal/ (or is a benchmark or a binary), so
+// its types and fields are not API. A new top-level package fails here
+// until it is either put under internal/ or added with its outside user.
+var public = map[string]string{
+	"clock":               "the clock an embedding test hands the server (clock.Manual)",
+	"emq":                 "the Go client and worker library",
+	"server":              "the embedding API (server.StartTest and its options)",
+	"cluster":             "the FUNCTION library and its loader",
+	"cluster/clustertest": "redis-server nodes and clusters for a user's own cluster tests",
+	"cluster/conformance": "the verb scenarios a user can run against their own cluster",
+}
+
+// TestPublicPackages fails when a package outside internal/, bench/ and
+// cmd/ is not one of the public ones above.
+func TestPublicPackages(t *testing.T) {
+	found := map[string]bool{}
+	err := filepath.WalkDir(".", func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if dir != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		rel := filepath.ToSlash(dir)
+		for _, top := range []string{"internal", "bench", "cmd"} {
+			if rel == top || strings.HasPrefix(rel, top+"/") {
+				return filepath.SkipDir
+			}
+		}
+		if _, err := build.ImportDir(dir, 0); err != nil {
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				return nil
+			}
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		found[rel] = true
+		if _, ok := public[rel]; !ok {
+			t.Errorf("%s is public (outside internal/) but not in the public table: move it under internal/ or name its outside user", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range public {
+		if !found[rel] {
+			t.Errorf("public package %s is gone: drop it from the table", rel)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/emqd/emqd/cluster"
 	"github.com/emqd/emqd/cluster/clustertest"
 	"github.com/emqd/emqd/cluster/conformance"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/verbs"
 	"github.com/redis/go-redis/v9"
 )
 

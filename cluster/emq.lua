@@ -689,7 +689,7 @@ end
 -- In a cluster every job of a flow is in the parent's queue (EMQ.FLOW
 -- refuses other queues: their keys are in other slots), so a child's
 -- parent is read and written in the slot of the call; a `parent` naming
--- another queue is left alone. As verbs/flow.go: the seam is judged
+-- another queue is left alone. As internal/verbs/flow.go: the seam is judged
 -- before the call writes (gone: the row keys the call deletes), written
 -- after.
 
@@ -763,7 +763,7 @@ end
 
 -- flow_end: child id of queue k, whose row names parent ref, ended with
 -- outcome (completed, dead, removed) and out (its result or error, or
--- nil). As flowEnds.end in verbs/flow.go.
+-- nil). As flowEnds.end in internal/verbs/flow.go.
 local function flow_end(fx, k, ref, id, outcome, out)
   local child = k.name .. ':' .. id
   for _ = 0, MAX_FLOW_DEPTH + 1 do

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // blockingCases is how to block, wake and check every blocking command of

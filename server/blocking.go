@@ -4,7 +4,7 @@ import (
 	"container/list"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Blocked clients, generic over store.BlockSpec (docs/verbs.md §4.3.3):

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // A fake blocking command pair, registered only in this package's tests:

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // CLIENT subcommands (docs/compat.md §1.5; TRACKING, CACHING, GETREDIR and

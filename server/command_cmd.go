@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/emqd/emqd/internal/cmdmeta"
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // COMMAND, COMMAND COUNT/INFO/DOCS/GETKEYS/GETKEYSANDFLAGS/LIST

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/internal/cmdmeta"
+	"github.com/emqd/emqd/internal/store"
 	"github.com/emqd/emqd/internal/valkeyref"
-	"github.com/emqd/emqd/store"
 )
 
 // The COMMAND replies compared byte for byte with a real Valkey 8.0.1

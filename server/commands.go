@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Connection and server commands (docs/compat.md §1.5).

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/resp"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/resp"
 )
 
 // The config table: valkey.conf directives, shared by the command line, the

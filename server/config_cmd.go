@@ -3,7 +3,7 @@ package server
 import (
 	"strings"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // CONFIG GET/SET/RESETSTAT/REWRITE (docs/compat.md §1.5; Valkey 8 config.c).

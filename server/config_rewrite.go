@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // CONFIG REWRITE (docs/operations.md §3.4), as Valkey's rewriteConfig:

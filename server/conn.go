@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Reply modes (CLIENT REPLY).

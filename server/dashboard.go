@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/emqd/emqd/dashboard"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/dashboard"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // The web dashboard (docs/operations.md §2, docs/architecture.md §6.1): with

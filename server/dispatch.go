@@ -5,8 +5,8 @@ import (
 	"time"
 	_ "unsafe" // go:linkname nanotime
 
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // exec runs one command the way Valkey's processCommand does: unknown

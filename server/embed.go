@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/aof"
-	"github.com/emqd/emqd/store/rdb"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/store/aof"
+	"github.com/emqd/emqd/internal/store/rdb"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // Version is emqd's own version (INFO emqd_version, emqd --version).

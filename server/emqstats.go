@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // Observability (docs/architecture.md §6): the EMQ.* transition accounting (verbs.Stats),

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Key expiry on the server side (docs/compat.md §1.7): the active expire
@@ -90,7 +90,7 @@ func (s *Server) expireTick() {
 		}
 		if first {
 			// Maps emptied by deletions are rebuilt here, where no
-			// command is iterating one (store/shrink.go).
+			// command is iterating one (internal/store/shrink.go).
 			st.ShrinkMaps()
 		}
 		if s.exp.held.Load() || s.paused.Load() {

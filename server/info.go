@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // INFO (docs/compat.md §1.5; Valkey 8 genValkeyInfoString): sections in

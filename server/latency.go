@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // The latency monitor (docs/compat.md §1.5), as Valkey's latency.c: with

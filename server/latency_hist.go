@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // LATENCY HISTOGRAM (docs/compat.md §1.5), as Valkey 8.0.1's: with

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // valkeyVersion is the Valkey release whose behaviour emqd matches: HELLO's

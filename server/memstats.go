@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // MEMORY STATS, DOCTOR and MALLOC-STATS (docs/compat.md §1.5): Valkey

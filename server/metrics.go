@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // The Prometheus endpoint (docs/architecture.md §6): with metrics-addr

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/rdb"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/store/rdb"
 )
 
 // The server commands tools reach (docs/compat.md §2.7): MONITOR, ROLE,

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // MULTI/EXEC/DISCARD/WATCH/UNWATCH (docs/compat.md §1.5, docs/architecture.md

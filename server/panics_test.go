@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Injected panics (panics.go), through Options.testCommands:

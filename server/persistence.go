@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store/aof"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store/aof"
 )
 
 // Persistence (docs/durability.md; docs/architecture.md §5): with appendonly yes

@@ -20,9 +20,9 @@ import (
 
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/faultfs"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/store/aof"
 	"github.com/emqd/emqd/internal/testsupport"
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/aof"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/aof"
-	"github.com/emqd/emqd/store/rdb"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/store/aof"
+	"github.com/emqd/emqd/internal/store/rdb"
 )
 
 // aofPreamble is the AOF's RDB preamble (aof-use-rdb-preamble,
-// docs/durability.md §1.1): store/rdb's writer and reader for store/aof,
+// docs/durability.md §1.1): internal/store/rdb's writer and reader for internal/store/aof,
 // which may not import it.
 type aofPreamble struct{ s *Server }
 

@@ -4,8 +4,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Pub/Sub (docs/compat.md §1.9; Valkey 8's pubsub.c): SUBSCRIBE,

@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/aof"
-	"github.com/emqd/emqd/store/rdb"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/store/aof"
+	"github.com/emqd/emqd/internal/store/rdb"
 )
 
 // RDB snapshots (docs/durability.md §9): dump.rdb in dir, written by SAVE

@@ -18,9 +18,9 @@ import (
 
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/faultfs"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/store/rdb"
 	"github.com/emqd/emqd/internal/valkeyref"
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/store/rdb"
 	"github.com/redis/go-redis/v9"
 )
 

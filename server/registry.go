@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/emqd/emqd/internal/cmdmeta"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // command is one registry entry: a store or verb CommandSpec, or a server

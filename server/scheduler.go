@@ -5,9 +5,9 @@ import (
 	"strings"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // The schedule timer (docs/verbs.md §4.22.4). Every queue's schedules

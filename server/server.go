@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // Server is one running emqd.

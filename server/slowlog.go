@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // SLOWLOG (Valkey 8 slowlog.c): commands that ran at least

@@ -3,9 +3,9 @@ package server
 import (
 	"strconv"
 
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // The opt-in stalled-job sweep (docs/verbs.md §4.11: "emqd's own opt-in

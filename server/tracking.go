@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/emqd/emqd/num"
-	"github.com/emqd/emqd/resp"
-	"github.com/emqd/emqd/store"
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Server-assisted client-side caching (docs/compat.md §1.8; Valkey 8's

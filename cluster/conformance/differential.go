@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/internal/verbgen"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/verbs"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/verbs"
 )
 
 // schedules: two EVERY schedules fired through three clock steps (on time,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/verbs"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -989,7 +989,7 @@ func largeCounters(t *testing.T, tg Target) {
 func blockAnswersAtOnce(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
 	if tg.Native() {
-		t.Skip("emqd blocks: tested in verbs/e2e_block_test.go")
+		t.Skip("emqd blocks: tested in internal/verbs/e2e_block_test.go")
 	}
 	if got := e.ok("EMQ.CLAIM", "q", 1000, "BLOCK", 0); !reflect.DeepEqual(got, []any{}) {
 		t.Fatalf("BLOCK 0 on an empty queue: %#v", got)

@@ -48,7 +48,7 @@ import (
 	"sync"
 
 	"github.com/emqd/emqd/cluster"
-	"github.com/emqd/emqd/verbs"
+	"github.com/emqd/emqd/internal/verbs"
 	"github.com/redis/go-redis/v9"
 )
 

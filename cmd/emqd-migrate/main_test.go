@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/cluster/clustertest"
+	"github.com/emqd/emqd/internal/verbs"
 	"github.com/emqd/emqd/server"
-	"github.com/emqd/emqd/verbs"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -26,7 +26,7 @@ import (
 // acknowledged reply, SIGKILL at random points (some while a rewrite runs),
 // a restart, and a check that every acknowledged write is there and the job
 // invariants hold. SIGKILL keeps the page cache, so this shows the process
-// side; power loss is store/aof's fault-injection tests.
+// side; power loss is internal/store/aof's fault-injection tests.
 func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts the binary")

@@ -1,7 +1,7 @@
 // Package faultfs is an in-memory vfs.FS for tests that fails the
 // operations a test names (ENOSPC, EIO, EROFS, ...), delays or hooks fsync,
 // and loses power (what was not fsynced is gone, optionally torn): the
-// file system the store/aof, store/rdb and server tests run the
+// file system the internal/store/aof, internal/store/rdb and server tests run the
 // append-only and RDB files on. Product code never uses it.
 package faultfs
 

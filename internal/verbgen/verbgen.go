@@ -1,6 +1,6 @@
 // Package verbgen draws random calls of the EMQ.* verbs, with arguments
 // mixed from valid and invalid values, for the two property tests that
-// drive every verb: the refusal property (verbs/refusal_prop_test.go,
+// drive every verb: the refusal property (internal/verbs/refusal_prop_test.go,
 // docs/verbs.md §2.2) and the differential run of emqd against the cluster
 // library (cluster/conformance/differential.go, docs/cluster.md).
 //

@@ -1,8 +1,8 @@
 // Package vfs is the file-system interface the append-only file and the
-// RDB files are written through (store/aof aliases it as aof.FS and
+// RDB files are written through (internal/store/aof aliases it as aof.FS and
 // aof.File): the server passes the OS one (aof.OSFS), tests a
 // fault-injecting one (internal/faultfs). It imports nothing of emqd, so
-// test packages below store/aof can implement it.
+// test packages below internal/store/aof can implement it.
 package vfs
 
 import "io"

@@ -1,0 +1,641 @@
+package verbs
+
+import (
+	"github.com/emqd/emqd/internal/num"
+	"github.com/emqd/emqd/internal/plan"
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
+)
+
+// ---------------------------------------------------------------------------
+// EMQ.PAUSE q, EMQ.RESUME q
+
+func (vs *Verbs) cmdPause(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	_, kind := hashKind(c.DB, k.Meta)
+	p, ref := judgePause(kind, k)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	c.W.OK()
+}
+
+// judgePause is EMQ.PAUSE: HSET meta paused 1.
+func judgePause(meta keyKind, k *Keys) (*plan.Plan, refusal) {
+	if meta == keyWrong {
+		return nil, wrongType(k.Meta)
+	}
+	p := newPlan(1)
+	hset(p, k.Meta, fvPausedOne)
+	return p, noRefusal
+}
+
+func (vs *Verbs) cmdResume(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	h, kind := hashKind(c.DB, k.Meta)
+	paused := false
+	if h != nil {
+		_, paused = h.Get("paused")
+	}
+	p, ref := judgeResume(kind, paused, k)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	apply(c, p)
+	vs.wake(c, k)
+	c.W.OK()
+}
+
+// judgeResume is EMQ.RESUME: HDEL meta paused (nothing to write when the
+// queue is not paused).
+func judgeResume(meta keyKind, paused bool, k *Keys) (*plan.Plan, refusal) {
+	if meta == keyWrong {
+		return nil, wrongType(k.Meta)
+	}
+	if !paused {
+		return nil, noRefusal
+	}
+	p := newPlan(1)
+	hdel(p, k.Meta, fvPaused)
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.REMOVE q id
+
+func (vs *Verbs) cmdRemove(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	rowKey, id := k.rowOf(c.Argv[2])
+	r := readRemove(c.DB, k, id, rowKey)
+	p, ref := judgeRemove(&r, k, id, rowKey)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	if p == nil {
+		c.W.Int(0)
+		return
+	}
+	lt, ref := removeLanes(vs.laneScratch(), c.DB, k, c.NowMs)
+	if !ref.Refused() {
+		ref = removeLeaves(lt, &r)
+	}
+	if ref.Refused() {
+		plan.Put(p)
+		vs.refuseReply(c, ref)
+		return
+	}
+	var fe *flowEnds
+	if r.Row.Kind == keyOK && r.Row.Parent.Present {
+		// A removed flow child has ended (docs/verbs.md §4.25.2).
+		vs.endRow(&fe, c, p, lt, &r.Row, k, id, vRemoved, nil)
+		planFlow(fe, p)
+	}
+	vs.flushApply(c, k, lt, p)
+	fe.after(c)
+	vs.count(c, k, Removed, 1)
+	vs.event(c, k, EvRemoved, id)
+	c.W.Int(1)
+}
+
+// removeRead is what EMQ.REMOVE's read pass saw: the row and the id's
+// membership of each set.
+type removeRead struct {
+	Active, Pending, Schedule, Dead, Done, Waiting             keyKind
+	InActive, InPending, InSchedule, InDead, InDone, InWaiting bool
+	Row                                                        jobRow
+	LanePend                                                   string // the job's lane set ("": the default lane)
+	InLanePend, LanePendWrong                                  bool
+}
+
+// readRemove is EMQ.REMOVE's read pass for one id; EMQ.REMOVE.ALL reads
+// each job it removes through it (docs/verbs.md §4.24: the same path).
+func readRemove(d *store.DB, k *Keys, id, rowKey string) removeRead {
+	var r removeRead
+	r.Active, r.InActive, _ = member(d, k.Active, id)
+	r.Row = readRow(d, rowKey)
+	r.Pending, r.InPending, _ = member(d, k.Pending, id)
+	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
+	r.Dead, r.InDead, _ = member(d, k.Dead, id)
+	r.Done, r.InDone, _ = member(d, k.Done, id)
+	r.Waiting, r.InWaiting, _ = member(d, k.Waiting, id)
+	if name := laneOf(&r.Row); name != DefaultLane {
+		// A pending job of a lane is in its lane's set (docs/verbs.md
+		// §4.26); removeLanes keeps the lane's state.
+		r.LanePend = k.LanePrefix + name + ":pending"
+		var kind keyKind
+		if kind, r.InLanePend, _ = member(d, r.LanePend, id); kind == keyWrong {
+			r.LanePendWrong = true
+		}
+	}
+	return r
+}
+
+// removeLanes reads queue k's lane state for a removal (docs/verbs.md
+// §4.26.4) into buf (readLanesInto; the verb's scratch, so a queue
+// without lanes allocates nothing): nil without lanes; a refusal: the
+// lane state is unreadable.
+func removeLanes(buf *laneTx, d *store.DB, k *Keys, now int64) (*laneTx, refusal) {
+	lt, ref := readLanesInto(buf, d, k, now)
+	if ref.Refused() || !lt.on {
+		return nil, ref
+	}
+	return lt, noRefusal
+}
+
+// removeLeaves records r's job leaving the pending set of its lane (the
+// default one, or its lane's) in lt (leavesPending), so the verb's flush
+// leaves the lanes right at once.
+func removeLeaves(lt *laneTx, r *removeRead) refusal {
+	if lt == nil {
+		return noRefusal
+	}
+	if r.InPending {
+		if ref := leavesPending(lt, DefaultLane); ref.Refused() {
+			return ref
+		}
+	}
+	if r.InLanePend {
+		return leavesPending(lt, laneOf(&r.Row))
+	}
+	return noRefusal
+}
+
+// judgeRemove is EMQ.REMOVE: a held job (in active) is refused, a lane row
+// is refused; otherwise the id leaves pending, schedule and dead and the row
+// is deleted. A nil plan means there was no such job (reply 0).
+func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal) {
+	switch {
+	case r.Active == keyWrong:
+		return nil, wrongType(k.Active)
+	case r.InActive:
+		return nil, refuse(ErrActive)
+	case r.Row.Kind == keyWrong:
+		return nil, wrongType(rowKey)
+	case r.Row.Lane:
+		return nil, badRow(ErrLane, rowKey)
+	case r.Pending == keyWrong:
+		return nil, wrongType(k.Pending)
+	case r.Schedule == keyWrong:
+		return nil, wrongType(k.Schedule)
+	case r.Dead == keyWrong:
+		return nil, wrongType(k.Dead)
+	case r.Done == keyWrong:
+		return nil, wrongType(k.Done)
+	case r.Waiting == keyWrong:
+		return nil, wrongType(k.Waiting)
+	}
+	if r.LanePendWrong {
+		return nil, wrongType(r.LanePend)
+	}
+	p := newPlan(5)
+	if r.InPending {
+		p.ZRem(k.Pending, id)
+	}
+	if r.InLanePend {
+		p.ZRem(r.LanePend, id)
+	}
+	if r.InSchedule {
+		p.ZRem(k.Schedule, id)
+	}
+	if r.InDead {
+		p.ZRem(k.Dead, id)
+	}
+	if r.InDone {
+		p.ZRem(k.Done, id)
+	}
+	if r.InWaiting {
+		p.ZRem(k.Waiting, id)
+	}
+	if r.Row.Kind == keyOK {
+		p.Del(rowKey)
+		if r.Row.Children {
+			// A flow parent's roster goes with it (docs/verbs.md §4.25.4).
+			delRoster(p, k, id)
+		}
+	}
+	if len(p.Ops) == 0 {
+		return nil, noRefusal
+	}
+	return p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.COUNTS q
+
+func (vs *Verbs) cmdCounts(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	d := c.DB
+	var r countsRead
+	for i, key := range [4]string{k.Pending, k.Active, k.Schedule, k.Dead} {
+		z, kind := zsetKind(d, key)
+		r.Sets[i] = kind
+		if z != nil {
+			r.Sizes[i] = int64(z.Len())
+		}
+	}
+	r.Completed = readCounter(d, k.Completed)
+	r.Failed = readCounter(d, k.Failed)
+	z, kind := zsetKind(d, k.Done)
+	r.Done = kind
+	if z != nil {
+		r.DoneSize = int64(z.Len())
+	}
+	z, kind = zsetKind(d, k.Waiting)
+	r.Waiting = kind
+	if z != nil {
+		r.WaitingSize = int64(z.Len())
+	}
+	n, ref := judgeCounts(&r, k)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	n.Pending += lanesPending(d, k)
+	lat := QueueLatencyMs(d, k, c.NowMs)
+	w := c.W
+	w.Map(9)
+	w.BulkString("pending")
+	w.Int(n.Pending)
+	w.BulkString("active")
+	w.Int(n.Active)
+	w.BulkString("scheduled")
+	w.Int(n.Scheduled)
+	w.BulkString("dead")
+	w.Int(n.Dead)
+	w.BulkString("completed")
+	w.Int(n.Completed)
+	w.BulkString("failed")
+	w.Int(n.Failed)
+	w.BulkString("retained")
+	w.Int(n.Retained)
+	w.BulkString("latency_ms")
+	w.Int(lat)
+	w.BulkString("waiting")
+	w.Int(n.Waiting)
+}
+
+// QueueLatencyMs is queue k's latency at now (docs/verbs.md §4.16): the
+// age, in ms on the server clock, of the job the next claim takes (the
+// first member of pending), now - its row's enqueued_at; 0 when pending is
+// empty or not a sorted set, or that row has no readable enqueued_at (a
+// ghost, a row of another type or written without it), and never below 0.
+// It reads two keys and writes nothing (INFO and /metrics call it too).
+func QueueLatencyMs(d *store.DB, k *Keys, now int64) int64 {
+	z, _ := zsetKind(d, k.Pending)
+	if z == nil {
+		return 0
+	}
+	it, ok := z.At(0)
+	if !ok {
+		return 0
+	}
+	h, _ := hashKind(d, k.Row(it.Member))
+	if h == nil {
+		return 0
+	}
+	v, ok := h.Get(string(fEnqueuedAt))
+	if !ok {
+		return 0
+	}
+	t, ok := num.ParseInt(v)
+	if !ok || t >= now {
+		return 0
+	}
+	return now - t
+}
+
+// countsRead is what EMQ.COUNTS's read pass saw: the four sets (kind and
+// size) and the two metrics hashes.
+type countsRead struct {
+	Sets        [4]keyKind // pending, active, schedule, dead
+	Sizes       [4]int64
+	Completed   counter
+	Failed      counter
+	Done        keyKind // the retained completed jobs' set (docs/verbs.md §4.21)
+	DoneSize    int64
+	Waiting     keyKind // flow parents waiting on children (docs/verbs.md §4.25)
+	WaitingSize int64
+}
+
+// queueCounts is EMQ.COUNTS's reply, in reply order.
+type queueCounts struct {
+	Pending, Active, Scheduled, Dead, Completed, Failed, Retained, Waiting int64
+}
+
+// judgeCounts is EMQ.COUNTS: set sizes and metric counts; a wrong type or a
+// count that is not an integer refuses.
+func judgeCounts(r *countsRead, k *Keys) (queueCounts, refusal) {
+	keys := [4]string{k.Pending, k.Active, k.Schedule, k.Dead}
+	for i, kk := range r.Sets {
+		if kk == keyWrong {
+			return queueCounts{}, wrongType(keys[i])
+		}
+	}
+	metric := func(c counter, key string) (int64, refusal) {
+		if c.Kind == keyWrong {
+			return 0, wrongType(key)
+		}
+		if !c.Count.Present {
+			return 0, noRefusal
+		}
+		n, ok := num.ParseInt(c.Count.Val)
+		if !ok {
+			return 0, badRow(store.ErrHashNotInt, key)
+		}
+		return n, noRefusal
+	}
+	done, ref := metric(r.Completed, k.Completed)
+	if ref.Refused() {
+		return queueCounts{}, ref
+	}
+	failed, ref := metric(r.Failed, k.Failed)
+	if ref.Refused() {
+		return queueCounts{}, ref
+	}
+	if r.Done == keyWrong {
+		return queueCounts{}, wrongType(k.Done)
+	}
+	if r.Waiting == keyWrong {
+		return queueCounts{}, wrongType(k.Waiting)
+	}
+	return queueCounts{r.Sizes[0], r.Sizes[1], r.Sizes[2], r.Sizes[3], done, failed, r.DoneSize, r.WaitingSize}, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.JOB q id
+
+func (vs *Verbs) cmdJob(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	rowKey, id := k.rowOf(c.Argv[2])
+	v, ref := readJobView(c.DB, k, rowKey, id)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	v.write(c.W)
+}
+
+// jobView is a job as EMQ.JOB shows it (docs/verbs.md §4.17): its row and
+// its membership of active and schedule. EMQ.LIST shows each member so.
+type jobView struct {
+	row      *store.Hash // nil: no row
+	inActive bool
+	deadline float64
+	inSched  bool
+	runAt    float64
+}
+
+// readJobView reads id (whose row key is rowKey) as EMQ.JOB does: the row
+// key (WRONGTYPE if it is not a hash) and, when there is a row, active and
+// schedule (WRONGTYPE if either is not a sorted set).
+func readJobView(d *store.DB, k *Keys, rowKey, id string) (jobView, refusal) {
+	var v jobView
+	h, kind := hashKind(d, rowKey)
+	if kind == keyWrong {
+		return v, wrongType(rowKey)
+	}
+	if h == nil {
+		return v, noRefusal
+	}
+	v.row = h
+	var ak, sk keyKind
+	if ak, v.inActive, v.deadline = member(d, k.Active, id); ak == keyWrong {
+		return v, wrongType(k.Active)
+	}
+	if sk, v.inSched, v.runAt = member(d, k.Schedule, id); sk == keyWrong {
+		return v, wrongType(k.Schedule)
+	}
+	return v, noRefusal
+}
+
+// write writes EMQ.JOB's reply for v: nil for no row, else a map of the
+// row's fields in the row's order, then lease_deadline_ms and run_at_ms.
+func (v *jobView) write(w *resp.Writer) {
+	if v.row == nil {
+		w.Nil()
+		return
+	}
+	n := v.row.Len()
+	if v.inActive {
+		n++
+	}
+	if v.inSched {
+		n++
+	}
+	w.Map(n)
+	v.row.Range(func(f string, b []byte) bool {
+		w.BulkString(f)
+		w.Bulk(b)
+		return true
+	})
+	if v.inActive {
+		w.BulkString("lease_deadline_ms")
+		w.BulkString(num.FormatScore(v.deadline))
+	}
+	if v.inSched {
+		w.BulkString("run_at_ms")
+		w.BulkString(num.FormatScore(v.runAt))
+	}
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.LIST q state [offset count] (docs/verbs.md §4.18): the jobs of
+// one state, read-only.
+
+// ListMax is the largest count EMQ.LIST accepts (docs/verbs.md §4.18).
+const ListMax = 1000
+
+// listDefault is EMQ.LIST's count when none is given.
+const listDefault = 100
+
+// Error texts of EMQ.LIST's arguments (docs/verbs.md §4.18).
+const (
+	ErrListState = "ERR state must be one of pending, active, scheduled, dead, completed, waiting"
+	ErrListCount = "ERR count must be at most 1000"
+)
+
+var errNonNegOffset = errNonNegative("offset")
+
+// listSet maps a state name (any case) to its set's key.
+func listSet(k *Keys, b []byte) (string, bool) {
+	switch {
+	case eqFold(b, "PENDING"):
+		return k.Pending, true
+	case eqFold(b, "ACTIVE"):
+		return k.Active, true
+	case eqFold(b, "SCHEDULED"):
+		return k.Schedule, true
+	case eqFold(b, "DEAD"):
+		return k.Dead, true
+	case eqFold(b, "COMPLETED"):
+		return k.Done, true
+	case eqFold(b, "WAITING"):
+		return k.Waiting, true
+	}
+	return "", false
+}
+
+func (vs *Verbs) cmdList(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	argv := c.Argv
+	setKey, ok := listSet(k, argv[2])
+	if !ok {
+		c.W.Error(ErrListState)
+		return
+	}
+	if len(argv) != 3 && len(argv) != 5 {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	offset, count := int64(0), int64(listDefault)
+	if len(argv) == 5 {
+		var e string
+		if offset, e = intArg(argv[3], 0, errNonNegOffset); e != "" {
+			c.W.Error(e)
+			return
+		}
+		if count, e = intArg(argv[4], 1, errPosCount); e != "" {
+			c.W.Error(e)
+			return
+		}
+		if count > ListMax {
+			c.W.Error(ErrListCount)
+			return
+		}
+	}
+
+	// Read pass: the set, then each selected member as EMQ.JOB reads it;
+	// the first refusal wins.
+	d := c.DB
+	z, kind := zsetKind(d, setKey)
+	if kind == keyWrong {
+		vs.refuseReply(c, wrongType(setKey))
+		return
+	}
+	type entry struct {
+		id string
+		v  jobView
+	}
+	var out []entry
+	if z != nil && offset < int64(z.Len()) {
+		n := min(count, int64(z.Len())-offset)
+		out = make([]entry, 0, n)
+		first, _ := z.At(int(offset))
+		var ref refusal
+		z.Ascend(first, func(it store.ZItem) bool {
+			if int64(len(out)) >= n {
+				return false
+			}
+			var v jobView
+			if v, ref = readJobView(d, k, k.Row(it.Member), it.Member); ref.Refused() {
+				return false
+			}
+			out = append(out, entry{it.Member, v})
+			return true
+		})
+		if ref.Refused() {
+			vs.refuseReply(c, ref)
+			return
+		}
+	}
+
+	w := c.W
+	w.Array(len(out))
+	for i := range out {
+		w.Array(2)
+		w.BulkString(out[i].id)
+		out[i].v.write(w)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.DEBUG CLOCK ADVANCE ms (docs/verbs.md §4.19)
+
+// advancer is a clock EMQ.DEBUG CLOCK ADVANCE can move (clock.Manual,
+// clock.Shifted). With enable-debug-command yes the server clock is always
+// one: Start wraps any other clock in clock.Shifted, and the directive
+// cannot change while the server runs.
+type advancer interface{ Advance(int64) }
+
+// debugHelp is EMQ.DEBUG HELP's text, laid out as Valkey's container
+// HELP replies (addReplyHelp: the usage line, each subcommand with its
+// indented description, then HELP itself).
+var debugHelp = []string{
+	"EMQ.DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CLOCK ADVANCE <ms>",
+	"    Move the server clock forward by <ms> milliseconds (leases, due times,",
+	"    minted ids and BLOCK timeouts follow it). Needs enable-debug-command yes.",
+	"HELP",
+	"    Print this help.",
+}
+
+// cmdDebug is the container alone or with a subcommand the server did not
+// route. The server answers both before any proc runs (Valkey's
+// processCommand: existence, then arity, then the protected-command check,
+// as for MODULE), so the order here is the same whether or not debug is
+// on.
+func (vs *Verbs) cmdDebug(c *store.Ctx) {
+	if len(c.Argv) < 2 {
+		c.W.Error(errArity("emq.debug"))
+		return
+	}
+	c.W.Error("ERR unknown subcommand '" + string(c.Argv[1]) + "'. Try EMQ.DEBUG HELP.")
+}
+
+// cmdDebugHelp is EMQ.DEBUG HELP (docs/verbs.md §4.19): answered whether
+// or not debug is on, as Valkey answers MODULE HELP while the MODULE
+// subcommands that act are protected.
+func (vs *Verbs) cmdDebugHelp(c *store.Ctx) {
+	c.W.Array(len(debugHelp))
+	for _, l := range debugHelp {
+		c.W.Simple(l)
+	}
+}
+
+func (vs *Verbs) cmdDebugClock(c *store.Ctx) {
+	if !c.DebugEnabled {
+		c.W.Error(ErrDebugDisabled)
+		return
+	}
+	if !eqFold(c.Argv[2], "ADVANCE") {
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	ms, e := intArg(c.Argv[3], 0, errNonNegMs)
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	// The clock stops at the last time a score holds (docs/verbs.md
+	// §2.12): a larger step would overflow the reading.
+	if ms > MaxScoreMs-max(c.Clock.NowMs(), 0) {
+		c.W.Error(ErrClockRange)
+		return
+	}
+	if ms > 0 {
+		c.Clock.(advancer).Advance(ms)
+	}
+	c.W.OK()
+}

@@ -1,0 +1,142 @@
+package verbs
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+
+	"github.com/emqd/emqd/internal/resp"
+	"github.com/emqd/emqd/internal/store"
+)
+
+// BenchmarkJobCycle is one ENQUEUE *, CLAIM, COMPLETE through the handlers
+// (no network), the native side of bench/cmd/jobcycle.
+func BenchmarkJobCycle(b *testing.B) { benchJobCycle(b, nopFeed{}, Config{}) }
+
+// BenchmarkJobCycleNoFeed is BenchmarkJobCycle with nothing recording the
+// writes (appendonly no, as bench/compare.sh runs the servers): the plans
+// are not rendered for a Feed.
+func BenchmarkJobCycleNoFeed(b *testing.B) { benchJobCycle(b, nil, Config{}) }
+
+// BenchmarkEventsNoSubscriber is BenchmarkJobCycleNoFeed with the events
+// of docs/verbs.md §1.6 wired as the server wires them: "off" without the
+// Pub/Sub hooks, "unsubscribed" with them and nobody listening (the cost a
+// queue pays for its events when no one subscribes: one map lookup per
+// transition), "subscribed" with a subscriber on the channel (three
+// messages built and handed over per cycle).
+func BenchmarkEventsNoSubscriber(b *testing.B) {
+	subs := map[string]int{}
+	listening := func(ch string) bool { return subs[ch] > 0 }
+	var got int
+	publish := func(ch string, msg []byte) { got += len(msg) }
+	b.Run("off", func(b *testing.B) { benchJobCycle(b, nil, Config{}) })
+	b.Run("unsubscribed", func(b *testing.B) {
+		benchJobCycle(b, nil, Config{Publish: publish, Listening: listening})
+	})
+	b.Run("subscribed", func(b *testing.B) {
+		subs[NewKeys("q").Events] = 1
+		defer delete(subs, NewKeys("q").Events)
+		benchJobCycle(b, nil, Config{Publish: publish, Listening: listening})
+		if got == 0 {
+			b.Fatal("nothing published to the subscriber")
+		}
+	})
+}
+
+func benchJobCycle(b *testing.B, feed store.Feed, cfg Config) {
+	s := store.New(16)
+	s.SetFeed(feed)
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(cfg)
+	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
+	claim := [][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("30000")}
+	complete := [][]byte{[]byte("EMQ.COMPLETE"), []byte("q"), nil, nil}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c.NowMs++
+		c.W.Reset()
+		c.ResetForCommand(enq)
+		vs.cmdEnqueue(c)
+		c.W.Reset()
+		c.ResetForCommand(claim)
+		vs.cmdClaim(c)
+		// *1 *4 $14 id ...
+		buf := c.W.Buf
+		complete[2] = buf[13 : 13+14]
+		complete[3] = []byte("1")
+		w := &resp.Writer{Proto: 2}
+		cc := *c
+		cc.W = w
+		cc.ResetForCommand(complete)
+		vs.cmdComplete(&cc)
+		if string(w.Buf) != ":1\r\n" {
+			b.Fatalf("complete: %q (claim %q)", w.Buf, buf)
+		}
+	}
+}
+
+func BenchmarkEnqueue(b *testing.B) {
+	s := store.New(16)
+	s.SetFeed(nopFeed{})
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c.W.Reset()
+		c.ResetForCommand(enq)
+		vs.cmdEnqueue(c)
+	}
+}
+
+// nopFeed stands for the AOF: the plan is rendered, then dropped.
+type nopFeed struct{}
+
+func (nopFeed) Append(int, [][][]byte) {}
+
+// BenchmarkPendingJobMemory enqueues b.N jobs (client ids, 64-byte
+// payloads, one queue) and reports the heap each pending job keeps
+// (retained-B/job: live heap growth after a full GC, divided by b.N) beside
+// -benchmem's allocations per enqueue. The arguments of each command are cut
+// from one fresh buffer, as the request reader hands them out. bench/compare.sh
+// measures the same thing on the running server (RSS per job).
+func BenchmarkPendingJobMemory(b *testing.B) {
+	s := store.New(16)
+	s.SetFeed(nopFeed{})
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	payload := bytes.Repeat([]byte("x"), 64)
+	id := []byte("JOB00000000000")
+	argv := make([][]byte, 4)
+	before := liveHeap()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := i
+		for j := 13; j >= 3; j-- {
+			id[j] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[n%62]
+			n /= 62
+		}
+		buf := make([]byte, 0, 11+1+14+64)
+		buf = append(append(append(append(buf, "EMQ.ENQUEUE"...), 'q'), id...), payload...)
+		argv[0], argv[1], argv[2], argv[3] = buf[:11:11], buf[11:12:12], buf[12:26:26], buf[26:90:90]
+		c.W.Reset()
+		c.ResetForCommand(argv)
+		vs.cmdEnqueue(c)
+	}
+	b.StopTimer()
+	if got := s.DB(0).Len(); got != b.N+1 {
+		b.Fatalf("%d keys after %d enqueues", got, b.N)
+	}
+	b.ReportMetric(float64(liveHeap()-before)/float64(b.N), "retained-B/job")
+	runtime.KeepAlive(s)
+}
+
+// liveHeap is the heap in use after a full collection, in bytes.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}

@@ -1,0 +1,354 @@
+package verbs
+
+import (
+	"bytes"
+
+	"github.com/emqd/emqd/internal/plan"
+	"github.com/emqd/emqd/internal/store"
+)
+
+// ---------------------------------------------------------------------------
+// EMQ.FLOW q parent_id parent_payload [ON_CHILD_FAIL fail|ignore|continue]
+//   CHILD cq child_id child_payload [UNDER uq uid] [ON_CHILD_FAIL policy] [CHILD ...]
+
+// flowNode is one job of a flow as EMQ.FLOW names it: the root (Up -1) or
+// a child under node Up.
+type flowNode struct {
+	K       *Keys
+	ID      string
+	RowKey  string
+	Ref     string // <queue>:<id>
+	Payload []byte
+	Up      int
+	Depth   int
+	Policy  []byte // nil: not given (fail)
+	Kids    []int
+	under   bool // UNDER was given
+}
+
+// parseFlow parses EMQ.FLOW's arguments (docs/verbs.md §4.25.1) in the
+// order of §2.1: each queue name and option from left to right, then the
+// shape of every id. On an error it returns the reply text.
+func (vs *Verbs) parseFlow(argv [][]byte) ([]flowNode, string) {
+	if !validQueue(argv[1]) {
+		return nil, ErrInvalidQueue
+	}
+	root := flowNode{K: vs.keysFor(argv[1]), ID: string(argv[2]), Payload: argv[3], Up: -1}
+	root.Ref = flowRef(root.K.Queue, root.ID)
+	nodes := []flowNode{root}
+	byRef := map[string]int{root.Ref: 0}
+	i := 4
+	cur := 0
+	for i < len(argv) {
+		switch {
+		case eqFold(argv[i], "ON_CHILD_FAIL"):
+			if i+1 >= len(argv) || nodes[cur].Policy != nil {
+				return nil, store.ErrSyntax
+			}
+			pol := policyArg(argv[i+1])
+			if pol == nil {
+				return nil, ErrFlowPolicy
+			}
+			nodes[cur].Policy = pol
+			i += 2
+		case eqFold(argv[i], "UNDER") && cur > 0:
+			if i+2 >= len(argv) || nodes[cur].under {
+				return nil, store.ErrSyntax
+			}
+			if !validQueue(argv[i+1]) {
+				return nil, ErrInvalidQueue
+			}
+			up, ok := byRef[flowRef(string(argv[i+1]), string(argv[i+2]))]
+			if !ok || up == cur {
+				return nil, ErrFlowUnder
+			}
+			n := &nodes[cur]
+			n.under = true
+			nodes[0].Kids = nodes[0].Kids[:len(nodes[0].Kids)-1]
+			n.Up, n.Depth = up, nodes[up].Depth+1
+			if n.Depth > MaxFlowDepth {
+				return nil, ErrFlowDepth
+			}
+			nodes[up].Kids = append(nodes[up].Kids, cur)
+			i += 3
+		case eqFold(argv[i], "CHILD"):
+			if i+3 >= len(argv) {
+				return nil, store.ErrSyntax
+			}
+			if !validQueue(argv[i+1]) {
+				return nil, ErrInvalidQueue
+			}
+			k := vs.keysFor(argv[i+1])
+			n := flowNode{K: k, ID: string(argv[i+2]), Payload: argv[i+3], Up: 0, Depth: 1}
+			n.Ref = flowRef(k.Queue, n.ID)
+			if _, dup := byRef[n.Ref]; dup {
+				return nil, errFlowDup(n.Ref)
+			}
+			cur = len(nodes)
+			byRef[n.Ref] = cur
+			nodes = append(nodes, n)
+			nodes[0].Kids = append(nodes[0].Kids, cur)
+			i += 4
+		default:
+			return nil, store.ErrSyntax
+		}
+	}
+	if len(nodes) == 1 {
+		return nil, store.ErrSyntax
+	}
+	for j := range nodes {
+		if nodes[j].Policy != nil && len(nodes[j].Kids) == 0 {
+			return nil, ErrFlowPolicyLeaf
+		}
+	}
+	for j := range nodes {
+		n := &nodes[j]
+		if !ValidID([]byte(n.ID)) {
+			return nil, ErrKind
+		}
+		n.RowKey = n.K.Row(n.ID)
+		n.Payload = clone(n.Payload)
+	}
+	return nodes, ""
+}
+
+// kidsRefs is node n's children as roster fields, in order.
+func kidsRefs(nodes []flowNode, n *flowNode) []string {
+	out := make([]string, len(n.Kids))
+	for i, c := range n.Kids {
+		out[i] = nodes[c].Ref
+	}
+	return out
+}
+
+// nodePolicy is the stored policy of n (fail when none was given).
+func nodePolicy(n *flowNode) []byte {
+	if n.Policy == nil {
+		return vFail
+	}
+	return n.Policy
+}
+
+func (vs *Verbs) cmdFlow(c *store.Ctx) {
+	nodes, e := vs.parseFlow(c.Argv)
+	if e != "" {
+		c.W.Error(e)
+		return
+	}
+	d := c.DB
+	dup, p, ref := judgeFlow(d, nodes, c.NowMs)
+	if ref.Refused() {
+		vs.refuseReply(c, ref)
+		return
+	}
+	if dup {
+		c.W.Int(int64(len(nodes)))
+		return
+	}
+	apply(c, p)
+	woken := map[*Keys]bool{}
+	for j := range nodes {
+		n := &nodes[j]
+		vs.count(c, n.K, Enqueued, 1)
+		vs.event(c, n.K, EvEnqueued, n.ID)
+		if len(n.Kids) == 0 && !woken[n.K] {
+			woken[n.K] = true
+			vs.wake(c, n.K)
+		}
+	}
+	c.W.Int(int64(len(nodes)))
+}
+
+// judgeFlow is EMQ.FLOW's read pass and judgement (docs/verbs.md
+// §4.25.1). dup: the root exists and is this flow (same direct children in
+// the same order, same policy): nothing is written and the reply is the
+// first one's. Otherwise the root and every child must be new.
+func judgeFlow(d *store.DB, nodes []flowNode, now int64) (dup bool, p *plan.Plan, ref refusal) {
+	root := &nodes[0]
+	row, kind := hashKind(d, root.RowKey)
+	if kind == keyWrong {
+		return false, nil, wrongType(root.RowKey)
+	}
+	if row != nil {
+		if _, isFlow := row.Get(string(fChildren)); !isFlow {
+			return false, nil, refuse(errFlowExists(root.Ref))
+		}
+		pol, _ := row.Get(string(fOnChildFail))
+		ros, rk := hashKind(d, root.K.Roster(root.ID))
+		if rk == keyWrong {
+			return false, nil, wrongType(root.K.Roster(root.ID))
+		}
+		want := kidsRefs(nodes, root)
+		if ros == nil || ros.Len() != len(want) || !bytes.Equal(pol, nodePolicy(root)) {
+			return false, nil, refuse(errFlowExists(root.Ref))
+		}
+		i := 0
+		same := true
+		ros.Range(func(f string, _ []byte) bool {
+			if f != want[i] {
+				same = false
+				return false
+			}
+			i++
+			return true
+		})
+		if !same {
+			return false, nil, refuse(errFlowExists(root.Ref))
+		}
+		return true, nil, noRefusal
+	}
+	var stale []string // leftover roster keys of a parent row that is gone
+	lts := map[string]*laneTx{}
+	var ltOrder []*laneTx
+	for j := range nodes {
+		n := &nodes[j]
+		if j > 0 {
+			_, kind := hashKind(d, n.RowKey)
+			if kind == keyWrong {
+				return false, nil, wrongType(n.RowKey)
+			}
+			if kind == keyOK {
+				return false, nil, refuse(errFlowChildExists(n.Ref))
+			}
+		}
+		set := n.K.Pending
+		if len(n.Kids) > 0 {
+			set = n.K.Waiting
+			for _, key := range []string{n.K.Roster(n.ID), n.K.RosterOut(n.ID)} {
+				_, rk := hashKind(d, key)
+				if rk == keyWrong {
+					return false, nil, wrongType(key)
+				}
+				if rk == keyOK {
+					stale = append(stale, key)
+				}
+			}
+		}
+		if _, sk := zsetKind(d, set); sk == keyWrong {
+			return false, nil, wrongType(set)
+		}
+		if len(n.Kids) == 0 && lts[n.K.Queue] == nil {
+			// A leaf enters pending through seam 1: with its queue's lanes.
+			lt, ref := readLanes(d, n.K, now)
+			if ref.Refused() {
+				return false, nil, ref
+			}
+			if lt.on {
+				if _, ref := lt.lane(DefaultLane); ref.Refused() {
+					return false, nil, ref
+				}
+			}
+			lts[n.K.Queue] = lt
+			ltOrder = append(ltOrder, lt)
+		}
+	}
+	p = newPlan(3*len(nodes) + len(stale))
+	for _, key := range stale {
+		p.Del(key)
+	}
+	for j := range nodes {
+		n := &nodes[j]
+		var extra [][]byte
+		if n.Up >= 0 {
+			extra = append(extra, fParent, []byte(nodes[n.Up].Ref))
+		}
+		if len(n.Kids) == 0 {
+			addJobRow(p, n.K, lts[n.K.Queue], n.RowKey, n.ID, vPending, n.Payload, now, n.K.Pending, 0, nil, extra...)
+			continue
+		}
+		cnt := countBytes(int64(len(n.Kids)))
+		extra = append(extra, fChildren, cnt, fChildrenLeft, cnt, fOnChildFail, nodePolicy(n))
+		addJobRow(p, n.K, nil, n.RowKey, n.ID, vWaiting, n.Payload, now, n.K.Waiting, 0, nil, extra...)
+		fv := make([][]byte, 0, 2*len(n.Kids))
+		for _, r := range kidsRefs(nodes, n) {
+			fv = append(fv, []byte(r), vPending)
+		}
+		p.HSetBytes(n.K.Roster(n.ID), fv...)
+	}
+	for _, lt := range ltOrder {
+		p = lt.flush(p)
+	}
+	return false, p, noRefusal
+}
+
+// ---------------------------------------------------------------------------
+// EMQ.CHILDREN q parent_id
+
+// cmdChildren answers the children of a flow parent (docs/verbs.md
+// §4.25.5): nil (as EMQ.JOB for no row) when q has no roster for parent_id, else one map per
+// child in the flow's order: queue, id, state, and result or error.
+func (vs *Verbs) cmdChildren(c *store.Ctx) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return
+	}
+	d := c.DB
+	id := string(c.Argv[2])
+	ros, rk := hashKind(d, k.Roster(id))
+	if rk == keyWrong {
+		vs.refuseReply(c, wrongType(k.Roster(id)))
+		return
+	}
+	out, ok := hashKind(d, k.RosterOut(id))
+	if ok == keyWrong {
+		vs.refuseReply(c, wrongType(k.RosterOut(id)))
+		return
+	}
+	if ros == nil {
+		c.W.Nil()
+		return
+	}
+	type child struct {
+		q, id, state string
+		outName      string
+		out          []byte
+	}
+	kids := make([]child, 0, ros.Len())
+	ros.Range(func(f string, v []byte) bool {
+		ch := child{state: string(v)}
+		q, cid, ok := splitRef([]byte(f))
+		if !ok {
+			q, cid = "", f
+		}
+		ch.q, ch.id = q, cid
+		if bytes.Equal(v, vPending) && ok {
+			// Not ended: the child's live state, read from its row.
+			if h, _ := hashKind(d, vs.keysFor([]byte(q)).Row(cid)); h != nil {
+				if st, ok := h.Get(string(fState)); ok {
+					ch.state = string(st)
+				}
+			}
+		}
+		if out != nil {
+			if o, ok := out.Get(f); ok {
+				ch.out = o
+				if bytes.Equal(v, vCompleted) {
+					ch.outName = "result"
+				} else {
+					ch.outName = "error"
+				}
+			}
+		}
+		kids = append(kids, ch)
+		return true
+	})
+	w := c.W
+	w.Array(len(kids))
+	for _, ch := range kids {
+		n := 3
+		if ch.outName != "" {
+			n++
+		}
+		w.Map(n)
+		w.BulkString("queue")
+		w.BulkString(ch.q)
+		w.BulkString("id")
+		w.BulkString(ch.id)
+		w.BulkString("state")
+		w.BulkString(ch.state)
+		if ch.outName != "" {
+			w.BulkString(ch.outName)
+			w.Bulk(ch.out)
+		}
+	}
+}

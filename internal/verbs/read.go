@@ -1,0 +1,250 @@
+package verbs
+
+import (
+	"strings"
+
+	"github.com/emqd/emqd/internal/store"
+)
+
+// The read pass (docs/verbs.md §2.2) looks at the store through these plain
+// values; the judgements take nothing else, so they are pure and table
+// tested. Byte slices point into the store and are only valid until the
+// verb's write pass.
+
+// keyKind is what a key the verb must read holds.
+type keyKind uint8
+
+// Key kinds as a verb sees them.
+const (
+	keyAbsent keyKind = iota // no such key
+	keyOK                    // the type the verb expects (hash or zset)
+	keyWrong                 // another type: WRONGTYPE (docs/verbs.md §2.7)
+)
+
+// rowField is one hash field as read: Present is false when the field (or the
+// whole row) is missing.
+type rowField struct {
+	Val     []byte
+	Present bool
+}
+
+// jobRow is a job row as read (docs/verbs.md §1.3). Kind is keyAbsent for no
+// row and keyWrong when the row key holds a non-hash (the fields are then unset).
+type jobRow struct {
+	Kind       keyKind
+	Lane       bool // `group` present
+	State      rowField
+	Attempts   rowField
+	Failures   rowField
+	Stalled    rowField
+	LeaseEpoch rowField
+	Payload    rowField
+	Priority   rowField // `priority` (absent: 0; docs/verbs.md §1.3)
+	Parent     rowField // a flow child's `parent` (<queue>:<id>, docs/verbs.md §4.25)
+	Children   bool     // `children` present: a flow parent
+	LaneName   rowField // `lane` (absent: the default lane; §4.26)
+	LaneSlot   bool     // `lane_slot` present: the job holds a lane slot
+}
+
+// counter is a metrics hash (`count` field) as read.
+type counter struct {
+	Kind  keyKind
+	Count rowField
+}
+
+var (
+	fState      = []byte("state")
+	fAttempts   = []byte("attempts")
+	fFailures   = []byte("failures")
+	fStalled    = []byte("stalled")
+	fLeaseEpoch = []byte("lease_epoch")
+	fPayload    = []byte("payload")
+	fLastError  = []byte("last_error")
+	fProgress   = []byte("progress")
+	fCount      = []byte("count")
+	fPaused     = []byte("paused")
+	fLast       = []byte("last")
+	fEnqueuedAt = []byte("enqueued_at")
+	fClaimedAt  = []byte("claimed_at")
+	fFinishedAt = []byte("finished_at")
+	fResult     = []byte("result")
+
+	vPending   = []byte("pending")
+	vActive    = []byte("active")
+	vScheduled = []byte("scheduled")
+	vDead      = []byte("dead")
+	vZero      = []byte("0")
+	vOne       = []byte("1")
+	vStalled   = []byte("stalled")
+	vCompleted = []byte("completed")
+)
+
+func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
+	d.NoteRead(key)
+	v := d.Get(key)
+	if v == nil {
+		return nil, keyAbsent
+	}
+	if v.Kind != store.KindHash {
+		return nil, keyWrong
+	}
+	return v.Hash, keyOK
+}
+
+func zsetKind(d *store.DB, key string) (*store.ZSet, keyKind) {
+	d.NoteRead(key)
+	v := d.Get(key)
+	if v == nil {
+		return nil, keyAbsent
+	}
+	if v.Kind != store.KindZSet {
+		return nil, keyWrong
+	}
+	return v.ZSet, keyOK
+}
+
+func getField(h *store.Hash, f string) rowField {
+	v, ok := h.Get(f)
+	return rowField{Val: v, Present: ok}
+}
+
+// readRow reads the job row at key.
+func readRow(d *store.DB, key string) jobRow {
+	h, k := hashKind(d, key)
+	if k != keyOK {
+		return jobRow{Kind: k}
+	}
+	if !h.Big() {
+		// A listpack row is read in one pass, not one scan per field.
+		r := jobRow{Kind: keyOK}
+		h.Range(func(f string, v []byte) bool {
+			switch f {
+			case "group":
+				r.Lane = true
+			case "state":
+				r.State = rowField{Val: v, Present: true}
+			case "attempts":
+				r.Attempts = rowField{Val: v, Present: true}
+			case "failures":
+				r.Failures = rowField{Val: v, Present: true}
+			case "stalled":
+				r.Stalled = rowField{Val: v, Present: true}
+			case "lease_epoch":
+				r.LeaseEpoch = rowField{Val: v, Present: true}
+			case "payload":
+				r.Payload = rowField{Val: v, Present: true}
+			case "priority":
+				r.Priority = rowField{Val: v, Present: true}
+			case "parent":
+				r.Parent = rowField{Val: v, Present: true}
+			case "children":
+				r.Children = true
+			case "lane":
+				r.LaneName = rowField{Val: v, Present: true}
+			case "lane_slot":
+				r.LaneSlot = true
+			}
+			return true
+		})
+		return r
+	}
+	_, lane := h.Get("group")
+	_, slot := h.Get("lane_slot")
+	return jobRow{
+		LaneName:   getField(h, "lane"),
+		LaneSlot:   slot,
+		Kind:       keyOK,
+		Lane:       lane,
+		State:      getField(h, "state"),
+		Attempts:   getField(h, "attempts"),
+		Failures:   getField(h, "failures"),
+		Stalled:    getField(h, "stalled"),
+		LeaseEpoch: getField(h, "lease_epoch"),
+		Payload:    getField(h, "payload"),
+		Priority:   getField(h, "priority"),
+		Parent:     getField(h, "parent"),
+		Children:   getField(h, "children").Present,
+	}
+}
+
+// readCounter reads a metrics hash.
+func readCounter(d *store.DB, key string) counter {
+	h, k := hashKind(d, key)
+	if k != keyOK {
+		return counter{Kind: k}
+	}
+	return counter{Kind: keyOK, Count: getField(h, "count")}
+}
+
+// member reads whether id is in the sorted set at key, and its score.
+func member(d *store.DB, key, id string) (keyKind, bool, float64) {
+	z, k := zsetKind(d, key)
+	if k != keyOK {
+		return k, false, 0
+	}
+	s, ok := z.Score(id)
+	return keyOK, ok, s
+}
+
+// dueJob is one member selected by score (a due scheduled job or an expired
+// lease) with its row.
+type dueJob struct {
+	ID    string
+	Score float64
+	Row   jobRow
+	Key   string // the row key when the read pass built it ("" in tables)
+}
+
+// rowKey is d's row key.
+func (d *dueJob) rowKey(k *Keys) string {
+	if d.Key != "" {
+		return d.Key
+	}
+	return k.Row(d.ID)
+}
+
+// readDue selects the members of the zset z with score <= now, lowest
+// first, at most limit, with their rows (ZRANGEBYSCORE key -inf now LIMIT 0
+// limit). The result is sized by counting first (or appended to buf[:0]
+// when buf is not nil) and the row keys share one allocation
+// (BenchmarkStalledCheck).
+func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob) []dueJob {
+	if z == nil || z.Len() == 0 {
+		return nil
+	}
+	if m, _ := z.Min(); m.Score > float64(now) {
+		return nil
+	}
+	n := int64(z.CountScoreBelow(float64(now), true))
+	if n > limit {
+		n = limit
+	}
+	out := buf[:0]
+	if int64(cap(out)) < n {
+		out = make([]dueJob, 0, n)
+	}
+	nk := 0
+	z.RangeByScore(store.NegInf, float64(now), func(it store.ZItem) bool {
+		if int64(len(out)) >= limit {
+			return false
+		}
+		out = append(out, dueJob{ID: it.Member, Score: it.Score})
+		nk += len(k.JobPrefix) + len(it.Member)
+		return true
+	})
+	var sb strings.Builder
+	sb.Grow(nk)
+	for i := range out {
+		sb.WriteString(k.JobPrefix)
+		sb.WriteString(out[i].ID)
+	}
+	keys := sb.String()
+	at := 0
+	for i := range out {
+		end := at + len(k.JobPrefix) + len(out[i].ID)
+		out[i].Key = keys[at:end]
+		out[i].Row = readRow(d, out[i].Key)
+		at = end
+	}
+	return out
+}
