@@ -72,10 +72,34 @@ type Lane struct {
 	Paused    bool
 }
 
-// Lanes lists the lanes of queue q, by name (none for a queue without
-// lanes).
+// LanesPageMax is the largest page LanesPage asks for (EMQ.LANES' count
+// bound, docs/verbs.md §4.26.5).
+const LanesPageMax = 1000
+
+// Lanes lists every lane of queue q, by name (none for a queue without
+// lanes), in pages of LanesPageMax (EMQ.LANES q offset count, docs/verbs.md
+// §4.26.5); a queue with many lanes costs one call per 1,000 of them. A
+// lane added or removed between two pages shifts the later pages by one.
 func (c *Client) Lanes(ctx context.Context, q string) ([]Lane, error) {
-	v, err := c.do(ctx, "EMQ.LANES", q)
+	var out []Lane
+	for {
+		page, err := c.LanesPage(ctx, q, len(out), LanesPageMax)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < LanesPageMax {
+			return out, nil
+		}
+	}
+}
+
+// LanesPage lists at most count lanes of queue q from rank offset, by name
+// (EMQ.LANES q offset count, docs/verbs.md §4.26.5): offset >= 0, count 1
+// to 1000, else the server's argument error (ERR count must be at most
+// 1000, ...). A short page is the last one.
+func (c *Client) LanesPage(ctx context.Context, q string, offset, count int) ([]Lane, error) {
+	v, err := c.do(ctx, "EMQ.LANES", q, offset, count)
 	if err != nil {
 		return nil, err
 	}

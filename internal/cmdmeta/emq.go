@@ -85,8 +85,9 @@ func init() {
 			Arg{Name: "rate", Type: "block", Token: "RATE", Flags: ArgOptional, Args: []Arg{
 				arg("count", "integer"), arg("per-ms", "integer")}},
 			opt(oneOf("pause", 0, pure("pause", "PAUSE"), pure("resume", "RESUME"))), opt(pure("reset", "RESET"))),
-		emqVerb("emq.lanes", 2, FlagReadonly, KeyRO|KeyAccess,
-			"Lists a queue's lanes with their pending and active counts and settings."),
+		emqVerb("emq.lanes", -2, FlagReadonly, KeyRO|KeyAccess,
+			"Returns a page of a queue's lanes, by name, with their pending and active counts and settings.",
+			Arg{Name: "page", Type: "block", Flags: ArgOptional, Args: []Arg{arg("offset", "integer"), arg("count", "integer")}}),
 		emqVerb("emq.counts", 2, FlagReadonly|FlagFast, KeyRO|KeyAccess,
 			"Returns the number of jobs in each state and the completed and failed counters."),
 		emqVerb("emq.job", 3, FlagReadonly|FlagFast, KeyRO|KeyAccess,

@@ -75,7 +75,7 @@ var Generators = []Generator{
 	}},
 	{"emq.promote.job", func(g *Gen) []string { return []string{"EMQ.PROMOTE.JOB", g.Queue(), g.ID()} }},
 	{"emq.lane", (*Gen).lane},
-	{"emq.lanes", func(g *Gen) []string { return g.Maybe([]string{"EMQ.LANES", g.Queue()}, "x") }},
+	{"emq.lanes", func(g *Gen) []string { return g.nums([]string{"EMQ.LANES", g.Queue()}, 4) }},
 	{"emq.counts", func(g *Gen) []string { return []string{"EMQ.COUNTS", g.Queue()} }},
 	{"emq.job", func(g *Gen) []string { return []string{"EMQ.JOB", g.Queue(), g.ID()} }},
 	{"emq.wait", func(g *Gen) []string {

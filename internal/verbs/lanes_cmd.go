@@ -1,8 +1,6 @@
 package verbs
 
 import (
-	"strconv"
-
 	"github.com/emqd/emqd/internal/num"
 	"github.com/emqd/emqd/internal/store"
 )
@@ -160,7 +158,7 @@ func (ls *laneState) recount(lt *laneTx) {
 }
 
 // ---------------------------------------------------------------------------
-// EMQ.LANES q
+// EMQ.LANES q [offset count]
 
 // LaneView is one lane as EMQ.LANES, INFO and /metrics show it.
 type LaneView struct {
@@ -170,34 +168,49 @@ type LaneView struct {
 	RateCount, RatePer int64
 	Paused             bool
 	State              string // ready, limited, full, paused, idle
+	// Pass is the lane's virtual time (docs/verbs.md §4.26.2): an integer,
+	// at most 2^63-1 (it saturates), as the lane hash's `pass` field.
+	Pass int64
 }
 
-// Lanes reads the lanes of queue k as EMQ.LANES lists them: every lane with
-// state, by name (the default lane among them); nil when the queue has no
-// lanes. A refusal comes from stored data.
+// Lanes reads the lanes of queue k as INFO and /metrics count them: every
+// lane with state, by name (the default lane among them); nil when the queue
+// has no lanes. A refusal comes from stored data.
 func Lanes(d *store.DB, k *Keys, now int64) ([]LaneView, string) {
-	v, ref := readLaneViews(d, k, now)
+	v, ref := readLaneViews(d, k, now, 0, -1)
 	return v, ref.Text
 }
 
-func readLaneViews(d *store.DB, k *Keys, now int64) ([]LaneView, refusal) {
+// readLaneViews reads the lanes of ranks offset to offset+count-1 of
+// emq:{q}:lanes:known, by name (count < 0: to the end). A refusal: the
+// first bad lane of the page (a page that ends before it is served).
+func readLaneViews(d *store.DB, k *Keys, now, offset, count int64) ([]LaneView, refusal) {
 	lt, ref := readLanes(d, k, now)
 	if ref.Refused() {
 		return nil, ref
 	}
-	if !lt.on {
+	if !lt.on || offset >= int64(lt.known.Len()) {
 		return nil, noRefusal
 	}
-	var out []LaneView
+	n := int64(lt.known.Len()) - offset
+	if count >= 0 {
+		n = min(n, count)
+	}
+	out := make([]LaneView, 0, n)
 	var bad refusal
-	lt.known.AscendAll(func(it store.ZItem) bool {
+	first, _ := lt.known.At(int(offset))
+	lt.known.Ascend(first, func(it store.ZItem) bool {
+		if int64(len(out)) >= n {
+			return false
+		}
 		ls, ref := lt.lane(it.Member)
 		if ref.Refused() {
 			bad = ref
 			return false
 		}
 		v := LaneView{Name: ls.name, Pending: ls.pend, Active: ls.active, Weight: ls.weight,
-			MaxActive: ls.maxActive, RateCount: ls.rateCount, RatePer: ls.ratePer, Paused: ls.paused}
+			MaxActive: ls.maxActive, RateCount: ls.rateCount, RatePer: ls.ratePer, Paused: ls.paused,
+			Pass: ls.pass}
 		switch {
 		case ls.pend == 0:
 			v.State = "idle"
@@ -219,13 +232,42 @@ func readLaneViews(d *store.DB, k *Keys, now int64) ([]LaneView, refusal) {
 	return out, noRefusal
 }
 
-// cmdLanes lists a queue's lanes (docs/verbs.md §4.26.5).
+// LanesMax is the largest count EMQ.LANES accepts, lanesDefault its count
+// when none is given (docs/verbs.md §4.26.5: EMQ.LIST's bounds, §4.18).
+const (
+	LanesMax     = ListMax
+	lanesDefault = listDefault
+)
+
+// cmdLanes lists one page of a queue's lanes (docs/verbs.md §4.26.5):
+// EMQ.LANES q [offset count], the arguments and errors of EMQ.LIST's page
+// (§4.18).
 func (vs *Verbs) cmdLanes(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
-	views, ref := readLaneViews(c.DB, k, c.NowMs)
+	argv := c.Argv
+	offset, count := int64(0), int64(lanesDefault)
+	switch len(argv) {
+	case 2:
+	case 4:
+		var e string
+		if offset, e = intArg(argv[2], 0, errNonNegOffset); e == "" {
+			count, e = intArg(argv[3], 1, errPosCount)
+		}
+		if e == "" && count > LanesMax {
+			e = ErrListCount
+		}
+		if e != "" {
+			c.W.Error(e)
+			return
+		}
+	default:
+		c.W.Error(store.ErrSyntax)
+		return
+	}
+	views, ref := readLaneViews(c.DB, k, c.NowMs, offset, count)
 	if ref.Refused() {
 		vs.refuseReply(c, ref)
 		return
@@ -253,17 +295,6 @@ func (vs *Verbs) cmdLanes(c *store.Ctx) {
 		w.BulkString("paused")
 		w.Int(b2i(v.Paused))
 		w.BulkString("pass")
-		w.BulkString(strconv.FormatInt(lanePass(c.DB, k, v.Name), 10))
+		w.Int(v.Pass)
 	}
-}
-
-// lanePass is a lane's pass as stored (0 when absent).
-func lanePass(d *store.DB, k *Keys, name string) int64 {
-	h, _ := hashKind(d, k.LanePrefix+name)
-	if h == nil {
-		return 0
-	}
-	v, _ := h.Get("pass")
-	n, _ := num.ParseInt(v)
-	return n
 }
