@@ -368,17 +368,38 @@ type laneRow struct {
 	RatePerMs                    int64
 }
 
-// lanes runs EMQ.LANES q (docs/verbs.md §4.26.5): the queue's lanes by
-// name; none for a queue without lanes, or when the server refuses the
-// verb (the cluster library refuses lanes, docs/cluster.md).
-func (c *conn) lanes(ctx context.Context, q queueRef) ([]laneRow, error) {
-	v, err := c.do(ctx, q.DB, "EMQ.LANES", q.Name)
+// lanesKnownKey is the registry of a queue's lanes (docs/verbs.md §4.26:
+// emq:{q}:lanes:known); its ZCARD is the number of lanes (§4.26.5).
+func lanesKnownKey(q string) string { return "emq:{" + q + "}:lanes:known" }
+
+// lanes runs EMQ.LANES q offset count (docs/verbs.md §4.26.5): one page of
+// the queue's lanes by name, and the number of lanes (ZCARD of
+// lanes:known, read only when the page is not the empty first one); none
+// and 0 for a queue without lanes, or when the server refuses the verb
+// (the cluster library refuses lanes, docs/cluster.md).
+func (c *conn) lanes(ctx context.Context, q queueRef, offset, count int) ([]laneRow, int64, error) {
+	v, err := c.do(ctx, q.DB, "EMQ.LANES", q.Name, offset, count)
 	if err != nil {
 		if isReplyError(err) {
-			return nil, nil
+			return nil, 0, nil
 		}
-		return nil, err
+		return nil, 0, err
 	}
+	rows, err := parseLanes(v)
+	if err != nil || (len(rows) == 0 && offset == 0) {
+		return rows, 0, err
+	}
+	n, err := c.do(ctx, q.DB, "ZCARD", lanesKnownKey(q.Name))
+	if err != nil {
+		return nil, 0, err
+	}
+	total, _ := n.(int64)
+	return rows, total, nil
+}
+
+// parseLanes reads EMQ.LANES' reply: an array of maps (flat arrays in
+// RESP2).
+func parseLanes(v any) ([]laneRow, error) {
 	arr, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("unexpected EMQ.LANES reply %v", v)

@@ -532,7 +532,14 @@ type queuePage struct {
 	NextURL    string
 	Back       string
 	Schedules  []schedRow
-	Lanes      []laneRow // EMQ.LANES (docs/verbs.md §4.26.5)
+	Lanes      []laneRow // one page of EMQ.LANES (docs/verbs.md §4.26.5)
+	// LaneTotal is the queue's number of lanes (0: no lanes section);
+	// LaneFrom..LaneTo the ranks shown (1-based), LanePage of LanePages;
+	// the Lane*URL the pager's links ("" on the first / last page).
+	LaneTotal, LaneFrom, LaneTo int64
+	LanePage, LanePages         int64
+	LaneFirstURL, LanePrevURL   string
+	LaneNextURL, LaneLastURL    string
 	// Bulk are the bulk actions of the shown tab (docs/operations.md §2.4).
 	Bulk []bulkButton
 }
@@ -669,9 +676,12 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if p.Lanes, err = rc.c.lanes(ctx, ref); err != nil {
+	laneOff, _ := strconv.Atoi(q.Get("lanes"))
+	laneOff = max(laneOff, 0)
+	if p.Lanes, p.LaneTotal, err = rc.c.lanes(ctx, ref, laneOff, LanePageSize); err != nil {
 		return "", err
 	}
+	p.pageLanes(rc.r.URL, laneOff)
 	for _, sc := range scheds {
 		p.Schedules = append(p.Schedules, makeSchedRow(ref, &sc, rc.now))
 	}
@@ -693,6 +703,45 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 	rc.view.Crumbs = []crumb{{"Queues", Prefix}, {"db " + strconv.Itoa(ref.DB) + " · " + ref.Name, ""}}
 	rc.view.Body = p
 	return "queue", nil
+}
+
+// LanePageSize is how many lanes the queue page shows at once (EMQ.LANES
+// q offset 50, docs/operations.md §2): a queue with 10,000 tenants gets a
+// page of 50 rows and a pager, not a table of 10,000.
+const LanePageSize = 50
+
+// pageLanes fills the lanes pager for the page at offset off of u (the
+// request's URL): the links keep every other query parameter (the job
+// tab, its offset and size) and set lanes=<offset>, anchored at #lanes.
+func (p *queuePage) pageLanes(u *url.URL, off int) {
+	if p.LaneTotal == 0 {
+		return
+	}
+	link := func(o int64) string {
+		q := u.Query()
+		if o > 0 {
+			q.Set("lanes", strconv.FormatInt(o, 10))
+		} else {
+			q.Del("lanes")
+		}
+		s := p.URL
+		if e := q.Encode(); e != "" {
+			s += "?" + e
+		}
+		return s + "#lanes"
+	}
+	size, o := int64(LanePageSize), int64(off)
+	p.LaneFrom, p.LaneTo = o+1, o+int64(len(p.Lanes))
+	p.LanePages = (p.LaneTotal + size - 1) / size
+	p.LanePage = o/size + 1
+	if o > 0 {
+		p.LaneFirstURL = link(0)
+		p.LanePrevURL = link(max(0, min(o, p.LaneTotal)-size))
+	}
+	if o+size < p.LaneTotal {
+		p.LaneNextURL = link(o + size)
+		p.LaneLastURL = link((p.LanePages - 1) * size)
+	}
 }
 
 func makeJobRow(q queueRef, state string, j *job, now int64) jobRow {
