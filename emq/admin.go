@@ -9,81 +9,84 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// EnqueueOption sets an option of Client.Enqueue.
-type EnqueueOption func(*enqueueOpts)
-
-type enqueueOpts struct {
-	id      string
-	delay   time.Duration
-	runAt   time.Time
-	delayed bool
-	at      bool
-	prio    int64
-	hasPrio bool
-	lane    string
+// EnqueueOptions are Enqueue's and EnqueueMany's options (nil: a minted
+// id, due now, priority 0, the default lane).
+type EnqueueOptions struct {
+	// ID admits the job under the caller's own id ("JOB" followed by 11
+	// characters of 0-9A-Za-z; docs/verbs.md §1.4) instead of a minted
+	// one: a second Enqueue with the same id writes nothing and returns
+	// ErrDuplicate (idempotent admission). EnqueueMany ignores it (give
+	// NewJob.ID).
+	ID string
+	// Delay schedules the job to run Delay from now on the server's clock
+	// (EMQ.ENQUEUE ... DELAY delay_ms; rounded up to whole ms; 0: due
+	// now).
+	Delay time.Duration
+	// RunAt schedules the job to run at RunAt (EMQ.ENQUEUE ... AT
+	// run_at_ms, Unix ms; a time in the past is simply due; zero: due
+	// now). At most one of Delay and RunAt.
+	RunAt time.Time
+	// Priority is the job's priority (EMQ.ENQUEUE ... PRIORITY p,
+	// docs/verbs.md §4.2): pending jobs are served by priority, lower
+	// first, then by id; 0 is the default. It must be within ±(2^53-1),
+	// else the server refuses with ERR priority must be an integer
+	// between ....
+	Priority int64
+	// Lane puts the job in lane Lane of its queue (EMQ.ENQUEUE ... LANE
+	// name, docs/verbs.md §4.26): lanes share the queue's claims by
+	// weight, each with its own MAX_ACTIVE and RATE (Inspector.SetLane).
+	// "" and "default" are the plain pending set. Not available on the
+	// cluster library (docs/cluster.md).
+	Lane string
 }
 
-// WithPriority gives the job priority p (EMQ.ENQUEUE ... PRIORITY p,
-// docs/verbs.md §4.2): pending jobs are served by priority, lower first,
-// then by id; the default is 0. p must be within ±(2^53-1), else the
-// server refuses with ERR priority must be an integer between ....
-func WithPriority(p int64) EnqueueOption {
-	return func(o *enqueueOpts) { o.prio, o.hasPrio = p, true }
-}
-
-// optArgs are the options' words after the id and payload (or before
-// JOBS).
-func (o *enqueueOpts) optArgs(args []any) []any {
+// args are the options' words after the id and payload (or before
+// JOBS); an error for options that contradict each other, before
+// anything is sent.
+func (o *EnqueueOptions) args(args []any) ([]any, error) {
+	if o == nil {
+		return args, nil
+	}
 	switch {
-	case o.delayed:
-		args = append(args, "DELAY", ms(o.delay))
-	case o.at:
-		args = append(args, "AT", max(o.runAt.UnixMilli(), 0))
+	case o.Delay != 0 && !o.RunAt.IsZero():
+		return nil, errors.New("emq: EnqueueOptions: set at most one of Delay and RunAt")
+	case o.Delay < 0:
+		return nil, fmt.Errorf("emq: EnqueueOptions: negative Delay %v", o.Delay)
+	case o.Delay > 0:
+		args = append(args, "DELAY", ms(o.Delay))
+	case !o.RunAt.IsZero():
+		args = append(args, "AT", max(o.RunAt.UnixMilli(), 0))
 	}
-	if o.hasPrio {
-		args = append(args, "PRIORITY", o.prio)
+	if o.Priority != 0 {
+		args = append(args, "PRIORITY", o.Priority)
 	}
-	if o.lane != "" {
-		args = append(args, "LANE", o.lane)
+	if o.Lane != "" {
+		args = append(args, "LANE", o.Lane)
 	}
-	return args
-}
-
-// WithID admits the job under the caller's own id ("JOB" followed by 11
-// characters of 0-9A-Za-z; docs/verbs.md §1.4) instead of a minted
-// one: a second Enqueue with the same id writes nothing and returns
-// ErrDuplicate (idempotent admission).
-func WithID(id string) EnqueueOption { return func(o *enqueueOpts) { o.id = id } }
-
-// WithDelay schedules the job to run d from now on the server's clock
-// (EMQ.ENQUEUE ... DELAY delay_ms; d rounded up to whole ms).
-func WithDelay(d time.Duration) EnqueueOption {
-	return func(o *enqueueOpts) { o.delay, o.delayed, o.at = d, true, false }
-}
-
-// WithRunAt schedules the job to run at t (EMQ.ENQUEUE ... AT run_at_ms,
-// Unix ms; a time in the past is simply due).
-func WithRunAt(t time.Time) EnqueueOption {
-	return func(o *enqueueOpts) { o.runAt, o.at, o.delayed = t, true, false }
+	return args, nil
 }
 
 // Enqueue admits a job on queue q (EMQ.ENQUEUE, docs/verbs.md §4.2) and returns
-// its id. Errors: ErrDuplicate (with the id) when WithID names a job that
-// exists; an *Error of class EMQKIND for a malformed id; the server's
-// argument errors (`ERR invalid queue name`, ...) as go-redis errors.
-func (c *Client) Enqueue(ctx context.Context, q string, payload []byte, opts ...EnqueueOption) (string, error) {
-	var o enqueueOpts
-	for _, f := range opts {
-		f(&o)
+// its id. Errors: ErrDuplicate (with the id) when EnqueueOptions.ID names
+// a job that exists; an *Error of class EMQKIND for a malformed id; the
+// server's argument errors (`ERR invalid queue name`, ...) as go-redis
+// errors; contradicting options, before anything is sent.
+func (c *Client) Enqueue(ctx context.Context, q string, payload []byte, o *EnqueueOptions) (string, error) {
+	own := ""
+	if o != nil {
+		own = o.ID
 	}
-	id := o.id
+	id := own
 	if id == "" {
 		id = "*"
 	}
-	args := o.optArgs([]any{id, payload})
+	args, err := o.args([]any{id, payload})
+	if err != nil {
+		return "", err
+	}
 	v, err := c.do(ctx, "EMQ.ENQUEUE", q, args...)
 	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
-		return o.id, ErrDuplicate
+		return own, ErrDuplicate
 	}
 	if err != nil {
 		return "", err
@@ -104,20 +107,19 @@ type NewJob struct {
 
 // EnqueueMany admits jobs on queue q in one atomic verb (EMQ.ENQUEUE.MANY,
 // docs/verbs.md §4.2.1), all or nothing, with the options of Enqueue
-// (WithDelay, WithRunAt, WithPriority; WithID is ignored: give NewJob.ID). It returns one
+// (ID is ignored: give NewJob.ID). It returns one
 // id per job, in order: the job's id, or "" for a duplicate (an id that
 // exists, or one admitted by an earlier job of the same call). A malformed
 // id anywhere refuses the whole call (*Error EMQKIND) and admits nothing.
 // An empty jobs admits nothing and sends nothing.
-func (c *Client) EnqueueMany(ctx context.Context, q string, jobs []NewJob, opts ...EnqueueOption) ([]string, error) {
+func (c *Client) EnqueueMany(ctx context.Context, q string, jobs []NewJob, o *EnqueueOptions) ([]string, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	var o enqueueOpts
-	for _, f := range opts {
-		f(&o)
+	args, err := o.args(make([]any, 0, 5+2*len(jobs)))
+	if err != nil {
+		return nil, err
 	}
-	args := o.optArgs(make([]any, 0, 5+2*len(jobs)))
 	args = append(args, "JOBS")
 	for _, j := range jobs {
 		id := j.ID
@@ -166,8 +168,8 @@ type Counts struct {
 }
 
 // Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md §4.16).
-func (c *Client) Counts(ctx context.Context, q string) (Counts, error) {
-	v, err := c.do(ctx, "EMQ.COUNTS", q)
+func (i *Inspector) Counts(ctx context.Context, q string) (Counts, error) {
+	v, err := i.do(ctx, "EMQ.COUNTS", q)
 	if err != nil {
 		return Counts{}, err
 	}
@@ -214,9 +216,8 @@ type JobInfo struct {
 	// Missing is true for a member of the listed set that has no row (a
 	// ghost, listed by EMQ.LIST as [id, nil]); the other fields are empty.
 	Missing bool
-	// State is pending, active, scheduled, dead or completed (a retained
-	// job, docs/verbs.md §4.21).
-	State string
+	// State is the row's state (docs/verbs.md §1.3).
+	State JobState
 	// Attempts is the fencing token as stored (EMQ.CLAIM adds 1).
 	Attempts string
 	Payload  []byte
@@ -258,7 +259,7 @@ func parseJob(verb, id string, v any) (*JobInfo, error) {
 		n, _ := asInt(val)
 		switch name {
 		case "state":
-			j.State = val
+			j.State = JobState(val)
 		case "attempts":
 			j.Attempts = val
 		case "payload":
@@ -292,8 +293,8 @@ func parseJob(verb, id string, v any) (*JobInfo, error) {
 
 // Job returns the row of job id in queue q (EMQ.JOB, docs/verbs.md §4.17), or
 // ErrNoJob.
-func (c *Client) Job(ctx context.Context, q, id string) (*JobInfo, error) {
-	v, err := c.do(ctx, "EMQ.JOB", q, id)
+func (i *Inspector) Job(ctx context.Context, q, id string) (*JobInfo, error) {
+	v, err := i.do(ctx, "EMQ.JOB", q, id)
 	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
 		return nil, ErrNoJob
 	}
@@ -303,40 +304,64 @@ func (c *Client) Job(ctx context.Context, q, id string) (*JobInfo, error) {
 	return parseJob("EMQ.JOB", id, v)
 }
 
-// State names a job state, for List.
-type State string
+// JobState is a job's state, as the verbs name it (docs/verbs.md §1.3,
+// the row's `state` field; EMQ.LIST's state words, §4.18).
+type JobState string
 
-// The four states of a job row.
+// The states of a job.
 const (
-	Pending   State = "pending"
-	Active    State = "active"
-	Scheduled State = "scheduled"
-	Dead      State = "dead"
-	// Retained lists the retained completed jobs (EMQ.LIST q completed,
-	// docs/verbs.md §4.21).
-	Retained State = "completed"
+	// StatePending: waiting to be claimed (the pending set or a lane's).
+	StatePending JobState = "pending"
+	// StateActive: held by a claimer until its lease runs out.
+	StateActive JobState = "active"
+	// StateScheduled: due later (a delay, a retry's backoff, a run-at).
+	StateScheduled JobState = "scheduled"
+	// StateDead: dead-lettered (failures or stalls spent, or a flow
+	// parent whose child died).
+	StateDead JobState = "dead"
+	// StateCompleted: completed and retained (docs/verbs.md §4.21); a
+	// completion without retention deletes the row.
+	StateCompleted JobState = "completed"
+	// StateWaiting: a flow parent waiting on its children (§4.25).
+	StateWaiting JobState = "waiting"
+	// StateRemoved is no row's state: Child.State of a child that was
+	// removed (EMQ.CHILDREN, §4.25.5).
+	StateRemoved JobState = "removed"
 )
 
 // ListMax is the largest count List accepts (EMQ.LIST's cap).
 const ListMax = 1000
 
-// List returns up to count jobs of queue q in state, from offset in the
-// state's set order (EMQ.LIST, docs/verbs.md §4.18): pending and dead by id,
-// active by lease deadline, scheduled by run-at time. count 0 means the
-// verb's default (100); at most ListMax. Page with offset += len(result)
-// until a page is shorter than count. A member without a row comes back
-// with Missing set.
-func (c *Client) List(ctx context.Context, q string, state State, offset, count int) ([]JobInfo, error) {
-	var v any
-	var err error
-	if count == 0 && offset == 0 {
-		v, err = c.do(ctx, "EMQ.LIST", q, string(state))
-	} else {
-		if count == 0 {
-			count = 100
-		}
-		v, err = c.do(ctx, "EMQ.LIST", q, string(state), offset, count)
+// ListOptions are the page of a listing (List, ListSchedules; nil: the
+// first page of the verb's default size).
+type ListOptions struct {
+	// Offset is the first entry's position in the listing's order (0: the
+	// first).
+	Offset int
+	// Count is the most entries returned (0: the verb's default, 100; at
+	// most ListMax).
+	Count int
+}
+
+// page is the OFFSET and COUNT words (none for the default first page).
+func (o *ListOptions) page() []any {
+	if o == nil || (o.Count <= 0 && o.Offset <= 0) {
+		return nil
 	}
+	count := o.Count
+	if count <= 0 {
+		count = 100
+	}
+	return []any{o.Offset, count}
+}
+
+// List returns a page of the jobs of queue q in state, in the state's set
+// order (EMQ.LIST, docs/verbs.md §4.18): pending and dead by id, active by
+// lease deadline, scheduled by run-at time. Page with Offset +=
+// len(result) until a page is shorter than Count. A member without a row
+// comes back with Missing set.
+func (i *Inspector) List(ctx context.Context, q string, state JobState, o *ListOptions) ([]JobInfo, error) {
+	v, err := i.do(ctx, "EMQ.LIST", q, append([]any{string(state)}, o.page()...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -367,26 +392,24 @@ func (c *Client) List(ctx context.Context, q string, state State, offset, count 
 	return out, nil
 }
 
-// ReprocessOption sets an option of Client.Reprocess.
-type ReprocessOption func(*bool)
-
-// Reset gives the job a fresh budget: EMQ.REPROCESS ... RESET deletes
-// `failures` and `stalled` (never `attempts`, so tokens only grow).
-func Reset() ReprocessOption { return func(r *bool) { *r = true } }
+// ReprocessOptions are Reprocess's options (nil: the budgets as they
+// are).
+type ReprocessOptions struct {
+	// ResetBudget gives the job a fresh retry and stall budget:
+	// EMQ.REPROCESS ... RESET deletes `failures` and `stalled` (never
+	// `attempts`, so tokens only grow).
+	ResetBudget bool
+}
 
 // Reprocess returns dead job id of queue q to pending (EMQ.REPROCESS,
 // docs/verbs.md §4.13). Errors: ErrState (`job is not dead`), ErrStale (`job
 // gone`: a dead member without a row), ErrLane.
-func (c *Client) Reprocess(ctx context.Context, q, id string, opts ...ReprocessOption) error {
-	var reset bool
-	for _, o := range opts {
-		o(&reset)
-	}
+func (i *Inspector) Reprocess(ctx context.Context, q, id string, o *ReprocessOptions) error {
 	var err error
-	if reset {
-		_, err = c.do(ctx, "EMQ.REPROCESS", q, id, "RESET")
+	if o != nil && o.ResetBudget {
+		_, err = i.do(ctx, "EMQ.REPROCESS", q, id, "RESET")
 	} else {
-		_, err = c.do(ctx, "EMQ.REPROCESS", q, id)
+		_, err = i.do(ctx, "EMQ.REPROCESS", q, id)
 	}
 	return err
 }
@@ -394,8 +417,8 @@ func (c *Client) Reprocess(ctx context.Context, q, id string, opts ...ReprocessO
 // Remove deletes job id of queue q unless it is held (EMQ.REMOVE,
 // docs/verbs.md §4.15): true when something was removed, false when there was
 // no such job. Errors: ErrState (`job is active`), ErrLane.
-func (c *Client) Remove(ctx context.Context, q, id string) (bool, error) {
-	v, err := c.do(ctx, "EMQ.REMOVE", q, id)
+func (i *Inspector) Remove(ctx context.Context, q, id string) (bool, error) {
+	v, err := i.do(ctx, "EMQ.REMOVE", q, id)
 	if err != nil {
 		return false, err
 	}
@@ -408,15 +431,15 @@ func (c *Client) Remove(ctx context.Context, q, id string) (bool, error) {
 
 // Pause stops queue q from handing out jobs (EMQ.PAUSE): claims get
 // nothing, blocked claimers keep waiting.
-func (c *Client) Pause(ctx context.Context, q string) error {
-	_, err := c.do(ctx, "EMQ.PAUSE", q)
+func (i *Inspector) Pause(ctx context.Context, q string) error {
+	_, err := i.do(ctx, "EMQ.PAUSE", q)
 	return err
 }
 
 // Resume lets queue q hand out jobs again (EMQ.RESUME) and wakes its
 // blocked claimers.
-func (c *Client) Resume(ctx context.Context, q string) error {
-	_, err := c.do(ctx, "EMQ.RESUME", q)
+func (i *Inspector) Resume(ctx context.Context, q string) error {
+	_, err := i.do(ctx, "EMQ.RESUME", q)
 	return err
 }
 
@@ -447,14 +470,14 @@ type Retention struct {
 
 // SetRetention sets queue q's retention of kind (EMQ.RETAIN,
 // docs/verbs.md §4.21); MaxAge is sent in whole ms (as every duration of the library).
-func (c *Client) SetRetention(ctx context.Context, q string, kind RetainKind, r Retention) error {
-	_, err := c.do(ctx, "EMQ.RETAIN", q, string(kind), r.MaxCount, ms(r.MaxAge))
+func (i *Inspector) SetRetention(ctx context.Context, q string, kind RetainKind, r Retention) error {
+	_, err := i.do(ctx, "EMQ.RETAIN", q, string(kind), r.MaxCount, ms(r.MaxAge))
 	return err
 }
 
 // Retention returns queue q's two settings (EMQ.RETAIN q).
-func (c *Client) Retention(ctx context.Context, q string) (completed, dead Retention, err error) {
-	v, err := c.do(ctx, "EMQ.RETAIN", q)
+func (i *Inspector) Retention(ctx context.Context, q string) (completed, dead Retention, err error) {
+	v, err := i.do(ctx, "EMQ.RETAIN", q)
 	if err != nil {
 		return Retention{}, Retention{}, err
 	}

@@ -26,7 +26,7 @@ func BenchmarkJobCycle(b *testing.B) {
 			s := server.StartTest(b)
 			rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 32, MaxRetries: -1})
 			defer rdb.Close()
-			c := emq.New(rdb)
+			c := emq.New(rdb, nil)
 			ctx := context.Background()
 			const q = "bench"
 			for i := 0; i < b.N; i += 1000 {
@@ -47,7 +47,7 @@ func BenchmarkJobCycle(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						for {
-							jobs, err := c.Claim(ctx, q, 30*time.Second, emq.Count(8))
+							jobs, err := c.Claim(ctx, q, 30*time.Second, &emq.ClaimOptions{MaxJobs: 8})
 							if err != nil {
 								b.Error(err)
 								return
@@ -56,7 +56,7 @@ func BenchmarkJobCycle(b *testing.B) {
 								return
 							}
 							for _, j := range jobs {
-								if err := c.Complete(ctx, q, j.ID, j.Token); err != nil {
+								if err := j.Complete(ctx, nil); err != nil {
 									b.Error(err)
 									return
 								}
@@ -68,7 +68,7 @@ func BenchmarkJobCycle(b *testing.B) {
 			} else {
 				var done atomic.Int64
 				wctx, stop := context.WithCancel(ctx)
-				w := emq.NewWorker(c, emq.WorkerOptions{Concurrency: 8, Logger: quiet, Hooks: emq.Hooks{
+				w := emq.NewWorker(c, &emq.WorkerOptions{Concurrency: 8, Logger: quiet, Hooks: emq.Hooks{
 					Done: func(_ *emq.Job, o emq.Outcome) {
 						if o.Kind != emq.Completed {
 							b.Errorf("outcome %v", o)
@@ -85,7 +85,7 @@ func BenchmarkJobCycle(b *testing.B) {
 			el := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/el.Seconds(), "jobs/s")
-			n, err := c.Counts(ctx, q)
+			n, err := c.Inspector().Counts(ctx, q)
 			if err != nil || n.Completed != int64(b.N) || n.Pending+n.Active != 0 {
 				b.Fatalf("counts %+v %v", n, err)
 			}

@@ -3,22 +3,49 @@
 // redis.UniversalClient (*redis.Client, *redis.ClusterClient, with TLS and
 // AUTH configured there).
 //
-// Client sends one verb per call: Enqueue, Counts, Job, List, Reprocess,
-// Remove, Pause and Resume for producers and operators, and the holder
-// verbs (Claim, Complete, Fail, Requeue, Extend, Delay, Progress,
-// StalledCheck, Promote) for those who write their own loop. Worker is that
-// loop, done once: blocking claims, heartbeats, retries with backoff,
-// panics turned into failures, and a shutdown that gives back what it
-// holds. RunSweeper recovers expired leases for deployments that do not
-// turn on emqd's own sweeper.
+// Four parts, as a job-queue user expects them (asynq's Client, Server and
+// Inspector; River's Client and workers):
+//
+//   - Client is the producer's and the holder's side: Enqueue,
+//     EnqueueMany, Flow and Wait put jobs in and wait for their outcome;
+//     Claim hands out leases, and each *Lease carries its holder verbs
+//     (lease.Complete, Fail, Requeue, Extend, Delay, DelayUntil,
+//     Progress), so a hand-written loop never passes a queue, an id and a
+//     token side by side. StalledCheck and RunSweeper recover expired
+//     leases.
+//   - Inspector is the operator's side: Counts, Job, List, Lanes and
+//     SetLane, Pause and Resume, Reprocess, Remove, Promote and RunNow, the
+//     bulk actions (ReprocessAll, RemoveAll, Drain, PromoteAll), the
+//     schedules, the retention settings and a flow parent's Children.
+//   - Worker is the claim loop, done once: blocking claims, heartbeats,
+//     retries with backoff, panics turned into failures, and a shutdown
+//     that gives back what it holds. Its Handler gets a *Job.
+//   - Kinds is the optional typed layer over the []byte one: a job kind
+//     (a Go type with a Kind method) and a handler of that type, its
+//     payload JSON in an envelope that names the kind (see Kinds).
 //
 // A worker in a few lines:
 //
-//	c := emq.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}))
-//	w := emq.NewWorker(c, emq.WorkerOptions{Concurrency: 8})
+//	c := emq.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), nil)
+//	w := emq.NewWorker(c, &emq.WorkerOptions{Concurrency: 8})
 //	err := w.Run(ctx, "emails", func(ctx context.Context, j *emq.Job) error {
 //		return send(ctx, j.Payload) // nil completes; an error retries with backoff
 //	})
+//
+// # Options
+//
+// One rule for every call (the style of go-redis's *redis.Options and of
+// River's *InsertOpts): the arguments a call cannot do without are
+// positional; everything optional is one struct named after what it
+// configures (ClientOptions, EnqueueOptions, ClaimOptions,
+// CompleteOptions, FailOptions, ReprocessOptions, BulkOptions,
+// ReprocessAllOptions, ListOptions, StalledCheckOptions, BatchOptions,
+// WorkerOptions, SweeperOptions), passed by pointer as the call's last
+// argument. nil means every default; a zero field means that field's
+// default, which its comment states. A value a verb writes (LaneSettings,
+// ScheduleSpec, Retention) is a plain argument, not an option.
+//
+// # Targets
 //
 // Two targets: Native (the default) sends the EMQ.* verbs to emqd;
 // Functions sends `FCALL emq_<verb> 1 <queue> ...` to Valkey or Redis with
@@ -57,20 +84,40 @@ func (t Target) String() string {
 	return "native"
 }
 
-// Option configures a Client.
-type Option func(*Client)
+// ClientOptions configure a Client or an Inspector (nil: the defaults).
+type ClientOptions struct {
+	// Target selects Native (the zero value) or Functions.
+	Target Target
+}
 
-// WithTarget selects Native (default) or Functions.
-func WithTarget(t Target) Option { return func(c *Client) { c.target = t } }
-
-// Client sends the EMQ verbs. It is safe for concurrent use; it holds no
-// connection of its own (they are rdb's).
-type Client struct {
+// core is what a Client and an Inspector share: the go-redis client and
+// the target. It holds no connection of its own (they are rdb's).
+type core struct {
 	rdb    redis.UniversalClient
 	target Target
 }
 
-// New returns a client over rdb.
+func newCore(rdb redis.UniversalClient, o *ClientOptions) core {
+	c := core{rdb: rdb}
+	if o != nil {
+		c.target = o.Target
+	}
+	return c
+}
+
+// Redis returns the go-redis client underneath.
+func (c *core) Redis() redis.UniversalClient { return c.rdb }
+
+// Target returns the target the verbs are sent to.
+func (c *core) Target() Target { return c.target }
+
+// Client sends the producer's and the holder's verbs (see the package
+// doc). It is safe for concurrent use.
+type Client struct {
+	core
+}
+
+// New returns a client over rdb (o nil: the Native target).
 //
 // go-redis resends a command whose reply was lost when its MaxRetries is
 // above 0 (the default is 3). The verbs are written so that a resend is
@@ -79,19 +126,24 @@ type Client struct {
 // lost reply from a refusal. The Worker resends its outcome verbs itself
 // and reads such answers right when it knows a reply was lost; set
 // MaxRetries: -1 on rdb for exact accounting (the load driver does).
-func New(rdb redis.UniversalClient, opts ...Option) *Client {
-	c := &Client{rdb: rdb}
-	for _, o := range opts {
-		o(c)
-	}
-	return c
+func New(rdb redis.UniversalClient, o *ClientOptions) *Client {
+	return &Client{core: newCore(rdb, o)}
 }
 
-// Redis returns the go-redis client underneath.
-func (c *Client) Redis() redis.UniversalClient { return c.rdb }
+// Inspector returns the Inspector over c's go-redis client and target.
+func (c *Client) Inspector() *Inspector { return &Inspector{core: c.core} }
 
-// Target returns the client's target.
-func (c *Client) Target() Target { return c.target }
+// Inspector sends the operator's verbs (see the package doc): what a
+// dashboard or an admin tool reads and does. It is safe for concurrent
+// use.
+type Inspector struct {
+	core
+}
+
+// NewInspector returns an inspector over rdb (o nil: the Native target).
+func NewInspector(rdb redis.UniversalClient, o *ClientOptions) *Inspector {
+	return &Inspector{core: newCore(rdb, o)}
+}
 
 // FunctionName is the FUNCTION library name of verb ("EMQ.STALLED.CHECK"
 // -> "emq_stalled_check").
@@ -100,7 +152,7 @@ func FunctionName(verb string) string {
 }
 
 // argv builds the command of verb on queue q for c's target.
-func (c *Client) argv(verb, q string, args ...any) []any {
+func (c *core) argv(verb, q string, args ...any) []any {
 	var out []any
 	if c.target == Functions {
 		out = make([]any, 0, 4+len(args))
@@ -113,7 +165,7 @@ func (c *Client) argv(verb, q string, args ...any) []any {
 }
 
 // do sends verb and returns its reply; EMQ refusals come back as *Error.
-func (c *Client) do(ctx context.Context, verb, q string, args ...any) (any, error) {
+func (c *core) do(ctx context.Context, verb, q string, args ...any) (any, error) {
 	v, err := c.rdb.Do(ctx, c.argv(verb, q, args...)...).Result()
 	return v, typed(err)
 }

@@ -36,44 +36,44 @@ func TestTypedErrors(t *testing.T) {
 		}
 	}
 
-	_, err := e.c.Enqueue(e.ctx, "q", []byte("x"), emq.WithID("job-1"))
+	_, err := e.c.Enqueue(e.ctx, "q", []byte("x"), &emq.EnqueueOptions{ID: "job-1"})
 	check(err, emq.ErrKind, "EMQKIND", "job id must be JOB followed by 11 characters from 0-9A-Za-z")
 
-	id := e.enqueue("q", "x", emq.WithID("JOB00000000001"))
+	id := e.enqueue("q", "x", &emq.EnqueueOptions{ID: "JOB00000000001"})
 	if id != "JOB00000000001" {
 		t.Fatalf("id %q", id)
 	}
-	if id2, err := e.c.Enqueue(e.ctx, "q", []byte("y"), emq.WithID(id)); !errors.Is(err, emq.ErrDuplicate) || id2 != id {
+	if id2, err := e.c.Enqueue(e.ctx, "q", []byte("y"), &emq.EnqueueOptions{ID: id}); !errors.Is(err, emq.ErrDuplicate) || id2 != id {
 		t.Fatalf("duplicate: %q %v", id2, err)
 	}
-	err = e.c.Reprocess(e.ctx, "q", id)
+	err = e.in.Reprocess(e.ctx, "q", id, nil)
 	check(err, emq.ErrState, "EMQSTATE", "job is not dead")
 
-	jobs, err := e.c.Claim(e.ctx, "q", time.Second)
+	jobs, err := e.c.Claim(e.ctx, "q", time.Second, nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim %v %v", jobs, err)
 	}
-	check(e.c.Complete(e.ctx, "q", id, "2"), emq.ErrStale, "EMQSTALE", "complete token mismatch")
-	_, err = e.c.Remove(e.ctx, "q", id)
+	check(e.c.Lease("q", id, "2").Complete(e.ctx, nil), emq.ErrStale, "EMQSTALE", "complete token mismatch")
+	_, err = e.in.Remove(e.ctx, "q", id)
 	check(err, emq.ErrState, "EMQSTATE", "job is active")
 
 	e.rdb.HSet(e.ctx, "emq:{q}:job:"+id, "group", "g")
-	check(e.c.Extend(e.ctx, "q", id, "1", time.Second), emq.ErrLane, "EMQLANE", "lane rows are not served natively")
+	check(e.c.Lease("q", id, "1").Extend(e.ctx, time.Second), emq.ErrLane, "EMQLANE", "lane rows are not served natively")
 
 	// A job larger than the connection's output limit (docs/verbs.md §2.16).
 	e.rdb.ConfigSet(e.ctx, "client-output-buffer-limit", "normal 1mb 0 0")
 	e.enqueue("big", string(make([]byte, 2<<20)))
-	_, err = e.c.Claim(e.ctx, "big", time.Second)
+	_, err = e.c.Claim(e.ctx, "big", time.Second, nil)
 	check(err, emq.ErrLimit, "EMQLIMIT", "the next job's reply would pass this client's output buffer limit (client-output-buffer-limit); nothing was claimed")
 	e.rdb.ConfigSet(e.ctx, "client-output-buffer-limit", "normal 0 0 0")
 
 	e.rdb.Set(e.ctx, "emq:{q}:job:JOB00000000009", "x", 0)
-	err = e.c.Complete(e.ctx, "q", "JOB00000000009", "1")
+	err = e.c.Lease("q", "JOB00000000009", "1").Complete(e.ctx, nil)
 	var me *emq.Error
 	if errors.As(err, &me) || err == nil || err.Error() != "WRONGTYPE Operation against a key holding the wrong kind of value" {
 		t.Fatalf("WRONGTYPE: %v", err)
 	}
-	if _, err := e.c.Job(e.ctx, "q", "JOB0000000000Z"); !errors.Is(err, emq.ErrNoJob) {
+	if _, err := e.in.Job(e.ctx, "q", "JOB0000000000Z"); !errors.Is(err, emq.ErrNoJob) {
 		t.Fatalf("missing job: %v", err)
 	}
 }
@@ -87,34 +87,34 @@ func TestClientVerbs(t *testing.T) {
 			e := newEnvProto(t, proto)
 			ctx := e.ctx
 			a := e.enqueue("q", "a")
-			b := e.enqueue("q", "b", emq.WithDelay(1500*time.Microsecond)) // rounded up: 2 ms
-			c := e.enqueue("q", "c", emq.WithRunAt(e.now().Add(time.Hour)))
+			b := e.enqueue("q", "b", &emq.EnqueueOptions{Delay: 1500 * time.Microsecond}) // rounded up: 2 ms
+			c := e.enqueue("q", "c", &emq.EnqueueOptions{RunAt: e.now().Add(time.Hour)})
 			if j := e.job("q", b); j.State != "scheduled" || !j.RunAt.Equal(e.now().Add(2*time.Millisecond)) {
 				t.Fatalf("delayed %+v", j)
 			}
 			if j := e.job("q", c); !j.RunAt.Equal(e.now().Add(time.Hour)) || string(j.Payload) != "c" || j.Attempts != "0" {
 				t.Fatalf("run-at %+v", j)
 			}
-			if err := e.c.Pause(ctx, "q"); err != nil {
+			if err := e.in.Pause(ctx, "q"); err != nil {
 				t.Fatal(err)
 			}
-			if jobs, err := e.c.Claim(ctx, "q", time.Second, emq.Count(5)); err != nil || len(jobs) != 0 {
+			if jobs, err := e.c.Claim(ctx, "q", time.Second, &emq.ClaimOptions{MaxJobs: 5}); err != nil || len(jobs) != 0 {
 				t.Fatalf("claim while paused %v %v", jobs, err)
 			}
-			if err := e.c.Resume(ctx, "q"); err != nil {
+			if err := e.in.Resume(ctx, "q"); err != nil {
 				t.Fatal(err)
 			}
 			e.clk.Advance(2)
-			jobs, err := e.c.Claim(ctx, "q", 10*time.Second, emq.Count(5), emq.Block(time.Second))
-			if err != nil || !reflect.DeepEqual(jobs, []emq.Claimed{
-				{ID: a, Payload: []byte("a"), Token: "1"}, {ID: b, Payload: []byte("b"), Token: "1"},
+			jobs, err := e.c.Claim(ctx, "q", 10*time.Second, &emq.ClaimOptions{MaxJobs: 5, WaitFor: time.Second})
+			if err != nil || !reflect.DeepEqual(parts(jobs), []leasePart{
+				{Queue: "q", ID: a, Payload: "a", Token: "1"}, {Queue: "q", ID: b, Payload: "b", Token: "1"},
 			}) {
 				t.Fatalf("claim %+v %v", jobs, err)
 			}
-			if err := e.c.Progress(ctx, "q", a, "1", "50%"); err != nil {
+			if err := e.c.Lease("q", a, "1").Progress(ctx, "50%"); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.c.Extend(ctx, "q", a, "1", 20*time.Second); err != nil {
+			if err := e.c.Lease("q", a, "1").Extend(ctx, 20*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			j := e.job("q", a)
@@ -122,67 +122,67 @@ func TestClientVerbs(t *testing.T) {
 				j.Fields["progress"] != "50%" || j.State != "active" {
 				t.Fatalf("extended %+v", j)
 			}
-			v, err := e.c.Fail(ctx, "q", b, "1", 1, 0, "bad")
+			v, err := e.c.Lease("q", b, "1").Fail(ctx, "bad", &emq.FailOptions{MaxAttempts: 1, RetryIn: 0})
 			if err != nil || v != (emq.FailVerdict{Dead: true, Failures: 1}) {
 				t.Fatalf("fail %+v %v", v, err)
 			}
-			if err := e.c.Delay(ctx, "q", a, "1", time.Minute); err != nil {
+			if err := e.c.Lease("q", a, "1").Delay(ctx, time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			n := e.counts("q")
 			if n != (emq.Counts{Scheduled: 2, Dead: 1, Failed: 1}) {
 				t.Fatalf("counts %+v", n)
 			}
-			list, err := e.c.List(ctx, "q", emq.Scheduled, 0, 0)
+			list, err := e.in.List(ctx, "q", emq.StateScheduled, nil)
 			if err != nil || len(list) != 2 || list[0].ID != a || list[1].ID != c || !list[0].RunAt.Equal(e.now().Add(time.Minute)) {
 				t.Fatalf("list scheduled %v %v", list, err)
 			}
-			dead, err := e.c.List(ctx, "q", emq.Dead, 0, 10)
+			dead, err := e.in.List(ctx, "q", emq.StateDead, &emq.ListOptions{Offset: 0, Count: 10})
 			if err != nil || len(dead) != 1 || dead[0].ID != b || dead[0].LastError != "bad" || dead[0].Failures != 1 {
 				t.Fatalf("list dead %v %v", dead, err)
 			}
 			e.rdb.ZAdd(ctx, "emq:{q}:dead", redis.Z{Member: "JOBzzzzzzzzzzz"})
-			if dead, err := e.c.List(ctx, "q", emq.Dead, 1, 5); err != nil || len(dead) != 1 || !dead[0].Missing || dead[0].ID != "JOBzzzzzzzzzzz" {
+			if dead, err := e.in.List(ctx, "q", emq.StateDead, &emq.ListOptions{Offset: 1, Count: 5}); err != nil || len(dead) != 1 || !dead[0].Missing || dead[0].ID != "JOBzzzzzzzzzzz" {
 				t.Fatalf("list ghost %v %v", dead, err)
 			}
 			e.rdb.ZRem(ctx, "emq:{q}:dead", "JOBzzzzzzzzzzz")
-			if _, err := e.c.List(ctx, "q", emq.Dead, 0, emq.ListMax+1); err == nil || err.Error() != "ERR count must be at most 1000" {
+			if _, err := e.in.List(ctx, "q", emq.StateDead, &emq.ListOptions{Offset: 0, Count: emq.ListMax + 1}); err == nil || err.Error() != "ERR count must be at most 1000" {
 				t.Fatalf("list over the cap: %v", err)
 			}
-			if err := e.c.Reprocess(ctx, "q", b, emq.Reset()); err != nil {
+			if err := e.in.Reprocess(ctx, "q", b, &emq.ReprocessOptions{ResetBudget: true}); err != nil {
 				t.Fatal(err)
 			}
 			if j := e.job("q", b); j.State != "pending" || j.Fields["failures"] != "" {
 				t.Fatalf("reprocessed %+v", j)
 			}
-			if ok, err := e.c.Remove(ctx, "q", b); !ok || err != nil {
+			if ok, err := e.in.Remove(ctx, "q", b); !ok || err != nil {
 				t.Fatalf("remove %v %v", ok, err)
 			}
-			if ok, err := e.c.Remove(ctx, "q", b); ok || err != nil {
+			if ok, err := e.in.Remove(ctx, "q", b); ok || err != nil {
 				t.Fatalf("remove twice %v %v", ok, err)
 			}
 			e.clk.Advance(time.Minute.Milliseconds())
-			if n, err := e.c.Promote(ctx, "q", 0); n != 1 || err != nil {
+			if n, err := e.in.Promote(ctx, "q", nil); n != 1 || err != nil {
 				t.Fatalf("promote %d %v", n, err)
 			}
-			jobs, _ = e.c.Claim(ctx, "q", time.Second)
+			jobs, _ = e.c.Claim(ctx, "q", time.Second, nil)
 			if len(jobs) != 1 || jobs[0].ID != a || jobs[0].Token != "2" {
 				t.Fatalf("reclaim %+v", jobs)
 			}
-			if err := e.c.Requeue(ctx, "q", a, "2"); err != nil {
+			if err := e.c.Lease("q", a, "2").Requeue(ctx); err != nil {
 				t.Fatal(err)
 			}
-			jobs, _ = e.c.Claim(ctx, "q", time.Second)
+			jobs, _ = e.c.Claim(ctx, "q", time.Second, nil)
 			e.clk.Advance(1000)
-			rec, dl, err := e.c.StalledCheck(ctx, "q", 0, 0) // the verb's defaults: max_stalled 1
+			rec, dl, err := e.c.StalledCheck(ctx, "q", &emq.StalledCheckOptions{MaxStalled: 0, Limit: 0}) // the verb's defaults: max_stalled 1
 			if err != nil || len(rec) != 0 || !reflect.DeepEqual(dl, []string{a}) {
 				t.Fatalf("sweep %v %v %v", rec, dl, err)
 			}
-			if err := e.c.Reprocess(ctx, "q", a); err != nil {
+			if err := e.in.Reprocess(ctx, "q", a, nil); err != nil {
 				t.Fatal(err)
 			}
-			jobs, _ = e.c.Claim(ctx, "q", time.Second)
-			if err := e.c.Complete(ctx, "q", a, jobs[0].Token); err != nil || jobs[0].Token != "4" {
+			jobs, _ = e.c.Claim(ctx, "q", time.Second, nil)
+			if err := e.c.Lease("q", a, jobs[0].Token).Complete(ctx, nil); err != nil || jobs[0].Token != "4" {
 				t.Fatalf("complete %v %+v", err, jobs)
 			}
 			if n := e.counts("q"); n.Completed != 1 || n.Failed != 2 || n.Scheduled != 1 {
@@ -208,14 +208,14 @@ func TestFunctionsArgv(t *testing.T) {
 func TestSweeper(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue("q", "x")
-	if _, err := e.c.Claim(e.ctx, "q", 2*time.Second); err != nil {
+	if _, err := e.c.Claim(e.ctx, "q", 2*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	sweeps := make(chan []string, 10)
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- e.c.RunSweeper(ctx, "q", emq.SweeperOptions{
+		done <- e.c.RunSweeper(ctx, "q", &emq.SweeperOptions{
 			Interval: time.Second, MaxStalled: 2, Clock: manualClock{e.clk}, Logger: quiet,
 			OnSweep: func(rec, dead []string, err error) {
 				if err != nil {
@@ -284,30 +284,30 @@ func TestRetentionThroughTheLibrary(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	c := e.c
-	if err := c.SetRetention(ctx, "q", emq.RetainCompleted, emq.Retention{MaxCount: 10, MaxAge: time.Hour}); err != nil {
+	if err := c.Inspector().SetRetention(ctx, "q", emq.RetainCompleted, emq.Retention{MaxCount: 10, MaxAge: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	done, dead, err := c.Retention(ctx, "q")
+	done, dead, err := c.Inspector().Retention(ctx, "q")
 	if err != nil || done != (emq.Retention{MaxCount: 10, MaxAge: time.Hour}) || dead != (emq.Retention{}) {
 		t.Fatalf("retention %v %v %v", done, dead, err)
 	}
-	id, _ := c.Enqueue(ctx, "q", []byte("p"))
-	jobs, err := c.Claim(ctx, "q", time.Second)
+	id, _ := c.Enqueue(ctx, "q", []byte("p"), nil)
+	jobs, err := c.Claim(ctx, "q", time.Second, nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatal(jobs, err)
 	}
-	if err := c.CompleteResult(ctx, "q", id, jobs[0].Token, []byte("42")); err != nil {
+	if err := c.Lease("q", id, jobs[0].Token).Complete(ctx, &emq.CompleteOptions{Result: []byte("42")}); err != nil {
 		t.Fatal(err)
 	}
-	j, err := c.Job(ctx, "q", id)
+	j, err := c.Inspector().Job(ctx, "q", id)
 	if err != nil || j.State != "completed" || string(j.Result) != "42" || !j.FinishedAt.Equal(e.now()) || !j.EnqueuedAt.Equal(e.now()) || !j.ClaimedAt.Equal(e.now()) {
 		t.Fatalf("job %+v %v", j, err)
 	}
-	n, err := c.Counts(ctx, "q")
+	n, err := c.Inspector().Counts(ctx, "q")
 	if err != nil || n.Retained != 1 || n.Completed != 1 {
 		t.Fatalf("counts %+v %v", n, err)
 	}
-	l, err := c.List(ctx, "q", emq.Retained, 0, 10)
+	l, err := c.Inspector().List(ctx, "q", emq.StateCompleted, &emq.ListOptions{Offset: 0, Count: 10})
 	if err != nil || len(l) != 1 || l[0].ID != id {
 		t.Fatalf("list %v %v", l, err)
 	}

@@ -41,11 +41,11 @@ func TestWorkerKilledJobsComeBack(t *testing.T) {
 	srv := server.StartTest(t, server.Options{}) // the wall clock: a real process's timers
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	c := emq.New(rdb)
+	c := emq.New(rdb, nil)
 	ctx := context.Background()
 	const jobs = 40
 	for i := 0; i < jobs; i++ {
-		if _, err := c.Enqueue(ctx, "crash", []byte(fmt.Sprint(i))); err != nil {
+		if _, err := c.Enqueue(ctx, "crash", []byte(fmt.Sprint(i)), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,7 +80,7 @@ func TestWorkerKilledJobsComeBack(t *testing.T) {
 	if len(held) != 8 {
 		t.Fatalf("the first worker started %d jobs, want 8", len(held))
 	}
-	counts, err := c.Counts(ctx, "crash")
+	counts, err := c.Inspector().Counts(ctx, "crash")
 	if err != nil || counts.Active != 8 {
 		t.Fatalf("before the kill: %+v %v", counts, err)
 	}
@@ -94,7 +94,7 @@ func TestWorkerKilledJobsComeBack(t *testing.T) {
 	start(false)
 	deadline := killed.Add(lease + sweep + 5*time.Second)
 	for {
-		counts, err = c.Counts(ctx, "crash")
+		counts, err = c.Inspector().Counts(ctx, "crash")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestWorkerKilledJobsComeBack(t *testing.T) {
 		t.Fatalf("%v after the kill: %+v, want all %d completed and none dead", took, counts, jobs)
 	}
 	for id := range held {
-		if j, err := c.Job(ctx, "crash", id); !errors.Is(err, emq.ErrNoJob) {
+		if j, err := c.Inspector().Job(ctx, "crash", id); !errors.Is(err, emq.ErrNoJob) {
 			t.Fatalf("job %s held by the killed worker: %+v %v, want completed (no row)", id, j, err)
 		}
 	}

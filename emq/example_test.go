@@ -26,18 +26,18 @@ func Example() {
 	send := mailer(stop, 3)
 
 	// README begin
-	c := emq.New(redis.NewClient(&redis.Options{Addr: addr}))
+	c := emq.New(redis.NewClient(&redis.Options{Addr: addr}), nil)
 	for _, to := range []string{"ada", "bob", "cy"} {
-		c.Enqueue(ctx, "emails", []byte("to="+to+"@example.com"))
+		c.Enqueue(ctx, "emails", []byte("to="+to+"@example.com"), nil)
 	}
 
-	w := emq.NewWorker(c, emq.WorkerOptions{Concurrency: 8})
+	w := emq.NewWorker(c, &emq.WorkerOptions{Concurrency: 8})
 	err := w.Run(ctx, "emails", func(ctx context.Context, j *emq.Job) error {
 		return send(ctx, j.Payload) // nil completes the job; an error retries it later
 	})
 	// README end
 
-	n, _ := c.Counts(context.Background(), "emails")
+	n, _ := c.Inspector().Counts(context.Background(), "emails")
 	fmt.Println(err, "completed:", n.Completed, "pending:", n.Pending)
 	// Unordered output:
 	// sending to=ada@example.com

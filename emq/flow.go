@@ -28,30 +28,31 @@ const (
 	ContinueParent ChildFailPolicy = "continue"
 )
 
-// FlowChild is one child of a flow. Children, when not empty, make it an
+// FlowJob is one job of a flow: the root (the parent Flow adds) or a
+// child. Children, when not empty, make it a parent: the root, or an
 // inner parent (a nested flow, at most 8 levels below the root) with its
 // own OnChildFail.
-type FlowChild struct {
+type FlowJob struct {
 	Queue       string
 	ID          string // a job id (docs/verbs.md §1.4); flows take no minted ids
 	Payload     []byte
-	OnChildFail ChildFailPolicy
-	Children    []FlowChild
+	OnChildFail ChildFailPolicy // "": the server's default, FailParent
+	Children    []FlowJob
 }
 
-// Flow adds parent id of queue q (payload, policy onFail; "" for the
-// default) and its children, all in one atomic call (EMQ.FLOW,
-// docs/verbs.md §4.25.1), and returns the number of jobs in the flow. The
-// same flow sent again creates nothing and answers the same; a flow that
-// conflicts with what is stored is an *Error matching ErrFlow. On the
-// Functions target every job must be in q (docs/cluster.md §7).
-func (c *Client) Flow(ctx context.Context, q, id string, payload []byte, onFail ChildFailPolicy, children ...FlowChild) (int, error) {
-	args := []any{id, payload}
-	if onFail != "" {
-		args = append(args, "ON_CHILD_FAIL", string(onFail))
+// Flow adds the flow parent root (in queue root.Queue) and its children,
+// all in one atomic call (EMQ.FLOW, docs/verbs.md §4.25.1), and returns
+// the number of jobs in the flow. The same flow sent again creates
+// nothing and answers the same; a flow that conflicts with what is stored
+// is an *Error matching ErrFlow. On the Functions target every job must be
+// in root's queue (docs/cluster.md §7).
+func (c *Client) Flow(ctx context.Context, root FlowJob) (int, error) {
+	args := []any{root.ID, root.Payload}
+	if root.OnChildFail != "" {
+		args = append(args, "ON_CHILD_FAIL", string(root.OnChildFail))
 	}
-	var add func(upQ, upID string, top bool, kids []FlowChild)
-	add = func(upQ, upID string, top bool, kids []FlowChild) {
+	var add func(upQ, upID string, top bool, kids []FlowJob)
+	add = func(upQ, upID string, top bool, kids []FlowJob) {
 		for _, k := range kids {
 			args = append(args, "CHILD", k.Queue, k.ID, k.Payload)
 			if !top {
@@ -65,8 +66,8 @@ func (c *Client) Flow(ctx context.Context, q, id string, payload []byte, onFail 
 			add(k.Queue, k.ID, false, k.Children)
 		}
 	}
-	add(q, id, true, children)
-	v, err := c.do(ctx, "EMQ.FLOW", q, args...)
+	add(root.Queue, root.ID, true, root.Children)
+	v, err := c.do(ctx, "EMQ.FLOW", root.Queue, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -81,9 +82,10 @@ func (c *Client) Flow(ctx context.Context, q, id string, payload []byte, onFail 
 // (docs/verbs.md §4.25.5).
 type Child struct {
 	Queue, ID string
-	// State is the child's outcome once it ended (completed, dead,
-	// removed), else its row's state (pending, active, scheduled, waiting).
-	State string
+	// State is the child's outcome once it ended (StateCompleted,
+	// StateDead, StateRemoved), else its row's state (StatePending,
+	// StateActive, StateScheduled, StateWaiting).
+	State JobState
 	// Result is a completed child's RESULT (HasResult false: none); Error a
 	// dead child's error.
 	Result    string
@@ -96,9 +98,19 @@ type Child struct {
 var ErrNoFlow = errors.New("emq: no such flow parent")
 
 // Children returns the children of flow parent id of queue q, in the
-// flow's order (EMQ.CHILDREN, docs/verbs.md §4.25.5): what the parent's
-// worker reads to fan in. Errors: ErrNoFlow.
-func (c *Client) Children(ctx context.Context, q, id string) ([]Child, error) {
+// flow's order (EMQ.CHILDREN, docs/verbs.md §4.25.5). Errors: ErrNoFlow.
+// The parent's own handler reads them with Job.Children to fan in.
+func (i *Inspector) Children(ctx context.Context, q, id string) ([]Child, error) {
+	return i.children(ctx, q, id)
+}
+
+// Children returns the children of the flow parent l holds (as
+// Inspector.Children): what the parent's holder reads to fan in.
+func (l *Lease) Children(ctx context.Context) ([]Child, error) {
+	return l.c.children(ctx, l.Queue, l.ID)
+}
+
+func (c *core) children(ctx context.Context, q, id string) ([]Child, error) {
 	v, err := c.do(ctx, "EMQ.CHILDREN", q, id)
 	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
 		return nil, ErrNoFlow
@@ -126,7 +138,7 @@ func (c *Client) Children(ctx context.Context, q, id string) ([]Child, error) {
 			case "id":
 				ch.ID = val
 			case "state":
-				ch.State = val
+				ch.State = JobState(val)
 			case "result":
 				ch.Result, ch.HasResult = val, true
 			case "error":

@@ -23,53 +23,53 @@ func TestFunctionsTarget(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
 			rdb := node.Client(proto)
-			c := emq.New(rdb, emq.WithTarget(emq.Functions))
+			c := emq.New(rdb, &emq.ClientOptions{Target: emq.Functions})
 			ctx := context.Background()
 			q := fmt.Sprintf("fn%d", proto)
 
-			id, err := c.Enqueue(ctx, q, []byte("a"))
+			id, err := c.Enqueue(ctx, q, []byte("a"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Enqueue(ctx, q, []byte("x"), emq.WithID("nope")); !errors.Is(err, emq.ErrKind) {
+			if _, err := c.Enqueue(ctx, q, []byte("x"), &emq.EnqueueOptions{ID: "nope"}); !errors.Is(err, emq.ErrKind) {
 				t.Fatalf("bad id: %v", err)
 			}
-			jobs, err := c.Claim(ctx, q, time.Minute, emq.Count(5), emq.Block(time.Second))
+			jobs, err := c.Claim(ctx, q, time.Minute, &emq.ClaimOptions{MaxJobs: 5, WaitFor: time.Second})
 			if err != nil || len(jobs) != 1 || jobs[0].ID != id || string(jobs[0].Payload) != "a" || jobs[0].Token != "1" {
 				t.Fatalf("claim %+v %v", jobs, err)
 			}
-			if err := c.Complete(ctx, q, id, "7"); !errors.Is(err, emq.ErrStale) {
+			if err := c.Lease(q, id, "7").Complete(ctx, nil); !errors.Is(err, emq.ErrStale) {
 				t.Fatalf("wrong token: %v", err)
 			}
-			j, err := c.Job(ctx, q, id)
+			j, err := c.Inspector().Job(ctx, q, id)
 			if err != nil || j.State != "active" || j.Attempts != "1" || j.LeaseDeadline.IsZero() {
 				t.Fatalf("job %+v %v", j, err)
 			}
-			list, err := c.List(ctx, q, emq.Active, 0, 10)
+			list, err := c.Inspector().List(ctx, q, emq.StateActive, &emq.ListOptions{Offset: 0, Count: 10})
 			if err != nil || len(list) != 1 || list[0].ID != id || list[0].State != "active" {
 				t.Fatalf("list %+v %v", list, err)
 			}
-			v, err := c.Fail(ctx, q, id, "1", 1, 0, "boom")
+			v, err := c.Lease(q, id, "1").Fail(ctx, "boom", &emq.FailOptions{MaxAttempts: 1, RetryIn: 0})
 			if err != nil || !v.Dead || v.Failures != 1 {
 				t.Fatalf("fail %+v %v", v, err)
 			}
-			if err := c.Reprocess(ctx, q, id, emq.Reset()); err != nil {
+			if err := c.Inspector().Reprocess(ctx, q, id, &emq.ReprocessOptions{ResetBudget: true}); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := c.Counts(ctx, q); err != nil || n != (emq.Counts{Pending: 1, Failed: 1, Latency: n.Latency}) {
+			if n, err := c.Inspector().Counts(ctx, q); err != nil || n != (emq.Counts{Pending: 1, Failed: 1, Latency: n.Latency}) {
 				t.Fatalf("counts %+v %v", n, err)
 			}
 
 			// A worker: the reprocessed job and nine more; each fails once.
 			for i := 0; i < 9; i++ {
-				if _, err := c.Enqueue(ctx, q, []byte(fmt.Sprint(i))); err != nil {
+				if _, err := c.Enqueue(ctx, q, []byte(fmt.Sprint(i)), nil); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var mu sync.Mutex
 			done := map[string]bool{}
 			all := make(chan struct{})
-			w := emq.NewWorker(c, emq.WorkerOptions{
+			w := emq.NewWorker(c, &emq.WorkerOptions{
 				Concurrency: 3, PollInterval: 20 * time.Millisecond, Logger: quiet,
 				Backoff: func(int64) time.Duration { return 0 },
 				Hooks: emq.Hooks{Done: func(j *emq.Job, o emq.Outcome) {
@@ -99,7 +99,7 @@ func TestFunctionsTarget(t *testing.T) {
 			if err := recv(t, ran, "return from Run"); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := c.Counts(ctx, q); err != nil || n.Completed != 10 || n.Pending+n.Active+n.Scheduled+n.Dead != 0 {
+			if n, err := c.Inspector().Counts(ctx, q); err != nil || n.Completed != 10 || n.Pending+n.Active+n.Scheduled+n.Dead != 0 {
 				t.Fatalf("counts after the worker %+v %v", n, err)
 			}
 			if s := w.Stats(); s.Retried != 10 || s.Completed != 10 {
@@ -118,14 +118,14 @@ func TestFunctionsOnCluster(t *testing.T) {
 	}
 	cl := clustertest.StartCluster(t, 3)
 	rdb := cl.Client()
-	c := emq.New(rdb, emq.WithTarget(emq.Functions))
+	c := emq.New(rdb, &emq.ClientOptions{Target: emq.Functions})
 	ctx := context.Background()
 	queues := []string{"alpha", "beta", "gamma", "delta"}
 	nodes := map[string]bool{}
 	for _, q := range queues {
 		nodes[cl.NodeOf("emq:{"+q+"}:pending").Addr] = true
 		for i := 0; i < 5; i++ {
-			if _, err := c.Enqueue(ctx, q, []byte(q)); err != nil {
+			if _, err := c.Enqueue(ctx, q, []byte(q), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -138,7 +138,7 @@ func TestFunctionsOnCluster(t *testing.T) {
 		var mu sync.Mutex
 		n := 0
 		full := make(chan struct{})
-		w := emq.NewWorker(c, emq.WorkerOptions{
+		w := emq.NewWorker(c, &emq.WorkerOptions{
 			Concurrency: 2, PollInterval: 20 * time.Millisecond, Logger: quiet,
 			Hooks: emq.Hooks{Done: func(j *emq.Job, o emq.Outcome) {
 				mu.Lock()
@@ -170,7 +170,7 @@ func TestFunctionsOnCluster(t *testing.T) {
 	go func() { wg.Wait(); close(done) }()
 	recv(t, done, "all queues done")
 	for _, q := range queues {
-		if n, err := c.Counts(ctx, q); err != nil || n.Completed != 5 || n.Pending+n.Active+n.Dead != 0 {
+		if n, err := c.Inspector().Counts(ctx, q); err != nil || n.Completed != 5 || n.Pending+n.Active+n.Dead != 0 {
 			t.Fatalf("%s: counts %+v %v", q, n, err)
 		}
 	}

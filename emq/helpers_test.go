@@ -34,6 +34,7 @@ type env struct {
 	srv *server.Server
 	rdb *redis.Client
 	c   *emq.Client
+	in  *emq.Inspector
 	ctx context.Context
 }
 
@@ -45,7 +46,8 @@ func newEnvProto(t *testing.T, proto int) *env {
 	srv := server.StartTest(t, server.Options{Clock: clk})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: proto, ReadTimeout: -1, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	return &env{t: t, clk: clk, srv: srv, rdb: rdb, c: emq.New(rdb), ctx: context.Background()}
+	c := emq.New(rdb, nil)
+	return &env{t: t, clk: clk, srv: srv, rdb: rdb, c: c, in: c.Inspector(), ctx: context.Background()}
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -107,7 +109,7 @@ func (e *env) startWorker(q string, o emq.WorkerOptions, h emq.Handler) *worker 
 		Done:      func(j *emq.Job, out emq.Outcome) { wk.outcomes <- outcome{j, out} },
 		Draining:  func(_ string, held int) { wk.draining <- held },
 	}
-	wk.w = emq.NewWorker(e.c, o)
+	wk.w = emq.NewWorker(e.c, &o)
 	ctx, cancel := context.WithCancel(context.Background())
 	wk.cancel = cancel
 	go func() {
@@ -149,9 +151,14 @@ func (wk *worker) wait(t *testing.T) {
 	}
 }
 
-func (e *env) enqueue(q, payload string, opts ...emq.EnqueueOption) string {
+// enqueue admits payload on q with the options o (none or one).
+func (e *env) enqueue(q, payload string, o ...*emq.EnqueueOptions) string {
 	e.t.Helper()
-	id, err := e.c.Enqueue(e.ctx, q, []byte(payload), opts...)
+	var opts *emq.EnqueueOptions
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	id, err := e.c.Enqueue(e.ctx, q, []byte(payload), opts)
 	if err != nil {
 		e.t.Fatalf("enqueue: %v", err)
 	}
@@ -160,7 +167,7 @@ func (e *env) enqueue(q, payload string, opts ...emq.EnqueueOption) string {
 
 func (e *env) job(q, id string) *emq.JobInfo {
 	e.t.Helper()
-	j, err := e.c.Job(e.ctx, q, id)
+	j, err := e.in.Job(e.ctx, q, id)
 	if err != nil {
 		e.t.Fatalf("job %s: %v", id, err)
 	}
@@ -169,7 +176,7 @@ func (e *env) job(q, id string) *emq.JobInfo {
 
 func (e *env) counts(q string) emq.Counts {
 	e.t.Helper()
-	n, err := e.c.Counts(e.ctx, q)
+	n, err := e.in.Counts(e.ctx, q)
 	if err != nil {
 		e.t.Fatalf("counts: %v", err)
 	}
@@ -199,3 +206,17 @@ func (e *env) waitBlocked(n int) {
 }
 
 func (e *env) now() time.Time { return time.UnixMilli(e.clk.NowMs()) }
+
+// leasePart is a lease's exported fields, for comparing claims.
+type leasePart struct {
+	Queue, ID, Payload, Token string
+	Failures                  int64
+}
+
+func parts(ls []*emq.Lease) []leasePart {
+	out := make([]leasePart, len(ls))
+	for i, l := range ls {
+		out[i] = leasePart{l.Queue, l.ID, string(l.Payload), l.Token, l.Failures}
+	}
+	return out
+}

@@ -8,71 +8,86 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The holder verbs, for callers who write their own worker loop. Each
-// refusal of the common guard (docs/verbs.md §4.4) comes
-// back as *Error: ErrStale (job gone, token mismatch, lease lost), ErrLane,
-// ErrState (job is dead).
+// The holder verbs, for callers who write their own worker loop: Claim
+// hands out leases and each *Lease sends its own verbs. Each refusal of
+// the common guard (docs/verbs.md §4.4) comes back as *Error: ErrStale
+// (job gone, token mismatch, lease lost), ErrLane, ErrState (job is dead).
 
-// Claimed is one job handed out by EMQ.CLAIM.
-type Claimed struct {
-	ID      string
+// Lease is one job held by its claimer (EMQ.CLAIM's reply): what the job
+// is, and the fencing token the holder verbs present. Its methods are
+// the holder verbs; they may be called from any goroutine, and a Lease
+// is a plain value (Client.Lease rebuilds one from its parts).
+type Lease struct {
+	Queue string
+	ID    string
+	// Payload is the job's bytes as enqueued.
 	Payload []byte
 	// Token is the fencing token to present back, exactly as sent.
 	Token string
 	// Failures is the retry budget already spent (0 on the first run):
 	// the input of a backoff.
 	Failures int64
+	c        *core
 }
 
-// ClaimOption sets an option of Client.Claim.
-type ClaimOption func(*claimOpts)
-
-type claimOpts struct {
-	count int
-	block time.Duration
-	isBlk bool
+// Lease returns the lease of job id of queue q held with token, for a
+// holder that kept the three (across a restart, in another process): its
+// methods then send the holder verbs with them. Payload and Failures are
+// empty.
+func (c *Client) Lease(q, id, token string) *Lease {
+	return &Lease{Queue: q, ID: id, Token: token, c: &c.core}
 }
 
-// Count asks for up to n jobs (EMQ.CLAIM ... COUNT n; default 1).
-func Count(n int) ClaimOption { return func(o *claimOpts) { o.count = n } }
-
-// Block waits up to d for a job when none is claimable (EMQ.CLAIM ...
-// BLOCK block_ms; 0 waits forever). The wait runs on the server's clock;
-// keep d below the go-redis client's ReadTimeout. Functions target: not
-// sent (a function cannot block); Claim then returns at once.
-func Block(d time.Duration) ClaimOption {
-	return func(o *claimOpts) { o.block, o.isBlk = d, true }
+// ClaimOptions are Claim's options (nil: one job, no wait).
+type ClaimOptions struct {
+	// MaxJobs is the most jobs this claim hands out (EMQ.CLAIM ... COUNT
+	// n; 0: 1).
+	MaxJobs int
+	// WaitFor is how long the claim waits for a job when none is
+	// claimable (EMQ.CLAIM ... BLOCK block_ms, rounded up to whole ms;
+	// 0: it answers at once). The wait runs on the server's clock; keep
+	// it below the go-redis client's ReadTimeout. Functions target: not
+	// sent (a function cannot block); Claim then answers at once.
+	WaitFor time.Duration
+	// WaitForever waits with no timeout (BLOCK 0); WaitFor is then
+	// ignored.
+	WaitForever bool
 }
 
-// Claim hands out up to Count jobs of queue q, lowest id first, each leased
-// for lease (EMQ.CLAIM, docs/verbs.md §4.3). No job (nothing claimable, a
-// paused queue, or a Block that timed out): an empty slice and no error.
-func (c *Client) Claim(ctx context.Context, q string, lease time.Duration, opts ...ClaimOption) ([]Claimed, error) {
-	var o claimOpts
-	for _, f := range opts {
-		f(&o)
+// Claim hands out up to MaxJobs jobs of queue q, lowest id first, each
+// leased for lease (EMQ.CLAIM, docs/verbs.md §4.3; rounded up to whole
+// ms, at least 1). No job (nothing claimable, a paused queue, or a wait
+// that timed out): an empty slice and no error.
+func (c *Client) Claim(ctx context.Context, q string, lease time.Duration, o *ClaimOptions) ([]*Lease, error) {
+	if o == nil {
+		o = &ClaimOptions{}
 	}
 	args := []any{posMs(lease)}
-	if o.count > 1 {
-		args = append(args, "COUNT", o.count)
+	if o.MaxJobs > 1 {
+		args = append(args, "COUNT", o.MaxJobs)
 	}
-	if o.isBlk && c.target == Native {
-		args = append(args, "BLOCK", ms(o.block))
+	if c.target == Native {
+		switch {
+		case o.WaitForever:
+			args = append(args, "BLOCK", 0)
+		case o.WaitFor > 0:
+			args = append(args, "BLOCK", ms(o.WaitFor))
+		}
 	}
 	v, err := c.do(ctx, "EMQ.CLAIM", q, args...)
-	return parseClaim(v, err)
+	return c.parseClaim(q, v, err)
 }
 
 // claimOn is Claim over a given go-redis connection (the worker's own).
-func (c *Client) claimOn(ctx context.Context, conn *redis.Conn, q string, lease time.Duration, count int, block time.Duration) ([]Claimed, error) {
+func (c *Client) claimOn(ctx context.Context, conn *redis.Conn, q string, lease time.Duration, count int, block time.Duration) ([]*Lease, error) {
 	args := []any{"EMQ.CLAIM", q, posMs(lease), "COUNT", count, "BLOCK", ms(block)}
 	cmd := redis.NewCmd(ctx, args...)
 	_ = conn.Process(ctx, cmd)
 	v, err := cmd.Result()
-	return parseClaim(v, typed(err))
+	return c.parseClaim(q, v, typed(err))
 }
 
-func parseClaim(v any, err error) ([]Claimed, error) {
+func (c *core) parseClaim(q string, v any, err error) ([]*Lease, error) {
 	if errors.Is(err, redis.Nil) {
 		return nil, nil // BLOCK timed out
 	}
@@ -86,7 +101,7 @@ func parseClaim(v any, err error) ([]Claimed, error) {
 	if !ok {
 		return nil, badReply("EMQ.CLAIM", v)
 	}
-	out := make([]Claimed, 0, len(arr))
+	out := make([]*Lease, 0, len(arr))
 	for _, e := range arr {
 		t, ok := e.([]any)
 		if !ok || len(t) != 4 {
@@ -99,23 +114,30 @@ func parseClaim(v any, err error) ([]Claimed, error) {
 		if !ok1 || !ok2 || !ok3 || !ok4 {
 			return nil, badReply("EMQ.CLAIM", v)
 		}
-		out = append(out, Claimed{ID: id, Payload: []byte(payload), Token: tok, Failures: f})
+		out = append(out, &Lease{Queue: q, ID: id, Payload: []byte(payload), Token: tok, Failures: f, c: c})
 	}
 	return out, nil
 }
 
-// Complete finishes job id held with token (EMQ.COMPLETE): the row is
-// deleted and the queue's completed count grows.
-func (c *Client) Complete(ctx context.Context, q, id, token string) error {
-	_, err := c.do(ctx, "EMQ.COMPLETE", q, id, token)
-	return err
+// CompleteOptions are Lease.Complete's options (nil: no result).
+type CompleteOptions struct {
+	// Result is kept with the job while its queue retains completed jobs
+	// (EMQ.COMPLETE ... RESULT, docs/verbs.md §4.5: at most 1 MiB;
+	// Inspector.SetRetention); nil sends none, an empty non-nil slice an
+	// empty one.
+	Result []byte
 }
 
-// CompleteResult is Complete with the job's result (EMQ.COMPLETE ...
-// RESULT, docs/verbs.md §4.5: at most 1 MiB), kept while the queue
-// retains completed jobs (SetRetention).
-func (c *Client) CompleteResult(ctx context.Context, q, id, token string, result []byte) error {
-	_, err := c.do(ctx, "EMQ.COMPLETE", q, id, token, "RESULT", result)
+// Complete finishes the job (EMQ.COMPLETE): the row is deleted (or kept
+// with its result while the queue retains completed jobs) and the queue's
+// completed count grows.
+func (l *Lease) Complete(ctx context.Context, o *CompleteOptions) error {
+	var err error
+	if o != nil && o.Result != nil {
+		_, err = l.c.do(ctx, "EMQ.COMPLETE", l.Queue, l.ID, l.Token, "RESULT", o.Result)
+	} else {
+		_, err = l.c.do(ctx, "EMQ.COMPLETE", l.Queue, l.ID, l.Token)
+	}
 	return err
 }
 
@@ -127,11 +149,35 @@ type FailVerdict struct {
 	Failures int64
 }
 
-// Fail records a failure of job id held with token (EMQ.FAIL,
-// docs/verbs.md §4.6): failures+1 >= maxAttempts dead-letters the job, else it
-// is retried after delay (rounded up to ms). errText becomes last_error.
-func (c *Client) Fail(ctx context.Context, q, id, token string, maxAttempts int, delay time.Duration, errText string) (FailVerdict, error) {
-	v, err := c.do(ctx, "EMQ.FAIL", q, id, token, maxAttempts, ms(delay), errText)
+// DefaultMaxAttempts is the failures after which a job is dead-lettered
+// unless told otherwise (FailOptions.MaxAttempts,
+// WorkerOptions.MaxAttempts): Sidekiq's 25.
+const DefaultMaxAttempts = 25
+
+// FailOptions are Lease.Fail's options (nil: DefaultMaxAttempts, retry at
+// once).
+type FailOptions struct {
+	// MaxAttempts is EMQ.FAIL's max_attempts: failures+1 >= MaxAttempts
+	// dead-letters the job (0: DefaultMaxAttempts; 1: dead now).
+	MaxAttempts int
+	// RetryIn is the delay before the retry (EMQ.FAIL's delay_ms, rounded
+	// up to whole ms; 0: due at once). DefaultBackoff(l.Failures) is the
+	// Worker's.
+	RetryIn time.Duration
+}
+
+// Fail records a failure of the job (EMQ.FAIL, docs/verbs.md §4.6) with
+// reason as its last_error: it is retried after RetryIn, or dead-lettered
+// once MaxAttempts failures are spent.
+func (l *Lease) Fail(ctx context.Context, reason string, o *FailOptions) (FailVerdict, error) {
+	maxAttempts, delay := DefaultMaxAttempts, time.Duration(0)
+	if o != nil {
+		if o.MaxAttempts > 0 {
+			maxAttempts = o.MaxAttempts
+		}
+		delay = o.RetryIn
+	}
+	v, err := l.c.do(ctx, "EMQ.FAIL", l.Queue, l.ID, l.Token, maxAttempts, ms(delay), reason)
 	if err != nil {
 		return FailVerdict{}, err
 	}
@@ -147,62 +193,72 @@ func (c *Client) Fail(ctx context.Context, q, id, token string, maxAttempts int,
 	return FailVerdict{Dead: verdict == "dead", Failures: f}, nil
 }
 
-// Requeue gives job id back without failing it (EMQ.REQUEUE): pending
+// Requeue gives the job back without failing it (EMQ.REQUEUE): pending
 // again, no budget charged.
-func (c *Client) Requeue(ctx context.Context, q, id, token string) error {
-	_, err := c.do(ctx, "EMQ.REQUEUE", q, id, token)
+func (l *Lease) Requeue(ctx context.Context) error {
+	_, err := l.c.do(ctx, "EMQ.REQUEUE", l.Queue, l.ID, l.Token)
 	return err
 }
 
-// Extend sets the lease of job id to lease from now (EMQ.EXTEND, the
-// heartbeat).
-func (c *Client) Extend(ctx context.Context, q, id, token string, lease time.Duration) error {
-	_, err := c.do(ctx, "EMQ.EXTEND", q, id, token, posMs(lease))
+// Extend sets the lease to run out d from now on the server's clock
+// (EMQ.EXTEND, the heartbeat; rounded up to whole ms, at least 1).
+func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
+	_, err := l.c.do(ctx, "EMQ.EXTEND", l.Queue, l.ID, l.Token, posMs(d))
 	return err
 }
 
-// Delay defers job id by d without failing it (EMQ.DELAY ... IN delay_ms).
-func (c *Client) Delay(ctx context.Context, q, id, token string, d time.Duration) error {
-	_, err := c.do(ctx, "EMQ.DELAY", q, id, token, "IN", ms(d))
+// Delay defers the job by d without failing it (EMQ.DELAY ... IN
+// delay_ms): it leaves active for scheduled and the lease ends.
+func (l *Lease) Delay(ctx context.Context, d time.Duration) error {
+	_, err := l.c.do(ctx, "EMQ.DELAY", l.Queue, l.ID, l.Token, "IN", ms(d))
 	return err
 }
 
-// DelayUntil defers job id to t without failing it (EMQ.DELAY ... AT
+// DelayUntil defers the job to t without failing it (EMQ.DELAY ... AT
 // run_at_ms).
-func (c *Client) DelayUntil(ctx context.Context, q, id, token string, t time.Time) error {
-	_, err := c.do(ctx, "EMQ.DELAY", q, id, token, "AT", max(t.UnixMilli(), 0))
+func (l *Lease) DelayUntil(ctx context.Context, t time.Time) error {
+	_, err := l.c.do(ctx, "EMQ.DELAY", l.Queue, l.ID, l.Token, "AT", max(t.UnixMilli(), 0))
 	return err
 }
 
 // Progress stores value in the job's `progress` field (EMQ.PROGRESS).
-func (c *Client) Progress(ctx context.Context, q, id, token, value string) error {
-	_, err := c.do(ctx, "EMQ.PROGRESS", q, id, token, value)
+func (l *Lease) Progress(ctx context.Context, value string) error {
+	_, err := l.c.do(ctx, "EMQ.PROGRESS", l.Queue, l.ID, l.Token, value)
 	return err
 }
 
-// StalledCheck recovers expired leases of queue q (EMQ.STALLED.CHECK,
-// docs/verbs.md §4.11): at most limit of them (0: the verb's default, 100);
-// maxStalled (0: the verb's default, 1) caps the stall budget. It returns
-// the ids sent back to pending and those dead-lettered.
-func (c *Client) StalledCheck(ctx context.Context, q string, maxStalled, limit int) (recovered, dead []string, err error) {
-	return c.StalledCheckEvery(ctx, q, maxStalled, limit, 0)
+// StalledCheckOptions are StalledCheck's options (nil: the verb's
+// defaults, no guard).
+type StalledCheckOptions struct {
+	// MaxStalled caps the stall budget (0: the verb's default, 1: the
+	// first counted stall dead-letters).
+	MaxStalled int
+	// Limit is the most expired leases one call recovers (0: the verb's
+	// default, 100).
+	Limit int
+	// Every is the sweep guard (EMQ.STALLED.CHECK ... EVERY interval_ms,
+	// docs/verbs.md §4.11.1; rounded up to whole ms): when a guarded sweep
+	// of the queue ran less than Every ago on the server's clock, the call
+	// answers two empty lists at once and writes nothing. 0: no guard.
+	Every time.Duration
 }
 
-// StalledCheckEvery is StalledCheck with the sweep guard (EMQ.STALLED.CHECK
-// ... EVERY interval_ms, docs/verbs.md §4.11.1): when a guarded sweep of q
-// ran less than every ago on the server's clock, the call answers two
-// empty lists at once and writes nothing. every <= 0 sends no guard
-// (StalledCheck); it is rounded up to whole milliseconds.
-func (c *Client) StalledCheckEvery(ctx context.Context, q string, maxStalled, limit int, every time.Duration) (recovered, dead []string, err error) {
+// StalledCheck recovers expired leases of queue q (EMQ.STALLED.CHECK,
+// docs/verbs.md §4.11) and returns the ids sent back to pending and those
+// dead-lettered.
+func (c *Client) StalledCheck(ctx context.Context, q string, o *StalledCheckOptions) (recovered, dead []string, err error) {
+	if o == nil {
+		o = &StalledCheckOptions{}
+	}
 	var args []any
 	switch {
-	case limit > 0:
-		args = []any{max(maxStalled, 1), limit}
-	case maxStalled > 0:
-		args = []any{maxStalled}
+	case o.Limit > 0:
+		args = []any{max(o.MaxStalled, 1), o.Limit}
+	case o.MaxStalled > 0:
+		args = []any{o.MaxStalled}
 	}
-	if every > 0 {
-		args = append(args, "EVERY", posMs(every))
+	if o.Every > 0 {
+		args = append(args, "EVERY", posMs(o.Every))
 	}
 	v, err := c.do(ctx, "EMQ.STALLED.CHECK", q, args...)
 	if err != nil {
@@ -232,15 +288,29 @@ func (c *Client) StalledCheckEvery(ctx context.Context, q string, maxStalled, li
 	return lists[0], lists[1], nil
 }
 
-// Promote moves up to limit (0: the verb's default, 100) due scheduled jobs
-// of queue q to pending (EMQ.PROMOTE) and returns how many it moved.
-func (c *Client) Promote(ctx context.Context, q string, limit int) (int, error) {
+// BatchOptions are the options of a bounded maintenance call (Promote,
+// FireSchedules; nil: the verb's default).
+type BatchOptions struct {
+	// Limit is the most items one call moves (0: the verb's default, 100).
+	Limit int
+}
+
+func (o *BatchOptions) limit() int {
+	if o == nil {
+		return 0
+	}
+	return o.Limit
+}
+
+// Promote moves up to Limit due scheduled jobs of queue q to pending
+// (EMQ.PROMOTE) and returns how many it moved.
+func (i *Inspector) Promote(ctx context.Context, q string, o *BatchOptions) (int, error) {
 	var v any
 	var err error
-	if limit > 0 {
-		v, err = c.do(ctx, "EMQ.PROMOTE", q, limit)
+	if n := o.limit(); n > 0 {
+		v, err = i.do(ctx, "EMQ.PROMOTE", q, n)
 	} else {
-		v, err = c.do(ctx, "EMQ.PROMOTE", q)
+		v, err = i.do(ctx, "EMQ.PROMOTE", q)
 	}
 	if err != nil {
 		return 0, err

@@ -5,31 +5,23 @@ import (
 	"time"
 )
 
-// WithLane puts the job in lane name of its queue (EMQ.ENQUEUE ... LANE
-// name, docs/verbs.md §4.26): lanes share the queue's claims by weight,
-// each with its own MAX_ACTIVE and RATE (SetLane). "default" is the plain
-// pending set. Not available on the cluster library (docs/cluster.md).
-func WithLane(name string) EnqueueOption {
-	return func(o *enqueueOpts) { o.lane = name }
-}
-
 // LaneSettings are one lane's settings for SetLane. A zero field leaves
-// the setting as it is; Reset puts every setting back to its default
-// first.
+// the setting as it is; ResetFirst puts every setting back to its default
+// before the others apply.
 type LaneSettings struct {
-	Weight    int           // 1..1000; default 1
-	MaxActive int           // at most this many leases held at once; -1: no cap
-	RateCount int           // at most RateCount claims ...
-	RatePer   time.Duration // ... in any window of RatePer (whole ms); RateCount -1: no limit
-	Pause     bool          // take the lane out of the selection
-	Resume    bool          // bring it back
-	Reset     bool
+	Weight     int           // 1..1000; default 1
+	MaxActive  int           // at most this many leases held at once; -1: no cap
+	RateCount  int           // at most RateCount claims ...
+	RatePer    time.Duration // ... in any window of RatePer (whole ms); RateCount -1: no limit
+	Pause      bool          // take the lane out of the selection
+	Resume     bool          // bring it back
+	ResetFirst bool          // EMQ.LANE ... RESET
 }
 
 // SetLane configures lane name of queue q (EMQ.LANE, docs/verbs.md
 // §4.26.1). Errors: the server's argument errors (ERR invalid lane name,
 // ERR weight must be an integer between 1 and 1000, ...).
-func (c *Client) SetLane(ctx context.Context, q, name string, s LaneSettings) error {
+func (i *Inspector) SetLane(ctx context.Context, q, name string, s LaneSettings) error {
 	args := []any{name}
 	if s.Weight != 0 {
 		args = append(args, "WEIGHT", s.Weight)
@@ -52,10 +44,10 @@ func (c *Client) SetLane(ctx context.Context, q, name string, s LaneSettings) er
 	case s.Resume:
 		args = append(args, "RESUME")
 	}
-	if s.Reset {
+	if s.ResetFirst {
 		args = append(args, "RESET")
 	}
-	_, err := c.do(ctx, "EMQ.LANE", q, args...)
+	_, err := i.do(ctx, "EMQ.LANE", q, args...)
 	return err
 }
 
@@ -80,10 +72,10 @@ const LanesPageMax = 1000
 // lanes), in pages of LanesPageMax (EMQ.LANES q offset count, docs/verbs.md
 // §4.26.5); a queue with many lanes costs one call per 1,000 of them. A
 // lane added or removed between two pages shifts the later pages by one.
-func (c *Client) Lanes(ctx context.Context, q string) ([]Lane, error) {
+func (i *Inspector) Lanes(ctx context.Context, q string) ([]Lane, error) {
 	var out []Lane
 	for {
-		page, err := c.LanesPage(ctx, q, len(out), LanesPageMax)
+		page, err := i.LanesPage(ctx, q, &ListOptions{Offset: len(out), Count: LanesPageMax})
 		if err != nil {
 			return nil, err
 		}
@@ -94,12 +86,13 @@ func (c *Client) Lanes(ctx context.Context, q string) ([]Lane, error) {
 	}
 }
 
-// LanesPage lists at most count lanes of queue q from rank offset, by name
-// (EMQ.LANES q offset count, docs/verbs.md §4.26.5): offset >= 0, count 1
-// to 1000, else the server's argument error (ERR count must be at most
-// 1000, ...). A short page is the last one.
-func (c *Client) LanesPage(ctx context.Context, q string, offset, count int) ([]Lane, error) {
-	v, err := c.do(ctx, "EMQ.LANES", q, offset, count)
+// LanesPage lists one page of the lanes of queue q, by name, from rank
+// Offset (EMQ.LANES q offset count, docs/verbs.md §4.26.5; nil: the
+// verb's first page of 100): Offset >= 0, Count at most 1000, else the
+// server's argument error (ERR count must be at most 1000, ...). A short
+// page is the last one.
+func (i *Inspector) LanesPage(ctx context.Context, q string, o *ListOptions) ([]Lane, error) {
+	v, err := i.do(ctx, "EMQ.LANES", q, o.page()...)
 	if err != nil {
 		return nil, err
 	}

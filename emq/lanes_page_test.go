@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/emq"
 )
 
 // TestLanesPaged: Lanes lists every lane of a queue with more lanes than
@@ -18,7 +20,7 @@ func TestLanesPaged(t *testing.T) {
 	if _, err := pipe.Exec(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	lanes, err := e.c.Lanes(e.ctx, "q")
+	lanes, err := e.in.Lanes(e.ctx, "q")
 	if err != nil || len(lanes) != 1205 {
 		t.Fatalf("Lanes: %d lanes, %v", len(lanes), err)
 	}
@@ -27,14 +29,14 @@ func TestLanesPaged(t *testing.T) {
 			t.Fatalf("lane %d: %+v, want %s with 1 pending", i, l, want)
 		}
 	}
-	page, err := e.c.LanesPage(e.ctx, "q", 1200, 10)
+	page, err := e.in.LanesPage(e.ctx, "q", &emq.ListOptions{Offset: 1200, Count: 10})
 	if err != nil || len(page) != 5 || page[0].Name != "t1200" || page[4].Name != "t1204" {
 		t.Fatalf("LanesPage(1200, 10): %+v %v", page, err)
 	}
-	if _, err := e.c.LanesPage(e.ctx, "q", 0, 1001); err == nil || !strings.Contains(err.Error(), "count must be at most 1000") {
+	if _, err := e.in.LanesPage(e.ctx, "q", &emq.ListOptions{Count: 1001}); err == nil || !strings.Contains(err.Error(), "count must be at most 1000") {
 		t.Fatalf("count 1001: %v", err)
 	}
-	if _, err := e.c.LanesPage(e.ctx, "q", -1, 10); err == nil || !strings.Contains(err.Error(), "offset must be a non-negative integer") {
+	if _, err := e.in.LanesPage(e.ctx, "q", &emq.ListOptions{Offset: -1, Count: 10}); err == nil || !strings.Contains(err.Error(), "offset must be a non-negative integer") {
 		t.Fatalf("offset -1: %v", err)
 	}
 }

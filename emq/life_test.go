@@ -24,32 +24,32 @@ func TestEnqueueMany(t *testing.T) {
 				jobs[i].Payload = []byte(fmt.Sprint(i))
 			}
 			jobs[10].ID = "JOB00000000001"
-			ids, err := e.c.EnqueueMany(e.ctx, "q", jobs)
+			ids, err := e.c.EnqueueMany(e.ctx, "q", jobs, nil)
 			if err != nil || len(ids) != len(jobs) || ids[10] != "JOB00000000001" || ids[0] == "" || ids[999] <= ids[0] {
 				t.Fatalf("ids %d %v", len(ids), err)
 			}
-			again, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{ID: "JOB00000000001", Payload: []byte("x")}, {Payload: []byte("y")}})
+			again, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{ID: "JOB00000000001", Payload: []byte("x")}, {Payload: []byte("y")}}, nil)
 			if err != nil || again[0] != "" || again[1] == "" {
 				t.Fatalf("duplicate: %q %v", again, err)
 			}
-			n, err := e.c.Counts(e.ctx, "q")
+			n, err := e.in.Counts(e.ctx, "q")
 			if err != nil || n.Pending != 1001 {
 				t.Fatalf("counts %+v %v", n, err)
 			}
-			d, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{Payload: []byte("later")}}, emq.WithDelay(time.Second))
+			d, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{Payload: []byte("later")}}, &emq.EnqueueOptions{Delay: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j, err := e.c.Job(e.ctx, "q", d[0]); err != nil || j.State != "scheduled" || j.RunAt.UnixMilli() != t0+1000 {
+			if j, err := e.in.Job(e.ctx, "q", d[0]); err != nil || j.State != "scheduled" || j.RunAt.UnixMilli() != t0+1000 {
 				t.Fatalf("delayed %+v %v", j, err)
 			}
-			if _, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{Payload: []byte("a")}, {ID: "nope"}}); !errors.Is(err, emq.ErrKind) {
+			if _, err := e.c.EnqueueMany(e.ctx, "q", []emq.NewJob{{Payload: []byte("a")}, {ID: "nope"}}, nil); !errors.Is(err, emq.ErrKind) {
 				t.Fatalf("bad id: %v", err)
 			}
-			if n2, _ := e.c.Counts(e.ctx, "q"); n2.Pending != 1001 || n2.Scheduled != 1 {
+			if n2, _ := e.in.Counts(e.ctx, "q"); n2.Pending != 1001 || n2.Scheduled != 1 {
 				t.Fatalf("a refused batch admitted: %+v", n2)
 			}
-			if ids, err := e.c.EnqueueMany(e.ctx, "q", nil); ids != nil || err != nil {
+			if ids, err := e.c.EnqueueMany(e.ctx, "q", nil, nil); ids != nil || err != nil {
 				t.Fatalf("empty: %v %v", ids, err)
 			}
 		})
@@ -64,10 +64,10 @@ func TestWorkerCompletesWithNext(t *testing.T) {
 	e := newEnv(t)
 	const n = 200
 	jobs := make([]emq.NewJob, n)
-	if _, err := e.c.EnqueueMany(e.ctx, "q", jobs); err != nil {
+	if _, err := e.c.EnqueueMany(e.ctx, "q", jobs, nil); err != nil {
 		t.Fatal(err)
 	}
-	wk := e.startWorker("q", emq.WorkerOptions{StallSweep: -1}, func(context.Context, *emq.Job) error { return nil })
+	wk := e.startWorker("q", emq.WorkerOptions{StallSweepInterval: -1}, func(context.Context, *emq.Job) error { return nil })
 	for done := 0; done < n; {
 		select {
 		case <-wk.claimed:

@@ -12,7 +12,7 @@ import (
 // Schedules (docs/verbs.md §4.22): the server enqueues a job at each slot
 // of a schedule, exactly once per slot. On emqd the server fires them on
 // its own timer; on a cluster (the Functions target) something must call
-// FireSchedules (RunSweeper does with SweeperOptions.Schedules).
+// Inspector.FireSchedules (RunSweeper does with SweeperOptions.Schedules).
 
 // Catch-up policies of a schedule (docs/verbs.md §4.22.5).
 const (
@@ -41,7 +41,7 @@ type ScheduleSpec struct {
 // refusals (`ERR invalid cron spec: ...`, `ERR invalid schedule name`,
 // ...) as go-redis errors; a spec with both or neither of Every and Cron
 // is refused here before anything is sent.
-func (c *Client) Schedule(ctx context.Context, q, name string, s ScheduleSpec) error {
+func (i *Inspector) Schedule(ctx context.Context, q, name string, s ScheduleSpec) error {
 	var args []any
 	switch {
 	case s.Every > 0 && s.Cron == "":
@@ -73,7 +73,7 @@ func (c *Client) Schedule(ctx context.Context, q, name string, s ScheduleSpec) e
 	if s.Catchup != "" {
 		args = append(args, "CATCHUP", s.Catchup)
 	}
-	_, err := c.do(ctx, "EMQ.SCHEDULE", q, args...)
+	_, err := i.do(ctx, "EMQ.SCHEDULE", q, args...)
 	return err
 }
 
@@ -135,8 +135,8 @@ var ErrNoSchedule = errors.New("emq: no such schedule")
 
 // GetSchedule returns schedule name of queue q (EMQ.SCHEDULE.GET), or
 // ErrNoSchedule.
-func (c *Client) GetSchedule(ctx context.Context, q, name string) (*ScheduleInfo, error) {
-	v, err := c.do(ctx, "EMQ.SCHEDULE.GET", q, name)
+func (i *Inspector) GetSchedule(ctx context.Context, q, name string) (*ScheduleInfo, error) {
+	v, err := i.do(ctx, "EMQ.SCHEDULE.GET", q, name)
 	if errors.Is(err, redis.Nil) || (err == nil && v == nil) {
 		return nil, ErrNoSchedule
 	}
@@ -146,18 +146,10 @@ func (c *Client) GetSchedule(ctx context.Context, q, name string) (*ScheduleInfo
 	return parseSchedule("EMQ.SCHEDULE.GET", v)
 }
 
-// ListSchedules returns up to count schedules of q from offset, next fire
-// first (EMQ.SCHEDULE.LIST; count 0: the verb's default 100, at most
-// ListMax).
-func (c *Client) ListSchedules(ctx context.Context, q string, offset, count int) ([]ScheduleInfo, error) {
-	var args []any
-	if count > 0 || offset > 0 {
-		if count <= 0 {
-			count = 100
-		}
-		args = append(args, offset, count)
-	}
-	v, err := c.do(ctx, "EMQ.SCHEDULE.LIST", q, args...)
+// ListSchedules returns a page of the schedules of q, next fire first
+// (EMQ.SCHEDULE.LIST).
+func (i *Inspector) ListSchedules(ctx context.Context, q string, o *ListOptions) ([]ScheduleInfo, error) {
+	v, err := i.do(ctx, "EMQ.SCHEDULE.LIST", q, o.page()...)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +179,8 @@ func (c *Client) ListSchedules(ctx context.Context, q string, offset, count int)
 
 // DeleteSchedule deletes schedule name of q (EMQ.SCHEDULE.DEL): true when
 // it existed. Its enqueued occurrences stay.
-func (c *Client) DeleteSchedule(ctx context.Context, q, name string) (bool, error) {
-	v, err := c.do(ctx, "EMQ.SCHEDULE.DEL", q, name)
+func (i *Inspector) DeleteSchedule(ctx context.Context, q, name string) (bool, error) {
+	v, err := i.do(ctx, "EMQ.SCHEDULE.DEL", q, name)
 	if err != nil {
 		return false, err
 	}
@@ -201,24 +193,28 @@ func (c *Client) DeleteSchedule(ctx context.Context, q, name string) (bool, erro
 
 // PauseSchedule pauses schedule name of q (EMQ.SCHEDULE.PAUSE); the server
 // error `ERR no such schedule` when there is none.
-func (c *Client) PauseSchedule(ctx context.Context, q, name string) error {
-	_, err := c.do(ctx, "EMQ.SCHEDULE.PAUSE", q, name)
+func (i *Inspector) PauseSchedule(ctx context.Context, q, name string) error {
+	_, err := i.do(ctx, "EMQ.SCHEDULE.PAUSE", q, name)
 	return err
 }
 
 // ResumeSchedule resumes it (EMQ.SCHEDULE.RESUME) at its first slot from
 // now; the slots passed while paused are not fired.
-func (c *Client) ResumeSchedule(ctx context.Context, q, name string) error {
-	_, err := c.do(ctx, "EMQ.SCHEDULE.RESUME", q, name)
+func (i *Inspector) ResumeSchedule(ctx context.Context, q, name string) error {
+	_, err := i.do(ctx, "EMQ.SCHEDULE.RESUME", q, name)
 	return err
 }
 
-// FireSchedules fires the due slots of q's schedules, at most limit slot
-// decisions (0: the verb's default, 100), and returns the number of
+// FireSchedules fires the due slots of q's schedules, at most Limit slot
+// decisions, and returns the number of
 // occurrences enqueued (EMQ.SCHEDULE.FIRE, docs/verbs.md §4.22.4). emqd
 // does it by itself; on a cluster it is how schedules fire. Calling it
 // more often, or from several processes, fires nothing twice.
-func (c *Client) FireSchedules(ctx context.Context, q string, limit int) (int, error) {
+func (i *Inspector) FireSchedules(ctx context.Context, q string, o *BatchOptions) (int, error) {
+	return i.fireSchedules(ctx, q, o.limit())
+}
+
+func (c *core) fireSchedules(ctx context.Context, q string, limit int) (int, error) {
 	var args []any
 	if limit > 0 {
 		args = append(args, limit)
@@ -235,9 +231,9 @@ func (c *Client) FireSchedules(ctx context.Context, q string, limit int) (int, e
 }
 
 // fireAll repeats FireSchedules while a call hits its limit.
-func (c *Client) fireAll(ctx context.Context, q string) error {
+func (c *core) fireAll(ctx context.Context, q string) error {
 	for range 1000 {
-		n, err := c.FireSchedules(ctx, q, 100)
+		n, err := c.fireSchedules(ctx, q, 100)
 		if err != nil {
 			return fmt.Errorf("emq: EMQ.SCHEDULE.FIRE %s: %w", q, err)
 		}

@@ -16,57 +16,57 @@ import (
 // refusals.
 func TestSchedules(t *testing.T) {
 	e := newEnv(t)
-	if err := e.c.Schedule(e.ctx, "q", "tick", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p"), Limit: 5}); err != nil {
+	if err := e.in.Schedule(e.ctx, "q", "tick", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p"), Limit: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.c.Schedule(e.ctx, "q", "nightly", emq.ScheduleSpec{Cron: "0 3 * * *", TZ: "Europe/Berlin", Payload: []byte("n"), OverlapSkip: true, Catchup: emq.CatchupNone}); err != nil {
+	if err := e.in.Schedule(e.ctx, "q", "nightly", emq.ScheduleSpec{Cron: "0 3 * * *", TZ: "Europe/Berlin", Payload: []byte("n"), OverlapSkip: true, Catchup: emq.CatchupNone}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
 		e.clk.Advance(1000)
 		e.clk.Wait()
 	}
-	s, err := e.c.GetSchedule(e.ctx, "q", "tick")
+	s, err := e.in.GetSchedule(e.ctx, "q", "tick")
 	if err != nil || s.Name != "tick" || s.State != "active" || s.Fired != 3 || s.LastSlot.UnixMilli() != t0+3000 || s.Next.UnixMilli() != t0+4000 || s.Fields["limit"] != "5" {
 		t.Fatalf("%+v %v", s, err)
 	}
-	if n, err := e.c.Counts(e.ctx, "q"); err != nil || n.Pending != 3 {
+	if n, err := e.in.Counts(e.ctx, "q"); err != nil || n.Pending != 3 {
 		t.Fatalf("%+v %v", n, err)
 	}
-	if n, err := e.c.FireSchedules(e.ctx, "q", 0); err != nil || n != 0 {
+	if n, err := e.in.FireSchedules(e.ctx, "q", nil); err != nil || n != 0 {
 		t.Fatalf("fire after the server fired: %d %v", n, err)
 	}
-	list, err := e.c.ListSchedules(e.ctx, "q", 0, 0)
+	list, err := e.in.ListSchedules(e.ctx, "q", nil)
 	if err != nil || len(list) != 2 || list[0].Name != "tick" || list[1].Name != "nightly" || list[1].Fields["tz"] != "Europe/Berlin" {
 		t.Fatalf("%+v %v", list, err)
 	}
-	if err := e.c.PauseSchedule(e.ctx, "q", "tick"); err != nil {
+	if err := e.in.PauseSchedule(e.ctx, "q", "tick"); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Advance(5000)
 	e.clk.Wait()
-	if err := e.c.ResumeSchedule(e.ctx, "q", "tick"); err != nil {
+	if err := e.in.ResumeSchedule(e.ctx, "q", "tick"); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Wait()
 	// Resumed at t0+8000, a slot of its series: it fires at once (the
 	// first slot at or after now); 4000..7000 passed while paused.
-	if s, _ := e.c.GetSchedule(e.ctx, "q", "tick"); s.Fired != 4 || s.LastSlot.UnixMilli() != t0+8000 || s.Next.UnixMilli() != t0+9000 {
+	if s, _ := e.in.GetSchedule(e.ctx, "q", "tick"); s.Fired != 4 || s.LastSlot.UnixMilli() != t0+8000 || s.Next.UnixMilli() != t0+9000 {
 		t.Fatalf("after resume %+v", s)
 	}
-	if ok, err := e.c.DeleteSchedule(e.ctx, "q", "tick"); !ok || err != nil {
+	if ok, err := e.in.DeleteSchedule(e.ctx, "q", "tick"); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if _, err := e.c.GetSchedule(e.ctx, "q", "tick"); !errors.Is(err, emq.ErrNoSchedule) {
+	if _, err := e.in.GetSchedule(e.ctx, "q", "tick"); !errors.Is(err, emq.ErrNoSchedule) {
 		t.Fatal(err)
 	}
-	if err := e.c.PauseSchedule(e.ctx, "q", "tick"); err == nil || err.Error() != "ERR no such schedule" {
+	if err := e.in.PauseSchedule(e.ctx, "q", "tick"); err == nil || err.Error() != "ERR no such schedule" {
 		t.Fatal(err)
 	}
-	if err := e.c.Schedule(e.ctx, "q", "x", emq.ScheduleSpec{Cron: "61 * * * *"}); err == nil {
+	if err := e.in.Schedule(e.ctx, "q", "x", emq.ScheduleSpec{Cron: "61 * * * *"}); err == nil {
 		t.Fatal("bad cron accepted")
 	}
-	if err := e.c.Schedule(e.ctx, "q", "x", emq.ScheduleSpec{Every: time.Second, Cron: "* * * * *"}); err == nil {
+	if err := e.in.Schedule(e.ctx, "q", "x", emq.ScheduleSpec{Every: time.Second, Cron: "* * * * *"}); err == nil {
 		t.Fatal("both accepted")
 	}
 }
@@ -76,33 +76,33 @@ func TestSchedules(t *testing.T) {
 func TestSchedulesFunctionsSweeper(t *testing.T) {
 	node := clustertest.StartLibraryNode(t, clustertest.NodeOptions{}, cluster.DebugClock())
 	rdb := node.Client(3)
-	c := emq.New(rdb, emq.WithTarget(emq.Functions))
+	c := emq.New(rdb, &emq.ClientOptions{Target: emq.Functions})
 	ctx := context.Background()
 	if err := rdb.Do(ctx, "FCALL", "emq_debug", 0, "CLOCK", "SET", t0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Schedule(ctx, "fq", "tick", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p"), Catchup: emq.CatchupAll}); err != nil {
+	if err := c.Inspector().Schedule(ctx, "fq", "tick", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p"), Catchup: emq.CatchupAll}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Schedule(ctx, "fq", "c", emq.ScheduleSpec{Cron: "* * * * *"}); err == nil {
+	if err := c.Inspector().Schedule(ctx, "fq", "c", emq.ScheduleSpec{Cron: "* * * * *"}); err == nil {
 		t.Fatal("the library accepted CRON")
 	}
 	rdb.Do(ctx, "FCALL", "emq_debug", 0, "CLOCK", "SET", t0+5000)
-	if s, _ := c.GetSchedule(ctx, "fq", "tick"); s.Fired != 0 {
+	if s, _ := c.Inspector().GetSchedule(ctx, "fq", "tick"); s.Fired != 0 {
 		t.Fatalf("fired by itself: %+v", s)
 	}
 	swept := make(chan struct{}, 4)
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.RunSweeper(sctx, "fq", emq.SweeperOptions{Interval: time.Hour, Schedules: true, Logger: quiet,
+		done <- c.RunSweeper(sctx, "fq", &emq.SweeperOptions{Interval: time.Hour, Schedules: true, Logger: quiet,
 			OnSweep: func([]string, []string, error) { swept <- struct{}{} }})
 	}()
 	recv(t, swept, "the first sweep")
 	// The fire follows the sweep in the same round; wait for its effect.
 	deadline := time.Now().Add(within)
 	for {
-		s, err := c.GetSchedule(ctx, "fq", "tick")
+		s, err := c.Inspector().GetSchedule(ctx, "fq", "tick")
 		if err == nil && s.Fired == 5 {
 			if s.LastID == "" || s.Next.UnixMilli() != t0+6000 {
 				t.Fatalf("%+v", s)
@@ -118,7 +118,7 @@ func TestSchedulesFunctionsSweeper(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c.Counts(ctx, "fq"); n.Pending != 5 {
+	if n, _ := c.Inspector().Counts(ctx, "fq"); n.Pending != 5 {
 		t.Fatalf("%+v", n)
 	}
 }

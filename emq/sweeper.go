@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// SweeperOptions configure RunSweeper. Zero values take the defaults noted.
+// SweeperOptions configure RunSweeper (nil: every default). Zero values
+// take the defaults noted.
 type SweeperOptions struct {
 	// Interval between sweeps (default 5 s).
 	Interval time.Duration
@@ -18,9 +19,9 @@ type SweeperOptions struct {
 	// is then no fault of the job (README, "Workers in Go";
 	// docs/verbs.md §4.11).
 	MaxStalled int
-	// Limit is EMQ.STALLED.CHECK's limit (default 100). A sweep repeats the
-	// verb while it returns a full batch.
-	Limit int
+	// BatchSize is EMQ.STALLED.CHECK's limit (default 100). A sweep
+	// repeats the verb while it returns a full batch.
+	BatchSize int
 	// Clock runs the interval (default WallClock).
 	Clock Clock
 	// Logger receives refused sweeps (default slog.Default()).
@@ -42,7 +43,11 @@ type SweeperOptions struct {
 // (`emq-sweep-interval-ms`); run one per queue (more are harmless: each
 // expired lease is recovered once). Refusals and transport errors are
 // logged and the next interval tries again.
-func (c *Client) RunSweeper(ctx context.Context, q string, o SweeperOptions) error {
+func (c *Client) RunSweeper(ctx context.Context, q string, opts *SweeperOptions) error {
+	var o SweeperOptions
+	if opts != nil {
+		o = *opts
+	}
 	if !ValidQueue(q) {
 		return fmt.Errorf("emq: invalid queue name %q", q)
 	}
@@ -52,8 +57,8 @@ func (c *Client) RunSweeper(ctx context.Context, q string, o SweeperOptions) err
 	if o.MaxStalled <= 0 {
 		o.MaxStalled = 1
 	}
-	if o.Limit <= 0 {
-		o.Limit = 100
+	if o.BatchSize <= 0 {
+		o.BatchSize = 100
 	}
 	if o.Clock == nil {
 		o.Clock = WallClock
@@ -69,7 +74,7 @@ func (c *Client) RunSweeper(ctx context.Context, q string, o SweeperOptions) err
 		tick := make(chan struct{})
 		t := o.Clock.AfterFunc(o.Interval, func() { close(tick) })
 		for {
-			rec, dead, err := c.StalledCheck(bg, q, o.MaxStalled, o.Limit)
+			rec, dead, err := c.StalledCheck(bg, q, &StalledCheckOptions{MaxStalled: o.MaxStalled, Limit: o.BatchSize})
 			if o.OnSweep != nil {
 				o.OnSweep(rec, dead, err)
 			}
@@ -77,7 +82,7 @@ func (c *Client) RunSweeper(ctx context.Context, q string, o SweeperOptions) err
 				o.Logger.Warn("emq: EMQ.STALLED.CHECK failed", "queue", q, "err", err)
 				break
 			}
-			if len(rec)+len(dead) < o.Limit || ctx.Err() != nil {
+			if len(rec)+len(dead) < o.BatchSize || ctx.Err() != nil {
 				break
 			}
 		}

@@ -10,8 +10,8 @@ import (
 
 // Finished is a finished job as EMQ.WAIT answers it (docs/verbs.md §4.23).
 type Finished struct {
-	// State is "completed" or "dead".
-	State string
+	// State is StateCompleted or StateDead.
+	State JobState
 	// Result is the value sent with COMPLETE ... RESULT (HasResult false:
 	// none).
 	Result    string
@@ -88,7 +88,7 @@ func parseWait(v any, err error) (*Finished, error) {
 		val, isStr := p[1].(string)
 		switch name {
 		case "state":
-			o.State = val
+			o.State = JobState(val)
 		case "result":
 			o.Result, o.HasResult = val, isStr
 		case "error":
@@ -99,7 +99,7 @@ func parseWait(v any, err error) (*Finished, error) {
 			}
 		}
 	}
-	if o.State != "completed" && o.State != "dead" {
+	if o.State != StateCompleted && o.State != StateDead {
 		return nil, errReply
 	}
 	return o, nil

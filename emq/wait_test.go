@@ -21,7 +21,7 @@ func TestClientWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := e.enqueue("q", "p")
-		jobs, err := e.c.Claim(e.ctx, "q", time.Minute)
+		jobs, err := e.c.Claim(e.ctx, "q", time.Minute, nil)
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim %v %v", jobs, err)
 		}
@@ -35,7 +35,7 @@ func TestClientWait(t *testing.T) {
 			ch <- res{f, err}
 		}()
 		e.waitBlocked(1)
-		if err := e.c.CompleteResult(e.ctx, "q", id, jobs[0].Token, []byte("42")); err != nil {
+		if err := e.c.Lease("q", id, jobs[0].Token).Complete(e.ctx, &emq.CompleteOptions{Result: []byte("42")}); err != nil {
 			t.Fatal(err)
 		}
 		r := recv(t, ch, "wait")
@@ -44,8 +44,8 @@ func TestClientWait(t *testing.T) {
 		}
 		// A dead job answers at once.
 		id2 := e.enqueue("q", "p")
-		jobs, _ = e.c.Claim(e.ctx, "q", time.Minute)
-		if _, err := e.c.Fail(e.ctx, "q", id2, jobs[0].Token, 1, 0, "boom"); err != nil {
+		jobs, _ = e.c.Claim(e.ctx, "q", time.Minute, nil)
+		if _, err := e.c.Lease("q", id2, jobs[0].Token).Fail(e.ctx, "boom", &emq.FailOptions{MaxAttempts: 1, RetryIn: 0}); err != nil {
 			t.Fatal(err)
 		}
 		f, err := e.c.Wait(e.ctx, "q", id2, time.Second)
@@ -74,19 +74,19 @@ func TestClientWait(t *testing.T) {
 // times out on the caller's clock.
 func TestClientWaitFunctions(t *testing.T) {
 	node := clustertest.StartLibraryNode(t, clustertest.NodeOptions{}, cluster.DebugClock())
-	c := emq.New(node.Client(3), emq.WithTarget(emq.Functions))
+	c := emq.New(node.Client(3), &emq.ClientOptions{Target: emq.Functions})
 	ctx := context.Background()
-	if err := c.SetRetention(ctx, "wq", emq.RetainCompleted, emq.Retention{MaxCount: 10}); err != nil {
+	if err := c.Inspector().SetRetention(ctx, "wq", emq.RetainCompleted, emq.Retention{MaxCount: 10}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := c.Enqueue(ctx, "wq", []byte("p"))
+	id, err := c.Enqueue(ctx, "wq", []byte("p"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Wait(ctx, "wq", id, 60*time.Millisecond); !errors.Is(err, emq.ErrWaitTimeout) {
 		t.Fatalf("timeout: %v", err)
 	}
-	jobs, err := c.Claim(ctx, "wq", time.Minute)
+	jobs, err := c.Claim(ctx, "wq", time.Minute, nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim %v %v", jobs, err)
 	}
@@ -98,7 +98,7 @@ func TestClientWaitFunctions(t *testing.T) {
 		ch <- err
 	}()
 	time.Sleep(2 * emq.WaitPoll) // let it poll at least once unfinished
-	if err := c.CompleteResult(ctx, "wq", id, jobs[0].Token, []byte("ok")); err != nil {
+	if err := c.Lease("wq", id, jobs[0].Token).Complete(ctx, &emq.CompleteOptions{Result: []byte("ok")}); err != nil {
 		t.Fatal(err)
 	}
 	select {

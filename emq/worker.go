@@ -90,12 +90,19 @@ type Job struct {
 	Token string
 	// Failures is the retry budget already spent (0 on a first run).
 	Failures int64
-	c        *Client
+	lease    *Lease
 }
 
 // Progress stores value in the job's `progress` field (EMQ.PROGRESS).
 func (j *Job) Progress(ctx context.Context, value string) error {
-	return j.c.Progress(ctx, j.Queue, j.ID, j.Token, value)
+	return j.lease.Progress(ctx, value)
+}
+
+// Children returns the children of the job when it is a flow parent
+// (EMQ.CHILDREN, docs/verbs.md §4.25.5): each child's state and result
+// or error, to fan in. Errors: ErrNoFlow.
+func (j *Job) Children(ctx context.Context) ([]Child, error) {
+	return j.lease.Children(ctx)
 }
 
 // OutcomeKind is how a worker settled a job.
@@ -176,29 +183,33 @@ type Hooks struct {
 	Draining func(queue string, held int)
 }
 
-// WorkerOptions configure a Worker. Zero values take the defaults noted.
+// WorkerOptions configure a Worker (nil: every default). Zero values take
+// the defaults noted.
 type WorkerOptions struct {
 	// Concurrency is the number of jobs run at once (default 1). The worker
 	// claims with COUNT up to the number of free slots.
 	Concurrency int
-	// Lease is the claim's and each heartbeat's lease_ms (default 30 s).
-	Lease time.Duration
-	// Heartbeat is the interval of EMQ.EXTEND while a handler runs
-	// (default Lease/3; negative: no heartbeats, so a handler must finish
-	// within its lease).
-	Heartbeat time.Duration
+	// LeaseDuration is the claim's and each heartbeat's lease_ms (default
+	// 30 s).
+	LeaseDuration time.Duration
+	// HeartbeatInterval is the interval of EMQ.EXTEND while a handler runs
+	// (default LeaseDuration/3; negative: no heartbeats, so a handler must
+	// finish within its lease).
+	HeartbeatInterval time.Duration
 	// MaxAttempts is EMQ.FAIL's max_attempts: the failures after which a
-	// job is dead-lettered (default 25).
+	// job is dead-lettered (default DefaultMaxAttempts, 25).
 	MaxAttempts int
 	// Backoff gives EMQ.FAIL's delay for a job that failed `failures` times
 	// before this failure (the count EMQ.CLAIM returned); default
 	// DefaultBackoff.
 	Backoff func(failures int64) time.Duration
-	// BlockTimeout is the claim's BLOCK block_ms on the server's clock
-	// (default 1 s; never more than half the go-redis ReadTimeout of a
-	// *redis.Client or *redis.ClusterClient). A job arriving wakes the
-	// claim at once; the timeout only bounds an idle wait.
-	BlockTimeout time.Duration
+	// ClaimWait is how long one claim waits for a job (EMQ.CLAIM's BLOCK
+	// block_ms, on the server's clock; default 1 s; never more than half
+	// the go-redis ReadTimeout of a *redis.Client or *redis.ClusterClient).
+	// A job arriving wakes the claim at once; the wait only bounds an idle
+	// claim, and so how soon shutdown is seen where CLIENT UNBLOCK is not
+	// available.
+	ClaimWait time.Duration
 	// PollInterval is the longest wait between two claims that found
 	// nothing, for the Functions target (which cannot block; default 1 s;
 	// the wait starts at 10 ms and doubles).
@@ -210,17 +221,19 @@ type WorkerOptions struct {
 	// AckTimeout bounds how long an outcome verb (COMPLETE, FAIL, REQUEUE)
 	// is resent through transport errors (default 1 min).
 	AckTimeout time.Duration
-	// StallSweep is the interval of the worker's own recovery of expired
-	// leases of its queue (EMQ.STALLED.CHECK, docs/verbs.md §4.11): default
-	// Lease/2 (at least 10 ms); negative: the worker sends no sweep (emqd's
+	// StallSweepInterval is the interval of the worker's own recovery of
+	// expired leases of its queue (EMQ.STALLED.CHECK, docs/verbs.md
+	// §4.11): default LeaseDuration/2 (at least 10 ms); negative: the
+	// worker sends no sweep (emqd's
 	// own sweeper, or a RunSweeper, does it). Each Run sends the sweep at
-	// start and then every StallSweep, with the sweep guard EVERY set to
+	// start and then every interval, with the sweep guard EVERY set to
 	// nine tenths of the interval (docs/verbs.md §4.11.1), so N workers of
 	// one queue cost one sweep per interval, not N, while a worker's own
 	// tick arriving a little early is not held back by its previous sweep.
 	// A job held by a worker that died is back in pending at most
-	// Lease + StallSweep after its last claim or heartbeat.
-	StallSweep time.Duration
+	// LeaseDuration + StallSweepInterval after its last claim or
+	// heartbeat.
+	StallSweepInterval time.Duration
 	// MaxStalled is the sweep's max_stalled (default 2: a job survives one
 	// counted stall, goes back to pending, and dies at the second). The
 	// verb's own default is 1 (the first counted stall dead-letters); the
@@ -244,23 +257,23 @@ func (o *WorkerOptions) defaults(rdb redis.UniversalClient) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 1
 	}
-	if o.Lease <= 0 {
-		o.Lease = 30 * time.Second
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 30 * time.Second
 	}
-	if o.Heartbeat == 0 {
-		o.Heartbeat = o.Lease / 3
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = o.LeaseDuration / 3
 	}
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 25
+		o.MaxAttempts = DefaultMaxAttempts
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
 	}
-	if o.BlockTimeout <= 0 {
-		o.BlockTimeout = time.Second
+	if o.ClaimWait <= 0 {
+		o.ClaimWait = time.Second
 	}
-	if rt := readTimeout(rdb); rt > 0 && o.BlockTimeout > rt/2 {
-		o.BlockTimeout = max(rt/2, time.Millisecond)
+	if rt := readTimeout(rdb); rt > 0 && o.ClaimWait > rt/2 {
+		o.ClaimWait = max(rt/2, time.Millisecond)
 	}
 	if o.PollInterval <= 0 {
 		o.PollInterval = time.Second
@@ -271,8 +284,8 @@ func (o *WorkerOptions) defaults(rdb redis.UniversalClient) {
 	if o.AckTimeout <= 0 {
 		o.AckTimeout = time.Minute
 	}
-	if o.StallSweep == 0 {
-		o.StallSweep = max(o.Lease/2, 10*time.Millisecond)
+	if o.StallSweepInterval == 0 {
+		o.StallSweepInterval = max(o.LeaseDuration/2, 10*time.Millisecond)
 	}
 	if o.MaxStalled <= 0 {
 		o.MaxStalled = DefaultMaxStalled
@@ -293,7 +306,7 @@ const DefaultMaxStalled = 2
 // nine tenths of it (at least 1 ms).
 func sweepGuard(d time.Duration) time.Duration { return max(d-d/10, time.Millisecond) }
 
-// sweep sends the guarded EMQ.STALLED.CHECK at once and every StallSweep
+// sweep sends the guarded EMQ.STALLED.CHECK at once and every StallSweepInterval
 // until ctx ends; a sweep that returns a full batch of 100 is repeated at
 // once without the guard (the guard would hold its own repeat back).
 func (r *run) sweep(ctx context.Context) {
@@ -301,10 +314,10 @@ func (r *run) sweep(ctx context.Context) {
 	const limit = 100
 	for ctx.Err() == nil {
 		tick := make(chan struct{})
-		t := o.Clock.AfterFunc(o.StallSweep, func() { close(tick) })
-		every := sweepGuard(o.StallSweep)
+		t := o.Clock.AfterFunc(o.StallSweepInterval, func() { close(tick) })
+		every := sweepGuard(o.StallSweepInterval)
 		for ctx.Err() == nil {
-			rec, dead, err := r.c.StalledCheckEvery(r.base, r.q, o.MaxStalled, limit, every)
+			rec, dead, err := r.c.StalledCheck(r.base, r.q, &StalledCheckOptions{MaxStalled: o.MaxStalled, Limit: limit, Every: every})
 			if err != nil {
 				o.Logger.Warn("emq: EMQ.STALLED.CHECK failed", "queue", r.q, "err", err)
 				break
@@ -356,10 +369,15 @@ type Worker struct {
 	}
 }
 
-// NewWorker returns a worker over c with opts (defaults filled in).
-func NewWorker(c *Client, opts WorkerOptions) *Worker {
-	opts.defaults(c.rdb)
-	return &Worker{c: c, o: opts}
+// NewWorker returns a worker over c with opts (nil: every default; the
+// defaults are filled in a copy, opts is not changed).
+func NewWorker(c *Client, opts *WorkerOptions) *Worker {
+	var o WorkerOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.defaults(c.rdb)
+	return &Worker{c: c, o: o}
 }
 
 // Options returns the worker's options with the defaults filled in.
@@ -428,7 +446,7 @@ func (w *Worker) Run(ctx context.Context, q string, h Handler) error {
 			}
 		}()
 	}
-	if w.o.StallSweep > 0 {
+	if w.o.StallSweepInterval > 0 {
 		swept := make(chan struct{})
 		defer func() { <-swept }()
 		go func() {
@@ -569,13 +587,13 @@ func (r *run) fetch(ctx context.Context) {
 }
 
 // claim sends one EMQ.CLAIM for up to n jobs.
-func (r *run) claim(ctx context.Context, n int) ([]Claimed, error) {
+func (r *run) claim(ctx context.Context, n int) ([]*Lease, error) {
 	o := r.o
 	if r.c.target == Functions {
-		return r.c.Claim(r.base, r.q, o.Lease, Count(n))
+		return r.c.Claim(r.base, r.q, o.LeaseDuration, &ClaimOptions{MaxJobs: n})
 	}
 	if r.newConn == nil {
-		return r.c.Claim(r.base, r.q, o.Lease, Count(n), Block(o.BlockTimeout))
+		return r.c.Claim(r.base, r.q, o.LeaseDuration, &ClaimOptions{MaxJobs: n, WaitFor: o.ClaimWait})
 	}
 	if r.conn == nil {
 		// A PING on the shared client first: go-redis's first connection
@@ -603,7 +621,7 @@ func (r *run) claim(ctx context.Context, n int) ([]Claimed, error) {
 	if ctx.Err() != nil {
 		return nil, nil // shutdown began: the unblocker saw inClaim or sees fetch end
 	}
-	jobs, err := r.c.claimOn(r.base, r.conn, r.q, o.Lease, n, o.BlockTimeout)
+	jobs, err := r.c.claimOn(r.base, r.conn, r.q, o.LeaseDuration, n, o.ClaimWait)
 	if err != nil && !IsReply(err) {
 		r.redial()
 	}
@@ -676,9 +694,9 @@ type held struct {
 // start takes one claimed job: it holds one slot (taken by fetch). The
 // job's timers are armed before the Claimed hook runs, so a test that
 // advances its clock after the hook moves them.
-func (r *run) start(ctx context.Context, cj Claimed, at time.Time) {
+func (r *run) start(ctx context.Context, l *Lease, at time.Time) {
 	o := r.o
-	j := &Job{Queue: r.q, ID: cj.ID, Payload: cj.Payload, Token: cj.Token, Failures: cj.Failures, c: r.c}
+	j := &Job{Queue: r.q, ID: l.ID, Payload: l.Payload, Token: l.Token, Failures: l.Failures, lease: l}
 	a := &held{r: r, job: j}
 	a.ctx, a.cancel = context.WithCancelCause(r.base)
 	r.pending.Add(1)
@@ -692,10 +710,10 @@ func (r *run) start(ctx context.Context, cj Claimed, at time.Time) {
 		a.mu.Lock()
 		// The lease began when the server served the claim, at most a
 		// network latency before the reply arrived.
-		a.deadline = at.Add(o.Lease)
+		a.deadline = at.Add(o.LeaseDuration)
 		a.leaseT = o.Clock.AfterFunc(a.deadline.Sub(o.Clock.Now()), a.expire)
-		if o.Heartbeat > 0 {
-			a.beatT = o.Clock.AfterFunc(o.Heartbeat, a.beat)
+		if o.HeartbeatInterval > 0 {
+			a.beatT = o.Clock.AfterFunc(o.HeartbeatInterval, a.beat)
 		}
 		a.mu.Unlock()
 	}
@@ -729,7 +747,7 @@ func (a *held) beat() {
 	}
 	a.mu.Unlock()
 	sent := o.Clock.Now()
-	err := r.c.Extend(r.base, r.q, a.job.ID, a.job.Token, o.Lease)
+	err := a.job.lease.Extend(r.base, o.LeaseDuration)
 	r.w.n.beats.Add(1)
 	if err != nil {
 		r.w.n.beatErrs.Add(1)
@@ -739,7 +757,7 @@ func (a *held) beat() {
 		var refusal *Error
 		switch {
 		case err == nil:
-			a.deadline = sent.Add(o.Lease)
+			a.deadline = sent.Add(o.LeaseDuration)
 			a.leaseT.Stop()
 			a.leaseT = o.Clock.AfterFunc(a.deadline.Sub(o.Clock.Now()), a.expire)
 		case errors.As(err, &refusal):
@@ -748,7 +766,7 @@ func (a *held) beat() {
 			a.cancel(ErrLeaseLost)
 		}
 		if !a.lost {
-			a.beatT = o.Clock.AfterFunc(o.Heartbeat, a.beat)
+			a.beatT = o.Clock.AfterFunc(o.HeartbeatInterval, a.beat)
 		}
 	}
 	a.mu.Unlock()
@@ -785,7 +803,7 @@ func (a *held) run() {
 	lost, lostErr, expired := a.lost, a.lostErr, a.expired
 	a.mu.Unlock()
 	var o Outcome
-	var next *Claimed
+	var next *Lease
 	switch {
 	case lost:
 		o = Outcome{Kind: LeaseLost, Err: lostErr}
@@ -845,7 +863,7 @@ func (a *held) release() {
 // finish records o and calls the Done hook. A next job (claimed in the
 // same round trip as the completion, see completeAndClaim) takes over the
 // job's slot; else the slot goes back to the fetcher.
-func (a *held) finish(o Outcome, next *Claimed) {
+func (a *held) finish(o Outcome, next *Lease) {
 	r := a.r
 	n := &r.w.n
 	switch o.Kind {
@@ -876,7 +894,7 @@ func (a *held) finish(o Outcome, next *Claimed) {
 		// The next job is pending before this one is done, so Run's wait
 		// never sees zero in between; start gives it back if Run's
 		// context ended meanwhile.
-		r.start(r.ctx, *next, r.o.Clock.Now())
+		r.start(r.ctx, next, r.o.Clock.Now())
 		r.pending.Done()
 		return
 	}
@@ -918,19 +936,19 @@ func isRefusal(err error, class, detail string) bool {
 // A refusal (the guard's, or the claim's: a bad row in pending refuses the
 // whole call and completes nothing) is settled by a plain EMQ.COMPLETE, so
 // the job's outcome never depends on another job's row.
-func (r *run) completeAndClaim(j *Job) (Outcome, *Claimed) {
-	v, err := r.c.do(r.base, "EMQ.COMPLETE", r.q, j.ID, j.Token, "NEXT", posMs(r.o.Lease))
+func (r *run) completeAndClaim(j *Job) (Outcome, *Lease) {
+	v, err := r.c.do(r.base, "EMQ.COMPLETE", r.q, j.ID, j.Token, "NEXT", posMs(r.o.LeaseDuration))
 	if !IsReply(err) {
 		return r.complete(j, true, err), nil
 	}
 	if err != nil {
 		return r.complete(j, false, nil), nil
 	}
-	jobs, cerr := parseClaim(v, nil)
+	jobs, cerr := r.c.parseClaim(r.q, v, nil)
 	if cerr != nil || len(jobs) != 1 {
 		return Outcome{Kind: Completed}, nil
 	}
-	return Outcome{Kind: Completed}, &jobs[0]
+	return Outcome{Kind: Completed}, jobs[0]
 }
 
 // complete sends EMQ.COMPLETE with resends; lost and first are the state
@@ -942,7 +960,7 @@ func (r *run) complete(j *Job, lost bool, first error) Outcome {
 			sent = false
 			return first
 		}
-		return r.c.Complete(r.base, r.q, j.ID, j.Token)
+		return j.lease.Complete(r.base, nil)
 	})
 	return completeOutcome(l, err)
 }
@@ -978,7 +996,7 @@ func (r *run) fail(j *Job, maxAttempts int, delay time.Duration, cause error) Ou
 	var v FailVerdict
 	text := errorText(cause)
 	lost, err := r.send(func() (e error) {
-		v, e = r.c.Fail(r.base, r.q, j.ID, j.Token, maxAttempts, delay, text)
+		v, e = j.lease.Fail(r.base, text, &FailOptions{MaxAttempts: maxAttempts, RetryIn: delay})
 		return e
 	})
 	switch {
@@ -995,7 +1013,7 @@ func (r *run) fail(j *Job, maxAttempts int, delay time.Duration, cause error) Ou
 }
 
 func (r *run) requeue(j *Job) Outcome {
-	lost, err := r.send(func() error { return r.c.Requeue(r.base, r.q, j.ID, j.Token) })
+	lost, err := r.send(func() error { return j.lease.Requeue(r.base) })
 	switch {
 	case err == nil:
 		return Outcome{Kind: Released}

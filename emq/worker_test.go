@@ -101,7 +101,7 @@ func TestWorkerLeaseExpiresWithoutHeartbeats(t *testing.T) {
 	causes := make(chan error, 1)
 	release := make(chan struct{})
 	second := make(chan *emq.Job, 1)
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: time.Second, Heartbeat: -1, StallSweep: -1 /* the test sweeps */},
+	wk := e.startWorker("mail", emq.WorkerOptions{LeaseDuration: time.Second, HeartbeatInterval: -1, StallSweepInterval: -1 /* the test sweeps */},
 		func(ctx context.Context, j *emq.Job) error {
 			if j.Token != "1" {
 				second <- j
@@ -123,7 +123,7 @@ func TestWorkerLeaseExpiresWithoutHeartbeats(t *testing.T) {
 	if c := recv(t, causes, "cancellation"); !errors.Is(c, emq.ErrLeaseExpired) {
 		t.Fatalf("cause %v", c)
 	}
-	rec, dead, err := e.c.StalledCheck(e.ctx, "mail", 2, 0)
+	rec, dead, err := e.c.StalledCheck(e.ctx, "mail", &emq.StalledCheckOptions{MaxStalled: 2, Limit: 0})
 	if err != nil || len(rec) != 1 || rec[0] != id || len(dead) != 0 {
 		t.Fatalf("sweep: %v %v %v", rec, dead, err)
 	}
@@ -151,7 +151,7 @@ func TestWorkerLeaseLostOnHeartbeat(t *testing.T) {
 	id := e.enqueue("mail", "x")
 	causes := make(chan error, 1)
 	runs := make(chan *emq.Job, 2)
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: 3 * time.Second, Heartbeat: time.Second},
+	wk := e.startWorker("mail", emq.WorkerOptions{LeaseDuration: 3 * time.Second, HeartbeatInterval: time.Second},
 		func(ctx context.Context, j *emq.Job) error {
 			runs <- j
 			if j.Token != "1" {
@@ -162,7 +162,7 @@ func TestWorkerLeaseLostOnHeartbeat(t *testing.T) {
 			return errors.New("interrupted")
 		})
 	j := recv(t, runs, "run")
-	if err := e.c.Requeue(e.ctx, "mail", id, j.Token); err != nil {
+	if err := e.c.Lease("mail", id, j.Token).Requeue(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.clk.Advance(1000)
@@ -193,7 +193,7 @@ func TestWorkerHeartbeatsKeepLongJobAlive(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue("mail", "long")
 	release := make(chan struct{})
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: 3 * time.Second, Heartbeat: time.Second, StallSweep: -1},
+	wk := e.startWorker("mail", emq.WorkerOptions{LeaseDuration: 3 * time.Second, HeartbeatInterval: time.Second, StallSweepInterval: -1},
 		func(ctx context.Context, j *emq.Job) error {
 			select {
 			case <-release:
@@ -212,7 +212,7 @@ func TestWorkerHeartbeatsKeepLongJobAlive(t *testing.T) {
 			t.Fatalf("after heartbeat %d: %+v", i, j)
 		}
 	}
-	rec, dead, err := e.c.StalledCheck(e.ctx, "mail", 1, 0)
+	rec, dead, err := e.c.StalledCheck(e.ctx, "mail", &emq.StalledCheckOptions{MaxStalled: 1, Limit: 0})
 	if err != nil || len(rec)+len(dead) != 0 {
 		t.Fatalf("sweep recovered %v %v %v", rec, dead, err)
 	}
@@ -340,7 +340,7 @@ func TestWorkerShutdownRequeuesAndLosesNothing(t *testing.T) {
 // never times the claim out), and the unblocked claim took nothing.
 func TestWorkerShutdownWhileIdle(t *testing.T) {
 	e := newEnv(t)
-	wk := e.startWorker("mail", emq.WorkerOptions{BlockTimeout: time.Hour},
+	wk := e.startWorker("mail", emq.WorkerOptions{ClaimWait: time.Hour},
 		func(ctx context.Context, j *emq.Job) error { return nil })
 	e.waitBlocked(1)
 	wk.stop(t)
@@ -401,7 +401,7 @@ func TestWorkerConcurrency(t *testing.T) {
 func TestWorkerAbandon(t *testing.T) {
 	e := newEnv(t)
 	id := e.enqueue("mail", "x")
-	wk := e.startWorker("mail", emq.WorkerOptions{Lease: time.Second, Concurrency: 1, StallSweep: -1},
+	wk := e.startWorker("mail", emq.WorkerOptions{LeaseDuration: time.Second, Concurrency: 1, StallSweepInterval: -1},
 		func(ctx context.Context, j *emq.Job) error {
 			if j.Token == "1" {
 				return emq.ErrAbandon
@@ -415,7 +415,7 @@ func TestWorkerAbandon(t *testing.T) {
 		t.Fatalf("row %+v", j)
 	}
 	e.clk.Advance(1000)
-	if rec, _, err := e.c.StalledCheck(e.ctx, "mail", 2, 0); err != nil || len(rec) != 1 {
+	if rec, _, err := e.c.StalledCheck(e.ctx, "mail", &emq.StalledCheckOptions{MaxStalled: 2, Limit: 0}); err != nil || len(rec) != 1 {
 		t.Fatalf("sweep %v %v", rec, err)
 	}
 	if out := wk.outcome(t); out.o.Kind != emq.Completed {
@@ -426,7 +426,7 @@ func TestWorkerAbandon(t *testing.T) {
 // TestRunArguments: Run refuses what it cannot run with.
 func TestRunArguments(t *testing.T) {
 	e := newEnv(t)
-	w := emq.NewWorker(e.c, emq.WorkerOptions{})
+	w := emq.NewWorker(e.c, nil)
 	if err := w.Run(e.ctx, "bad name", func(context.Context, *emq.Job) error { return nil }); err == nil {
 		t.Fatal("invalid queue name accepted")
 	}
@@ -434,8 +434,8 @@ func TestRunArguments(t *testing.T) {
 		t.Fatal("nil handler accepted")
 	}
 	o := w.Options()
-	if o.Concurrency != 1 || o.Lease != 30*time.Second || o.Heartbeat != 10*time.Second || o.MaxAttempts != 25 ||
-		o.ShutdownGrace != 10*time.Second || o.BlockTimeout != time.Second || o.StallSweep != 15*time.Second || o.MaxStalled != 2 {
+	if o.Concurrency != 1 || o.LeaseDuration != 30*time.Second || o.HeartbeatInterval != 10*time.Second || o.MaxAttempts != 25 ||
+		o.ShutdownGrace != 10*time.Second || o.ClaimWait != time.Second || o.StallSweepInterval != 15*time.Second || o.MaxStalled != 2 {
 		t.Fatalf("defaults %+v", o)
 	}
 }

@@ -359,21 +359,21 @@ var errSimulated = errors.New("simulated failure")
 // out among them.
 func (d *driver) runWorkers(ctx context.Context, seed uint64) {
 	cfg := d.cfg
-	c := emq.New(d.rdb, emq.WithTarget(d.target))
-	w := emq.NewWorker(c, emq.WorkerOptions{
-		Concurrency:   max(1, cfg.Workers/len(d.queues)),
-		PollInterval:  cfg.PollInterval,
-		Lease:         time.Duration(cfg.LeaseMs) * time.Millisecond,
-		Heartbeat:     cfg.Heartbeat,
-		MaxAttempts:   cfg.MaxAttempts,
-		Backoff:       d.backoff,
-		BlockTimeout:  time.Duration(cfg.BlockMs) * time.Millisecond,
-		ShutdownGrace: 2 * time.Duration(cfg.LeaseMs) * time.Millisecond,
-		AckTimeout:    cfg.RetryFor,
+	c := emq.New(d.rdb, &emq.ClientOptions{Target: d.target})
+	w := emq.NewWorker(c, &emq.WorkerOptions{
+		Concurrency:       max(1, cfg.Workers/len(d.queues)),
+		PollInterval:      cfg.PollInterval,
+		LeaseDuration:     time.Duration(cfg.LeaseMs) * time.Millisecond,
+		HeartbeatInterval: cfg.Heartbeat,
+		MaxAttempts:       cfg.MaxAttempts,
+		Backoff:           d.backoff,
+		ClaimWait:         time.Duration(cfg.BlockMs) * time.Millisecond,
+		ShutdownGrace:     2 * time.Duration(cfg.LeaseMs) * time.Millisecond,
+		AckTimeout:        cfg.RetryFor,
 		// The driver runs its own sweeper (sweepQueue), which records what
 		// each sweep recovered and dead-lettered for the verification.
-		StallSweep: -1,
-		Logger:     slog.New(&claimLog{d: d}),
+		StallSweepInterval: -1,
+		Logger:             slog.New(&claimLog{d: d}),
 		Hooks: emq.Hooks{
 			Claimed: d.onClaimed,
 			Heartbeat: func(*emq.Job, error) {
@@ -533,11 +533,11 @@ func (d *driver) sweeper(ctx context.Context) {
 }
 
 func (d *driver) sweepQueue(ctx context.Context, q string) {
-	c := emq.New(d.rdb, emq.WithTarget(d.target))
-	_ = c.RunSweeper(ctx, q, emq.SweeperOptions{
+	c := emq.New(d.rdb, &emq.ClientOptions{Target: d.target})
+	_ = c.RunSweeper(ctx, q, &emq.SweeperOptions{
 		Interval:   d.cfg.SweepEvery,
 		MaxStalled: d.cfg.MaxStalled,
-		Limit:      d.cfg.SweepLimit,
+		BatchSize:  d.cfg.SweepLimit,
 		Logger:     slog.New(slog.DiscardHandler),
 		OnSweep: func(rec, dead []string, err error) {
 			if err != nil {

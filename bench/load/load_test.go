@@ -107,17 +107,17 @@ func TestVerifyFindsLossDuplicatesAndLeftovers(t *testing.T) {
 	}
 	// Claim the dead one (lowest id first: left was enqueued first, so claim
 	// both and requeue left).
-	ec := emq.New(d.rdb)
-	cl, err := ec.Claim(ctx, q, 10*time.Second, emq.Count(2))
+	ec := emq.New(d.rdb, nil)
+	cl, err := ec.Claim(ctx, q, 10*time.Second, &emq.ClaimOptions{MaxJobs: 2})
 	if err != nil || len(cl) != 2 {
 		t.Fatalf("claim %v %v", cl, err)
 	}
 	for _, c := range cl {
 		var err error
 		if c.ID == left.id {
-			err = ec.Requeue(ctx, q, c.ID, c.Token)
+			err = c.Requeue(ctx)
 		} else {
-			_, err = ec.Fail(ctx, q, c.ID, c.Token, 1, 0, "boom")
+			_, err = c.Fail(ctx, "boom", &emq.FailOptions{MaxAttempts: 1})
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -86,7 +86,7 @@ func run(bin, mode string, jobs, producers, workers, batch int) (result, error) 
 	defer p.Stop(5 * time.Second)
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, PoolSize: producers + workers + 16, MaxRetries: -1, ReadTimeout: 10 * time.Second})
 	defer rdb.Close()
-	c := emq.New(rdb)
+	c := emq.New(rdb, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const q = "bench"
@@ -115,7 +115,7 @@ func run(bin, mode string, jobs, producers, workers, batch int) (result, error) 
 			defer wg.Done()
 			if mode == "before" {
 				for j := 0; j < n; j++ {
-					if _, err := c.Enqueue(ctx, q, payload); err != nil {
+					if _, err := c.Enqueue(ctx, q, payload, nil); err != nil {
 						errs <- err
 						return
 					}
@@ -128,7 +128,7 @@ func run(bin, mode string, jobs, producers, workers, batch int) (result, error) 
 				for x := range b {
 					b[x].Payload = payload
 				}
-				if _, err := c.EnqueueMany(ctx, q, b); err != nil {
+				if _, err := c.EnqueueMany(ctx, q, b, nil); err != nil {
 					errs <- err
 					return
 				}
@@ -142,7 +142,7 @@ func run(bin, mode string, jobs, producers, workers, batch int) (result, error) 
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
-					got, err := c.Claim(ctx, q, lease, emq.Block(100*time.Millisecond))
+					got, err := c.Claim(ctx, q, lease, &emq.ClaimOptions{WaitFor: 100 * time.Millisecond})
 					if err != nil || len(got) == 0 {
 						continue
 					}
@@ -167,13 +167,13 @@ func run(bin, mode string, jobs, producers, workers, batch int) (result, error) 
 						if len(e) != 4 {
 							break
 						}
-						j = emq.Claimed{ID: e[0].(string), Token: e[2].(string)}
+						j = c.Lease(q, e[0].(string), e[2].(string))
 					}
 				}
 			}()
 		}
 	} else {
-		w := emq.NewWorker(c, emq.WorkerOptions{Concurrency: workers / 8, Lease: lease,
+		w := emq.NewWorker(c, &emq.WorkerOptions{Concurrency: workers / 8, LeaseDuration: lease,
 			Logger: slog.New(slog.DiscardHandler),
 			Hooks:  emq.Hooks{Done: func(_ *emq.Job, o emq.Outcome) { completed() }}})
 		for i := 0; i < 8; i++ {

@@ -26,8 +26,8 @@ func main() {
 		os.Exit(2)
 	}
 	hang := os.Getenv("EMQ_HANG") == "1"
-	c := emq.New(redis.NewClient(&redis.Options{Addr: os.Getenv("EMQ_ADDR"), MaxRetries: -1}))
-	w := emq.NewWorker(c, emq.WorkerOptions{Concurrency: 8, Lease: time.Duration(leaseMs) * time.Millisecond})
+	c := emq.New(redis.NewClient(&redis.Options{Addr: os.Getenv("EMQ_ADDR"), MaxRetries: -1}), nil)
+	w := emq.NewWorker(c, &emq.WorkerOptions{Concurrency: 8, LeaseDuration: time.Duration(leaseMs) * time.Millisecond})
 	var mu sync.Mutex
 	err = w.Run(context.Background(), os.Getenv("EMQ_QUEUE"), func(ctx context.Context, j *emq.Job) error {
 		mu.Lock()
