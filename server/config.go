@@ -125,6 +125,9 @@ func paramTable() []*param {
 			check: checkOutputLimit}, func(s *Server, v string) { s.setOutputLimits(v) }),
 		{name: "save", kind: kindSpecial, def: "", check: checkSave, multi: true},
 		apply(mem("maxmemory", "0", 0, 1<<62), func(s *Server, v string) { s.setMaxmemory(atoi(v)) }),
+		// The collector's target (memcron.go, docs/operations.md §5.1):
+		// auto, or a fixed percentage as Go's GOGC.
+		apply(&param{name: "gogc", kind: kindSpecial, def: "auto", check: checkGOGC}, func(s *Server, v string) { s.setGOGC(v) }),
 		// Valkey's names are recognised; only noeviction is accepted
 		// (memory.go).
 		checked(enum("maxmemory-policy", "noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl",

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"errors"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,10 +30,13 @@ import (
 //     more for a smaller heap), so a big keyspace does not keep twice itself
 //     resident;
 //     with maxmemory set the runtime's soft limit (an eighth above it) also
-//     applies (memory.go). A GOGC in the environment wins: the server then
-//     leaves the collector's percentage alone. An embedded server sets the
-//     process's percentage while it runs and puts back the one it found
-//     when it closes.
+//     applies (memory.go). The directive gogc (default auto) replaces the
+//     derived percentage with a fixed one, for a user who would rather
+//     spend memory than the collector's CPU (the measured trade is in
+//     docs/operations.md §5.1). Under auto a GOGC in the environment wins:
+//     the server then keeps the percentage it found. An embedded server
+//     sets the process's percentage while it runs and puts back the one it
+//     found when it closes.
 //   - Idle purge: once no command ran for purgeIdleMs and the collector has
 //     at least purgeMinBytes (and an eighth of the live data) it could give
 //     back (free pages kept, plus what was allocated since the last
@@ -63,7 +68,10 @@ type memCron struct {
 	purgedCmds int64 // total_commands_processed at the last purge
 	gcPercent  int   // the GOGC set (0: not yet)
 	gcFound    int   // the GOGC found at start, put back at Close
-	gcOwn      bool  // the server sets the GOGC (none in the environment)
+	gcEnv      bool  // GOGC is in the environment (auto then keeps gcFound)
+	started    bool  // startMemCron ran (setGOGC applies at once)
+	// gcFixed is the directive gogc: a percentage, or 0 for auto.
+	gcFixed    atomic.Int64
 	purging    atomic.Bool
 	purges     atomic.Int64 // purges run (INFO mem_purges)
 	purgeNs    atomic.Int64 // the last one's duration
@@ -75,26 +83,77 @@ func (s *Server) startMemCron() {
 	g := &s.mem.cron
 	s.store.Lock()
 	g.lastActive = s.clock.NowMs()
-	g.gcOwn = os.Getenv("GOGC") == ""
-	if g.gcOwn {
-		x := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-		metrics.Read(x)
-		g.gcFound = 100
-		if x[0].Value.Kind() == metrics.KindUint64 {
-			g.gcFound = int(x[0].Value.Uint64())
-		}
+	g.gcEnv = os.Getenv("GOGC") != ""
+	x := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(x)
+	g.gcFound = 100
+	if x[0].Value.Kind() == metrics.KindUint64 {
+		g.gcFound = int(x[0].Value.Uint64())
 	}
+	g.started = true
+	live, _, _ := heapState()
+	s.setGCPercentLocked(live)
 	s.armMemCronLocked()
 	s.store.Unlock()
 	s.OnClose(func() error {
 		s.store.Lock()
 		defer s.store.Unlock()
 		g.halt()
-		if g.gcOwn && g.gcPercent != 0 {
+		if g.gcPercent != 0 && g.gcPercent != g.gcFound {
 			debug.SetGCPercent(g.gcFound)
 		}
 		return nil
 	})
+}
+
+// checkGOGC is the directive gogc's check: auto (any case), or a
+// percentage from 1 to 10000 as Go's GOGC (100: the heap may grow by its
+// live data before a collection; 25: by a quarter).
+func checkGOGC(v string) (string, error) {
+	if strings.EqualFold(v, "auto") {
+		return "auto", nil
+	}
+	n, ok := parseLL(v)
+	if !ok || n < 1 || n > 10000 {
+		return "", errors.New("argument must be 'auto' or a percentage between 1 and 10000")
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// setGOGC applies the directive gogc (checked): at once once the cron
+// runs (CONFIG SET, store lock held), else at its start.
+func (s *Server) setGOGC(v string) {
+	n, _ := strconv.ParseInt(v, 10, 64) // auto: 0
+	s.mem.cron.gcFixed.Store(n)
+	if s.mem.cron.started {
+		live, _, _ := heapState()
+		s.setGCPercentLocked(live)
+	}
+}
+
+// gcTarget is the GOGC the cron keeps for a live heap of live bytes: the
+// directive's percentage, else (auto) the one found in the environment's
+// GOGC, else gcPercentFor(live).
+func (g *memCron) gcTarget(live uint64) int {
+	switch f := g.gcFixed.Load(); {
+	case f > 0:
+		return int(f)
+	case g.gcEnv:
+		return g.gcFound
+	}
+	return gcPercentFor(live)
+}
+
+// setGCPercentLocked sets the process's GOGC to gcTarget(live) when it
+// differs from the one set (store lock held).
+func (s *Server) setGCPercentLocked(live uint64) {
+	g := &s.mem.cron
+	if p := g.gcTarget(live); p != g.gcPercent {
+		if g.gcPercent != 0 || p != g.gcFound {
+			debug.SetGCPercent(p)
+		}
+		g.gcPercent = p
+	}
 }
 
 func (s *Server) armMemCronLocked() { s.mem.cron.arm(s.clock, s.hzPeriodMs(), s.memCronTick) }
@@ -156,10 +215,7 @@ func (s *Server) memCronTick() {
 		g.lastCmds, g.lastActive = s.statCmds, now
 	}
 	live, objects, free := heapState()
-	if p := gcPercentFor(live); g.gcOwn && p != g.gcPercent {
-		g.gcPercent = p
-		debug.SetGCPercent(p)
-	}
+	s.setGCPercentLocked(live)
 	purge := false
 	if now-g.lastActive >= purgeIdleMs && g.purgedCmds != s.statCmds {
 		r := reclaimable(live, objects, free)

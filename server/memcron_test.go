@@ -1,7 +1,10 @@
 package server
 
 import (
+	"context"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,4 +175,100 @@ func liveHeapBytes() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// processGCPercent is the process's GOGC now (runtime/metrics).
+func processGCPercent() int64 {
+	x := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(x)
+	return int64(x[0].Value.Uint64())
+}
+
+// The directive gogc (docs/operations.md §5.1): a percentage replaces the
+// derived target at start and by CONFIG SET, auto brings the derived one
+// back, a bad value is refused and changes nothing, and Close puts back
+// the percentage the server found.
+func TestGOGCDirective(t *testing.T) {
+	found := processGCPercent()
+	clk := clock.NewManual(1_000_000)
+	s, err := Start(Options{Config: map[string]string{"gogc": "60", "hz": "10"}, Clock: clk, testCommands: fakeCommands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, s)
+	if p := infoInt(t, s, "go_gc_percent"); p != 60 || processGCPercent() != 60 {
+		t.Fatalf("gogc 60 at start: go_gc_percent %d, process %d", p, processGCPercent())
+	}
+	if got := c.do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$2\r\n60\r\n" {
+		t.Fatal(got)
+	}
+	if got := c.do("CONFIG", "SET", "gogc", "250"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if p := infoInt(t, s, "go_gc_percent"); p != 250 {
+		t.Fatalf("CONFIG SET gogc 250: go_gc_percent %d", p)
+	}
+	for _, bad := range []string{"0", "10001", "-5", "abc", "", "25%"} {
+		want := "-ERR CONFIG SET failed (possibly related to argument 'gogc') - argument must be 'auto' or a percentage between 1 and 10000\r\n"
+		if got := c.do("CONFIG", "SET", "gogc", bad); got != want {
+			t.Fatalf("CONFIG SET gogc %q: %q", bad, got)
+		}
+	}
+	if p := infoInt(t, s, "go_gc_percent"); p != 250 {
+		t.Fatalf("after refused values: go_gc_percent %d", p)
+	}
+	if got := c.do("CONFIG", "SET", "gogc", "AUTO"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := c.do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$4\r\nauto\r\n" {
+		t.Fatal(got)
+	}
+	// Under auto the percentage is gcPercentFor of the live heap the cron
+	// last read; a collection between its tick and INFO may move the live
+	// figure, so read both after a tick, a few times at most.
+	ok := false
+	for i := 0; i < 5 && !ok; i++ {
+		clk.Advance(100)
+		clk.Wait()
+		p, live := infoInt(t, s, "go_gc_percent"), infoInt(t, s, "go_heap_live")
+		ok = p == int64(gcPercentFor(uint64(live)))
+	}
+	if !ok {
+		t.Fatalf("gogc auto: go_gc_percent %d, gcPercentFor(go_heap_live %d) = %d",
+			infoInt(t, s, "go_gc_percent"), infoInt(t, s, "go_heap_live"), gcPercentFor(uint64(infoInt(t, s, "go_heap_live"))))
+	}
+	c.do("CONFIG", "SET", "gogc", "70")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := processGCPercent(); p != found {
+		t.Fatalf("after Close the process's GOGC is %d, found %d", p, found)
+	}
+	if _, err := Start(Options{Config: map[string]string{"gogc": "0"}}); err == nil {
+		t.Fatal("gogc 0 accepted at start")
+	}
+}
+
+// Under auto a GOGC in the environment wins (the server keeps the
+// percentage it found); a percentage set by the directive replaces it, and
+// auto gives it back.
+func TestGOGCDirectiveEnvironment(t *testing.T) {
+	t.Setenv("GOGC", "150")
+	old := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(old)
+	s := startServer(t, nil, nil)
+	c := dial(t, s)
+	if p := infoInt(t, s, "go_gc_percent"); p != 150 {
+		t.Fatalf("GOGC=150 in the environment: go_gc_percent %d", p)
+	}
+	c.do("CONFIG", "SET", "gogc", "40")
+	if p := infoInt(t, s, "go_gc_percent"); p != 40 {
+		t.Fatalf("gogc 40: go_gc_percent %d", p)
+	}
+	c.do("CONFIG", "SET", "gogc", "auto")
+	if p := infoInt(t, s, "go_gc_percent"); p != 150 {
+		t.Fatalf("gogc auto with GOGC=150: go_gc_percent %d", p)
+	}
 }

@@ -495,6 +495,7 @@ func jobMemory(c config) ([]row, error) {
 	var per [2][len4][]float64
 	var rss [2][]float64
 	var used [2][]float64
+	var cpu [2][]float64
 	for round := 0; round < c.rounds; round++ {
 		for side := 0; side < 2; side++ {
 			m, err := memOneSide(c, side == 0)
@@ -506,6 +507,7 @@ func jobMemory(c config) ([]row, error) {
 			}
 			rss[side] = append(rss[side], m.rss[0])
 			used[side] = append(used[side], m.used/float64(c.memJobs))
+			cpu[side] = append(cpu[side], m.cpuPerCycle)
 		}
 	}
 	g, ok := atMost(1.0)
@@ -516,7 +518,8 @@ func jobMemory(c config) ([]row, error) {
 	}
 	rows = append(rows,
 		row{section: sec, name: "used_memory per job after the fill", unit: "B", emqd: median(used[0]), redis: median(used[1])},
-		row{section: sec, name: "resident set after the fill", unit: "MB", emqd: median(rss[0]) / 1e6, redis: median(rss[1]) / 1e6})
+		row{section: sec, name: "resident set after the fill", unit: "MB", emqd: median(rss[0]) / 1e6, redis: median(rss[1]) / 1e6},
+		row{section: sec, name: "server CPU per job during the cycle", unit: "us", emqd: median(cpu[0]), redis: median(cpu[1])})
 	return rows, nil
 }
 
@@ -526,6 +529,10 @@ type memReading struct {
 	base float64       // VmRSS of the fresh server
 	rss  [len4]float64 // at each of memPhases
 	used float64       // used_memory after the fill
+	// cpuPerCycle is the server's CPU (all threads, schedstat) per job of
+	// the cycle (enqueue, claim, complete), in microseconds: the price of
+	// the collector's setting beside the resident set it buys.
+	cpuPerCycle float64
 }
 
 func memOneSide(c config, native bool) (m memReading, err error) {
@@ -641,6 +648,10 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 			}
 		}()
 	}
+	cpu0, err := cpuNanos(p.Pid())
+	if err != nil {
+		return m, err
+	}
 	deadline := time.Now().Add(c.memCycle)
 	var werr error
 	for time.Now().Before(deadline) && werr == nil {
@@ -660,7 +671,20 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 	if werr != nil {
 		return m, werr
 	}
-	logf("%s: %d cycles in %v", p.Name, cycles.Load(), c.memCycle)
+	cpu1, err := cpuNanos(p.Pid())
+	if err != nil {
+		return m, err
+	}
+	if n := cycles.Load(); n > 0 {
+		m.cpuPerCycle = float64(cpu1-cpu0) / 1e3 / float64(n)
+	}
+	gc := ""
+	if native {
+		if v, err := infoField(ctx, rdb, "memory", "go_gc_percent"); err == nil {
+			gc = ", go_gc_percent " + strings.TrimSpace(v)
+		}
+	}
+	logf("%s: %d cycles in %v, %.1f us of server CPU per cycle%s", p.Name, cycles.Load(), c.memCycle, m.cpuPerCycle, gc)
 	if err := rdb.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
 		return m, fmt.Errorf("MEMORY PURGE: %w", err)
 	}
