@@ -64,6 +64,7 @@ func Start(opts Options) (*Server, error) {
 		Ready: s.onReady, Logger: s.log,
 		Publish:   func(ch string, msg []byte) { s.publish(ch, msg) },
 		Listening: s.listening,
+		Clock:     debugClock{s},
 	})
 	storeCmds := append(store.Commands(), rdb.Commands(&s.dumpCompress)...)
 	if opts.testCommands != nil {
@@ -101,9 +102,11 @@ func Start(opts Options) (*Server, error) {
 	if dbg := s.Config("enable-debug-command"); dbg != "no" {
 		s.debug = dbg == "yes"
 		s.debugLocal = dbg == "local"
-		if _, ok := s.clock.(*clock.Shifted); !ok {
-			s.clock = clock.NewShifted(s.clock)
+		sh, ok := s.clock.(*clock.Shifted)
+		if !ok {
+			sh = clock.NewShifted(s.clock)
 		}
+		s.clock, s.shifted = sh, sh
 	}
 	// Only a bare wall clock may be read as time.Now: a shifted one (debug
 	// on) must be read through NowMs so EMQ.DEBUG CLOCK ADVANCE moves it.
@@ -378,4 +381,19 @@ func (s *Server) SetWriteGate(f func() string) {
 		return
 	}
 	s.writeGate.Store(&f)
+}
+
+// debugClock is the server clock as EMQ.DEBUG CLOCK ADVANCE moves it
+// (verbs.Config.Clock). The verbs are built before the directives decide
+// the clock, so it reads s.clock and steps s.shifted at call time; the
+// verb is refused before it gets here when enable-debug-command is no
+// (s.shifted nil, the step does nothing).
+type debugClock struct{ s *Server }
+
+func (d debugClock) NowMs() int64 { return d.s.clock.NowMs() }
+
+func (d debugClock) Advance(ms int64) {
+	if d.s.shifted != nil {
+		d.s.shifted.Advance(ms)
+	}
 }

@@ -18,8 +18,8 @@ import (
 // set is written (store.Observer.KeyChanged, so verbs, plain commands, the AOF
 // replay, MOVE/COPY; SWAPDB rescans its databases), at the end of the
 // batch or timer callback that wrote it (serveReady). When the timer
-// passes, the server runs EMQ.SCHEDULE.FIRE q for every due queue, as if a
-// client had sent it: the plan of each is one record of the append-only
+// passes, the server calls verbs.ScheduleFire (EMQ.SCHEDULE.FIRE q) for
+// every due queue, with the effects of a client's command: the plan of each is one record of the append-only
 // file, which is committed (fsynced under appendfsync always) before the
 // callback returns, and its occurrences wake blocked claimers.
 
@@ -211,13 +211,14 @@ func (s *Server) schedTick(gen uint64) {
 			heap.Pop(&sc.h)
 			delete(sc.entries, k)
 			sc.dirty[k] = true
-			argv := [][]byte{[]byte("EMQ.SCHEDULE.FIRE"), []byte(k.queue)}
-			x.ResetForCommand(argv)
+			a := verbs.ScheduleFireArgs{Queue: k.queue}
+			x.ResetForCommand(nil)
 			x.DB = s.store.DB(k.db)
 			x.NowMs = now
 			s.store.SetNow(now)
 			w.Reset()
-			if !s.sweepUnit(e, &x, "EMQ.SCHEDULE.FIRE "+k.queue) {
+			var err error
+			if !s.verbUnit("schedule timer", "EMQ.SCHEDULE.FIRE "+k.queue, func() { _, err = s.verbs.ScheduleFire(&x, &a) }) {
 				sc.stuck[k] = now + schedStuckMs
 				continue
 			}
@@ -228,13 +229,13 @@ func (s *Server) schedTick(gen uint64) {
 				wrote = true
 				delete(sc.stuck, k)
 				if !x.Propagated() && s.store.Persisting() {
-					s.store.Record(k.db, [][][]byte{argv})
+					s.store.Record(k.db, [][][]byte{a.Argv()})
 				}
 			} else {
 				sc.stuck[k] = now + schedStuckMs
 			}
-			if len(w.Buf) > 0 && w.Buf[0] == '-' {
-				s.log.Warn("schedule fire refused", "db", k.db, "queue", k.queue, "reply", strings.TrimSpace(string(w.Buf)))
+			if err != nil {
+				s.log.Warn("schedule fire refused", "db", k.db, "queue", k.queue, "reply", err.Error())
 			}
 		}
 	}

@@ -26,8 +26,12 @@ type Server struct {
 	log   *slog.Logger
 	cfg   *config
 	clock clock.Clock
-	store *store.Store
-	reg   *registry
+	// shifted is the server clock when enable-debug-command is not no
+	// (Start wraps it in clock.Shifted): what EMQ.DEBUG CLOCK ADVANCE
+	// moves (debugClock). Nil otherwise.
+	shifted *clock.Shifted
+	store   *store.Store
+	reg     *registry
 	// pause is CLIENT PAUSE's state (store lock); paused mirrors
 	// pause.mode != pauseNone for the expiry cycle and the dispatch check.
 	pause  pauseState
@@ -248,8 +252,8 @@ func (s *Server) debugAllowed(peer net.Addr) bool {
 }
 
 // newCtx is the one constructor of the per-command context: the store, the
-// reply writer w, this boot's run_id, the clock and enable-debug-command.
+// reply writer w, this boot's run_id and enable-debug-command.
 // Callers set DB and NowMs (and Argv through ResetForCommand) per command.
 func (s *Server) newCtx(w *resp.Writer) store.Ctx {
-	return store.Ctx{S: s.store, W: w, RunID: s.runID, Clock: s.clock, DebugEnabled: s.debug, AtMemoryLimit: s.atMemoryLimit}
+	return store.Ctx{S: s.store, W: w, RunID: s.runID, DebugEnabled: s.debug, AtMemoryLimit: s.atMemoryLimit}
 }

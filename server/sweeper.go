@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strconv"
-
 	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
 	"github.com/emqd/emqd/internal/verbs"
@@ -11,10 +9,10 @@ import (
 // The opt-in stalled-job sweep (docs/verbs.md §4.11: "emqd's own opt-in
 // sweeper"): every
 // emq-sweep-interval-ms (0: off) of the server clock, for every queue that
-// has an active set in any database, the server runs
-// EMQ.STALLED.CHECK q <emq-max-stalled> under the store lock, exactly as a
-// client's command (propagated to the append-only file, waking blocked
-// claimers).
+// has an active set in any database, the server calls verbs.StalledCheck
+// (EMQ.STALLED.CHECK q <emq-max-stalled>) under the store lock, with the
+// effects of a client's command (recorded in the append-only file, counted,
+// waking blocked claimers) and no argv through the registry.
 
 func (s *Server) startSweeper() {
 	s.store.Lock()
@@ -48,29 +46,33 @@ func (s *Server) sweepTick() {
 	s.armSweepLocked()
 }
 
-// sweepUnit runs one queue's EMQ.STALLED.CHECK as a unit (panics.go): it
-// reports false when the handler panicked before writing (logged; the
-// sweep goes on with the next queue).
-func (s *Server) sweepUnit(e *command, x *store.Ctx, queue string) (ok bool) {
+// verbUnit runs f, one in-process verb call of the sweeper or the
+// schedule timer (what: "stalled-job sweep", "schedule timer"; name: its
+// command line for the log), as a unit (panics.go): it reports false when
+// f panicked before writing (logged; the caller goes on with the next
+// queue).
+func (s *Server) verbUnit(what, name string, f func()) (ok bool) {
 	m0 := s.store.Mutations()
 	defer func() {
 		if r := recover(); r != nil {
-			s.contained(r, m0, "stalled-job sweep", "EMQ.STALLED.CHECK "+queue, "")
+			s.contained(r, m0, what, name, "")
 			ok = false
 		}
 	}()
-	e.handler(x)
+	f()
 	return true
 }
 
-// sweepOnce runs EMQ.STALLED.CHECK for every queue with an active set
-// (store lock held).
+// sweepOnce calls verbs.StalledCheck for every queue with an active set
+// (store lock held), with emq-max-stalled and the default limit, as
+// `EMQ.STALLED.CHECK q <emq-max-stalled>` from a client: counted in INFO
+// commandstats, recorded in the append-only file by that command line.
 func (s *Server) sweepOnce() {
 	e := s.reg.lookupFullName("emq.stalled.check")
 	if e == nil || e.handler == nil {
-		return
+		return // renamed away (rename-command): the sweep is off too
 	}
-	max := []byte(s.Config("emq-max-stalled"))
+	maxStalled := s.configInt("emq-max-stalled")
 	var w resp.Writer
 	w.Proto = 2
 	x := s.newCtx(&w)
@@ -84,24 +86,25 @@ func (s *Server) sweepOnce() {
 			return true
 		})
 		for _, q := range queues {
-			argv := [][]byte{[]byte("EMQ.STALLED.CHECK"), []byte(q), max}
-			x.ResetForCommand(argv)
+			a := verbs.StalledCheckArgs{Queue: q, MaxStalled: maxStalled}
+			x.ResetForCommand(nil)
 			x.DB = db
 			x.NowMs = s.clock.NowMs()
 			s.store.SetNow(x.NowMs)
 			w.Reset()
 			r0, d0 := s.sweepMark()
-			if !s.sweepUnit(e, &x, q) {
+			var err error
+			if !s.verbUnit("stalled-job sweep", "EMQ.STALLED.CHECK "+q, func() { _, err = s.verbs.StalledCheck(&x, &a) }) {
 				continue
 			}
 			s.sweepNote(d, q, r0, d0)
 			e.calls++
 			s.statCmds++
 			if x.Changed() && !x.Propagated() && s.store.Persisting() {
-				s.store.Record(d, [][][]byte{argv})
+				s.store.Record(d, [][][]byte{a.Argv()})
 			}
-			if len(w.Buf) > 0 && w.Buf[0] == '-' {
-				s.log.Warn("stalled-job sweep refused", "db", d, "queue", q, "reply", strconv.Quote(string(w.Buf)))
+			if err != nil {
+				s.log.Warn("stalled-job sweep refused", "db", d, "queue", q, "reply", err.Error())
 			}
 		}
 	}

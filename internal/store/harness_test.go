@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/resp"
 )
 
@@ -95,8 +94,7 @@ func runCtx(t testing.TB, s *Store, db, proto int, args ...string) (string, *Ctx
 		now = harnessNowMs
 		s.SetNow(now)
 	}
-	m := clock.NewManual(now)
-	c := &Ctx{S: s, DB: s.DB(db), W: w, NowMs: now, Clock: m}
+	c := &Ctx{S: s, DB: s.DB(db), W: w, NowMs: now}
 	c.ResetForCommand(argv)
 	s.Lock()
 	cs.Handler(c)

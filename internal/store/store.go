@@ -13,7 +13,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/resp"
 )
 
@@ -497,8 +496,6 @@ type Ctx struct {
 	NowMs int64
 	// RunID is the server's boot run_id (40 hex characters).
 	RunID string
-	// Clock is the server clock (EMQ.DEBUG CLOCK ADVANCE moves a Manual one).
-	Clock clock.Clock
 	// DebugEnabled mirrors enable-debug-command.
 	DebugEnabled bool
 	// InMulti is true while the command runs inside EXEC.

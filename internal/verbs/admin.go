@@ -573,11 +573,16 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 // ---------------------------------------------------------------------------
 // EMQ.DEBUG CLOCK ADVANCE ms (docs/verbs.md §4.19)
 
-// advancer is a clock EMQ.DEBUG CLOCK ADVANCE can move (clock.Manual,
-// clock.Shifted). With enable-debug-command yes the server clock is always
-// one: Start wraps any other clock in clock.Shifted, and the directive
-// cannot change while the server runs.
-type advancer interface{ Advance(int64) }
+// ClockAdvancer is the server clock as EMQ.DEBUG CLOCK ADVANCE sees it
+// (Config.Clock): its reading, Unix ms, and a step forward of ms >= 0
+// milliseconds (clock.Manual and clock.Shifted have both). With
+// enable-debug-command yes or local the server clock is always one: Start
+// wraps any other clock in clock.Shifted, and the directive cannot change
+// while the server runs.
+type ClockAdvancer interface {
+	NowMs() int64
+	Advance(ms int64)
+}
 
 // debugHelp is EMQ.DEBUG HELP's text, laid out as Valkey's container
 // HELP replies (addReplyHelp: the usage line, each subcommand with its
@@ -614,6 +619,8 @@ func (vs *Verbs) cmdDebugHelp(c *store.Ctx) {
 	}
 }
 
+// EMQ.DEBUG CLOCK ADVANCE ms: the permission (enable-debug-command, per
+// connection) and the arguments here, the step in DebugClockAdvance.
 func (vs *Verbs) cmdDebugClock(c *store.Ctx) {
 	if !c.DebugEnabled {
 		c.W.Error(ErrDebugDisabled)
@@ -628,14 +635,28 @@ func (vs *Verbs) cmdDebugClock(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	// The clock stops at the last time a score holds (docs/verbs.md
-	// §2.12): a larger step would overflow the reading.
-	if ms > MaxScoreMs-max(c.Clock.NowMs(), 0) {
-		c.W.Error(ErrClockRange)
+	if err := vs.DebugClockAdvance(ms); err != nil {
+		replyRefusal(c, err)
 		return
 	}
-	if ms > 0 {
-		c.Clock.(advancer).Advance(ms)
-	}
 	c.W.OK()
+}
+
+// DebugClockAdvance is EMQ.DEBUG CLOCK ADVANCE (docs/verbs.md §4.19): it
+// moves the clock of Config.Clock forward by ms >= 0 milliseconds. The
+// clock stops at the last time a score holds (MaxScoreMs, docs/verbs.md
+// §2.12): a larger step is refused with ErrClockRange and moves nothing,
+// as is any step when the verbs were given no clock. It writes nothing to
+// the keyspace.
+func (vs *Verbs) DebugClockAdvance(ms int64) error {
+	if vs.clock == nil {
+		return &Refusal{Text: ErrDebugDisabled}
+	}
+	if ms > MaxScoreMs-max(vs.clock.NowMs(), 0) {
+		return &Refusal{Text: ErrClockRange}
+	}
+	if ms > 0 {
+		vs.clock.Advance(ms)
+	}
+	return nil
 }

@@ -62,6 +62,7 @@ func (h *th) bind(log *slog.Logger) {
 		Logger:    log,
 		Publish:   func(ch string, msg []byte) { h.pub = append(h.pub, ch+" "+string(msg)) },
 		Listening: func(string) bool { return h.listen },
+		Clock:     h.clk,
 	})
 	h.specs = map[string]*store.CommandSpec{}
 	for _, c := range h.v.Commands() {
@@ -77,7 +78,7 @@ func arityOK(a, n int) bool { return (a >= 0 && n == a) || (a < 0 && n >= -a) }
 // ctx returns a Ctx for argv on h's store.
 func (h *th) ctx(argv [][]byte) *store.Ctx {
 	return &store.Ctx{S: h.s, DB: h.s.DB(h.db), Argv: argv, W: &resp.Writer{Proto: h.proto},
-		NowMs: h.clk.NowMs(), RunID: h.run, Clock: h.clk, DebugEnabled: h.debug, InMulti: h.multi,
+		NowMs: h.clk.NowMs(), RunID: h.run, DebugEnabled: h.debug, InMulti: h.multi,
 		OutLimit: h.outLimit}
 }
 

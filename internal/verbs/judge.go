@@ -13,14 +13,25 @@ import (
 // write plan, or a Refusal. A refusal comes with no plan: nothing is written
 // (docs/verbs.md §2.2).
 
-// refusal is a judgement's "no": Text is the full error reply. Bad marks a
-// refusal caused by stored data (a wrong type, a lane row, a counter HINCRBY
-// would refuse: docs/verbs.md §2.11), Key the key holding that data.
-type refusal struct {
+// Refusal is a verb's "no" (docs/architecture.md §2.6): Text is the full
+// error reply ("ERR ...", "WRONGTYPE ...", "LEASE_LOST ..."), exactly what
+// the wire answers. Bad marks a refusal caused by stored data (a wrong
+// type, a lane row, a counter HINCRBY would refuse: docs/verbs.md §2.11),
+// Key the key holding that data. A refusal wrote nothing: keyspace,
+// append-only file, counters and events are as before the call. The typed
+// verb methods return it as their error (always a *Refusal or nil).
+type Refusal struct {
 	Text string
 	Key  string
 	Bad  bool
 }
+
+// Error is the error reply's text.
+func (r *Refusal) Error() string { return r.Text }
+
+// refusal is the judgements' spelling of a Refusal (a value: the zero one,
+// noRefusal, is "no refusal"; a typed method hands out a *Refusal).
+type refusal = Refusal
 
 // Refused reports whether r is a refusal.
 func (r refusal) Refused() bool { return r.Text != "" }

@@ -141,6 +141,20 @@ func (vs *Verbs) keysFor(b []byte) *Keys {
 	return k
 }
 
+// keysOf is keysFor of a queue name held as a string (a typed method's
+// argument): the cache's own string when it knows the queue.
+func (vs *Verbs) keysOf(q string) *Keys {
+	if k := vs.keys[q]; k != nil {
+		return k
+	}
+	if vs.keys == nil || len(vs.keys) >= keyCacheMax {
+		vs.keys = make(map[string]*Keys)
+	}
+	k := NewKeys(q)
+	vs.keys[k.Queue] = k
+	return k
+}
+
 // validQueue reports whether b is a queue name: ^[A-Za-z0-9._-]{1,128}$ and
 // not "emq" (docs/verbs.md §2.8; `emq` is the tag of {emq}:mint).
 func validQueue(b []byte) bool {

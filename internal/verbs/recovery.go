@@ -16,20 +16,58 @@ import (
 // the server time, Unix ms, of the last sweep sent with EVERY that ran.
 var fSweptAt = []byte("swept_at")
 
+// StalledCheckArgs are EMQ.STALLED.CHECK's arguments (docs/verbs.md
+// §4.11). Queue is a valid queue name (docs/verbs.md §2.8; the wire
+// adapter checks it). MaxStalled (>= 1; 0: the default 1) is the stall
+// count that dead-letters, Limit (>= 1; 0: the default 100) the most
+// expired leases one call judges, Every (ms, >= 1; 0: no guard) the sweep
+// guard's interval (§4.11.1).
+type StalledCheckArgs struct {
+	Queue      string
+	MaxStalled int64
+	Limit      int64
+	Every      int64
+}
+
+// Argv is the canonical command line of a (what the AOF records for an
+// in-process call): EMQ.STALLED.CHECK q [max_stalled [limit]] [EVERY ms].
+func (a *StalledCheckArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.STALLED.CHECK", a.Queue)
+	if a.MaxStalled > 0 || a.Limit > 0 {
+		argv = append(argv, []byte(itoa(max(a.MaxStalled, 1))))
+	}
+	if a.Limit > 0 {
+		argv = append(argv, []byte(itoa(a.Limit)))
+	}
+	if a.Every > 0 {
+		argv = append(argv, []byte("EVERY"), []byte(itoa(a.Every)))
+	}
+	return argv
+}
+
+// StalledCheckResult is what one sweep did: the recovered ids (back to
+// pending) and the dead-lettered ids, in selection order (ghosts are in
+// neither). Both are empty when the guard skipped the sweep.
+type StalledCheckResult struct {
+	Recovered []string
+	Dead      []string
+}
+
+// EMQ.STALLED.CHECK q [max_stalled [limit]] [EVERY interval_ms]
 func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
-	k := vs.queueArg(c)
-	if k == nil {
+	if !validQueue(c.Argv[1]) {
+		c.W.Error(ErrInvalidQueue)
 		return
 	}
 	argv := c.Argv
-	maxStalled, limit, every := int64(1), int64(100), int64(0)
+	a := StalledCheckArgs{MaxStalled: 1, Limit: 100}
 	var e string
 	i := 2
 	for ; i < len(argv) && i < 4 && !eqFold(argv[i], "EVERY"); i++ {
 		if i == 2 {
-			maxStalled, e = intArg(argv[i], 1, errPosMaxStalled)
+			a.MaxStalled, e = intArg(argv[i], 1, errPosMaxStalled)
 		} else {
-			limit, e = intArg(argv[i], 1, errPosLimit)
+			a.Limit, e = intArg(argv[i], 1, errPosLimit)
 		}
 		if e != "" {
 			c.W.Error(e)
@@ -41,10 +79,42 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 			c.W.Error(store.ErrSyntax)
 			return
 		}
-		if every, e = intArg(argv[i+1], 1, errPosInterval); e != "" {
+		if a.Every, e = intArg(argv[i+1], 1, errPosInterval); e != "" {
 			c.W.Error(e)
 			return
 		}
+	}
+	a.Queue = vs.keysFor(argv[1]).Queue
+	res, err := vs.StalledCheck(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Array(2)
+	c.W.Array(len(res.Recovered))
+	for _, id := range res.Recovered {
+		c.W.BulkString(id)
+	}
+	c.W.Array(len(res.Dead))
+	for _, id := range res.Dead {
+		c.W.BulkString(id)
+	}
+}
+
+// StalledCheck is EMQ.STALLED.CHECK (docs/verbs.md §4.11), the one
+// recovery verb: the sweep guard, then every expired lease of a.Queue in
+// c.DB (score <= c.NowMs, at most Limit) judged before anything is
+// written, then the retention trims (§4.21). It returns a *Refusal (and
+// writes nothing) when stored data refuses the call; the server's sweeper
+// calls it directly.
+func (vs *Verbs) StalledCheck(c *store.Ctx, a *StalledCheckArgs) (StalledCheckResult, error) {
+	k := vs.keysOf(a.Queue)
+	maxStalled, limit, every := a.MaxStalled, a.Limit, a.Every
+	if maxStalled <= 0 {
+		maxStalled = 1
+	}
+	if limit <= 0 {
+		limit = 100
 	}
 	d := c.DB
 	if every > 0 {
@@ -56,14 +126,10 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 		}
 		skip, ref := judgeSweepGuard(&g, k, c.NowMs, every)
 		if ref.Refused() {
-			vs.refuseReply(c, ref)
-			return
+			return StalledCheckResult{}, vs.refused(c, ref)
 		}
 		if skip {
-			c.W.Array(2)
-			c.W.Array(0)
-			c.W.Array(0)
-			return
+			return StalledCheckResult{}, nil
 		}
 	}
 	r := stalledRead{Now: c.NowMs}
@@ -104,8 +170,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	}
 	if ref.Refused() {
 		vs.sweep.keep(r.Expired, nil)
-		vs.refuseReply(c, ref)
-		return
+		return StalledCheckResult{}, vs.refused(c, ref)
 	}
 	if len(trimDone)+len(trimDead) > 0 {
 		if p == nil {
@@ -148,15 +213,7 @@ func (vs *Verbs) cmdStalledCheck(c *store.Ctx) {
 	for range v.Recovered {
 		vs.wake(c, k)
 	}
-	c.W.Array(2)
-	c.W.Array(len(v.Recovered))
-	for _, id := range v.Recovered {
-		c.W.BulkString(id)
-	}
-	c.W.Array(len(v.Dead))
-	for _, id := range v.Dead {
-		c.W.BulkString(id)
-	}
+	return StalledCheckResult{Recovered: v.Recovered, Dead: v.Dead}, nil
 }
 
 // sweepGuardRead is what the guard of EMQ.STALLED.CHECK ... EVERY read:
@@ -405,22 +462,61 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 // ---------------------------------------------------------------------------
 // EMQ.PROMOTE q [limit] (and the promotion EMQ.CLAIM runs first)
 
+// PromoteArgs are EMQ.PROMOTE's arguments (docs/verbs.md §4.12): Queue
+// (valid, the adapter checks it) and Limit (>= 1; 0: the default 100), the
+// most due members one call moves.
+type PromoteArgs struct {
+	Queue string
+	Limit int64
+}
+
+// Argv is the canonical command line: EMQ.PROMOTE q [limit].
+func (a *PromoteArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.PROMOTE", a.Queue)
+	if a.Limit > 0 {
+		argv = append(argv, []byte(itoa(a.Limit)))
+	}
+	return argv
+}
+
+// PromoteResult is the promoted ids in selection order (the wire reply is
+// their number; a ghost is dropped and not listed).
+type PromoteResult struct{ Promoted []string }
+
+// EMQ.PROMOTE q [limit]
 func (vs *Verbs) cmdPromote(c *store.Ctx) {
-	k := vs.queueArg(c)
-	if k == nil {
+	if !validQueue(c.Argv[1]) {
+		c.W.Error(ErrInvalidQueue)
 		return
 	}
 	if len(c.Argv) > 3 {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
-	limit := int64(100)
+	a := PromoteArgs{Queue: vs.keysFor(c.Argv[1]).Queue, Limit: 100}
 	if len(c.Argv) > 2 {
 		var e string
-		if limit, e = intArg(c.Argv[2], 1, errPosLimit); e != "" {
+		if a.Limit, e = intArg(c.Argv[2], 1, errPosLimit); e != "" {
 			c.W.Error(e)
 			return
 		}
+	}
+	res, err := vs.Promote(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Int(int64(len(res.Promoted)))
+}
+
+// Promote is EMQ.PROMOTE (docs/verbs.md §4.12): the members of a.Queue's
+// schedule due at c.NowMs (at most Limit) move to pending at their
+// priority. A *Refusal wrote nothing.
+func (vs *Verbs) Promote(c *store.Ctx, a *PromoteArgs) (PromoteResult, error) {
+	k := vs.keysOf(a.Queue)
+	limit := a.Limit
+	if limit <= 0 {
+		limit = 100
 	}
 	d := c.DB
 	var r promoteRead
@@ -433,8 +529,7 @@ func (vs *Verbs) cmdPromote(c *store.Ctx) {
 	}
 	ids, p, ref := judgePromote(&r, k)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return PromoteResult{}, vs.refused(c, ref)
 	}
 	vs.flushApply(c, k, r.Lanes, p)
 	vs.count(c, k, Promoted, len(ids))
@@ -442,7 +537,7 @@ func (vs *Verbs) cmdPromote(c *store.Ctx) {
 	for range ids {
 		vs.wake(c, k)
 	}
-	c.W.Int(int64(len(ids)))
+	return PromoteResult{Promoted: ids}, nil
 }
 
 // promoteRead is what EMQ.PROMOTE's read pass saw: the due members of

@@ -754,17 +754,42 @@ type fireResult struct {
 	Created                []string // the occurrences whose rows the plan creates
 }
 
+// ScheduleFireArgs are EMQ.SCHEDULE.FIRE's arguments (docs/verbs.md
+// §4.22.4): Queue (valid, the adapter checks it) and Limit (>= 1; 0: the
+// default, fireDefaultLimit), the most slot decisions one call makes.
+type ScheduleFireArgs struct {
+	Queue string
+	Limit int64
+}
+
+// Argv is the canonical command line: EMQ.SCHEDULE.FIRE q [limit].
+func (a *ScheduleFireArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.SCHEDULE.FIRE", a.Queue)
+	if a.Limit > 0 {
+		argv = append(argv, []byte(itoa(a.Limit)))
+	}
+	return argv
+}
+
+// ScheduleFireResult counts one call's slot decisions: occurrences
+// enqueued (the wire reply), slots skipped (overlap policy) and slots
+// missed (catch-up policy).
+type ScheduleFireResult struct {
+	Fired, Skipped, Missed int
+}
+
+// EMQ.SCHEDULE.FIRE q [limit]
 func (vs *Verbs) cmdScheduleFire(c *store.Ctx) {
-	k := vs.queueArg(c)
-	if k == nil {
+	if !validQueue(c.Argv[1]) {
+		c.W.Error(ErrInvalidQueue)
 		return
 	}
-	limit := int64(fireDefaultLimit)
+	a := ScheduleFireArgs{Queue: vs.keysFor(c.Argv[1]).Queue, Limit: fireDefaultLimit}
 	switch len(c.Argv) {
 	case 2:
 	case 3:
 		var e string
-		if limit, e = intArg(c.Argv[2], 1, errPosLimit); e != "" {
+		if a.Limit, e = intArg(c.Argv[2], 1, errPosLimit); e != "" {
 			c.W.Error(e)
 			return
 		}
@@ -772,10 +797,27 @@ func (vs *Verbs) cmdScheduleFire(c *store.Ctx) {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
+	res, err := vs.ScheduleFire(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Int(int64(res.Fired))
+}
+
+// ScheduleFire is EMQ.SCHEDULE.FIRE (docs/verbs.md §4.22.4): the
+// schedules of a.Queue due at c.NowMs enqueue their occurrences and
+// advance. The server's schedule timer calls it directly. A *Refusal
+// wrote nothing.
+func (vs *Verbs) ScheduleFire(c *store.Ctx, a *ScheduleFireArgs) (ScheduleFireResult, error) {
+	k := vs.keysOf(a.Queue)
+	limit := a.Limit
+	if limit <= 0 {
+		limit = fireDefaultLimit
+	}
 	res, p, ref := vs.fire(c.DB, k, c.NowMs, limit)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return ScheduleFireResult{}, vs.refused(c, ref)
 	}
 	if p != nil {
 		apply(c, p)
@@ -792,7 +834,7 @@ func (vs *Verbs) cmdScheduleFire(c *store.Ctx) {
 	if res.Fired > 0 {
 		vs.wake(c, k)
 	}
-	c.W.Int(int64(res.Fired))
+	return ScheduleFireResult{Fired: res.Fired, Skipped: res.Skipped, Missed: res.Missed}, nil
 }
 
 // fire is EMQ.SCHEDULE.FIRE's read pass and judgement (docs/verbs.md

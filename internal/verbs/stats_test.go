@@ -21,7 +21,7 @@ func counted(h *th, st *Stats, args ...string) string {
 		h.t.Fatalf("bad test command %v", args)
 	}
 	c := &store.Ctx{S: h.s, DB: h.s.DB(h.db), Argv: argv, W: &resp.Writer{Proto: 2},
-		NowMs: h.clk.NowMs(), RunID: h.run, Clock: h.clk}
+		NowMs: h.clk.NowMs(), RunID: h.run}
 	h.v.SetStats(st)
 	spec.Handler(c)
 	h.v.SetStats(nil)

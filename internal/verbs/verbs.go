@@ -52,6 +52,8 @@ type Verbs struct {
 	// crons caches parsed cron specs by spec and zone (schedules re-read
 	// their hash at every fire).
 	crons map[string]*cronSched
+	// clock is what EMQ.DEBUG CLOCK ADVANCE moves (Config.Clock).
+	clock ClockAdvancer
 }
 
 // Config is what a server lends its verbs.
@@ -70,6 +72,9 @@ type Config struct {
 	// them (docs/verbs.md §1.6); nil: nothing is published.
 	Publish   func(channel string, msg []byte)
 	Listening func(channel string) bool
+	// Clock is the server clock EMQ.DEBUG CLOCK ADVANCE moves
+	// (DebugClockAdvance); nil: the verb refuses as with debug off.
+	Clock ClockAdvancer
 }
 
 // New returns the verbs of one server. They count nothing until SetStats.
@@ -78,7 +83,7 @@ func New(cfg Config) *Verbs {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	vs := &Verbs{ready: cfg.Ready, badRows: badRowLog{log: log}}
+	vs := &Verbs{ready: cfg.Ready, badRows: badRowLog{log: log}, clock: cfg.Clock}
 	if cfg.Publish != nil && cfg.Listening != nil {
 		vs.publish, vs.listens = cfg.Publish, cfg.Listening
 	}

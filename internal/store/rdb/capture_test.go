@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
 )
@@ -40,7 +39,7 @@ func (r *cmdRunner) do(t *testing.T, db int, args ...string) string {
 		argv[i] = []byte(a)
 	}
 	w := &resp.Writer{Proto: 2}
-	c := &store.Ctx{S: r.st, DB: r.st.DB(db), W: w, NowMs: r.now, Clock: clock.NewManual(r.now)}
+	c := &store.Ctx{S: r.st, DB: r.st.DB(db), W: w, NowMs: r.now}
 	c.ResetForCommand(argv)
 	cs.Handler(c)
 	if strings.HasPrefix(string(w.Buf), "-") && !strings.HasPrefix(string(w.Buf), "-ERR no such key") {
