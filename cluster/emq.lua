@@ -423,6 +423,10 @@ local function keys(q)
     schedp = p .. 'sched:',
     waiting = p .. 'waiting',
     flow = p .. 'flow:',
+    lanep = p .. 'lane:',
+    lanes = p .. 'lanes',
+    lanes_limited = p .. 'lanes:limited',
+    lanes_known = p .. 'lanes:known',
   }
   if key_cache_n >= 4096 then
     key_cache, key_cache_n = {}, 0
@@ -447,10 +451,15 @@ end
 
 local ABSENT, OK, WRONG = 0, 1, 2
 
-local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group', 'priority', 'parent', 'children' }
+local ROW_FIELDS = { 'state', 'attempts', 'failures', 'stalled', 'lease_epoch', 'payload', 'group', 'priority', 'parent',
+  'children', 'lane', 'lane_slot' }
 
 -- read_row reads a job row: {kind, state, attempts, failures, stalled,
--- lease_epoch, payload, lane}; absent fields are false.
+-- lease_epoch, payload, lane, priority, parent, children, lane_name,
+-- lane_slot}; absent fields are false. `lane` is the seed's lane-row mark
+-- (the field `group`, refused: EMQLANE); `lane_name` is emqd's own lane
+-- field `lane` (docs/verbs.md §4.26), `lane_slot` whether the row holds a
+-- MAX_ACTIVE slot.
 local function read_row(key)
   local r = redis.pcall('HMGET', key, unpack(ROW_FIELDS))
   if r.err then
@@ -468,8 +477,10 @@ local function read_row(key)
     priority = r[8],
     parent = r[9],
     children = r[10] and true or false,
+    lane_name = r[11],
+    lane_slot = r[12] and true or false,
   }
-  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7] or r[8] or r[9] or r[10]) then
+  if not (r[1] or r[2] or r[3] or r[4] or r[5] or r[6] or r[7] or r[8] or r[9] or r[10] or r[11] or r[12]) then
     if redis.call('EXISTS', key) == 0 then
       row.kind = ABSENT
     end
@@ -500,7 +511,6 @@ end
 -- Seam 1, into pending (docs/verbs.md §1.3): every verb that puts a job
 -- into pending scores it with the row's priority (absent: 0).
 local MAX_PRIORITY = 9007199254740991
-local E_LANES = 'ERR lanes are not available in the cluster library (docs/cluster.md)'
 local E_PRIORITY = 'ERR priority must be an integer between -9007199254740991 and 9007199254740991'
 
 -- priority_arg parses a PRIORITY argument (nil and the error when bad).
@@ -532,11 +542,6 @@ local function row_priority(row)
   return n
 end
 
--- into_pending writes ZADD pending <priority> id (row judged readable).
-local function into_pending(k, id, row)
-  redis.call('ZADD', k.pending, string.format('%d', row_priority(row) or 0), id)
-end
-
 -- member reads id's score in the sorted set key: kind, in, score.
 local function member(key, id)
   local s = redis.pcall('ZSCORE', key, id)
@@ -556,6 +561,605 @@ local function read_field(key, field)
     return WRONG, false
   end
   return OK, v
+end
+
+-- ---------------------------------------------------------------------------
+-- Lanes (docs/verbs.md §4.26), block for block as internal/verbs/lanes.go: a
+-- queue's pending work split into named lanes, served by one weighted fair
+-- selection (stride scheduling), each lane with an optional MAX_ACTIVE and
+-- RATE. The plain pending set is the default lane. Every lane key carries
+-- the queue's tag {q}, so a queue's lanes are in the slot of the call.
+--
+-- One lane state `lt` per call (laneTx): read in the read pass
+-- (lanes_read, lt_lane), changed by the seams as the verb judges
+-- (lane_into: seam 1, "into pending"; lane_leaves: seam 2, "leaves
+-- active"; lane_leaves_pending: REMOVE), and turned into its writes by
+-- lanes_plan before the verb's first write (so every read sees the keyspace
+-- as it stood before the call, as the native plan does); lanes_apply writes
+-- them after the verb's own writes. A refusal writes nothing.
+
+local DEFAULT_LANE = 'default'
+local MAX_LANE_WEIGHT = 1000
+-- LANE_STRIDE1 is a weight-1 lane's stride: a lane of weight w advances its
+-- pass by floor(2^20 / w) per job (§4.26.2).
+local LANE_STRIDE1 = 1048576
+local MAX_PASS = 9223372036854774784 -- the largest double below 2^63
+local E_LANE_NAME = 'ERR invalid lane name'
+local E_LANE_WEIGHT = 'ERR weight must be an integer between 1 and 1000'
+
+-- valid_lane: the queue-name alphabet, 1 to 128 bytes (§4.26.1).
+local function valid_lane(n)
+  return #n >= 1 and #n <= 128 and not string.find(n, '[^A-Za-z0-9._%-]')
+end
+
+-- lane_of is a row's lane (the default lane without a `lane` field).
+local function lane_of(row)
+  local n = row and row.lane_name
+  if not n or n == '' then
+    return DEFAULT_LANE
+  end
+  return n
+end
+
+local function lane_configured(ls)
+  return ls.weight ~= 1 or ls.max_active ~= 0 or ls.rate_count ~= 0 or ls.paused
+end
+
+local function lane_stride(ls)
+  local w = ls.weight
+  if w < 1 then
+    w = 1
+  end
+  return math.floor(LANE_STRIDE1 / w)
+end
+
+-- full: at MAX_ACTIVE; limited: out of rate tokens now (§4.26.3).
+local function lane_full(ls)
+  return ls.max_active > 0 and ls.active >= ls.max_active
+end
+
+local function lane_limited(ls)
+  return ls.rate_count > 0 and ls.window >= ls.rate_count
+end
+
+local function lane_eligible(ls)
+  return ls.pend > 0 and not ls.paused and not lane_full(ls) and not lane_limited(ls)
+end
+
+-- lanes_read reads queue k's lane state at now (readLanes): the registry
+-- (lanes:known; absent = the queue has no lanes and every verb behaves as
+-- before lanes existed), the selection sets' types and meta's lane_vt.
+local function lanes_read(k, now)
+  local lt = { k = k, now = now, on = false, lanes = {}, order = {}, vt = 0, plain = 0, known_n = 0, zi = 0 }
+  local n = redis.pcall('ZCARD', k.lanes_known)
+  if type(n) == 'table' then
+    return nil, E_WRONGTYPE
+  end
+  lt.on = n > 0
+  lt.known_n = n
+  if not lt.on then
+    return lt
+  end
+  if zset_kind(k.lanes) == WRONG or zset_kind(k.lanes_limited) == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  local mk, v = read_field(k.meta, 'lane_vt')
+  if mk == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  if v then
+    if not ll(v) then
+      return nil, E_HASH_NOT_INT
+    end
+    lt.vt = tonumber(v)
+  end
+  return lt
+end
+
+local LANE_INT_FIELDS = { weight = true, max_active = true, rate_count = true, rate_per_ms = true, paused = true, active = true,
+  pass = true }
+
+-- lane_spent reads ls's rate log against its window (per_ms): the members
+-- that left it (to drop), how many are in (now - per_ms, now], the oldest.
+local function lane_spent(lt, ls)
+  ls.expired, ls.window, ls.oldest = {}, 0, 0
+  if ls.spent_len == 0 then
+    return
+  end
+  local edge = score_str(lt.now)
+  if ls.rate_per > 0 then
+    edge = score_str(lt.now - ls.rate_per)
+  end
+  if ls.rate_count == 0 then
+    edge = '+inf' -- no rate: the whole log is garbage
+  end
+  ls.expired = redis.call('ZRANGEBYSCORE', ls.skey, '-inf', edge)
+  ls.window = ls.spent_len - #ls.expired
+  if ls.window > 0 then
+    ls.oldest = tonumber(redis.call('ZRANGE', ls.skey, #ls.expired, #ls.expired, 'WITHSCORES')[2])
+  end
+end
+
+-- lt_lane loads lane name once per call (laneTx.lane): nil and the
+-- refusal when its keys are not what the lane verbs write.
+local function lt_lane(lt, name)
+  local ls = lt.lanes[name]
+  if ls then
+    return ls
+  end
+  local k = lt.k
+  ls = { name = name, hkey = k.lanep .. name, skey = k.lanep .. name .. ':spent', weight = 1, max_active = 0, rate_count = 0,
+    rate_per = 0, paused = false, cfg = {}, active = 0, pass = 0, pend = 0, cur = 0, added = {}, in_added = {},
+    spent_len = 0, new_spent = {}, existed = false, known = false }
+  ls.pkey = name == DEFAULT_LANE and k.pending or (k.lanep .. name .. ':pending')
+  if lt.on then
+    ls.known = redis.call('ZSCORE', k.lanes_known, name) and true or false
+  end
+  local hk = hash_kind(ls.hkey)
+  if hk == WRONG then
+    return nil, E_WRONGTYPE
+  end
+  if hk == OK then
+    ls.existed = true
+    local all = redis.call('HGETALL', ls.hkey)
+    for i = 1, #all, 2 do
+      local f, v = all[i], all[i + 1]
+      if LANE_INT_FIELDS[f] then
+        if not ll(v) then
+          return nil, E_HASH_NOT_INT
+        end
+        local n = tonumber(v)
+        if f == 'weight' then
+          ls.weight = math.min(math.max(n, 1), MAX_LANE_WEIGHT)
+        elseif f == 'max_active' then
+          ls.max_active = math.max(n, 0)
+        elseif f == 'rate_count' then
+          ls.rate_count = math.max(n, 0)
+        elseif f == 'rate_per_ms' then
+          ls.rate_per = math.max(n, 1)
+        elseif f == 'paused' then
+          ls.paused = n ~= 0
+        elseif f == 'active' then
+          ls.active = math.max(n, 0)
+        else
+          ls.pass = n
+        end
+        if f ~= 'active' and f ~= 'pass' then
+          ls.cfg[f] = true
+        end
+      end
+    end
+    if ls.rate_count > 0 and ls.rate_per < 1 then
+      ls.rate_per = 1
+    end
+  end
+  local n = redis.pcall('ZCARD', ls.pkey)
+  if type(n) == 'table' then
+    return nil, E_WRONGTYPE
+  end
+  ls.pend = n
+  if name == DEFAULT_LANE then
+    ls.pend = ls.pend + lt.plain
+  end
+  if lt.on then
+    local s = redis.call('ZSCORE', k.lanes, name)
+    ls.in_lanes, ls.lanes_sc = s and true or false, s and tonumber(s)
+    s = redis.call('ZSCORE', k.lanes_limited, name)
+    ls.in_limited, ls.lim_sc = s and true or false, s and tonumber(s)
+  end
+  n = redis.pcall('ZCARD', ls.skey)
+  if type(n) == 'table' then
+    return nil, E_WRONGTYPE
+  end
+  ls.spent_len = n
+  lane_spent(lt, ls)
+  lt.lanes[name] = ls
+  lt.order[#lt.order + 1] = ls
+  return ls
+end
+
+-- lane_joined: ls gets a job; a lane that had none rejoins at the current
+-- virtual time, max(its pass, vt) (§4.26.2).
+local function lane_joined(lt, ls)
+  if ls.pend == 0 and ls.pass < lt.vt then
+    ls.pass = lt.vt
+    ls.dirty = true
+  end
+  if not ls.existed then
+    ls.dirty = true
+  end
+end
+
+-- lane_into is seam 1 with lanes (intoPendingLane): job id (row: its row,
+-- prio: its priority) enters the pending set of its lane. It records the
+-- lane's change in lt and returns the set to ZADD it to (the caller writes
+-- ZADD <set> <prio> id in its write pass). The caller judged the lane with
+-- check_into_pending, so the lane is loaded.
+local function lane_into(lt, k, id, row, prio)
+  local name = lane_of(row)
+  if not lt or (not lt.on and not lt.turn_on and name == DEFAULT_LANE) then
+    if lt then
+      lt.plain = lt.plain + 1
+    end
+    return k.pending
+  end
+  local ls = lt_lane(lt, name)
+  if not ls.known and not lt.on then
+    lt.turn_on = true
+  end
+  lane_joined(lt, ls)
+  ls.pend = ls.pend + 1
+  if not ls.in_added[id] then
+    ls.in_added[id] = true
+    ls.added[#ls.added + 1] = { id = id, score = prio, row = row, key = k.job .. id }
+  end
+  return ls.pkey
+end
+
+-- check_into_pending judges, before anything is written, whether row can
+-- enter pending: a readable priority, a readable lane state. Returns the
+-- refusal text or nil.
+local function check_into_pending(lt, row)
+  if not row_priority(row) then
+    return E_HASH_NOT_INT
+  end
+  if lt and (lt.on or lane_of(row) ~= DEFAULT_LANE) then
+    local ls, e = lt_lane(lt, lane_of(row))
+    if not ls then
+      return e
+    end
+  end
+  return nil
+end
+
+-- lane_leaves is seam 2, "leaves active" (leavesActive): every exit from
+-- active (COMPLETE, FAIL, REQUEUE, DELAY, the sweep's recovery, restart
+-- exemption and dead-letter) calls it with the job's row as read. A row
+-- holding a slot gives it back exactly once: its lane's active count goes
+-- down by one and the caller deletes lane_slot (returns true then).
+local function lane_leaves(lt, row)
+  if not lt or not row or not row.lane_slot then
+    return false
+  end
+  local ls = lt_lane(lt, lane_of(row))
+  if ls.active > 0 then
+    ls.active = ls.active - 1
+  end
+  ls.dirty = true
+  return true
+end
+
+-- check_leaves judges the lane a slot goes back to (checkLeavesActive).
+local function check_leaves(lt, row)
+  if not lt or not row or not row.lane_slot then
+    return nil
+  end
+  local ls, e = lt_lane(lt, lane_of(row))
+  if not ls then
+    return e
+  end
+  return nil
+end
+
+-- lane_leaves_pending: a pending job of lane name leaves its set other
+-- than by a claim (REMOVE, REMOVE.ALL pending; §4.26.4). Nothing on a queue
+-- without lanes. Returns the refusal text or nil.
+local function lane_leaves_pending(lt, name)
+  if not lt or not lt.on then
+    return nil
+  end
+  local ls, e = lt_lane(lt, name)
+  if not ls then
+    return e
+  end
+  ls.pend = ls.pend - 1
+  return nil
+end
+
+-- lane_settings appends the writes of ls's settings (writeSettings): HDEL
+-- the ones present that went back to their defaults, HSET the others.
+local function lane_settings(ops, ls)
+  local set, del = { 'HSET', ls.hkey }, { 'HDEL', ls.hkey }
+  for _, x in ipairs({
+    { 'weight', ls.weight, ls.weight ~= 1 },
+    { 'max_active', ls.max_active, ls.max_active ~= 0 },
+    { 'rate_count', ls.rate_count, ls.rate_count ~= 0 },
+    { 'rate_per_ms', ls.rate_per, ls.rate_count ~= 0 },
+    { 'paused', 1, ls.paused },
+  }) do
+    if x[3] then
+      set[#set + 1] = x[1]
+      set[#set + 1] = score_str(x[2])
+    elseif ls.cfg[x[1]] then
+      del[#del + 1] = x[1]
+    end
+  end
+  if #del > 2 then
+    ops[#ops + 1] = del
+  end
+  if #set > 2 then
+    ops[#ops + 1] = set
+  end
+end
+
+-- lanes_plan is flush's computation: the writes that leave each touched
+-- lane right (its state fields, its rate log, its place in `lanes` at its
+-- pass or in `lanes:limited` at its next token time, or neither), and the
+-- removal of every key of a lane that is empty, idle and not configured
+-- (§4.26.4). It runs before the verb's first write; lanes_apply writes
+-- the list after the verb's own writes.
+local function lanes_plan(lt)
+  local ops = {}
+  if not lt then
+    return ops
+  end
+  local k = lt.k
+  if lt.turn_on and not lt.on then
+    -- Lanes go on: the default lane joins with the plain pending jobs.
+    local ls = lt_lane(lt, DEFAULT_LANE)
+    if ls and ls.pend > 0 then
+      ls.pass = math.max(ls.pass, lt.vt)
+      ls.dirty = true
+    end
+  end
+  if #lt.order == 0 and not lt.vt_dirty then
+    return ops
+  end
+  local known_n = lt.known_n
+  for _, ls in ipairs(lt.order) do
+    if ls.pend <= 0 and ls.active == 0 and not lane_configured(ls) then
+      if ls.existed then
+        ops[#ops + 1] = { 'DEL', ls.hkey }
+      end
+      if ls.known then
+        ops[#ops + 1] = { 'ZREM', k.lanes_known, ls.name }
+        known_n = known_n - 1
+      end
+      if ls.in_lanes then
+        ops[#ops + 1] = { 'ZREM', k.lanes, ls.name }
+      end
+      if ls.in_limited then
+        ops[#ops + 1] = { 'ZREM', k.lanes_limited, ls.name }
+      end
+      if ls.spent_len > 0 then
+        ops[#ops + 1] = { 'DEL', ls.skey }
+      end
+    else
+      -- A lane missing from the registry is (re-)registered (§4.26.4).
+      if not ls.known then
+        ops[#ops + 1] = { 'ZADD', k.lanes_known, '0', ls.name }
+        known_n = known_n + 1
+        ls.dirty = true
+      end
+      if ls.cfg_dirty then
+        lane_settings(ops, ls)
+      end
+      if ls.dirty then
+        ops[#ops + 1] = { 'HSET', ls.hkey, 'active', score_str(ls.active), 'pass', score_str(ls.pass) }
+      end
+      if ls.rate_count == 0 and ls.spent_len > 0 then
+        ops[#ops + 1] = { 'DEL', ls.skey }
+      else
+        for _, m in ipairs(ls.expired) do
+          ops[#ops + 1] = { 'ZREM', ls.skey, m }
+        end
+        for _, m in ipairs(ls.new_spent) do
+          ops[#ops + 1] = { 'ZADD', ls.skey, score_str(lt.now), m }
+        end
+      end
+      if lane_eligible(ls) then
+        if not ls.in_lanes or ls.lanes_sc ~= ls.pass then
+          ops[#ops + 1] = { 'ZADD', k.lanes, score_str(ls.pass), ls.name }
+        end
+        if ls.in_limited then
+          ops[#ops + 1] = { 'ZREM', k.lanes_limited, ls.name }
+        end
+      elseif ls.pend > 0 and not ls.paused and not lane_full(ls) and lane_limited(ls) then
+        if ls.in_lanes then
+          ops[#ops + 1] = { 'ZREM', k.lanes, ls.name }
+        end
+        local t = add_ms(ls.oldest, ls.rate_per)
+        if not ls.in_limited or ls.lim_sc ~= t then
+          ops[#ops + 1] = { 'ZADD', k.lanes_limited, score_str(t), ls.name }
+        end
+      else
+        if ls.in_lanes then
+          ops[#ops + 1] = { 'ZREM', k.lanes, ls.name }
+        end
+        if ls.in_limited then
+          ops[#ops + 1] = { 'ZREM', k.lanes_limited, ls.name }
+        end
+      end
+    end
+  end
+  if known_n <= 0 then
+    if (lt.on or lt.vt_dirty) and redis.call('HEXISTS', k.meta, 'lane_vt') == 1 then
+      ops[#ops + 1] = { 'HDEL', k.meta, 'lane_vt' }
+    end
+  elseif lt.vt_dirty then
+    ops[#ops + 1] = { 'HSET', k.meta, 'lane_vt', score_str(lt.vt) }
+  end
+  return ops
+end
+
+-- lanes_apply writes what lanes_plan computed.
+local function lanes_apply(ops)
+  for i = 1, #ops do
+    redis.call(unpack(ops[i]))
+  end
+end
+
+-- lanes_pending is the number of pending jobs of k's lanes other than the
+-- default one (EMQ.COUNTS adds it to pending).
+local function lanes_pending(k)
+  local names = redis.pcall('ZRANGE', k.lanes_known, 0, -1)
+  if names.err then
+    return 0
+  end
+  local n = 0
+  for _, name in ipairs(names) do
+    if name ~= DEFAULT_LANE then
+      local c = redis.pcall('ZCARD', k.lanep .. name .. ':pending')
+      if type(c) == 'number' then
+        n = n + c
+      end
+    end
+  end
+  return n
+end
+
+-- ---------------------------------------------------------------------------
+-- The claim with lanes on (docs/verbs.md §4.26.2).
+
+-- lane_pick is the eligible lane of lowest (pass, name) (pickLane): the
+-- first member of `lanes` the call has not loaded, or a loaded eligible
+-- lane. nil and the refusal when a lane's state is unreadable.
+local function lane_pick(lt)
+  local best
+  for _, ls in ipairs(lt.order) do
+    if lane_eligible(ls) and (not best or ls.pass < best.pass or (ls.pass == best.pass and bytes_lt(ls.name, best.name))) then
+      best = ls
+    end
+  end
+  if lt.on then
+    while true do
+      local it = redis.call('ZRANGE', lt.k.lanes, lt.zi, lt.zi, 'WITHSCORES')
+      if #it == 0 then
+        break
+      end
+      local m, sc = it[1], tonumber(it[2])
+      if lt.lanes[m] then
+        lt.zi = lt.zi + 1
+      elseif not best or sc < best.pass or (sc == best.pass and bytes_lt(m, best.name)) then
+        local ls, e = lt_lane(lt, m)
+        if not ls then
+          return nil, e
+        end
+        lt.zi = lt.zi + 1
+        if lane_eligible(ls) then
+          return ls
+        end
+        -- Stale membership (a lane emptied by hand): the plan takes it
+        -- out; look further.
+      else
+        break
+      end
+    end
+  end
+  return best
+end
+
+-- lane_next takes ls's next pending job (nextJob): the lower (priority, id)
+-- of its set's next member and the call's own additions. false when none.
+local function lane_next(ls, k)
+  if #ls.added > 1 and ls.cur == 0 then
+    table.sort(ls.added, function(a, b)
+      if a.score ~= b.score then
+        return a.score < b.score
+      end
+      return bytes_lt(a.id, b.id)
+    end)
+  end
+  local st
+  while true do
+    local it = redis.call('ZRANGE', ls.pkey, ls.cur, ls.cur, 'WITHSCORES')
+    if #it == 0 then
+      break
+    end
+    if ls.in_added[it[1]] then
+      ls.cur = ls.cur + 1
+    else
+      st = { id = it[1], score = tonumber(it[2]) }
+      break
+    end
+  end
+  local a = ls.added[1]
+  if a and (not st or a.score < st.score or (a.score == st.score and bytes_lt(a.id, st.id))) then
+    table.remove(ls.added, 1)
+    return a
+  end
+  if not st then
+    return false
+  end
+  ls.cur = ls.cur + 1
+  st.key = k.job .. st.id
+  st.row = read_row(st.key)
+  return st
+end
+
+-- lane_claim_judge is EMQ.CLAIM's picks on a queue with lanes
+-- (judgeClaimLanes): count fair picks, each the eligible lane of lowest
+-- pass, its best pending job, the lane's pass advanced by its stride, a
+-- MAX_ACTIVE slot taken (lane_slot on the row) and with RATE a member in
+-- its rate log. Ghosts met are removed and do not count. Returns the jobs
+-- and the ghosts ({key, id}), or nil and the refusal.
+local function lane_claim_judge(lt, k, count, now, ov)
+  -- Lanes whose next token came due re-enter the selection.
+  local due = redis.call('ZRANGEBYSCORE', k.lanes_limited, '-inf', score_str(now))
+  for _, name in ipairs(due) do
+    local ls, e = lt_lane(lt, name)
+    if not ls then
+      return nil, e
+    end
+  end
+  local jobs, ghosts = {}, {}
+  while #jobs < count do
+    local ls, e = lane_pick(lt)
+    if e then
+      return nil, e
+    end
+    if not ls then
+      break
+    end
+    local c = lane_next(ls, k)
+    if not c then
+      ls.pend = 0 -- the set was emptier than counted (hand writes)
+    else
+      if ov and c.id == ov.id then
+        c.row = ov.row
+      end
+      local row = c.row
+      if row.kind == ABSENT then
+        ghosts[#ghosts + 1] = { ls.pkey, c.id }
+        ls.pend = ls.pend - 1
+      elseif row.kind == WRONG then
+        return nil, E_WRONGTYPE
+      elseif row.lane then
+        return nil, E_LANE
+      else
+        local tok
+        tok, e = next_count(row.attempts, 1)
+        if not tok then
+          return nil, e
+        end
+        local failures = 0
+        if row.failures then
+          if not ll(row.failures) then
+            return nil, E_HASH_NOT_INT
+          end
+          failures = tonumber(row.failures)
+        end
+        jobs[#jobs + 1] = { c.id, row.payload or '', tok, failures, key = c.key, pkey = ls.pkey }
+        ls.pend = ls.pend - 1
+        ls.active = ls.active + 1
+        if ls.pass > lt.vt then
+          lt.vt = ls.pass
+        end
+        lt.vt_dirty = true
+        -- Saturate (§2.12): a pass written by hand near 2^63 must not wrap.
+        ls.pass = math.min(ls.pass + lane_stride(ls), MAX_PASS)
+        ls.dirty = true
+        if ls.rate_count > 0 then
+          if ls.window == 0 then
+            ls.oldest = now
+          end
+          ls.window = ls.window + 1
+          ls.new_spent[#ls.new_spent + 1] = c.id .. ':' .. tok
+        end
+      end
+    end
+  end
+  return jobs, ghosts
 end
 
 -- counter_check judges a metrics hash that will get n HINCRBY count 1.
@@ -695,8 +1299,11 @@ end
 
 local MAX_FLOW_DEPTH = 8
 
-local function flow_new(now, gone)
-  return { now = now, gone = gone or {}, parents = {}, list = {} }
+-- lt is the call's lane state of queue k: a released parent enters its
+-- lane through it (docs/verbs.md §4.26.4: one computation with the call's
+-- own lane changes).
+local function flow_new(now, gone, lt)
+  return { now = now, gone = gone or {}, parents = {}, list = {}, lt = lt }
 end
 
 -- flow_parent loads (once) parent pid of queue k; p.ok is false when it is
@@ -727,7 +1334,7 @@ local function flow_parent(fx, k, pid)
     return p
   end
   p.row = read_row(rk)
-  if not row_priority(p.row) then
+  if not fx.lt or check_into_pending(fx.lt, p.row) then
     return p
   end
   local r = read_retain(k)
@@ -827,6 +1434,19 @@ local function flow_reopen(fx, k, ref, id)
   return nil
 end
 
+-- flow_into puts the parents the seam releases into their lanes' state
+-- (seam 1; once each): call it after the call's last flow_end.
+local function flow_into(fx, k)
+  if not fx then
+    return
+  end
+  for _, p in ipairs(fx.list) do
+    if p.released and not p.pkey then
+      p.pkey = lane_into(fx.lt, k, p.id, p.row, row_priority(p.row))
+    end
+  end
+end
+
 -- flow_released lists, sorted, the parents the seam releases (NEXT's
 -- claim sees them in pending, docs/verbs.md §4.5.1).
 local function flow_released(fx)
@@ -871,7 +1491,7 @@ local function flow_write(fx, k)
       if p.released then
         redis.call('ZREM', k.waiting, p.id)
         redis.call('HSET', rk, 'children_left', left, 'state', 'pending')
-        into_pending(k, p.id, p.row)
+        redis.call('ZADD', p.pkey or k.pending, string.format('%d', row_priority(p.row) or 0), p.id)
       elseif p.killed then
         redis.call('ZREM', k.waiting, p.id)
         redis.call('HSET', rk, 'children_left', left, 'state', 'dead', 'last_error', p.err, 'finished_at', score_str(fx.now))
@@ -939,7 +1559,7 @@ end
 -- EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms]
 
 verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
-  local sched, ms, prio
+  local sched, ms, prio, lane, has_lane
   local i = 3
   while i <= #args do
     if i + 1 > #args then
@@ -956,8 +1576,13 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
       ms = v and tonumber(v)
     elseif opt == 'PRIORITY' and not prio then
       prio, e = priority_arg(args[i + 1])
-    elseif opt == 'LANE' then
-      e = E_LANES
+    elseif opt == 'LANE' and not has_lane then
+      has_lane = true
+      if not valid_lane(args[i + 1]) then
+        e = E_LANE_NAME
+      elseif args[i + 1] ~= DEFAULT_LANE then
+        lane = args[i + 1]
+      end
     else
       e = E_SYNTAX
     end
@@ -1011,6 +1636,16 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
   if row == OK then
     return false -- a duplicate: nil, nothing written
   end
+  -- The queue's lanes (docs/verbs.md §4.26): read for a job bound for
+  -- pending.
+  local lt
+  if not sched then
+    local le
+    lt, le = lanes_read(k, now)
+    if not lt then
+      return err(le)
+    end
+  end
   local dest, state, score = k.pending, 'pending', 0
   if sched == 'delay' then
     dest, state, score = k.schedule, 'scheduled', add_ms(now, ms)
@@ -1020,15 +1655,31 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
   if zset_kind(dest) == WRONG then
     return err(E_WRONGTYPE)
   end
-
-  -- Write pass.
-  if prio and prio ~= 0 then
-    redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now),
-      'priority', string.format('%d', prio))
-  else
-    redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now))
+  -- Seam 1 (docs/verbs.md §4.26): into the pending set of its lane.
+  local nrow = lane and { lane_name = lane } or nil
+  if lt and (lt.on or lane) then
+    local _, le = lt_lane(lt, lane_of(nrow))
+    if le then
+      return err(le)
+    end
   end
   if dest == k.pending then
+    dest = lane_into(lt, k, id, nrow, prio or 0)
+  end
+  local lops = lanes_plan(lt)
+
+  -- Write pass.
+  local fv = { 'HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', payload, 'enqueued_at', score_str(now) }
+  if prio and prio ~= 0 then
+    fv[#fv + 1] = 'priority'
+    fv[#fv + 1] = string.format('%d', prio)
+  end
+  if lane then
+    fv[#fv + 1] = 'lane'
+    fv[#fv + 1] = lane
+  end
+  redis.call(unpack(fv))
+  if not sched then
     redis.call('ZADD', dest, string.format('%d', prio or 0), id)
   else
     redis.call('ZADD', dest, score_str(score), id)
@@ -1036,6 +1687,7 @@ verb('emq_enqueue', 'emq.enqueue', -4, {}, function(k, args)
   if mint then
     redis.call('HSET', k.mint, 'last', id)
   end
+  lanes_apply(lops)
   event(k, 'enqueued', id)
   return id
 end)
@@ -1047,7 +1699,7 @@ end)
 -- for a duplicate).
 
 verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
-  local sched, ms, prio
+  local sched, ms, prio, lane, has_lane
   local i = 1
   while i <= #args and string.upper(args[i]) ~= 'JOBS' do
     if i + 1 > #args then
@@ -1064,8 +1716,13 @@ verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
       ms = v and tonumber(v)
     elseif opt == 'PRIORITY' and not prio then
       prio, e = priority_arg(args[i + 1])
-    elseif opt == 'LANE' then
-      e = E_LANES
+    elseif opt == 'LANE' and not has_lane then
+      has_lane = true
+      if not valid_lane(args[i + 1]) then
+        e = E_LANE_NAME
+      elseif args[i + 1] ~= DEFAULT_LANE then
+        lane = args[i + 1]
+      end
     else
       e = E_SYNTAX
     end
@@ -1153,20 +1810,48 @@ verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
     end
     ids[#ids + 1] = out
   end
+  -- The queue's lanes (docs/verbs.md §4.26): every job of the batch enters
+  -- the same lane through seam 1.
+  local lt
+  local nrow = lane and { lane_name = lane } or nil
+  if next(taken) and not sched then
+    local e
+    lt, e = lanes_read(k, now)
+    if not lt then
+      return err(e)
+    end
+    if lane or lt.on then
+      local _, le = lt_lane(lt, lane_of(nrow))
+      if le then
+        return err(le)
+      end
+    end
+  end
+  local pkeys = {}
+  for j = 1, #ids do
+    if ids[j] and not sched then
+      pkeys[j] = lane_into(lt, k, ids[j], nrow, prio or 0)
+    end
+  end
+  local lops = lanes_plan(lt)
 
   -- Write pass.
   for j = 1, #ids do
     local id = ids[j]
     if id then
+      local fv = { 'HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1],
+        'enqueued_at', score_str(now) }
       if prio and prio ~= 0 then
-        redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1],
-          'enqueued_at', score_str(now), 'priority', string.format('%d', prio))
-      else
-        redis.call('HSET', k.job .. id, 'state', state, 'attempts', '0', 'payload', args[first + 2 * (j - 1) + 1],
-          'enqueued_at', score_str(now))
+        fv[#fv + 1] = 'priority'
+        fv[#fv + 1] = string.format('%d', prio)
       end
-      if dest == k.pending then
-        redis.call('ZADD', dest, string.format('%d', prio or 0), id)
+      if lane then
+        fv[#fv + 1] = 'lane'
+        fv[#fv + 1] = lane
+      end
+      redis.call(unpack(fv))
+      if not sched then
+        redis.call('ZADD', pkeys[j], string.format('%d', prio or 0), id)
       else
         redis.call('ZADD', dest, score_str(score), id)
       end
@@ -1175,6 +1860,7 @@ verb('emq_enqueue_many', 'emq.enqueue.many', -5, {}, function(k, args)
   if last_minted then
     redis.call('HSET', k.mint, 'last', last_minted)
   end
+  lanes_apply(lops)
   for j = 1, #ids do
     if ids[j] then
       event(k, 'enqueued', ids[j])
@@ -1209,6 +1895,25 @@ local function token_guard(k, verb_name, id, token)
     return nil, E_LEASE_LOST
   end
   return row
+end
+
+-- token_lanes reads the queue's lane state for a token verb's exit from
+-- active and judges it (tokenRead.laneCheck): the lane the slot goes back
+-- to (seam 2) and, with to_pending, the lane the job returns to (seam 1).
+-- Returns lt, or nil and the refusal.
+local function token_lanes(k, row, now, to_pending)
+  local lt, e = lanes_read(k, now)
+  if not lt then
+    return nil, e
+  end
+  e = check_leaves(lt, row)
+  if not e and to_pending then
+    e = check_into_pending(lt, row)
+  end
+  if e then
+    return nil, e
+  end
+  return lt
 end
 
 -- NEXT (docs/verbs.md §4.5.1): EMQ.COMPLETE and EMQ.FAIL answer what
@@ -1316,6 +2021,11 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
   if e then
     return err(e)
   end
+  local lt
+  lt, e = token_lanes(k, row, now, false)
+  if not lt then
+    return err(e)
+  end
   e = counter_check(k.completed, 1)
   if e then
     return err(e)
@@ -1333,19 +2043,26 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
     end
     trim = select_trim(k, k.done, r.completed, now, 1, false, RETAIN_TRIM_PER_CALL)
   end
+  -- Seam 2: the slot is back before NEXT's claim (docs/verbs.md §4.26.3).
+  local slot = lane_leaves(lt, row)
   local fx
   if row.parent then
-    fx = flow_new(now, gone_of({}, trim))
+    fx = flow_new(now, gone_of({}, trim), lt)
     flow_end(fx, k, row.parent, id, 'completed', result)
+    flow_into(fx, k)
   end
   local pl
   if next_ then
-    pl, e = claim_judge(k, lease, count, now, { id = id, row = { kind = ABSENT }, released = flow_released(fx) })
+    pl, e = claim_judge(k, lease, count, now, { id = id, row = { kind = ABSENT }, released = flow_released(fx) }, lt)
     if not pl then
       return err(e)
     end
   end
+  local lops = lanes_plan(lt)
   redis.call('ZREM', k.active, id)
+  if slot and keep then
+    redis.call('HDEL', k.job .. id, 'lane_slot')
+  end
   if keep then
     if result then
       redis.call('HSET', k.job .. id, 'state', 'completed', 'finished_at', score_str(now), 'result', result)
@@ -1363,10 +2080,12 @@ verb('emq_complete', 'emq.complete', -4, { 'allow-oom' }, function(k, args)
   event(k, 'completed', id)
   write_trim(k, k.done, trim)
   flow_write(fx, k)
+  local out = 1
   if next_ then
-    return claim_write(k, pl, lease, now)
+    out = claim_write(k, pl, lease, now)
   end
-  return 1
+  lanes_apply(lops)
+  return out
 end)
 
 -- EMQ.FAIL q id token max_attempts delay_ms error [NEXT lease_ms [COUNT count]]
@@ -1393,6 +2112,11 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
   if e then
     return err(e)
   end
+  local lt
+  lt, e = token_lanes(k, row, now, false)
+  if not lt then
+    return err(e)
+  end
   local f
   f, e = next_count(row.failures, 1)
   if e then
@@ -1412,9 +2136,12 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
       ovrow[name] = v
     end
     ovrow.failures = f
+    ovrow.lane_slot = false
     local ov = { id = id, row = ovrow, sched = not dead, due = not dead and add_ms(now, delay) <= now, released = flow_released(fx) }
-    return claim_judge(k, lease, count, now, ov)
+    return claim_judge(k, lease, count, now, ov, lt)
   end
+  -- Seam 2 (docs/verbs.md §4.26.3), before NEXT's claim.
+  local slot = lane_leaves(lt, row)
   local pl
   if dead then
     if zset_kind(k.dead) == WRONG then
@@ -1435,24 +2162,31 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
       score = score_str(now)
     end
     if row.parent then
-      fx = flow_new(now, gone_of({}, trim))
+      fx = flow_new(now, gone_of({}, trim), lt)
       flow_end(fx, k, row.parent, id, 'dead', stored_error(args[5]))
+      flow_into(fx, k)
     end
     pl, e = next_claim()
     if not pl then
       return err(e)
     end
+    local lops = lanes_plan(lt)
     redis.call('ZREM', k.active, id)
+    if slot then
+      redis.call('HDEL', rk, 'lane_slot')
+    end
     redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'dead', 'finished_at', score_str(now))
     redis.call('ZADD', k.dead, score, id)
     redis.call('HINCRBY', k.failed, 'count', '1')
     event(k, 'dead', id)
     write_trim(k, k.dead, trim)
     flow_write(fx, k)
+    local out = { 'dead', tonumber(f) }
     if next_ then
-      return { 'dead', tonumber(f), claim_write(k, pl, lease, now) }
+      out[3] = claim_write(k, pl, lease, now)
     end
-    return { 'dead', tonumber(f) }
+    lanes_apply(lops)
+    return out
   end
   if zset_kind(k.schedule) == WRONG then
     return err(E_WRONGTYPE)
@@ -1461,14 +2195,20 @@ verb('emq_fail', 'emq.fail', -7, { 'allow-oom' }, function(k, args)
   if not pl then
     return err(e)
   end
+  local lops = lanes_plan(lt)
   redis.call('ZREM', k.active, id)
+  if slot then
+    redis.call('HDEL', rk, 'lane_slot')
+  end
   redis.call('HSET', rk, 'last_error', stored_error(args[5]), 'failures', f, 'state', 'scheduled')
   redis.call('ZADD', k.schedule, score_str(add_ms(now, delay)), id)
   event(k, 'failed', id)
+  local out = { 'scheduled', tonumber(f) }
   if next_ then
-    return { 'scheduled', tonumber(f), claim_write(k, pl, lease, now) }
+    out[3] = claim_write(k, pl, lease, now)
   end
-  return { 'scheduled', tonumber(f) }
+  lanes_apply(lops)
+  return out
 end)
 
 -- EMQ.REQUEUE q id token
@@ -1484,9 +2224,22 @@ verb('emq_requeue', 'emq.requeue', 4, { 'allow-oom' }, function(k, args)
   if not row_priority(row) then
     return err(E_HASH_NOT_INT)
   end
+  local lt
+  lt, e = token_lanes(k, row, now_ms(), true)
+  if not lt then
+    return err(e)
+  end
+  -- Seam 2 then seam 1 (docs/verbs.md §4.26.3).
+  local slot = lane_leaves(lt, row)
+  local pkey = lane_into(lt, k, id, row, row_priority(row))
+  local lops = lanes_plan(lt)
   redis.call('ZREM', k.active, id)
+  if slot then
+    redis.call('HDEL', k.job .. id, 'lane_slot')
+  end
   redis.call('HSET', k.job .. id, 'state', 'pending')
-  into_pending(k, id, row)
+  redis.call('ZADD', pkey, string.format('%d', row_priority(row)), id)
+  lanes_apply(lops)
   event(k, 'requeued', id)
   return 1
 end)
@@ -1526,9 +2279,14 @@ verb('emq_delay', 'emq.delay', 6, { 'allow-oom' }, function(k, args)
   end
   ms = tonumber(ms)
   local now = now_ms()
-  local _
-  _, e = token_guard(k, 'delay', id, token)
+  local row
+  row, e = token_guard(k, 'delay', id, token)
   if e then
+    return err(e)
+  end
+  local lt
+  lt, e = token_lanes(k, row, now, false)
+  if not lt then
     return err(e)
   end
   if zset_kind(k.schedule) == WRONG then
@@ -1538,7 +2296,13 @@ verb('emq_delay', 'emq.delay', 6, { 'allow-oom' }, function(k, args)
   if mode == 'IN' then
     score = add_ms(now, ms)
   end
+  local slot = lane_leaves(lt, row)
+  local lops = lanes_plan(lt)
   redis.call('ZREM', k.active, id)
+  if slot then
+    redis.call('HDEL', k.job .. id, 'lane_slot')
+  end
+  lanes_apply(lops)
   redis.call('HSET', k.job .. id, 'state', 'scheduled')
   redis.call('ZADD', k.schedule, score_str(score), id)
   event(k, 'delayed', id)
@@ -1562,21 +2326,28 @@ end)
 -- (a ghost is dropped from schedule; a non-hash or lane row refuses the
 -- whole call). Returns the promoted entries, or nil and the refusal.
 
-local function judge_promotions(due)
+-- Each promoted job enters its lane through seam 1 (lt: the call's lane
+-- state; d.pkey is the set it joins).
+local function judge_promotions(due, lt, k)
   for i = 1, #due do
     local row = due[i].row
     if row.kind == WRONG then
       return nil, E_WRONGTYPE
     elseif row.kind == OK and row.lane then
       return nil, E_LANE
-    elseif row.kind == OK and not row_priority(row) then
-      return nil, E_HASH_NOT_INT
+    elseif row.kind == OK then
+      local e = check_into_pending(lt, row)
+      if e then
+        return nil, e
+      end
     end
   end
   local out = {}
   for i = 1, #due do
-    if due[i].row.kind == OK then
-      out[#out + 1] = due[i]
+    local d = due[i]
+    if d.row.kind == OK then
+      d.pkey = lane_into(lt, k, d.id, d.row, row_priority(d.row))
+      out[#out + 1] = d
     end
   end
   return out
@@ -1588,7 +2359,7 @@ local function write_promotions(k, due)
     redis.call('ZREM', k.schedule, d.id)
     if d.row.kind == OK then
       redis.call('HSET', d.key, 'state', 'pending')
-      into_pending(k, d.id, d.row)
+      redis.call('ZADD', d.pkey or k.pending, string.format('%d', row_priority(d.row) or 0), d.id)
     end
   end
   for i = 1, #due do
@@ -1608,7 +2379,7 @@ local CLAIM_PROMOTE_MAX = '100'
 -- effect on its job not written yet: NEXT, §4.5.1) is applied. It returns
 -- the claim's plan, or nil and the refusal. claim_write writes the plan and
 -- returns the reply.
-claim_judge = function(k, lease, count, now, ov)
+claim_judge = function(k, lease, count, now, ov, lt)
   local e
   -- Read pass.
   local mk, paused = read_field(k.meta, 'paused')
@@ -1616,7 +2387,7 @@ claim_judge = function(k, lease, count, now, ov)
     return nil, E_WRONGTYPE
   end
   if paused then
-    return { due = {}, ghosts = {}, jobs = {} }
+    return { due = {}, ghosts = {}, jobs = {}, lt = lt }
   end
   local due
   if ov then
@@ -1637,10 +2408,37 @@ claim_judge = function(k, lease, count, now, ov)
   if r0.err or zset_kind(k.active) == WRONG then
     return nil, E_WRONGTYPE
   end
+  -- The queue's lanes (docs/verbs.md §4.26): a finishing verb's NEXT
+  -- shares its own (the slot it gave back is already free).
+  if not lt then
+    lt, e = lanes_read(k, now)
+    if not lt then
+      return nil, e
+    end
+  end
   local promoted
-  promoted, e = judge_promotions(due)
+  promoted, e = judge_promotions(due, lt, k)
   if not promoted then
     return nil, e
+  end
+  if lt.on then
+    -- With lanes on: count fair picks (docs/verbs.md §4.26.2).
+    local jobs, ghosts = lane_claim_judge(lt, k, count, now, ov)
+    if not jobs then
+      return nil, ghosts
+    end
+    return { due = due, ghosts = ghosts, jobs = jobs, lt = lt, lanes = true }
+  end
+  -- A promoted job of another lane went to its lane's set (and turned
+  -- lanes on): the next claim serves it.
+  do
+    local plain = {}
+    for j = 1, #promoted do
+      if lane_of(promoted[j].row) == DEFAULT_LANE then
+        plain[#plain + 1] = promoted[j]
+      end
+    end
+    promoted = plain
   end
   -- The promoted ids join pending at score 0, so they sort by id among the
   -- score-0 members (bytes); a promoted id already in pending moves to 0.
@@ -1761,26 +2559,45 @@ claim_judge = function(k, lease, count, now, ov)
       end
     end
   end
+  if lt.turn_on then
+    -- A promoted job of a lane turned lanes on in this claim: the default
+    -- lane joins the selection with what this claim leaves of pending
+    -- (docs/verbs.md §4.26.4).
+    local ls = lt_lane(lt, DEFAULT_LANE)
+    if ls then
+      ls.pend = ls.pend - (#jobs + #ghosts)
+    end
+  end
 
-  return { due = due, ghosts = ghosts, jobs = jobs }
+  return { due = due, ghosts = ghosts, jobs = jobs, lt = lt }
 end
 
 claim_write = function(k, pl, lease, now)
   local jobs = pl.jobs
   write_promotions(k, pl.due)
   for j = 1, #pl.ghosts do
-    redis.call('ZREM', k.pending, pl.ghosts[j])
+    local g = pl.ghosts[j]
+    if type(g) == 'table' then
+      redis.call('ZREM', g[1], g[2])
+    else
+      redis.call('ZREM', k.pending, g)
+    end
   end
   if #jobs > 0 then
     local deadline = score_str(add_ms(now, lease))
     local epoch = run_id()
     for j = 1, #jobs do
       local job = jobs[j]
-      redis.call('ZREM', k.pending, job[1])
+      redis.call('ZREM', job.pkey or k.pending, job[1])
       redis.call('HINCRBY', job.key, 'attempts', '1')
-      redis.call('HSET', job.key, 'state', 'active', 'lease_epoch', epoch, 'claimed_at', score_str(now))
+      if pl.lanes then
+        -- The job holds a slot of its lane (docs/verbs.md §4.26.3).
+        redis.call('HSET', job.key, 'state', 'active', 'lease_epoch', epoch, 'claimed_at', score_str(now), 'lane_slot', '1')
+      else
+        redis.call('HSET', job.key, 'state', 'active', 'lease_epoch', epoch, 'claimed_at', score_str(now))
+      end
       redis.call('ZADD', k.active, deadline, job[1])
-      job.key = nil
+      job.key, job.pkey = nil, nil
     end
     for j = 1, #jobs do
       event(k, 'claimed', jobs[j][1])
@@ -1829,7 +2646,10 @@ verb('emq_claim', 'emq.claim', -3, { 'allow-oom' }, function(k, args)
   if not pl then
     return err(e)
   end
-  return claim_write(k, pl, lease, now)
+  local lops = lanes_plan(pl.lt)
+  local out = claim_write(k, pl, lease, now)
+  lanes_apply(lops)
+  return out
 end)
 
 -- ---------------------------------------------------------------------------
@@ -1882,6 +2702,15 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
     return err(E_WRONGTYPE)
   end
   local epoch = #expired > 0 and run_id() or nil
+  -- The queue's lanes (docs/verbs.md §4.26.3): every exit gives its slot
+  -- back (seam 2), every recovery enters its lane (seam 1).
+  local lt
+  if #expired > 0 then
+    lt, e = lanes_read(k, now)
+    if not lt then
+      return err(e)
+    end
+  end
   local verdicts, n_recovered, n_dead = {}, 0, 0
   for i = 1, #expired do
     local row = expired[i].row
@@ -1893,8 +2722,9 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       return err(E_LANE)
     elseif row.lease_epoch ~= epoch then
       -- The lease crossed a restart (or a failover): exempt, uncounted.
-      if not row_priority(row) then
-        return err(E_HASH_NOT_INT)
+      e = check_into_pending(lt, row) or check_leaves(lt, row)
+      if e then
+        return err(e)
       end
       verdicts[i] = { kind = 'exempt' }
       n_recovered = n_recovered + 1
@@ -1904,12 +2734,17 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
       if not s then
         return err(e)
       end
+      e = check_leaves(lt, row)
+      if e then
+        return err(e)
+      end
       if cmp_ll(s, max) >= 0 then
         verdicts[i] = { kind = 'dead', s = s }
         n_dead = n_dead + 1
       else
-        if not row_priority(row) then
-          return err(E_HASH_NOT_INT)
+        e = check_into_pending(lt, row)
+        if e then
+          return err(e)
         end
         verdicts[i] = { kind = 'recovered', s = s }
         n_recovered = n_recovered + 1
@@ -1949,25 +2784,40 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
     trim_dead = select_trim(k, k.dead, r.dead, now, n_dead, true, tonumber(limit))
     dead_score = score_str(now)
   end
+  -- The seams' lane state, in the native plan's order.
+  for i = 1, #expired do
+    local v, row = verdicts[i], expired[i].row
+    if v.kind ~= 'ghost' then
+      v.slot = lane_leaves(lt, row)
+      if v.kind ~= 'dead' then
+        v.pkey = lane_into(lt, k, expired[i].id, row, row_priority(row))
+      end
+    end
+  end
   local fx
   for i = 1, #expired do
     if verdicts[i].kind == 'dead' and expired[i].row.parent then
-      fx = fx or flow_new(now, gone_of(gone_of({}, trim_done), trim_dead))
+      fx = fx or flow_new(now, gone_of(gone_of({}, trim_done), trim_dead), lt)
       flow_end(fx, k, expired[i].row.parent, expired[i].id, 'dead', 'stalled')
     end
   end
+  flow_into(fx, k)
+  local lops = lanes_plan(lt)
 
   local recovered, dead = {}, {}
   for i = 1, #expired do
     local id, rk, v = expired[i].id, expired[i].key, verdicts[i]
     redis.call('ZREM', k.active, id)
+    if v.slot then
+      redis.call('HDEL', rk, 'lane_slot')
+    end
     if v.kind == 'exempt' then
       redis.call('HSET', rk, 'state', 'pending')
-      into_pending(k, id, expired[i].row)
+      redis.call('ZADD', v.pkey, string.format('%d', row_priority(expired[i].row)), id)
       recovered[#recovered + 1] = id
     elseif v.kind == 'recovered' then
       redis.call('HSET', rk, 'state', 'pending', 'stalled', v.s)
-      into_pending(k, id, expired[i].row)
+      redis.call('ZADD', v.pkey, string.format('%d', row_priority(expired[i].row)), id)
       recovered[#recovered + 1] = id
     elseif v.kind == 'dead' then
       redis.call('HSET', rk, 'stalled', v.s, 'state', 'dead', 'last_error', 'stalled', 'finished_at', score_str(now))
@@ -1988,6 +2838,7 @@ verb('emq_stalled_check', 'emq.stalled.check', -2, { 'allow-oom' }, function(k, 
   write_trim(k, k.done, trim_done)
   write_trim(k, k.dead, trim_dead)
   flow_write(fx, k)
+  lanes_apply(lops)
   return { recovered, dead }
 end)
 
@@ -2013,15 +2864,22 @@ verb('emq_promote', 'emq.promote', -2, { 'allow-oom' }, function(k, args)
   if #due == 0 then
     return 0
   end
+  local lt
+  lt, e = lanes_read(k, now)
+  if not lt then
+    return err(e)
+  end
   local promoted
-  promoted, e = judge_promotions(due)
+  promoted, e = judge_promotions(due, lt, k)
   if not promoted then
     return err(e)
   end
   if #promoted > 0 and zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
   end
+  local lops = lanes_plan(lt)
   write_promotions(k, due)
+  lanes_apply(lops)
   return #promoted
 end)
 
@@ -2031,7 +2889,8 @@ end)
 -- reprocess_judge is EMQ.REPROCESS's read pass and judgement for one id
 -- (docs/verbs.md §4.13): the row key, or nil and the refusal.
 -- EMQ.REPROCESS.ALL judges each job through it (§4.24).
-local function reprocess_judge(k, id, fx)
+-- lt is the queue's lane state (nil: unreadable, lerr the refusal).
+local function reprocess_judge(k, id, fx, lt, lerr)
   local rk = k.job .. id
   local dk, in_dead = member(k.dead, id)
   if dk == WRONG then
@@ -2052,21 +2911,26 @@ local function reprocess_judge(k, id, fx)
     return nil, E_LANE
   elseif zset_kind(k.pending) == WRONG then
     return nil, E_WRONGTYPE
-  elseif not row_priority(row) then
-    return nil, E_HASH_NOT_INT
+  elseif not lt then
+    return nil, lerr
+  end
+  local e = check_into_pending(lt, row)
+  if e then
+    return nil, e
   end
   if fx and row.parent then
     -- A dead flow child (docs/verbs.md §4.25.3): reopen or refuse.
-    local e = flow_reopen(fx, k, row.parent, id)
+    e = flow_reopen(fx, k, row.parent, id)
     if e and not fx.bulk then
       return nil, e
     end
   end
-  return rk
+  return rk, row
 end
 
 -- reprocess_write is EMQ.REPROCESS's plan for one judged job.
-local function reprocess_write(k, id, rk, reset)
+-- (pkey: the pending set of its lane, from lane_into; prio its priority).
+local function reprocess_write(k, id, rk, reset, pkey, prio)
   redis.call('ZREM', k.dead, id)
   if reset then
     redis.call('HDEL', rk, 'last_error', 'failures', 'stalled')
@@ -2074,7 +2938,7 @@ local function reprocess_write(k, id, rk, reset)
     redis.call('HDEL', rk, 'last_error')
   end
   redis.call('HSET', rk, 'state', 'pending')
-  into_pending(k, id, read_row(rk))
+  redis.call('ZADD', pkey, string.format('%d', prio), id)
 end
 
 verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
@@ -2082,13 +2946,18 @@ verb('emq_reprocess', 'emq.reprocess', -3, { 'allow-oom' }, function(k, args)
     return err(E_SYNTAX)
   end
   local id, reset = args[1], #args == 2
-  local fx = flow_new(now_ms())
-  local rk, e = reprocess_judge(k, id, fx)
+  local now = now_ms()
+  local lt, e = lanes_read(k, now)
+  local fx = flow_new(now, nil, lt)
+  local rk, row = reprocess_judge(k, id, fx, lt, e)
   if not rk then
-    return err(e)
+    return err(row)
   end
-  reprocess_write(k, id, rk, reset)
+  local pkey = lane_into(lt, k, id, row, row_priority(row))
+  local lops = lanes_plan(lt)
+  reprocess_write(k, id, rk, reset, pkey, row_priority(row))
   flow_write(fx, k)
+  lanes_apply(lops)
   event(k, 'reprocessed', id)
   return 1
 end)
@@ -2121,15 +2990,41 @@ local function remove_judge(k, id)
   if pk == WRONG or sk == WRONG or dk == WRONG or ck == WRONG or wk == WRONG then
     return nil, E_WRONGTYPE
   end
-  return { id = id, rk = rk, row = row.kind == OK, pending = in_pending, schedule = in_schedule,
+  -- A pending job of a lane is in its lane's set (docs/verbs.md §4.26.4).
+  local lane, lanepend, in_lanepend = lane_of(row), nil, false
+  if row.kind == OK and lane ~= DEFAULT_LANE then
+    local lk
+    lanepend = k.lanep .. lane .. ':pending'
+    lk, in_lanepend = member(lanepend, id)
+    if lk == WRONG then
+      return nil, E_WRONGTYPE
+    end
+  end
+  local r = { id = id, rk = rk, row = row.kind == OK, pending = in_pending, schedule = in_schedule,
     dead = in_dead, done = in_done, waiting = in_waiting, children = row.children,
-    parent = row.kind == OK and row.parent or nil }
+    parent = row.kind == OK and row.parent or nil, lane = lane, lanepend = lanepend, in_lanepend = in_lanepend }
+  r.any = in_pending or in_schedule or in_dead or in_done or in_waiting or in_lanepend or r.row
+  return r
+end
+
+-- remove_leaves records r's job leaving the pending set of its lane (the
+-- default one, or its lane's) in lt (removeLeaves), so the lanes are right
+-- at once (docs/verbs.md §4.26.4). Returns the refusal text or nil.
+local function remove_leaves(lt, r)
+  local e
+  if r.pending then
+    e = lane_leaves_pending(lt, DEFAULT_LANE)
+  end
+  if not e and r.in_lanepend then
+    e = lane_leaves_pending(lt, r.lane)
+  end
+  return e
 end
 
 -- remove_flows runs the flow seam for judged removals rs (docs/verbs.md
 -- §4.25.2): a removed child has ended; a parent removed by the same call
 -- is gone.
-local function remove_flows(k, rs)
+local function remove_flows(k, rs, lt)
   local fx
   for _, r in ipairs(rs) do
     if r.parent then
@@ -2140,11 +3035,12 @@ local function remove_flows(k, rs)
             gone[x.rk] = true
           end
         end
-        fx = flow_new(now_ms(), gone)
+        fx = flow_new(lt.now, gone, lt)
       end
       flow_end(fx, k, r.parent, r.id, 'removed', nil)
     end
   end
+  flow_into(fx, k)
   return fx
 end
 
@@ -2153,6 +3049,9 @@ local function remove_write(k, r)
   local n = 0
   if r.pending then
     n = n + redis.call('ZREM', k.pending, r.id)
+  end
+  if r.in_lanepend then
+    n = n + redis.call('ZREM', r.lanepend, r.id)
   end
   if r.schedule then
     n = n + redis.call('ZREM', k.schedule, r.id)
@@ -2182,13 +3081,24 @@ verb('emq_remove', 'emq.remove', 3, { 'allow-oom' }, function(k, args)
   if not r then
     return err(e)
   end
-  local fx = remove_flows(k, { r })
-  if remove_write(k, r) then
-    event(k, 'removed', id)
-    flow_write(fx, k)
-    return 1
+  if not r.any then
+    return 0
   end
-  return 0
+  local lt
+  lt, e = lanes_read(k, now_ms())
+  if lt then
+    e = remove_leaves(lt, r)
+  end
+  if e then
+    return err(e)
+  end
+  local fx = remove_flows(k, { r }, lt)
+  local lops = lanes_plan(lt)
+  remove_write(k, r)
+  event(k, 'removed', id)
+  flow_write(fx, k)
+  lanes_apply(lops)
+  return 1
 end)
 
 -- ---------------------------------------------------------------------------
@@ -2255,33 +3165,48 @@ verb('emq_reprocess_all', 'emq.reprocess.all', -2, { 'allow-oom' }, function(k, 
   if not ids then
     return err(E_WRONGTYPE)
   end
-  local plan = {}
+  local plan, rows, pkeys = {}, {}, {}
+  local now = now_ms()
+  local lt
+  if #ids > 0 then
+    local e
+    lt, e = lanes_read(k, now)
+    if not lt then
+      return err(e)
+    end
+  end
   -- Dead flow children reopen waiting parents; a dead parent does not
   -- refuse the bulk call (docs/verbs.md §4.25.3).
-  local fx = flow_new(now_ms())
+  local fx = flow_new(now, nil, lt)
   fx.bulk = true
   for i = 1, #ids do
     local rk = k.job .. ids[i]
     if hash_kind(rk) == ABSENT then
       plan[i] = false -- a ghost: dropped, not counted
     else
-      local e
-      plan[i], e = reprocess_judge(k, ids[i], fx)
+      plan[i], rows[i] = reprocess_judge(k, ids[i], fx, lt)
       if not plan[i] then
-        return err(e)
+        return err(rows[i])
       end
     end
   end
+  for i = 1, #ids do
+    if plan[i] then
+      pkeys[i] = lane_into(lt, k, ids[i], rows[i], row_priority(rows[i]))
+    end
+  end
+  local lops = lanes_plan(lt)
   local done = 0
   for i = 1, #ids do
     if plan[i] then
-      reprocess_write(k, ids[i], plan[i], reset)
+      reprocess_write(k, ids[i], plan[i], reset, pkeys[i], row_priority(rows[i]))
       done = done + 1
     else
       redis.call('ZREM', k.dead, ids[i])
     end
   end
   flow_write(fx, k)
+  lanes_apply(lops)
   for i = 1, #ids do
     if plan[i] then
       event(k, 'reprocessed', ids[i])
@@ -2306,13 +3231,28 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
     return err(E_WRONGTYPE)
   end
   local plan = {}
+  local lt
+  if #ids > 0 then
+    -- Pending jobs leave their lanes (docs/verbs.md §4.26.4).
+    lt, e = lanes_read(k, now_ms())
+    if not lt then
+      return err(e)
+    end
+  end
   for i = 1, #ids do
     plan[i], e = remove_judge(k, ids[i])
+    if plan[i] and plan[i].any then
+      e = remove_leaves(lt, plan[i])
+      if e then
+        plan[i] = nil
+      end
+    end
     if not plan[i] then
       return err(e)
     end
   end
-  local fx = remove_flows(k, plan)
+  local fx = remove_flows(k, plan, lt)
+  local lops = lanes_plan(lt)
   local removed = {}
   for i = 1, #ids do
     if remove_write(k, plan[i]) then
@@ -2323,6 +3263,7 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
     event(k, 'removed', removed[i])
   end
   flow_write(fx, k)
+  lanes_apply(lops)
   return { #removed, redis.call('ZCARD', set) }
 end)
 
@@ -2340,15 +3281,24 @@ verb('emq_promote_all', 'emq.promote.all', -2, { 'allow-oom' }, function(k, args
   for i = 1, #ids do
     due[i] = { id = ids[i], key = k.job .. ids[i], row = read_row(k.job .. ids[i]) }
   end
+  local lt
+  if #ids > 0 then
+    lt, e = lanes_read(k, now_ms())
+    if not lt then
+      return err(e)
+    end
+  end
   local promoted
-  promoted, e = judge_promotions(due)
+  promoted, e = judge_promotions(due, lt, k)
   if not promoted then
     return err(e)
   end
   if #promoted > 0 and zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
   end
+  local lops = lanes_plan(lt)
   write_promotions(k, due)
+  lanes_apply(lops)
   return { #promoted, redis.call('ZCARD', k.schedule) }
 end)
 
@@ -2374,12 +3324,21 @@ verb('emq_promote_job', 'emq.promote.job', 3, { 'allow-oom' }, function(k, args)
     return err(E_LANE)
   elseif zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
-  elseif not row_priority(row) then
-    return err(E_HASH_NOT_INT)
   end
+  local lt, e = lanes_read(k, now_ms())
+  if not lt then
+    return err(e)
+  end
+  e = check_into_pending(lt, row)
+  if e then
+    return err(e)
+  end
+  local pkey = lane_into(lt, k, id, row, row_priority(row))
+  local lops = lanes_plan(lt)
   redis.call('ZREM', k.schedule, id)
   redis.call('HSET', rk, 'state', 'pending')
-  into_pending(k, id, row)
+  redis.call('ZADD', pkey, string.format('%d', row_priority(row)), id)
+  lanes_apply(lops)
   event(k, 'promoted', id)
   return 1
 end)
@@ -2487,16 +3446,166 @@ local function metric(key)
 end
 
 -- ---------------------------------------------------------------------------
--- EMQ.LANE, EMQ.LANES and the LANE option (docs/verbs.md §4.25): not in the
--- library yet; refused with nothing read or written (docs/cluster.md,
--- Differences: lanes).
+-- ---------------------------------------------------------------------------
+-- EMQ.LANE q name [WEIGHT w] [MAX_ACTIVE n] [RATE count per_ms] [PAUSE | RESUME] [RESET]
+-- (docs/verbs.md §4.26.1; cmdLane in internal/verbs/lanes_cmd.go).
 
-verb('emq_lane', 'emq.lane', -4, {}, function()
-  return err(E_LANES)
+-- lane_num is an option's value as a number; values above 2^53-1 are kept
+-- as 2^53-1 (docs/cluster.md, Differences: lanes).
+local function lane_num(v)
+  return math.min(tonumber(v), MAX_SCORE)
+end
+
+verb('emq_lane', 'emq.lane', -4, {}, function(k, args)
+  local name = args[1]
+  if not valid_lane(name) then
+    return err(E_LANE_NAME)
+  end
+  local a = {}
+  local i = 2
+  while i <= #args do
+    local w, e = string.upper(args[i]), nil
+    if w == 'RESET' and not a.reset then
+      a.reset = true
+      i = i + 1
+    elseif (w == 'PAUSE' or w == 'RESUME') and not a.has_pause then
+      a.has_pause, a.pause = true, w == 'PAUSE'
+      i = i + 1
+    else
+      if w == 'WEIGHT' and not a.has_weight and i + 1 <= #args then
+        a.has_weight = true
+        local v = args[i + 1]
+        if not ll(v) then
+          e = E_NOT_INT
+        else
+          a.weight = tonumber(v)
+          if a.weight < 1 or a.weight > MAX_LANE_WEIGHT then
+            e = E_LANE_WEIGHT
+          end
+        end
+        i = i + 2
+      elseif w == 'MAX_ACTIVE' and not a.has_max and i + 1 <= #args then
+        a.has_max = true
+        local v
+        v, e = int_arg(args[i + 1], 0, 'max_active')
+        a.max_active = v and lane_num(v)
+        i = i + 2
+      elseif w == 'RATE' and not a.has_rate and i + 2 <= #args then
+        a.has_rate = true
+        local v
+        v, e = int_arg(args[i + 1], 0, 'count')
+        if v then
+          a.rate_count = lane_num(v)
+          v, e = int_arg(args[i + 2], 1, 'per_ms')
+          a.rate_per = v and lane_num(v)
+        end
+        i = i + 3
+      else
+        e = E_SYNTAX
+      end
+      if e then
+        return err(e)
+      end
+    end
+  end
+  local lt, e = lanes_read(k, now_ms())
+  if not lt then
+    return err(e)
+  end
+  local ls
+  ls, e = lt_lane(lt, name)
+  if not ls then
+    return err(e)
+  end
+  local before = { ls.weight, ls.max_active, ls.rate_count, ls.rate_per, ls.paused }
+  if a.reset then
+    ls.weight, ls.max_active, ls.rate_count, ls.rate_per, ls.paused = 1, 0, 0, 0, false
+  end
+  if a.has_weight then
+    ls.weight = a.weight
+  end
+  if a.has_max then
+    ls.max_active = a.max_active
+  end
+  if a.has_rate then
+    ls.rate_count, ls.rate_per = a.rate_count, a.rate_per
+  end
+  if a.has_pause then
+    ls.paused = a.pause
+  end
+  if ls.rate_count == 0 then
+    ls.rate_per = 0
+  end
+  local after = { ls.weight, ls.max_active, ls.rate_count, ls.rate_per, ls.paused }
+  local changed = false
+  for j = 1, 5 do
+    if before[j] ~= after[j] then
+      changed = true
+    end
+  end
+  if changed or (not ls.existed and lane_configured(ls)) then
+    ls.cfg_dirty = true
+    if not ls.known and not lt.on then
+      lt.turn_on = true
+    end
+    if ls.pend > 0 and not ls.existed then
+      lane_joined(lt, ls)
+    end
+  end
+  if ls.rate_count > 0 and ls.rate_per ~= before[4] then
+    -- A new window: the log is judged against it from now on.
+    lane_spent(lt, ls)
+  end
+  lanes_apply(lanes_plan(lt))
+  return redis.status_reply('OK')
 end)
 
-verb('emq_lanes', 'emq.lanes', 2, { 'no-writes' }, function()
-  return err(E_LANES)
+-- ---------------------------------------------------------------------------
+-- EMQ.LANES q (docs/verbs.md §4.26.5): one map per lane of lanes:known, by
+-- name; an empty array for a queue without lanes. Read-only.
+
+verb('emq_lanes', 'emq.lanes', 2, { 'no-writes' }, function(k)
+  local lt, e = lanes_read(k, now_ms())
+  if not lt then
+    return err(e)
+  end
+  local out = {}
+  if not lt.on then
+    return out
+  end
+  for _, name in ipairs(redis.call('ZRANGE', k.lanes_known, 0, -1)) do
+    local ls
+    ls, e = lt_lane(lt, name)
+    if not ls then
+      return err(e)
+    end
+    local state = 'ready'
+    if ls.pend == 0 then
+      state = 'idle'
+    elseif ls.paused then
+      state = 'paused'
+    elseif lane_full(ls) then
+      state = 'full'
+    elseif lane_limited(ls) then
+      state = 'limited'
+    end
+    local pass = redis.call('HGET', ls.hkey, 'pass') or '0'
+    out[#out + 1] = {
+      map = {
+        lane = ls.name,
+        state = state,
+        pending = ls.pend,
+        active = ls.active,
+        weight = ls.weight,
+        max_active = ls.max_active,
+        rate_count = ls.rate_count,
+        rate_per_ms = ls.rate_per,
+        paused = ls.paused and 1 or 0,
+        pass = pass,
+      },
+    }
+  end
+  return out
 end)
 
 verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
@@ -2525,6 +3634,9 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   if type(waiting) == 'table' then
     return err(E_WRONGTYPE)
   end
+  -- pending counts every lane's pending jobs (docs/verbs.md §4.26.5);
+  -- latency_ms stays the default lane's.
+  local pending = sizes[1] + lanes_pending(k)
   -- latency_ms: the age of the job the next claim takes (docs/verbs.md
   -- §4.16), 0 when unknown.
   local latency = 0
@@ -2542,7 +3654,7 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   return {
     map = {
       retained = retained,
-      pending = sizes[1],
+      pending = pending,
       active = sizes[2],
       scheduled = sizes[3],
       dead = sizes[4],
@@ -2719,6 +3831,8 @@ verb('emq_flow', 'emq.flow', -8, {}, function(k, args)
     return #nodes
   end
   local stale = {}
+  local fnow = now_ms()
+  local lt
   for j, n in ipairs(nodes) do
     if j > 1 then
       local ck = hash_kind(k.job .. n.id)
@@ -2743,8 +3857,28 @@ verb('emq_flow', 'emq.flow', -8, {}, function(k, args)
     if zset_kind(set) == WRONG then
       return err(E_WRONGTYPE)
     end
+    if #n.kids == 0 and not lt then
+      -- A leaf enters pending through seam 1: with its queue's lanes.
+      local e
+      lt, e = lanes_read(k, fnow)
+      if not lt then
+        return err(e)
+      end
+      if lt.on then
+        local _, le = lt_lane(lt, DEFAULT_LANE)
+        if le then
+          return err(le)
+        end
+      end
+    end
   end
-  local now = score_str(now_ms())
+  for _, n in ipairs(nodes) do
+    if #n.kids == 0 then
+      lane_into(lt, k, n.id, nil, 0)
+    end
+  end
+  local lops = lanes_plan(lt)
+  local now = score_str(fnow)
   for _, key in ipairs(stale) do
     redis.call('DEL', key)
   end
@@ -2770,6 +3904,7 @@ verb('emq_flow', 'emq.flow', -8, {}, function(k, args)
       redis.call('HSET', k.flow .. n.id, unpack(ros))
     end
   end
+  lanes_apply(lops)
   for _, n in ipairs(nodes) do
     event(k, 'enqueued', n.id)
   end
@@ -3400,6 +4535,18 @@ verb('emq_schedule_fire', 'emq.schedule.fire', -2, { 'allow-oom' }, function(k, 
   if zset_kind(k.pending) == WRONG then
     return err(E_WRONGTYPE)
   end
+  -- The occurrences enter the default lane through seam 1 (docs/verbs.md
+  -- §4.26): the lane is read before the first write.
+  local lt, le = lanes_read(k, now)
+  if not lt then
+    return err(le)
+  end
+  if lt.on then
+    local _, e = lt_lane(lt, DEFAULT_LANE)
+    if e then
+      return err(e)
+    end
+  end
   local fired_ids, n_fired = {}, 0
   local function running(id)
     if fired_ids[id] then
@@ -3451,7 +4598,7 @@ verb('emq_schedule_fire', 'emq.schedule.fire', -2, { 'allow-oom' }, function(k, 
           if redis.call('EXISTS', row) == 0 and not fired_ids[id] then
             redis.call('HSET', row, 'state', 'pending', 'attempts', '0', 'payload', s.payload,
               'enqueued_at', score_str(now), 'schedule', s.name, 'slot_ms', score_str(slot))
-            redis.call('ZADD', k.pending, 0, id)
+            redis.call('ZADD', lane_into(lt, k, id, nil, 0), 0, id)
             event(k, 'enqueued', id)
           end
           fired_ids[id] = true
@@ -3477,6 +4624,9 @@ verb('emq_schedule_fire', 'emq.schedule.fire', -2, { 'allow-oom' }, function(k, 
       redis.call('ZADD', k.sched, score_str(sched_score(o[2])), o[1])
     end
   end
+  -- Only the default lane changed (loaded before the first write), so the
+  -- lane writes are computed here from the state the call read.
+  lanes_apply(lanes_plan(lt))
   return n_fired
 end)
 

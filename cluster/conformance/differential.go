@@ -169,6 +169,15 @@ func (s *side) render(verb string, v any) string {
 		}
 		return "[" + strings.Join(parts, " ") + "]"
 	}
+	if verb == "EMQ.LANES" {
+		// One map per lane (Differences: "map entry order").
+		entries := v.([]any)
+		parts := make([]string, len(entries))
+		for i, x := range entries {
+			parts[i] = s.render("EMQ.JOB", x)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
 	if _, isArray := v.([]any); verb == "EMQ.COUNTS" || verb == "EMQ.JOB" || (verb == "EMQ.RETAIN" && isArray) {
 		m := asMap(s.t, v)
 		keys := make([]string, 0, len(m))
@@ -305,12 +314,28 @@ func randomState(rng *rand.Rand) [][]string {
 		return "0"
 	}
 	var out [][]string
+	// Half the states have lanes (docs/verbs.md §4.26): lanes configured
+	// through EMQ.LANE, some pending jobs admitted into them through
+	// EMQ.ENQUEUE ... LANE, and a claim at the end so some leases hold
+	// slots.
+	lanes := rng.Intn(2) == 0
+	var pre, laneJobs [][]string
+	if lanes {
+		for n := rng.Intn(3); n >= 0; n-- {
+			pre = append(pre, append([]string{"EMQ.LANE", "q", pick(rng, "a", "b", "default")},
+				[][]string{{"WEIGHT", "3"}, {"MAX_ACTIVE", "1"}, {"RATE", "1", "1000"}, {"RATE", "2", "1400"}, {"PAUSE"}, {"WEIGHT", "2", "MAX_ACTIVE", "2"}}[rng.Intn(6)]...))
+		}
+	}
 	for _, id := range propIDs {
 		set := sets[rng.Intn(len(sets))]
 		if rng.Intn(8) == 0 {
 			continue
 		}
 		rk := p + "job:" + id
+		if lanes && set == sets[0] && rng.Intn(2) == 0 {
+			laneJobs = append(laneJobs, []string{"EMQ.ENQUEUE", "q", id, "p-" + id, "LANE", pick(rng, "a", "b", "c")})
+			continue
+		}
 		switch rng.Intn(12) {
 		case 0: // ghost
 		case 1: // wrong-type row
@@ -334,6 +359,13 @@ func randomState(rng *rand.Rand) [][]string {
 			}
 		}
 		out = append(out, []string{"ZADD", set, score(set), id})
+	}
+	if lanes {
+		// The lane jobs and the claim come before the hand-written rows, so
+		// the claim meets only lane jobs (a broken row would refuse it).
+		head := append(pre, laneJobs...)
+		head = append(head, []string{"EMQ.CLAIM", "q", "1000", "COUNT", pick(rng, "1", "2", "3")})
+		out = append(head, out...)
 	}
 	touched := map[string]bool{}
 	if rng.Intn(6) == 0 {
@@ -362,10 +394,8 @@ func randomState(rng *rand.Rand) [][]string {
 // diffSkip are the verbs the differential run does not draw, each with
 // the reason.
 var diffSkip = map[string]string{
-	"emq.flow":  "its children may be in another queue, which the library refuses (docs/cluster.md §7, \"flows across queues\"); the Flows scenario runs same-queue flows on both",
-	"emq.wait":  "it parks the one connection of the run until the job finishes (its scenarios are in suite.go)",
-	"emq.lane":  "the library refuses lanes (docs/cluster.md, Differences: lanes)",
-	"emq.lanes": "the library refuses lanes (docs/cluster.md, Differences: lanes)",
+	"emq.flow": "its children may be in another queue, which the library refuses (docs/cluster.md §7, \"flows across queues\"); the Flows scenario runs same-queue flows on both",
+	"emq.wait": "it parks the one connection of the run until the job finishes (its scenarios are in suite.go)",
 	"emq.schedule": "emqd fires due schedules on its own timer as the clock advances, the library only on EMQ.SCHEDULE.FIRE " +
 		"(docs/verbs.md §4.22.4), and the library refuses CRON (docs/cluster.md): the keyspaces would part (scenarios: schedules.go)",
 }

@@ -64,8 +64,8 @@ var Differences = []Difference{
 		"emq_wait answers at once: the finished job's map, EMQSTALE job gone, or nil for a job not finished (emqd's answer inside MULTI); the Go client polls", "Wait"},
 	{"flows across queues", "EMQ.FLOW takes children in any queue of the database",
 		"every job of a flow must be in the parent's queue (ERR in a cluster every job of a flow must be in the parent's queue ...; nothing written): another queue's keys are in another slot", "Flows"},
-	{"lanes", "EMQ.LANE, EMQ.LANES and ENQUEUE ... LANE name: weighted fair lanes with MAX_ACTIVE and RATE",
-		"refused: ERR lanes are not available in the cluster library (docs/cluster.md), nothing written", "Lanes"},
+	{"lanes", "EMQ.LANE's MAX_ACTIVE, RATE count and per_ms kept exactly up to 2^63-1; a blocked claimer wakes when a rate token arrives",
+		"the same lanes, selection, limits and keys; those settings above 2^53-1 are kept as 2^53-1 (Lua numbers are doubles); no claimer blocks, so none waits for a token (BLOCK answers at once)", "Lanes"},
 	{"transition counters", "INFO # EMQ and the metrics endpoint count every transition per queue",
 		"none (the library keeps only the queue's own metrics:completed and metrics:failed)", "-"},
 }

@@ -185,6 +185,14 @@ func (g *Gen) when(a []string) []string {
 		// PRIORITY (docs/verbs.md §4.2), now and then out of range.
 		a = append(a, "PRIORITY", g.Pick("1", "-5", "0", "x", "9007199254740992", "-9007199254740991"))
 	}
+	if g.Rand.Intn(3) == 0 {
+		// LANE (docs/verbs.md §4.26), the lanes EMQ.LANE configures, the
+		// default lane, and bad names; now and then twice.
+		a = append(a, "LANE", g.Pick("a", "a", "b", "default", "c", "a:b", ""))
+		if g.Rand.Intn(10) == 0 {
+			a = append(a, "LANE", "b")
+		}
+	}
 	return a
 }
 
