@@ -973,7 +973,7 @@ local function lanes_plan(lt)
     end
   end
   if known_n <= 0 then
-    if (lt.on or lt.vt_dirty) and redis.call('HEXISTS', k.meta, 'lane_vt') == 1 then
+    if (lt.on or lt.vt_dirty) and redis.pcall('HEXISTS', k.meta, 'lane_vt') == 1 then
       ops[#ops + 1] = { 'HDEL', k.meta, 'lane_vt' }
     end
   elseif lt.vt_dirty then
