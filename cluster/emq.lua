@@ -3561,19 +3561,40 @@ verb('emq_lane', 'emq.lane', -4, {}, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
--- EMQ.LANES q (docs/verbs.md §4.26.5): one map per lane of lanes:known, by
--- name; an empty array for a queue without lanes. Read-only.
+-- EMQ.LANES q [offset count] (docs/verbs.md §4.26.5): one map per lane of
+-- a page of lanes:known (by name; EMQ.LIST's page arguments and errors,
+-- §4.18: count 100 by default, at most 1000); an empty array for a queue
+-- without lanes or past the end. Read-only.
 
-verb('emq_lanes', 'emq.lanes', 2, { 'no-writes' }, function(k)
+verb('emq_lanes', 'emq.lanes', -2, { 'no-writes' }, function(k, args)
+  local offset, count = 0, 100
+  if #args == 2 then
+    local v, e = int_arg(args[1], 0, 'offset')
+    if v then
+      offset = tonumber(v)
+      v, e = int_arg(args[2], 1, 'count')
+      if v then
+        count = tonumber(v)
+        if count > 1000 then
+          e = 'ERR count must be at most 1000'
+        end
+      end
+    end
+    if e then
+      return err(e)
+    end
+  elseif #args ~= 0 then
+    return err(E_SYNTAX)
+  end
   local lt, e = lanes_read(k, now_ms())
   if not lt then
     return err(e)
   end
   local out = {}
-  if not lt.on then
+  if not lt.on or offset >= lt.known_n then
     return out
   end
-  for _, name in ipairs(redis.call('ZRANGE', k.lanes_known, 0, -1)) do
+  for _, name in ipairs(redis.call('ZRANGE', k.lanes_known, offset, offset + count - 1)) do
     local ls
     ls, e = lt_lane(lt, name)
     if not ls then
@@ -3589,7 +3610,6 @@ verb('emq_lanes', 'emq.lanes', 2, { 'no-writes' }, function(k)
     elseif lane_limited(ls) then
       state = 'limited'
     end
-    local pass = redis.call('HGET', ls.hkey, 'pass') or '0'
     out[#out + 1] = {
       map = {
         lane = ls.name,
@@ -3601,7 +3621,7 @@ verb('emq_lanes', 'emq.lanes', 2, { 'no-writes' }, function(k)
         rate_count = ls.rate_count,
         rate_per_ms = ls.rate_per,
         paused = ls.paused and 1 or 0,
-        pass = pass,
+        pass = ls.pass,
       },
     }
   end

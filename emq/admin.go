@@ -35,8 +35,8 @@ type EnqueueOptions struct {
 	// Lane puts the job in lane Lane of its queue (EMQ.ENQUEUE ... LANE
 	// name, docs/verbs.md §4.26): lanes share the queue's claims by
 	// weight, each with its own MAX_ACTIVE and RATE (Inspector.SetLane).
-	// "" and "default" are the plain pending set. Not available on the
-	// cluster library (docs/cluster.md).
+	// "" and "default" are the plain pending set. The cluster library has
+	// the same lanes (docs/cluster.md §9).
 	Lane string
 }
 

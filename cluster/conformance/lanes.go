@@ -47,11 +47,12 @@ func (e *env) claimIDs(q string, count int) []string {
 	return out
 }
 
-// lanes reads EMQ.LANES q as one map per lane (RESP2: flat pairs).
-func (e *env) lanes(q string) []map[string]any {
+// lanes reads EMQ.LANES q [page...] as one map per lane (RESP2: flat
+// pairs).
+func (e *env) lanes(q string, page ...any) []map[string]any {
 	e.t.Helper()
 	var out []map[string]any
-	for _, x := range e.ok("EMQ.LANES", q).([]any) {
+	for _, x := range e.ok(append([]any{"EMQ.LANES", q}, page...)...).([]any) {
 		m := map[string]any{}
 		kv := x.([]any)
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -106,8 +107,15 @@ func lanesFirst(t *testing.T, tg Target) {
 		t.Fatalf("EMQ.LANES %v", ls)
 	}
 	a := ls[0]
-	if a["weight"] != int64(2) || a["active"] != int64(1) || a["pending"] != int64(0) || a["state"] != "idle" || a["pass"] != "524288" {
+	if a["weight"] != int64(2) || a["active"] != int64(1) || a["pending"] != int64(0) || a["state"] != "idle" || a["pass"] != int64(524288) {
 		t.Fatalf("lane a %v", a)
+	}
+	// A page of lanes (EMQ.LIST's arguments): offset 1, count 1 is b.
+	if page := e.lanes("q", 1, 1); len(page) != 1 || page[0]["lane"] != "b" {
+		t.Fatalf("EMQ.LANES q 1 1: %v", page)
+	}
+	if page := e.lanes("q", 3, 10); len(page) != 0 {
+		t.Fatalf("past the end: %v", page)
 	}
 	if f := e.field("q", idB, "lane_slot"); f != "1" {
 		t.Fatalf("lane_slot %q", f)
