@@ -53,6 +53,49 @@ func TestCleanHistoriesPass(t *testing.T) {
 	if v := Check(h); len(v) != 0 {
 		t.Fatalf("indeterminate COMPLETE reported: %v", v)
 	}
+	// Retention: the completed row at the end carries the RESULT, an
+	// EMQ.JOB read after the COMPLETE shows it; a retained job's zombie
+	// COMPLETE is refused as completed.
+	h = base()
+	h.Retain = true
+	h.Ops[2].Result, h.Ops[2].HasResult = "r1", true
+	h.Ops = append(h.Ops, Op{Client: 1, Kind: Read, ID: "JOB1", Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Seen: true, State: "completed", Result: "r1", HasResult: true},
+		Op{Client: 2, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(8), Return: ms(9), Status: Refused, Err: "EMQSTATE job is completed", Epoch: e1},
+		Op{Client: 9, Kind: Revive, ID: "JOB1", Call: ms(8), Return: ms(9), Status: Refused, Err: "EMQSTATE job is not dead", Epoch: e1})
+	h.Final["JOB1"] = Row{State: "completed", Attempts: 1, Result: "r1", HasResult: true}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("retained history reported: %v", v)
+	}
+	// REMOVE deletes a retained row.
+	h.Ops = append(h.Ops, Op{Client: 9, Kind: Remove, ID: "JOB1", Removed: 1, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1})
+	delete(h.Final, "JOB1")
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("retained and removed history reported: %v", v)
+	}
+	// REPROCESS ... RESET clears failures and stalled (docs/verbs.md
+	// §4.13): the next claim reports 0 failures.
+	h = base()
+	h.MaxAttempts = 1
+	h.Ops = append(h.Ops[:2],
+		Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1, Verdict: "dead", FailCount: 1},
+		Op{Client: 9, Kind: Revive, ID: "JOB1", Reset: true, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+		Op{Client: 1, Kind: Claim, Call: ms(8), Return: ms(9), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}},
+		Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 2, MaxAttempts: 1, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1, Verdict: "dead", FailCount: 1})
+	h.Final["JOB1"] = Row{State: "dead", Attempts: 2, Failures: 1}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("RESET history reported: %v", v)
+	}
+	// An unanswered RESET may or may not have cleared them.
+	h.Ops[3].Status, h.Ops[3].Err = Unknown, "i/o timeout"
+	h.Ops = h.Ops[:4]
+	for _, f := range []int64{0, 1} {
+		h.Final["JOB1"] = Row{State: map[int64]string{0: "pending", 1: "dead"}[f], Attempts: 1, Failures: f}
+		if v := Check(h); len(v) != 0 {
+			t.Fatalf("unanswered RESET, failures %d, reported: %v", f, v)
+		}
+	}
+	h = base()
+	h.Ops[2].Status, h.Ops[2].Err = Unknown, "i/o timeout"
 	// The same lost COMPLETE with the row still active: it did not happen.
 	h.Final["JOB1"] = Row{State: "active", Attempts: 1, LeaseEpoch: e1}
 	if v := Check(h); len(v) != 0 {
@@ -298,6 +341,59 @@ func TestDoctoredHistoriesReported(t *testing.T) {
 			h.Ops = h.Ops[:2]
 			h.Final["JOB1"] = Row{State: "active", Attempts: 5}
 		}, VAttempts},
+		{"retained result differs from the COMPLETE's", func(h *History) {
+			h.Retain = true
+			h.Ops[2].Result, h.Ops[2].HasResult = "r1", true
+			h.Final["JOB1"] = Row{State: "completed", Attempts: 1, Result: "r2", HasResult: true}
+		}, VResult},
+		{"retained result lost", func(h *History) {
+			h.Retain = true
+			h.Ops[2].Result, h.Ops[2].HasResult = "r1", true
+			h.Final["JOB1"] = Row{State: "completed", Attempts: 1}
+		}, VResult},
+		{"retained row gone", func(h *History) { h.Retain = true }, VResult},
+		{"completed row without a COMPLETE", func(h *History) {
+			h.Retain = true
+			h.Ops = h.Ops[:2]
+			h.Final["JOB1"] = Row{State: "completed", Attempts: 1}
+		}, VResult},
+		{"EMQ.JOB reads another result", func(h *History) {
+			h.Retain = true
+			h.Ops[2].Result, h.Ops[2].HasResult = "r1", true
+			h.Ops = append(h.Ops, Op{Client: 1, Kind: Read, ID: "JOB1", Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Seen: true, State: "completed", Result: "r0", HasResult: true})
+			h.Final["JOB1"] = Row{State: "completed", Attempts: 1, Result: "r1", HasResult: true}
+		}, VResult},
+		{"EMQ.JOB finds no retained row", func(h *History) {
+			h.Retain = true
+			h.Ops = append(h.Ops, Op{Client: 1, Kind: Read, ID: "JOB1", Call: ms(6), Return: ms(7), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "completed", Attempts: 1}
+		}, VResult},
+		{"RESET left the failures", func(h *History) {
+			h.Ops = append(h.Ops[:2],
+				Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1, Verdict: "dead", FailCount: 1},
+				Op{Client: 9, Kind: Revive, ID: "JOB1", Reset: true, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "pending", Attempts: 1, Failures: 1}
+		}, VFailures},
+		{"REPROCESS without RESET cleared the failures", func(h *History) {
+			h.Ops = append(h.Ops[:2],
+				Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1, Verdict: "dead", FailCount: 1},
+				Op{Client: 9, Kind: Revive, ID: "JOB1", Call: ms(6), Return: ms(7), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "pending", Attempts: 1, Failures: 0}
+		}, VFailures},
+		{"RESET left stalled", func(h *History) {
+			h.MaxStalled = 1
+			h.Ops = append(h.Ops[:2],
+				Op{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1, Dead: []string{"JOB1"}},
+				Op{Client: 9, Kind: Revive, ID: "JOB1", Reset: true, Call: ms(12), Return: ms(13), Status: OK, Epoch: e1})
+			h.Final["JOB1"] = Row{State: "pending", Attempts: 1, Stalled: 1, LeaseEpoch: e1}
+		}, VStalled},
+		{"claim after RESET shows the old failures", func(h *History) {
+			h.Ops = append(h.Ops[:2],
+				Op{Client: 1, Kind: Fail, ID: "JOB1", Token: 1, MaxAttempts: 1, Call: ms(4), Return: ms(5), Status: OK, Epoch: e1, Verdict: "dead", FailCount: 1},
+				Op{Client: 9, Kind: Revive, ID: "JOB1", Reset: true, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1},
+				Op{Client: 1, Kind: Claim, Call: ms(8), Return: ms(9), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 1}}})
+			h.Final["JOB1"] = Row{State: "active", Attempts: 2}
+		}, VLinearizable},
 		{"refusal that the state contradicts", func(h *History) {
 			// "job gone" while the job is held by this very token.
 			h.Ops = append(h.Ops[:2], Op{Client: 1, Kind: Complete, ID: "JOB1", Token: 1, Call: ms(4), Return: ms(5), Status: Refused, Err: "EMQSTALE job gone", Epoch: e1})
@@ -395,6 +491,12 @@ func TestShortRunUnderFaults(t *testing.T) {
 	if st.Counted == 0 || st.Exempt < st.Faults["kill"] {
 		t.Errorf("the restart exemption was not exercised both ways (the faulter holds one job across each kill): %s", st)
 	}
+	if st.Results == 0 || st.Reads == 0 || st.Resets == 0 {
+		t.Errorf("retained results, EMQ.JOB reads or REPROCESS ... RESET not exercised: %s", st)
+	}
+	if st.Slots < 20 || st.Occurrences == 0 {
+		t.Errorf("too few schedule slots judged: %s", st)
+	}
 	if len(vs) > 0 {
 		var b strings.Builder
 		for _, v := range vs {
@@ -406,7 +508,7 @@ func TestShortRunUnderFaults(t *testing.T) {
 	// The same real history, doctored: the checker must see each break.
 	lost := doctor(h)
 	for id, row := range lost.Final {
-		if row.State == "pending" && row.Attempts == 0 {
+		if row.State == "pending" && row.Attempts == 0 && row.Schedule == "" {
 			delete(lost.Final, id) // an admitted job that nobody claimed vanishes
 			break
 		}
@@ -440,6 +542,23 @@ func TestShortRunUnderFaults(t *testing.T) {
 		t.Error("no two pending jobs of different priorities at the end: the priority order was not checked")
 	} else if !kinds(Check(swapped))[VPriority] {
 		t.Error("a real history with two pending jobs of different priorities listed out of order: no priority violation")
+	}
+	wrong := doctor(h)
+	for id, row := range wrong.Final {
+		if row.State == "completed" && row.HasResult {
+			row.Result += "x" // a retained result that is not what COMPLETE sent
+			wrong.Final[id] = row
+			break
+		}
+	}
+	if !kinds(Check(wrong))[VResult] {
+		t.Error("a real history with a retained result changed: no result violation")
+	}
+	twiceFired := doctor(h)
+	twiceFired.Schedules = append([]Sched(nil), h.Schedules...)
+	twiceFired.Schedules[0].Fired++ // a slot decided twice over its retained row
+	if !kinds(Check(twiceFired))[VSchedule] {
+		t.Error("a real history with a schedule's fired count one above its occurrences: no schedule violation")
 	}
 	stale := doctor(h)
 	if i := supersededRefusal(stale); i < 0 {
@@ -731,5 +850,110 @@ func TestDiskFull(t *testing.T) {
 			b.WriteString(v.String() + "\n")
 		}
 		t.Fatalf("%d violations (%s):\n%s", len(vs), Summary(vs), b.String())
+	}
+}
+
+// occID is the id of slot slotMs of schedule sid (docs/verbs.md §4.22.3).
+func occID(sid, slotMs int64) string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	n := uint64(slotMs)<<20 | uint64(sid)
+	b := []byte("JOB00000000000")
+	for i := 13; i >= 3; i-- {
+		b[i] = digits[n%62]
+		n /= 62
+	}
+	return string(b)
+}
+
+// schedHistory is a clean history of schedule sa (EVERY 100, CATCHUP all,
+// sid 1, anchor 1,000,000) that fired slots 1-3: the first completed, the
+// second pending, the third held at the end.
+func schedHistory() *History {
+	const anchor = 1_000_000
+	o1, o2, o3 := occID(1, anchor+100), occID(1, anchor+200), occID(1, anchor+300)
+	return &History{
+		MaxStalled: 3, MaxAttempts: 3,
+		Schedules: []Sched{{Name: "sa", Catchup: "all", Sid: 1, EveryMs: 100, AnchorMs: anchor, LastSlotMs: anchor + 300, NextMs: anchor + 400, Fired: 3, State: "active"}},
+		Clock:     []ClockSample{{At: 0, Ms: anchor}},
+		EndMs:     anchor + 350,
+		Ops: []Op{
+			{Client: 1, Kind: Claim, Call: ms(110), Return: ms(111), Status: OK, Epoch: e1, Grants: []Grant{{o1, 1, 0}}},
+			{Client: 1, Kind: Complete, ID: o1, Token: 1, Call: ms(112), Return: ms(113), Status: OK, Epoch: e1},
+			{Client: 1, Kind: Claim, Call: ms(310), Return: ms(311), Status: OK, Epoch: e1, Grants: []Grant{{o3, 1, 0}}},
+		},
+		Final: map[string]Row{
+			o2: {State: "pending", Schedule: "sa", SlotMs: anchor + 200},
+			o3: {State: "active", Attempts: 1, LeaseEpoch: e1, Schedule: "sa", SlotMs: anchor + 300},
+		},
+	}
+}
+
+// TestScheduleChecks: each slot fired at most once, exactly once where no
+// fault intervened, as the schedule's counts and docs/verbs.md §4.22.5 say.
+func TestScheduleChecks(t *testing.T) {
+	if v := Check(schedHistory()); len(v) != 0 {
+		t.Fatalf("clean schedule history reported: %v", v)
+	}
+	const anchor = 1_000_000
+	o2 := occID(1, anchor+200)
+	// CATCHUP one: slot 2 missed while the server was down is no
+	// violation; the same miss with no fault near it is.
+	h := schedHistory()
+	h.Schedules[0].Catchup, h.Schedules[0].Fired, h.Schedules[0].Missed = "one", 2, 1
+	delete(h.Final, o2)
+	h.Faults = []Fault{{Kind: "kill", At: ms(150), End: ms(260)}}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("a slot missed under a kill reported: %v", v)
+	}
+	if s := dueAt(h.Clock, anchor+200); s != ms(200) {
+		t.Fatalf("slot due at %d ns, want %d", s, ms(200))
+	}
+	cases := []struct {
+		name   string
+		doctor func(h *History)
+		want   string
+	}{
+		{"a slot decided twice", func(h *History) { h.Schedules[0].Fired = 4 }, VSchedule},
+		{"an occurrence lost", func(h *History) { delete(h.Final, o2) }, VSchedule},
+		{"an occurrence lost after a claim", func(h *History) {
+			delete(h.Final, o2)
+			h.Ops = append(h.Ops, Op{Client: 2, Kind: Claim, Call: ms(210), Return: ms(211), Status: OK, Epoch: e1, Grants: []Grant{{o2, 1, 0}}})
+		}, VLost},
+		{"a slot missed under CATCHUP all", func(h *History) {
+			delete(h.Final, o2)
+			h.Schedules[0].Fired, h.Schedules[0].Missed = 2, 1
+			h.Faults = []Fault{{Kind: "kill", At: ms(150), End: ms(260)}}
+		}, VSchedule},
+		{"a slot missed under CATCHUP one without a fault", func(h *History) {
+			delete(h.Final, o2)
+			h.Schedules[0].Catchup, h.Schedules[0].Fired, h.Schedules[0].Missed = "one", 2, 1
+			h.Faults = []Fault{{Kind: "cut", At: ms(150), End: ms(150)}}
+		}, VSchedule},
+		{"missed slots not counted", func(h *History) {
+			delete(h.Final, o2)
+			h.Schedules[0].Catchup, h.Schedules[0].Fired = "one", 2
+			h.Faults = []Fault{{Kind: "kill", At: ms(150), End: ms(260)}}
+		}, VSchedule},
+		{"an occurrence after the last slot", func(h *History) {
+			h.Final[occID(1, anchor+400)] = Row{State: "pending", Schedule: "sa", SlotMs: anchor + 400}
+		}, VSchedule},
+		{"a row naming another slot", func(h *History) {
+			h.Final[o2] = Row{State: "pending", Schedule: "sa", SlotMs: anchor + 300}
+		}, VSchedule},
+		{"the timer fell behind", func(h *History) { h.EndMs = anchor + 10_000 }, VSchedule},
+		{"a completed occurrence fired again", func(h *History) {
+			o1 := occID(1, anchor+100)
+			h.Ops = append(h.Ops, Op{Client: 2, Kind: Claim, Call: ms(320), Return: ms(321), Status: OK, Epoch: e1, Grants: []Grant{{o1, 1, 0}}})
+			h.Final[o1] = Row{State: "active", Attempts: 1, LeaseEpoch: e1, Schedule: "sa", SlotMs: anchor + 100}
+		}, VResurrected},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := schedHistory()
+			c.doctor(h)
+			if vs := Check(h); !kinds(vs)[c.want] {
+				t.Fatalf("want a %s violation, got %v", c.want, vs)
+			}
+		})
 	}
 }

@@ -56,7 +56,15 @@ type Config struct {
 	// NoLanes leaves lanes out (a server without EMQ.LANE; always on a
 	// cluster, whose library refuses lanes).
 	NoLanes bool
-	Log     func(format string, args ...any) // progress lines (nil: none)
+	// NoRetain leaves the queue at the default retention (a completed
+	// job's row is deleted); otherwise the run sets EMQ.RETAIN q COMPLETED
+	// 1000000 0 (docs/verbs.md §4.21) and checks the RESULT of every
+	// retained row.
+	NoRetain bool
+	// NoSchedules leaves the two schedules out (always on a cluster, where
+	// a client fires schedules: docs/cluster.md §3).
+	NoSchedules bool
+	Log         func(format string, args ...any) // progress lines (nil: none)
 }
 
 // Stats are a run's figures.
@@ -75,6 +83,14 @@ type Stats struct {
 	// EMQ.REPROCESS of the janitor; Progress the accepted EMQ.PROGRESS.
 	Removed, Revived, Progress int
 	Flows, Released            int // acknowledged EMQ.FLOW calls; their parents claimed at least once
+	// Results counts the retained rows whose result was compared with
+	// their COMPLETE's RESULT, Reads the accepted EMQ.JOB reads, Resets
+	// the accepted EMQ.REPROCESS ... RESET.
+	Results, Reads, Resets int
+	// Slots counts the schedule slots judged (fired, or missed under a
+	// fault), Occurrences the occurrences seen, Missed the slots the
+	// schedules counted as missed.
+	Slots, Occurrences, Missed int
 	// LaneLeases counts the lane leases judged against MAX_ACTIVE and
 	// LanePeak each lane's most leases certainly held at once.
 	LaneLeases int
@@ -82,8 +98,8 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed, %d flows (%d parents claimed), faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Flows, s.Released, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed (%d with RESET), %d flows (%d parents claimed), %d results compared, %d EMQ.JOB reads, schedule slots %d (%d occurrences, %d missed), faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Resets, s.Flows, s.Released, s.Results, s.Reads, s.Slots, s.Occurrences, s.Missed, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak)
 }
 
 const queue = "chk"
@@ -103,6 +119,7 @@ type run struct {
 	histMu sync.Mutex
 	ops    []Op
 	faults []Fault
+	clock  []ClockSample
 
 	freezeUntil atomic.Int64 // ns since start: workers holding jobs sleep until then (fault "freeze")
 	partUntil   atomic.Int64 // ns since start: the partitioned clients' bytes are held until then (fault "partition")
@@ -220,18 +237,10 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	}
 	if cfg.Cluster != nil {
 		r.cfg.NoLanes, cfg.NoLanes = true, true
+		r.cfg.NoSchedules, cfg.NoSchedules = true, true
 	}
-	if !cfg.NoLanes {
-		// Two capped lanes (docs/verbs.md §4.26.1); the settings are data,
-		// so they survive the restarts.
-		rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
-		for name, n := range laneMax {
-			if err := rdb.Do(ctx, "EMQ.LANE", queue, name, "MAX_ACTIVE", n).Err(); err != nil {
-				rdb.Close()
-				return nil, Stats{}, fmt.Errorf("check: EMQ.LANE %s %s MAX_ACTIVE %d: %w (--no-lanes for a server without lanes)", queue, name, n, err)
-			}
-		}
-		rdb.Close()
+	if err := r.setup(ctx); err != nil {
+		return nil, Stats{}, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.Duration) // from the first client on
 	defer cancel()
@@ -272,11 +281,21 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		}
 		r.procMu.Unlock()
 	}
+	scheds, err := r.readSchedules(ctx)
+	if err != nil {
+		return nil, Stats{}, err
+	}
 	final, order, err := r.readBack(ctx)
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	h := &History{Ops: r.ops, Final: final, PendingOrder: order, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts}
+	h := &History{Ops: r.ops, Final: final, PendingOrder: order, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts,
+		Retain: !cfg.NoRetain, Schedules: scheds, Clock: r.clock}
+	if len(scheds) > 0 {
+		if h.EndMs, err = r.serverMs(ctx); err != nil {
+			return nil, Stats{}, err
+		}
+	}
 	if !cfg.NoLanes {
 		h.LaneMax = laneMax
 	}
@@ -302,6 +321,11 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 				st.Removed++
 			case o.Kind == Revive:
 				st.Revived++
+				if o.Reset {
+					st.Resets++
+				}
+			case o.Kind == Read:
+				st.Reads++
 			case o.Kind == Progress:
 				st.Progress++
 			case o.Kind == Flow:
@@ -338,6 +362,12 @@ func CheckRun(h *History, st *Stats) []Violation {
 	st.LinJobs, st.LinTimedOut = ls.Jobs, ls.TimedOut
 	jobs, _, unknownSweeps := index(h)
 	_, st.LanePeak, st.LaneLeases = laneLimits(h, jobs, unknownSweeps)
+	_, st.Slots, st.Occurrences, st.Missed = schedChecks(h, jobs)
+	for _, row := range h.Final {
+		if h.Retain && row.State == "completed" {
+			st.Results++
+		}
+	}
 	for _, j := range jobs {
 		for _, s := range j.sweeps {
 			switch counted, sure := leaseCounted(j, s.op, unknownSweeps); {
@@ -351,6 +381,128 @@ func CheckRun(h *History, st *Stats) []Violation {
 		}
 	}
 	return v
+}
+
+// setup writes the queue's settings before the first client runs (they
+// are data, so they survive the restarts): two capped lanes
+// (docs/verbs.md §4.26.1), the retention of completed jobs (§4.21) and
+// two schedules (§4.22), one catching up every late slot, one the latest.
+func (r *run) setup(ctx context.Context) error {
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	do := func(hint string, args ...any) error {
+		if r.cl != nil {
+			args = fcall(args)
+		}
+		if err := rdb.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("check: %v: %w (%s)", args, err, hint)
+		}
+		return nil
+	}
+	if !r.cfg.NoLanes {
+		for name, n := range laneMax {
+			if err := do("--no-lanes for a server without lanes", "EMQ.LANE", queue, name, "MAX_ACTIVE", n); err != nil {
+				return err
+			}
+		}
+	}
+	if !r.cfg.NoRetain {
+		if err := do("--no-retain for a server without retention", "EMQ.RETAIN", queue, "COMPLETED", retainMax, 0); err != nil {
+			return err
+		}
+	}
+	if !r.cfg.NoSchedules {
+		for _, s := range schedules {
+			if err := do("--no-schedules for a server without schedules", "EMQ.SCHEDULE", queue, s.name, "EVERY", s.every, "sched-"+s.name, "CATCHUP", s.catchup); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// retainMax is the run's COMPLETED max_count: far above the jobs of any
+// run, so no retained row is trimmed.
+const retainMax = 1000000
+
+// schedules are the run's EVERY schedules (docs/verbs.md §4.22.1): sa
+// fires every late slot (CATCHUP all), so it must fire every slot of the
+// run; so the latest late one (CATCHUP one), so it may miss slots only
+// where a fault made them late (§4.22.5).
+var schedules = []struct {
+	name, catchup string
+	every         int64
+}{{"sa", "all", 700}, {"so", "one", 1100}}
+
+// serverMs reads the server clock (TIME, in ms: it follows EMQ.DEBUG
+// CLOCK ADVANCE).
+func (r *run) serverMs(ctx context.Context) (int64, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	t, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("check: TIME: %w", err)
+	}
+	return t.UnixMilli(), nil
+}
+
+// sampleClock records where the server clock stands now (after a start
+// or a clock jump); an error leaves the mapping as it was.
+func (r *run) sampleClock() {
+	if r.cl != nil || r.cfg.NoSchedules {
+		return
+	}
+	at := r.now()
+	ms, err := r.serverMs(context.Background())
+	if err != nil {
+		return
+	}
+	r.histMu.Lock()
+	r.clock = append(r.clock, ClockSample{At: at, Ms: ms})
+	r.histMu.Unlock()
+}
+
+// readSchedules waits (up to 5 s) until no schedule has a slot due by
+// the server clock, so the timer has caught up after the last fault, and
+// returns each schedule's hash (EMQ.SCHEDULE.GET, docs/verbs.md §4.22.6).
+func (r *run) readSchedules(ctx context.Context) ([]Sched, error) {
+	if r.cfg.NoSchedules {
+		return nil, nil
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	var out []Sched
+	for try := 0; ; try++ {
+		out = out[:0]
+		now, err := r.serverMs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		due := false
+		for _, sc := range schedules {
+			v, err := rdb.Do(ctx, "EMQ.SCHEDULE.GET", queue, sc.name).Result()
+			if err != nil {
+				return nil, fmt.Errorf("check: EMQ.SCHEDULE.GET %s: %w", sc.name, err)
+			}
+			arr, _ := v.([]any)
+			m := map[string]string{}
+			for i := 0; i+1 < len(arr); i += 2 {
+				k, _ := arr[i].(string)
+				m[k], _ = arr[i+1].(string)
+			}
+			s := Sched{Name: sc.name, Catchup: m["catchup"], State: m["state"]}
+			for k, p := range map[string]*int64{"sid": &s.Sid, "every_ms": &s.EveryMs, "anchor_ms": &s.AnchorMs, "last_slot_ms": &s.LastSlotMs,
+				"next_ms": &s.NextMs, "fired": &s.Fired, "missed": &s.Missed, "skipped": &s.Skipped} {
+				fmt.Sscan(m[k], p)
+			}
+			due = due || (s.State == "active" && s.NextMs <= now)
+			out = append(out, s)
+		}
+		if !due || try == 50 {
+			return out, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // laneMax are the checker's lanes and their MAX_ACTIVE.
@@ -384,6 +536,7 @@ func (r *run) startServer() error {
 	}
 	r.proc = p
 	r.epochs = append(r.epochs, runID(info))
+	r.sampleClock()
 	return nil
 }
 
@@ -611,10 +764,23 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 			switch x := rng.IntN(100); {
 			case x < 40:
 				base.Kind = Complete
-				c.do(base, nil, "EMQ.COMPLETE", queue, g.ID, g.Token)
+				args := []any{"EMQ.COMPLETE", queue, g.ID, g.Token}
+				if rng.IntN(2) == 0 { // a result (docs/verbs.md §4.5), read back below or at the end
+					base.Result, base.HasResult = fmt.Sprintf("r-%s-%d", g.ID, g.Token), true
+					args = append(args, "RESULT", base.Result)
+				}
+				done := c.do(base, nil, args...)
+				if done.Status == OK && done.HasResult && !r.cfg.NoRetain && rng.IntN(3) == 0 {
+					c.do(Op{Kind: Read, ID: g.ID}, readJob, "EMQ.JOB", queue, g.ID)
+				}
 			case x < 55: // complete and claim the next job in one command (docs/verbs.md §4.5.1)
 				base.Kind, base.Next = Complete, true
-				done := c.do(base, readGrants, "EMQ.COMPLETE", queue, g.ID, g.Token, "NEXT", leaseMs)
+				args := []any{"EMQ.COMPLETE", queue, g.ID, g.Token}
+				if rng.IntN(2) == 0 {
+					base.Result, base.HasResult = fmt.Sprintf("r-%s-%d", g.ID, g.Token), true
+					args = append(args, "RESULT", base.Result)
+				}
+				done := c.do(base, readGrants, append(args, "NEXT", leaseMs)...)
 				hand = append(hand, done.Grants...)
 			case x < 70:
 				base.Kind, base.MaxAttempts = Fail, maxAttempts
@@ -644,6 +810,26 @@ func (r *run) worker(ctx context.Context, id int, seed uint64) {
 			default:
 				zombies = append(zombies, zombie{g, time.Now()}) // abandoned: its lease runs out
 			}
+		}
+	}
+}
+
+// readJob reads an EMQ.JOB reply (nil, or the row's fields and values:
+// docs/verbs.md §4.17) into op.
+func readJob(v any, op *Op) {
+	arr, ok := v.([]any)
+	if !ok {
+		return // nil: no row
+	}
+	op.Seen = true
+	for i := 0; i+1 < len(arr); i += 2 {
+		k, _ := arr[i].(string)
+		val, _ := arr[i+1].(string)
+		switch k {
+		case "state":
+			op.State = val
+		case "result":
+			op.Result, op.HasResult = val, true
 		}
 	}
 }
@@ -716,8 +902,8 @@ func (r *run) flows(ctx context.Context, id int, seed uint64) {
 
 // janitor is the operator's client: every 300 ms it promotes due jobs
 // (EMQ.PROMOTE), lists the dead jobs and brings one back (EMQ.REPROCESS,
-// without RESET: failures and stalled are kept, so the checker's counts
-// stay exact), and every third round lists pending jobs and removes one
+// every other one with RESET: failures and stalled cleared, docs/verbs.md
+// §4.13), and every third round lists pending jobs and removes one
 // (EMQ.REMOVE). The listings are recorded too (reads that name no job).
 func (r *run) janitor(ctx context.Context, id int, seed uint64) {
 	c := r.newConn(id)
@@ -742,7 +928,11 @@ func (r *run) janitor(ctx context.Context, id int, seed uint64) {
 		c.do(Op{Kind: Promote}, nil, "EMQ.PROMOTE", queue, 100)
 		if dead := list("dead"); len(dead) > 0 {
 			id := dead[rng.IntN(len(dead))]
-			c.do(Op{Kind: Revive, ID: id}, nil, "EMQ.REPROCESS", queue, id)
+			if rng.IntN(2) == 0 {
+				c.do(Op{Kind: Revive, ID: id, Reset: true}, nil, "EMQ.REPROCESS", queue, id, "RESET")
+			} else {
+				c.do(Op{Kind: Revive, ID: id}, nil, "EMQ.REPROCESS", queue, id)
+			}
 		}
 		if n%3 == 2 {
 			if pend := list("pending"); len(pend) > 0 {
@@ -796,9 +986,13 @@ func (r *run) relay(id int, nc net.Conn) net.Conn {
 	return mine
 }
 
-func (r *run) fault(kind, note string) {
+func (r *run) fault(kind, note string) { r.faultFrom(kind, note, r.now()) }
+
+// faultFrom records a fault that began at at (ns since the start) and is
+// over now.
+func (r *run) faultFrom(kind, note string, at int64) {
 	r.histMu.Lock()
-	r.faults = append(r.faults, Fault{Kind: kind, At: r.now(), Note: note})
+	r.faults = append(r.faults, Fault{Kind: kind, At: at, End: r.now(), Note: note})
 	r.histMu.Unlock()
 	r.logf("%.1fs fault %s %s", time.Since(r.start).Seconds(), kind, note)
 }
@@ -819,6 +1013,7 @@ func (r *run) faulter(ctx context.Context, id int) {
 			r.clusterFault(ctx, kind, id)
 			continue
 		}
+		at := r.now()
 		switch kind {
 		case "kill":
 			// One job held across the kill for certain: the faulter claims it
@@ -836,14 +1031,13 @@ func (r *run) faulter(ctx context.Context, id int) {
 				r.fault("kill", "restart failed: "+err.Error())
 				return
 			}
-			r.fault("kill", "SIGKILL, restarted")
+			r.faultFrom("kill", "SIGKILL, restarted", at)
 		case "pause":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			r.procMu.Lock()
 			_ = r.proc.Cmd.Process.Signal(syscall.SIGSTOP)
 			r.paused = true
 			r.procMu.Unlock()
-			r.fault("pause", fmt.Sprintf("SIGSTOP for %v", d))
 			select {
 			case <-ctx.Done():
 			case <-time.After(d):
@@ -852,6 +1046,7 @@ func (r *run) faulter(ctx context.Context, id int) {
 			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
 			r.paused = false
 			r.procMu.Unlock()
+			r.faultFrom("pause", fmt.Sprintf("SIGSTOP for %v", d), at)
 		case "partition":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			if r.ns != nil {
@@ -881,12 +1076,12 @@ func (r *run) faulter(ctx context.Context, id int) {
 			if err != nil {
 				note += ": " + err.Error()
 			}
-			r.fault("diskfull", note)
 			select {
 			case <-ctx.Done():
 			case <-time.After(d):
 			}
 			_ = os.Remove(path)
+			r.faultFrom("diskfull", note, at)
 		case "freeze":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			r.freezeUntil.Store(r.now() + int64(d))
@@ -909,6 +1104,7 @@ func (r *run) faulter(ctx context.Context, id int) {
 			if err != nil {
 				note += ": " + err.Error()
 			}
+			r.sampleClock()
 			r.fault("clock", note)
 		}
 	}
@@ -958,9 +1154,12 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 	}
 	final := map[string]Row{}
 	var order []string
-	states := []string{"pending", "active", "scheduled", "dead", "waiting"}
-	if r.cfg.NoFlows {
-		states = states[:4]
+	states := []string{"pending", "active", "scheduled", "dead"}
+	if !r.cfg.NoFlows {
+		states = append(states, "waiting")
+	}
+	if !r.cfg.NoRetain {
+		states = append(states, "completed")
 	}
 	for _, state := range states {
 		for off := 0; ; {
@@ -981,13 +1180,7 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 					k, _ := fields[i].(string)
 					m[k], _ = fields[i+1].(string)
 				}
-				row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"], Payload: m["payload"]}
-				fmt.Sscan(m["attempts"], &row.Attempts)
-				fmt.Sscan(m["failures"], &row.Failures)
-				fmt.Sscan(m["stalled"], &row.Stalled)
-				fmt.Sscan(m["priority"], &row.Priority)
-				row.Lane = m["lane"]
-				final[id] = row
+				final[id] = rowOf(m)
 				if state == "pending" {
 					order = append(order, id)
 				}
@@ -1016,14 +1209,21 @@ func (r *run) readBack(ctx context.Context) (map[string]Row, []string, error) {
 				if len(m) == 0 {
 					continue // a ghost
 				}
-				row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"], Payload: m["payload"], Lane: m["lane"]}
-				fmt.Sscan(m["attempts"], &row.Attempts)
-				fmt.Sscan(m["failures"], &row.Failures)
-				fmt.Sscan(m["stalled"], &row.Stalled)
-				fmt.Sscan(m["priority"], &row.Priority)
-				final[id] = row
+				final[id] = rowOf(m)
 			}
 		}
 	}
 	return final, order, nil
+}
+
+// rowOf reads a job row's fields (docs/verbs.md §1.3).
+func rowOf(m map[string]string) Row {
+	row := Row{State: m["state"], LeaseEpoch: m["lease_epoch"], Payload: m["payload"], Lane: m["lane"], Schedule: m["schedule"]}
+	fmt.Sscan(m["attempts"], &row.Attempts)
+	fmt.Sscan(m["failures"], &row.Failures)
+	fmt.Sscan(m["stalled"], &row.Stalled)
+	fmt.Sscan(m["priority"], &row.Priority)
+	fmt.Sscan(m["slot_ms"], &row.SlotMs)
+	row.Result, row.HasResult = m["result"]
+	return row
 }

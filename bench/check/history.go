@@ -32,9 +32,10 @@ const (
 	Progress Kind = "progress"  // EMQ.PROGRESS q id token value
 	Promote  Kind = "promote"   // EMQ.PROMOTE q limit (names no job)
 	List     Kind = "list"      // EMQ.LIST q state offset count (a read; names no job)
-	Revive   Kind = "reprocess" // EMQ.REPROCESS q id (no RESET: failures and stalled kept)
+	Revive   Kind = "reprocess" // EMQ.REPROCESS q id [RESET] (Reset: failures and stalled cleared, docs/verbs.md §4.13)
 	Remove   Kind = "remove"    // EMQ.REMOVE q id
 	Flow     Kind = "flow"      // EMQ.FLOW q parent payload ON_CHILD_FAIL ignore CHILD q id payload ... (ID the parent, IDs the children)
+	Read     Kind = "job"       // EMQ.JOB q id (a read of one row: Seen, State, Result)
 )
 
 // Status is how an operation ended.
@@ -98,6 +99,13 @@ type Op struct {
 	Recovered   []string // Sweep: the ids sent back to pending
 	Dead        []string // Sweep: the ids dead-lettered
 	Removed     int64    // Remove: the reply (1 removed, 0 there was nothing)
+	// Complete: the RESULT sent (HasResult false: none). Read: the row's
+	// result field (HasResult false: the row has none).
+	Result    string
+	HasResult bool
+	Reset     bool   // Revive: with RESET
+	Seen      bool   // Read: the reply was a row (false: nil, no row)
+	State     string // Read: the row's state
 }
 
 func (o *Op) String() string {
@@ -122,6 +130,15 @@ func (o *Op) String() string {
 	for _, g := range o.Grants {
 		fmt.Fprintf(&b, " got %s/%d", g.ID, g.Token)
 	}
+	if o.Reset {
+		b.WriteString(" RESET")
+	}
+	if o.HasResult {
+		fmt.Fprintf(&b, " result %q", o.Result)
+	}
+	if o.Kind == Read {
+		fmt.Fprintf(&b, " seen %v %s", o.Seen, o.State)
+	}
 	if o.Verdict != "" {
 		fmt.Fprintf(&b, " -> %s %d", o.Verdict, o.FailCount)
 	}
@@ -137,7 +154,7 @@ func (o *Op) String() string {
 // Row is a job's row as read back after the run (EMQ.LIST, docs/verbs.md
 // §4.18).
 type Row struct {
-	State      string // pending, active, scheduled or dead
+	State      string // pending, active, scheduled, dead, waiting or completed (retained, docs/verbs.md §4.21)
 	Attempts   int64
 	Failures   int64
 	Stalled    int64
@@ -145,12 +162,20 @@ type Row struct {
 	Payload    string
 	Priority   int64  // the row's priority field (absent: 0)
 	Lane       string // the row's lane field (absent: the default lane)
+	Result     string // a retained row's result field (HasResult false: none)
+	HasResult  bool
+	Schedule   string // an occurrence's schedule name (docs/verbs.md §4.22.4; "": none)
+	SlotMs     int64  // an occurrence's slot_ms
 }
 
 // Fault is one injected fault, for the report.
 type Fault struct {
 	Kind string // kill, pause, cut, clock
 	At   int64  // ns since the start
+	// End is when the fault was over (ns since the start: the restart
+	// answered, SIGCONT sent, the disk freed); At for a fault of an
+	// instant.
+	End  int64
 	Note string
 }
 
@@ -169,4 +194,42 @@ type History struct {
 	Faults      []Fault
 	MaxStalled  int64 // the max_stalled every sweep sent
 	MaxAttempts int64 // the max_attempts every FAIL sent
+	// Retain says the queue kept its completed jobs (EMQ.RETAIN q
+	// COMPLETED, docs/verbs.md §4.21, with a cap the run never reaches):
+	// a completed job has a row at the end, state completed, with the
+	// RESULT its COMPLETE sent.
+	Retain bool
+	// Schedules are the queue's schedules (set up before the first
+	// client ran) with what EMQ.SCHEDULE.GET answered after the run.
+	Schedules []Sched
+	// Clock maps the checker's time to the server clock (TIME, which
+	// follows EMQ.DEBUG CLOCK ADVANCE): one sample after each start and
+	// each clock jump; the server clock runs at the checker's rate
+	// between samples.
+	Clock []ClockSample
+	// EndMs is the server clock when the rows were read back (TIME).
+	EndMs int64
+}
+
+// Sched is one EVERY schedule of the run (docs/verbs.md §4.22) and its
+// hash as EMQ.SCHEDULE.GET answered it after the run.
+type Sched struct {
+	Name       string
+	Catchup    string // all, one or none
+	Sid        int64  // the schedule's number (sid)
+	EveryMs    int64
+	AnchorMs   int64 // the series' origin: slots are AnchorMs + k*EveryMs, k >= 1
+	LastSlotMs int64 // the last slot fired (0: none)
+	NextMs     int64
+	Fired      int64
+	Missed     int64
+	Skipped    int64
+	State      string
+}
+
+// ClockSample is one reading of the server clock: At ns since the start
+// of the run (the checker's clock), Ms the server's TIME in ms.
+type ClockSample struct {
+	At int64
+	Ms int64
 }

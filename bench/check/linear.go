@@ -52,12 +52,27 @@ type linIn struct {
 
 type linModel struct {
 	hiddenClaims, hiddenSweeps bool
+	// retain: a completed job keeps its row (state completed, docs/verbs.md
+	// §4.21) until a REMOVE deletes it.
+	retain bool
+}
+
+// gone says whether a job in state s has no row: removed, or completed
+// without retention.
+func (m linModel) gone(s linState) bool { return s.ph == phGone || (s.ph == phDone && !m.retain) }
+
+// resetFails is the failures after an EMQ.REPROCESS (RESET clears them).
+func resetFails(o *Op, fails int64) int64 {
+	if o.Reset {
+		return 0
+	}
+	return fails
 }
 
 func (m linModel) step(s linState, in linIn) []linState {
 	if in.final {
 		if !in.present {
-			if s.ph == phDone || s.ph == phGone {
+			if m.gone(s) {
 				return []linState{s}
 			}
 			return nil
@@ -94,16 +109,32 @@ func (m linModel) step(s linState, in linIn) []linState {
 			}
 		case Revive:
 			if m.mayBeDead(s) {
-				out = append(out, linState{phPend, s.tok, s.fails})
+				out = append(out, linState{phPend, s.tok, resetFails(o, s.fails)})
 			}
 		case Remove:
-			if s.ph == phPend || s.ph == phWait || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+			if s.ph == phPend || s.ph == phWait || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) || (m.retain && s.ph == phDone) {
 				out = append(out, linState{phGone, s.tok, s.fails})
 			}
 		}
 		return out
 	}
 	switch kind {
+	case Read: // EMQ.JOB q id (docs/verbs.md §4.17)
+		switch {
+		case o.Status != OK:
+			return []linState{s}
+		case !o.Seen:
+			if m.gone(s) || s.ph == phAbsent {
+				return []linState{s}
+			}
+		case o.State == "completed":
+			if m.retain && s.ph == phDone {
+				return []linState{s}
+			}
+		case s.ph != phDone && s.ph != phGone && s.ph != phAbsent:
+			return []linState{s} // other states: not judged here
+		}
+		return nil
 	case Enqueue, Many, Flow:
 		if s.ph == phAbsent && in.parent {
 			return []linState{{phWait, 0, 0}}
@@ -132,12 +163,12 @@ func (m linModel) step(s linState, in linIn) []linState {
 		if o.Status == Refused {
 			switch {
 			case strings.HasPrefix(o.Err, "EMQSTATE job is not dead"):
-				if s.ph == phPend || s.ph == phHeld {
+				if s.ph == phPend || s.ph == phHeld || (m.retain && s.ph == phDone) {
 					return []linState{s}
 				}
 				return nil
 			case strings.HasPrefix(o.Err, "EMQSTALE job gone"):
-				if s.ph == phDone || s.ph == phGone || s.ph == phAbsent {
+				if m.gone(s) || s.ph == phAbsent {
 					return []linState{s}
 				}
 				return nil
@@ -145,7 +176,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 			return []linState{s}
 		}
 		if m.mayBeDead(s) {
-			return []linState{{phPend, s.tok, s.fails}}
+			return []linState{{phPend, s.tok, resetFails(o, s.fails)}}
 		}
 	case Remove: // EMQ.REMOVE q id (docs/verbs.md §4.15)
 		if o.Status == Refused {
@@ -158,12 +189,12 @@ func (m linModel) step(s linState, in linIn) []linState {
 			return []linState{s}
 		}
 		if o.Removed == 0 {
-			if s.ph == phAbsent || s.ph == phDone || s.ph == phGone {
+			if s.ph == phAbsent || m.gone(s) {
 				return []linState{s}
 			}
 			return nil
 		}
-		if s.ph == phPend || s.ph == phWait || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) {
+		if s.ph == phPend || s.ph == phWait || s.ph == phDead || (m.hiddenSweeps && s.ph == phHeld) || (m.retain && s.ph == phDone) {
 			return []linState{{phGone, s.tok, s.fails}}
 		}
 	default: // token verbs
@@ -205,7 +236,7 @@ func (m linModel) step(s linState, in linIn) []linState {
 // alone (as it always was: a lost claim's lease may have been released
 // by another lost step).
 func (m linModel) finalOK(s linState, row Row) bool {
-	want := map[string]phase{"pending": phPend, "scheduled": phPend, "active": phHeld, "dead": phDead, "waiting": phWait}[row.State]
+	want := map[string]phase{"pending": phPend, "scheduled": phPend, "active": phHeld, "dead": phDead, "waiting": phWait, "completed": phDone}[row.State]
 	if s.ph == phWait && want == phPend && row.Attempts == s.tok && row.Failures == s.fails {
 		return true // released, not claimed yet
 	}
@@ -243,9 +274,11 @@ func (m linModel) mayBeDead(s linState) bool {
 func (m linModel) refusalOK(s linState, o *Op) bool {
 	switch {
 	case strings.HasPrefix(o.Err, "EMQSTALE job gone"):
-		return s.ph == phDone || s.ph == phGone
+		return m.gone(s)
 	case strings.Contains(o.Err, "token mismatch"):
-		return s.ph != phDone && s.ph != phGone && (s.tok != o.Token || m.hiddenClaims)
+		return !m.gone(s) && (s.tok != o.Token || m.hiddenClaims)
+	case strings.HasPrefix(o.Err, "EMQSTATE job is completed"): // a retained job (§4.21)
+		return m.retain && s.ph == phDone && s.tok == o.Token
 	case strings.HasPrefix(o.Err, "EMQSTALE lease lost"):
 		return s.tok == o.Token && (s.ph == phPend || (m.hiddenSweeps && s.ph == phHeld)) || (m.hiddenClaims && s.ph != phDone && s.ph != phGone)
 	case strings.HasPrefix(o.Err, "EMQSTATE job is dead"):
@@ -271,7 +304,7 @@ func Linearizable(h *History) []Violation {
 // searches that timed out.
 func linearizable(h *History) ([]Violation, LinStats) {
 	jobs, unknownClaims, unknownSweeps := index(h)
-	m := linModel{hiddenClaims: len(unknownClaims) > 0, hiddenSweeps: len(unknownSweeps) > 0}
+	m := linModel{hiddenClaims: len(unknownClaims) > 0, hiddenSweeps: len(unknownSweeps) > 0, retain: h.Retain}
 	var end int64
 	for i := range h.Ops {
 		end = max(end, h.Ops[i].Return, h.Ops[i].Call)

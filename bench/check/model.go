@@ -43,6 +43,8 @@ const (
 	VPriority       = "priority"          // a row's priority differs from its enqueue's, or pending is out of priority order
 	VFlow           = "flow"              // a flow parent claimed before its children could have ended, or waiting after all ended
 	VLane           = "lane-max-active"   // more leases of a lane held at one instant than its MAX_ACTIVE
+	VResult         = "result"            // a retained row's result differs from its COMPLETE's RESULT, or the row is missing
+	VSchedule       = "schedule"          // a slot fired twice, lost, missed without a fault, or the schedule's counts disagree
 )
 
 // jobOps is the part of a history that names one job.
@@ -186,9 +188,19 @@ func Check(h *History) []Violation {
 	for _, id := range ids {
 		j := jobs[id]
 		row, present := h.Final[id]
-		var completes, completesMaybe, removes, removesMaybe, revives []*Op
+		var completes, completesMaybe, removes, removesMaybe, revives, resetsOK, resetsMaybe, reads []*Op
 		for _, o := range j.verbs {
+			if o.Kind == Revive && o.Reset {
+				switch o.Status {
+				case OK:
+					resetsOK = append(resetsOK, o)
+				case Unknown:
+					resetsMaybe = append(resetsMaybe, o)
+				}
+			}
 			switch {
+			case o.Kind == Read && o.Status == OK:
+				reads = append(reads, o)
 			case o.Kind == Complete && o.Status == OK:
 				completes = append(completes, o)
 			case o.Kind == Complete && o.Status == Unknown:
@@ -207,6 +219,48 @@ func Check(h *History) []Violation {
 		// (docs/verbs.md §4.5, §4.15).
 		if j.enq != nil && !present && len(completes)+len(completesMaybe)+len(removes)+len(removesMaybe) == 0 {
 			add(VLost, id, "acknowledged enqueue has no row at the end and no COMPLETE or REMOVE was sent", j.enq)
+		}
+		// A retained completion keeps its row, with the RESULT its COMPLETE
+		// sent (docs/verbs.md §4.5, §4.21): only a REMOVE deletes it.
+		if h.Retain {
+			if !present && len(completes) > 0 && len(removes)+len(removesMaybe) == 0 {
+				add(VResult, id, "completed under retention, yet no row at the end and no REMOVE was sent", completes...)
+			}
+			if present && row.State == "completed" {
+				cands := completes
+				if len(cands) == 0 {
+					cands = completesMaybe
+				}
+				if len(cands) == 0 {
+					add(VResult, id, "a completed row at the end, and no COMPLETE was sent")
+				} else if !resultMatches(cands, row.HasResult, row.Result) {
+					add(VResult, id, fmt.Sprintf("the retained row's result is %s, not what its COMPLETE sent", showResult(row.HasResult, row.Result)), cands...)
+				}
+			}
+			// EMQ.JOB after an accepted COMPLETE shows the completed row and
+			// its result, unless a REMOVE may have deleted it first.
+			for _, rd := range reads {
+				var before []*Op
+				for _, c := range completes {
+					if c.Return < rd.Call {
+						before = append(before, c)
+					}
+				}
+				if len(before) == 0 {
+					continue
+				}
+				removed := false
+				for _, o := range j.verbs {
+					removed = removed || (o.Kind == Remove && o.Status != Refused && o.Call < rd.Return)
+				}
+				switch {
+				case !rd.Seen && removed:
+				case !rd.Seen || rd.State != "completed":
+					add(VResult, id, fmt.Sprintf("EMQ.JOB after an accepted COMPLETE answered %s", map[bool]string{true: "state " + rd.State, false: "nil"}[rd.Seen]), before[0], rd)
+				case !resultMatches(before, rd.HasResult, rd.Result):
+					add(VResult, id, fmt.Sprintf("EMQ.JOB answered result %s, not what the accepted COMPLETE sent", showResult(rd.HasResult, rd.Result)), before[0], rd)
+				}
+			}
 		}
 
 		// Tokens: one grant per token, growing in real time.
@@ -289,7 +343,7 @@ func Check(h *History) []Violation {
 				}
 			}
 		}
-		if len(completes) > 0 && present {
+		if len(completes) > 0 && present && !(h.Retain && row.State == "completed") {
 			add(VResurrected, id, fmt.Sprintf("completed, yet its row is %s at the end", row.State), completes[0])
 		}
 		if len(removes) > 0 && present {
@@ -306,40 +360,68 @@ func Check(h *History) []Violation {
 			add(VAttempts, id, fmt.Sprintf("final attempts %d above the granted token %d plus %d unanswered claims", row.Attempts, maxTok, len(unknownClaims)))
 		}
 
-		// failures: every accepted FAIL adds one, an unanswered one maybe.
-		var fOK, fMaybe int64
+		// failures: every accepted FAIL adds one, an unanswered one maybe;
+		// EMQ.REPROCESS ... RESET clears them (docs/verbs.md §4.13). A
+		// FAIL that returned before an accepted RESET was called is
+		// cleared for certain; one called after every accepted RESET had
+		// returned counts for certain, unless a RESET went unanswered
+		// (it may have come after anything).
+		rs := resetBounds(resetsOK, resetsMaybe)
+		var fLow, fHigh int64
 		for _, o := range j.verbs {
 			if o.Kind != Fail {
 				continue
 			}
 			switch o.Status {
 			case OK:
-				fOK++
+				if !rs.maybe && o.Call > rs.lastReturn {
+					fLow++
+				}
+				if o.Return > rs.lastCall {
+					fHigh++
+				}
 				if dead := o.FailCount >= o.MaxAttempts; dead != (o.Verdict == "dead") {
 					add(VFailVerdict, id, fmt.Sprintf("failures %d with max_attempts %d answered %s", o.FailCount, o.MaxAttempts, o.Verdict), o)
 				}
 			case Unknown:
-				fMaybe++
+				fHigh++
 			}
 		}
-		if row.Failures < fOK || row.Failures > fOK+fMaybe {
-			add(VFailures, id, fmt.Sprintf("final failures %d, accepted FAILs %d, unanswered %d", row.Failures, fOK, fMaybe))
+		if row.Failures < fLow || row.Failures > fHigh {
+			add(VFailures, id, fmt.Sprintf("final failures %d, FAILs since the last RESET between %d and %d (%d RESET accepted, %d unanswered)", row.Failures, fLow, fHigh, len(resetsOK), len(resetsMaybe)))
 		}
 
-		// stalled and the restart exemption (docs/verbs.md §1.5, §4.11).
-		var minC, maxC int64
-		for _, s := range j.sweeps {
+		// stalled and the restart exemption (docs/verbs.md §1.5, §4.11);
+		// RESET clears stalled as it clears failures.
+		var minC, maxC int64 // over the whole run, for the final row
+		type judged struct{ counted, sure bool }
+		js := make([]judged, len(j.sweeps))
+		for i, s := range j.sweeps {
 			counted, sure := leaseCounted(j, s.op, unknownSweeps)
-			switch {
-			case sure && counted:
+			js[i] = judged{counted, sure}
+			if sure && counted && !rs.maybe && s.op.Call > rs.lastReturn {
 				minC++
+			}
+			if (counted || !sure) && s.op.Return > rs.lastCall {
 				maxC++
-			case sure && !counted:
-				if s.dead {
-					add(VExemption, id, "a lease granted by an earlier server process was dead-lettered by the sweep", append(leaseOps(j, s.op), s.op)...)
+			}
+		}
+		for i, s := range j.sweeps {
+			if js[i].sure && !js[i].counted && s.dead {
+				add(VExemption, id, "a lease granted by an earlier server process was dead-lettered by the sweep", append(leaseOps(j, s.op), s.op)...)
+			}
+			// The counted expiries up to this sweep since the RESETs that
+			// may (for minC) or must (for maxC) have come before it.
+			lowCut, highCut := resetsBefore(resetsOK, resetsMaybe, s.op)
+			var lo, hi int64
+			for k := 0; k <= i; k++ {
+				o := j.sweeps[k].op
+				if js[k].sure && js[k].counted && o.Call > lowCut {
+					lo++
 				}
-			default:
-				maxC++
+				if (js[k].counted || !js[k].sure) && o.Return > highCut {
+					hi++
+				}
 			}
 			var hidden int64
 			for _, u := range unknownSweeps {
@@ -347,11 +429,11 @@ func Check(h *History) []Violation {
 					hidden++
 				}
 			}
-			if s.dead && maxC+hidden < h.MaxStalled {
-				add(VExemption, id, fmt.Sprintf("dead-lettered by the sweep after at most %d counted expiries (max_stalled %d)", maxC+hidden, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
+			if s.dead && hi+hidden < h.MaxStalled {
+				add(VExemption, id, fmt.Sprintf("dead-lettered by the sweep after at most %d counted expiries (max_stalled %d)", hi+hidden, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
 			}
-			if !s.dead && minC >= h.MaxStalled {
-				add(VExemption, id, fmt.Sprintf("recovered after %d counted expiries (max_stalled %d): should have died", minC, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
+			if !s.dead && lo >= h.MaxStalled {
+				add(VExemption, id, fmt.Sprintf("recovered after %d counted expiries (max_stalled %d): should have died", lo, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
 			}
 		}
 		if row.Stalled < minC || row.Stalled > maxC+int64(len(unknownSweeps)) {
@@ -388,7 +470,7 @@ func Check(h *History) []Violation {
 		}
 		unended := 0
 		for _, c := range j.flowChildren {
-			if row, ok := h.Final[c]; ok && row.State != "dead" {
+			if row, ok := h.Final[c]; ok && row.State != "dead" && row.State != "completed" {
 				unended++
 			}
 		}
@@ -435,9 +517,73 @@ func Check(h *History) []Violation {
 	}
 	lv, _, _ := laneLimits(h, jobs, unknownSweeps)
 	out = append(out, lv...)
+	sv, _, _, _ := schedChecks(h, jobs)
+	out = append(out, sv...)
 	out = append(out, Linearizable(h)...)
 	sort.SliceStable(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out
+}
+
+// resultMatches says whether some COMPLETE of cands sent the result
+// (has false: no RESULT).
+func resultMatches(cands []*Op, has bool, result string) bool {
+	for _, c := range cands {
+		if c.HasResult == has && (!has || c.Result == result) {
+			return true
+		}
+	}
+	return false
+}
+
+func showResult(has bool, result string) string {
+	if !has {
+		return "absent"
+	}
+	return fmt.Sprintf("%q", result)
+}
+
+// resets are the bounds a job's EMQ.REPROCESS ... RESET calls put on
+// its counters over the whole run: lastCall is the latest call of an
+// accepted RESET (what returned before it was cleared for certain),
+// lastReturn the latest reply of one (what was called after it counts,
+// unless maybe: a RESET went unanswered and may have come after
+// anything). Without a RESET both are -1.
+type resets struct {
+	lastCall, lastReturn int64
+	maybe                bool
+}
+
+func resetBounds(ok, maybe []*Op) resets {
+	r := resets{lastCall: -1, lastReturn: -1, maybe: len(maybe) > 0}
+	for _, o := range ok {
+		r.lastCall = max(r.lastCall, o.Call)
+		r.lastReturn = max(r.lastReturn, o.Return)
+	}
+	return r
+}
+
+// resetsBefore bounds the RESETs before sweep s: lowCut is the latest
+// reply of a RESET that may have come before s (an unanswered one: the
+// end of time), so a counted expiry called after it is still counted at
+// s for certain; highCut is the latest call of an accepted RESET that
+// returned before s was sent, so an expiry that returned before it was
+// cleared for certain.
+func resetsBefore(ok, maybe []*Op, s *Op) (lowCut, highCut int64) {
+	lowCut, highCut = -1, -1
+	for _, o := range ok {
+		if o.Call < s.Return {
+			lowCut = max(lowCut, o.Return)
+		}
+		if o.Return < s.Call {
+			highCut = max(highCut, o.Call)
+		}
+	}
+	for _, o := range maybe {
+		if o.Call < s.Return {
+			lowCut = 1<<63 - 1
+		}
+	}
+	return lowCut, highCut
 }
 
 // laneLimits checks MAX_ACTIVE (docs/verbs.md §4.26.3): at no instant

@@ -44,6 +44,8 @@ func main() {
 	fs.IntVar(&c.TmpfsMB, "tmpfs", 0, "mount a tmpfs of this many MB on the data directory (root) so the diskfull fault can fill it (a filler file takes every free byte for two leases and a half)")
 	fs.BoolVar(&c.NoFlows, "no-flows", false, "leave out the flow producer (EMQ.FLOW), for a server without flows")
 	fs.BoolVar(&c.NoLanes, "no-lanes", false, "leave out the two capped lanes (EMQ.LANE ... MAX_ACTIVE), for a server without lanes (always left out on a cluster)")
+	fs.BoolVar(&c.NoRetain, "no-retain", false, "leave the queue at the default retention (completed rows deleted) instead of EMQ.RETAIN q COMPLETED 1000000 0 with every result checked")
+	fs.BoolVar(&c.NoSchedules, "no-schedules", false, "leave out the two EVERY schedules (always left out on a cluster)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	_ = fs.Parse(os.Args[1:])
 	redis.SetLogger(quietLog{})
