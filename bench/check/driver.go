@@ -51,6 +51,11 @@ type Config struct {
 	// run (root), so the fault "diskfull" can fill the AOF's disk: a filler
 	// file takes every free byte for two leases and a half, then goes.
 	TmpfsMB int
+	// FsyncFault mounts a FUSE loopback on Dir (root and /dev/fuse:
+	// FuseAvailable), over Dir+".backing", whose fsync the fault "fsync"
+	// makes answer EIO for two leases and a half (fsyncfault.go).
+	FsyncFault bool
+	fsyncLies  bool // tests: the fsync fault drops the bytes and answers success
 	// NoFlows leaves the flow producer out (a server without EMQ.FLOW).
 	NoFlows bool
 	// NoLanes leaves lanes out (a server without EMQ.LANE; always on a
@@ -91,6 +96,8 @@ type Stats struct {
 	// fault), Occurrences the occurrences seen, Missed the slots the
 	// schedules counted as missed.
 	Slots, Occurrences, Missed int
+	// FsyncEIO counts the fsyncs the fault "fsync" answered EIO.
+	FsyncEIO int
 	// LaneLeases counts the lane leases judged against MAX_ACTIVE and
 	// LanePeak each lane's most leases certainly held at once.
 	LaneLeases int
@@ -98,8 +105,8 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed (%d with RESET), %d flows (%d parents claimed), %d results compared, %d EMQ.JOB reads, schedule slots %d (%d occurrences, %d missed), faults %v, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Resets, s.Flows, s.Released, s.Results, s.Reads, s.Slots, s.Occurrences, s.Missed, s.Faults, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed (%d with RESET), %d flows (%d parents claimed), %d results compared, %d EMQ.JOB reads, schedule slots %d (%d occurrences, %d missed), faults %v, %d fsyncs answered EIO, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Resets, s.Flows, s.Released, s.Results, s.Reads, s.Slots, s.Occurrences, s.Missed, s.Faults, s.FsyncEIO, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak)
 }
 
 const queue = "chk"
@@ -131,6 +138,7 @@ type run struct {
 
 	cl *clusterRun // nil: emqd
 	ns *netns      // nil: loopback
+	ff *fsyncFS    // nil: the data directory is the OS's
 }
 
 func (r *run) now() int64 { return int64(time.Since(r.start)) }
@@ -163,6 +171,10 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	for _, f := range cfg.Faults {
 		switch f {
 		case "kill", "pause", "cut", "clock", "freeze", "partition":
+		case "fsync":
+			if !cfg.FsyncFault || cfg.Cluster != nil {
+				return nil, Stats{}, errors.New("check: fault fsync needs an emqd run with FsyncFault (the AOF on the checker's FUSE loopback)")
+			}
 		case "diskfull":
 			if cfg.TmpfsMB <= 0 || cfg.Cluster != nil {
 				return nil, Stats{}, errors.New("check: fault diskfull needs an emqd run with TmpfsMB (the AOF on a tmpfs the run mounts)")
@@ -172,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 				return nil, Stats{}, errors.New("check: fault stale (a failover to a replica that missed writes) needs a cluster run")
 			}
 		default:
-			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition; stale on a cluster)", f)
+			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition; diskfull, fsync; stale on a cluster)", f)
 		}
 		if f == "clock" && cfg.Cluster != nil {
 			return nil, Stats{}, errors.New("check: fault clock is emqd's (EMQ.DEBUG CLOCK); on a cluster the test clock lives in one node's Lua state and a failover would undo it (docs/cluster.md §8)")
@@ -200,6 +212,18 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		defer exec.Command("umount", cfg.Dir).Run() // after the server's stop below
 	}
 	r := &run{cfg: cfg, start: time.Now(), conns: map[net.Conn]struct{}{}, firstWorker: cfg.Producers}
+	if cfg.FsyncFault {
+		if cfg.Cluster != nil || cfg.TmpfsMB > 0 {
+			return nil, Stats{}, errors.New("check: FsyncFault is for an emqd run without TmpfsMB")
+		}
+		ff, err := mountFsyncFS(cfg.Dir, filepath.Clean(cfg.Dir)+".backing")
+		if err != nil {
+			return nil, Stats{}, err
+		}
+		defer ff.unmount() // after the server's stop below
+		ff.lies = cfg.fsyncLies
+		r.ff = ff
+	}
 	r.args = []string{"--dir", cfg.Dir, "--appendonly", "yes", "--appendfsync", cfg.Fsync, "--enable-debug-command", "yes"}
 	if cfg.Cluster != nil {
 		r.cl = &clusterRun{cfg: *cfg.Cluster, bin: cfg.Cluster.Server, r: r}
@@ -281,11 +305,15 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		}
 		r.procMu.Unlock()
 	}
-	scheds, err := r.readSchedules(ctx)
+	caughtUp, err := r.stopSchedules(ctx)
 	if err != nil {
 		return nil, Stats{}, err
 	}
 	final, order, err := r.readBack(ctx)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	scheds, err := r.readSchedules(ctx, caughtUp)
 	if err != nil {
 		return nil, Stats{}, err
 	}
@@ -300,6 +328,9 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		h.LaneMax = laneMax
 	}
 	st := Stats{Faults: map[string]int{}, Epochs: len(r.epochs)}
+	if r.ff != nil {
+		st.FsyncEIO = int(r.ff.injected.Load())
+	}
 	for _, o := range h.Ops {
 		st.Ops++
 		switch o.Status {
@@ -462,23 +493,55 @@ func (r *run) sampleClock() {
 	r.histMu.Unlock()
 }
 
-// readSchedules waits (up to 5 s) until no schedule has a slot due by
-// the server clock, so the timer has caught up after the last fault, and
-// returns each schedule's hash (EMQ.SCHEDULE.GET, docs/verbs.md §4.22.6).
-func (r *run) readSchedules(ctx context.Context) ([]Sched, error) {
+// stopSchedules waits (up to 5 s) until no schedule has a slot due by
+// the server clock, so the timer has caught up after the last fault, then
+// pauses them (EMQ.SCHEDULE.PAUSE, docs/verbs.md §4.22.6), so the rows
+// read back and the schedules' counts read after them describe the same
+// slots. It says which schedules had caught up.
+func (r *run) stopSchedules(ctx context.Context) (map[string]bool, error) {
+	if r.cfg.NoSchedules {
+		return nil, nil
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	caughtUp := map[string]bool{}
+	for try := 0; ; try++ {
+		scheds, err := r.readSchedules(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		now, err := r.serverMs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all := true
+		for _, s := range scheds {
+			caughtUp[s.Name] = s.State == "active" && s.NextMs > now
+			all = all && caughtUp[s.Name]
+		}
+		if all || try == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, sc := range schedules {
+		if err := rdb.Do(ctx, "EMQ.SCHEDULE.PAUSE", queue, sc.name).Err(); err != nil {
+			return nil, fmt.Errorf("check: EMQ.SCHEDULE.PAUSE %s: %w", sc.name, err)
+		}
+	}
+	return caughtUp, nil
+}
+
+// readSchedules returns each schedule's hash (EMQ.SCHEDULE.GET,
+// docs/verbs.md §4.22.6), with CaughtUp from caughtUp.
+func (r *run) readSchedules(ctx context.Context, caughtUp map[string]bool) ([]Sched, error) {
 	if r.cfg.NoSchedules {
 		return nil, nil
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: r.addr.Load().(string), MaxRetries: 3, Protocol: 2, DisableIdentity: true})
 	defer rdb.Close()
 	var out []Sched
-	for try := 0; ; try++ {
-		out = out[:0]
-		now, err := r.serverMs(ctx)
-		if err != nil {
-			return nil, err
-		}
-		due := false
+	{
 		for _, sc := range schedules {
 			v, err := rdb.Do(ctx, "EMQ.SCHEDULE.GET", queue, sc.name).Result()
 			if err != nil {
@@ -490,19 +553,15 @@ func (r *run) readSchedules(ctx context.Context) ([]Sched, error) {
 				k, _ := arr[i].(string)
 				m[k], _ = arr[i+1].(string)
 			}
-			s := Sched{Name: sc.name, Catchup: m["catchup"], State: m["state"]}
+			s := Sched{Name: sc.name, Catchup: m["catchup"], State: m["state"], CaughtUp: caughtUp[sc.name]}
 			for k, p := range map[string]*int64{"sid": &s.Sid, "every_ms": &s.EveryMs, "anchor_ms": &s.AnchorMs, "last_slot_ms": &s.LastSlotMs,
 				"next_ms": &s.NextMs, "fired": &s.Fired, "missed": &s.Missed, "skipped": &s.Skipped} {
 				fmt.Sscan(m[k], p)
 			}
-			due = due || (s.State == "active" && s.NextMs <= now)
 			out = append(out, s)
 		}
-		if !due || try == 50 {
-			return out, nil
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	return out, nil
 }
 
 // laneMax are the checker's lanes and their MAX_ACTIVE.
@@ -1051,23 +1110,27 @@ func (r *run) faulter(ctx context.Context, id int) {
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			if r.ns != nil {
 				err := r.ns.setB(false)
+				cutAt := r.now()
 				note := fmt.Sprintf("workers %d-%d cut off from the server for %v: link %s down (network namespace)", r.firstWorker, r.firstWorker+max(1, r.cfg.Workers/2)-1, d, r.ns.hostB)
 				if err != nil {
 					note += ": " + err.Error()
 				}
-				r.fault("partition", note)
 				select {
-				case <-ctx.Done():
+				case <-ctx.Done(): // the run's end heals it early: End says when
 				case <-time.After(d):
 				}
 				if err := r.ns.setB(true); err != nil {
 					r.fault("partition", "heal failed: "+err.Error())
 					return
 				}
+				r.faultFrom("partition", note, cutAt) // At: the link is down; End: it is up again
 				continue
 			}
 			r.partUntil.Store(r.now() + int64(d))
 			r.fault("partition", fmt.Sprintf("workers %d-%d cut off from the server for %v", r.firstWorker, r.firstWorker+max(1, r.cfg.Workers/2)-1, d))
+			r.histMu.Lock()
+			r.faults[len(r.faults)-1].End = r.faults[len(r.faults)-1].At + int64(d) // the relay holds the bytes until then
+			r.histMu.Unlock()
 		case "diskfull":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			path := filepath.Join(r.cfg.Dir, "filler")
@@ -1082,6 +1145,20 @@ func (r *run) faulter(ctx context.Context, id int) {
 			}
 			_ = os.Remove(path)
 			r.faultFrom("diskfull", note, at)
+		case "fsync":
+			d := 2*r.cfg.Lease + 500*time.Millisecond
+			before := r.ff.injected.Load()
+			r.ff.failing.Store(true)
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+			r.ff.failing.Store(false)
+			answer := "EIO"
+			if r.ff.lies {
+				answer = "success (a disk that lies)"
+			}
+			r.faultFrom("fsync", fmt.Sprintf("every fsync answered %s for %v (%d of them), the bytes since each file's last good fsync dropped", answer, d, r.ff.injected.Load()-before), at)
 		case "freeze":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			r.freezeUntil.Store(r.now() + int64(d))

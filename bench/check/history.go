@@ -224,7 +224,10 @@ type Sched struct {
 	Fired      int64
 	Missed     int64
 	Skipped    int64
-	State      string
+	State      string // paused: the checker paused it after the run, before the read back
+	// CaughtUp: within 5 s after the run no slot was due by the server
+	// clock (the timer kept up after the last fault).
+	CaughtUp bool
 }
 
 // ClockSample is one reading of the server clock: At ns since the start
