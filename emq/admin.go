@@ -167,12 +167,51 @@ type Counts struct {
 	Waiting int64
 }
 
+// CountsMany returns the counts of every queue of qs, in one round trip
+// (EMQ.COUNTS of each, pipelined): counts[k] and errs[k] are qs[k]'s, a
+// refusal of one queue (WRONGTYPE, an invalid name) in its errs[k] and
+// its counts zero. err is a failure of the connection (then the slices
+// are nil); an error reply never is.
+func (i *Inspector) CountsMany(ctx context.Context, qs []string) (counts []Counts, errs []error, err error) {
+	if len(qs) == 0 {
+		return nil, nil, nil
+	}
+	cmds, err := i.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, q := range qs {
+			p.Do(ctx, i.argv("EMQ.COUNTS", q)...)
+		}
+		return nil
+	})
+	var re redis.Error
+	if err != nil && !errors.As(err, &re) {
+		return nil, nil, err
+	}
+	counts, errs = make([]Counts, len(qs)), make([]error, len(qs))
+	for k, c := range cmds {
+		cmd, ok := c.(*redis.Cmd)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w to EMQ.COUNTS: %T", errReply, c)
+		}
+		v, err := cmd.Result()
+		if err != nil {
+			errs[k] = typed(err)
+			continue
+		}
+		counts[k], errs[k] = parseCounts(v)
+	}
+	return counts, errs, nil
+}
+
 // Counts returns queue q's counts (EMQ.COUNTS, docs/verbs.md §4.16).
 func (i *Inspector) Counts(ctx context.Context, q string) (Counts, error) {
 	v, err := i.do(ctx, "EMQ.COUNTS", q)
 	if err != nil {
 		return Counts{}, err
 	}
+	return parseCounts(v)
+}
+
+func parseCounts(v any) (Counts, error) {
 	pairs, ok := asPairs(v)
 	if !ok {
 		return Counts{}, badReply("EMQ.COUNTS", v)
@@ -241,14 +280,21 @@ type JobInfo struct {
 	LeaseDeadline, RunAt time.Time
 	// Fields holds every field of the reply, the two times included.
 	Fields map[string]string
+	// FieldList is the same fields in the reply's order: the row's order
+	// over RESP2 (a flat array, docs/verbs.md §4.17); over RESP3 the map
+	// arrives unordered in go-redis, and so does this list.
+	FieldList []Field
 }
+
+// Field is one field of a reply (a job row, a schedule), in FieldList.
+type Field struct{ Name, Value string }
 
 func parseJob(verb, id string, v any) (*JobInfo, error) {
 	pairs, ok := asPairs(v)
 	if !ok {
 		return nil, badReply(verb, v)
 	}
-	j := &JobInfo{ID: id, Fields: make(map[string]string, len(pairs))}
+	j := &JobInfo{ID: id, Fields: make(map[string]string, len(pairs)), FieldList: make([]Field, 0, len(pairs))}
 	for _, p := range pairs {
 		name, ok1 := asString(p[0])
 		val, ok2 := asString(p[1])
@@ -256,6 +302,7 @@ func parseJob(verb, id string, v any) (*JobInfo, error) {
 			return nil, badReply(verb, v)
 		}
 		j.Fields[name] = val
+		j.FieldList = append(j.FieldList, Field{name, val})
 		n, _ := asInt(val)
 		switch name {
 		case "state":

@@ -90,23 +90,29 @@ type ClientOptions struct {
 	Target Target
 }
 
-// core is what a Client and an Inspector share: the go-redis client and
-// the target. It holds no connection of its own (they are rdb's).
+// Doer is what an Inspector needs of go-redis: any
+// redis.UniversalClient (*redis.Client, *redis.ClusterClient), or one
+// *redis.Conn (its AUTH, its SELECTed database), for a tool that holds a
+// connection (emqd's dashboard does).
+type Doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// core is what a Client and an Inspector share: the go-redis client they
+// send through and the target. It holds no connection of its own.
 type core struct {
-	rdb    redis.UniversalClient
+	rdb    Doer
 	target Target
 }
 
-func newCore(rdb redis.UniversalClient, o *ClientOptions) core {
+func newCore(rdb Doer, o *ClientOptions) core {
 	c := core{rdb: rdb}
 	if o != nil {
 		c.target = o.Target
 	}
 	return c
 }
-
-// Redis returns the go-redis client underneath.
-func (c *core) Redis() redis.UniversalClient { return c.rdb }
 
 // Target returns the target the verbs are sent to.
 func (c *core) Target() Target { return c.target }
@@ -115,6 +121,7 @@ func (c *core) Target() Target { return c.target }
 // doc). It is safe for concurrent use.
 type Client struct {
 	core
+	redis redis.UniversalClient
 }
 
 // New returns a client over rdb (o nil: the Native target).
@@ -127,8 +134,11 @@ type Client struct {
 // and reads such answers right when it knows a reply was lost; set
 // MaxRetries: -1 on rdb for exact accounting (the load driver does).
 func New(rdb redis.UniversalClient, o *ClientOptions) *Client {
-	return &Client{core: newCore(rdb, o)}
+	return &Client{core: newCore(rdb, o), redis: rdb}
 }
+
+// Redis returns the go-redis client underneath.
+func (c *Client) Redis() redis.UniversalClient { return c.redis }
 
 // Inspector returns the Inspector over c's go-redis client and target.
 func (c *Client) Inspector() *Inspector { return &Inspector{core: c.core} }
@@ -141,7 +151,7 @@ type Inspector struct {
 }
 
 // NewInspector returns an inspector over rdb (o nil: the Native target).
-func NewInspector(rdb redis.UniversalClient, o *ClientOptions) *Inspector {
+func NewInspector(rdb Doer, o *ClientOptions) *Inspector {
 	return &Inspector{core: newCore(rdb, o)}
 }
 

@@ -91,7 +91,13 @@ type ScheduleInfo struct {
 	// Fired, Skipped (OVERLAP skip) and Missed (late, CATCHUP none/one)
 	// count the slots of the current definition.
 	Fired, Skipped, Missed int64
-	Fields                 map[string]string
+	// Missing is true for a listed name without a definition
+	// (EMQ.SCHEDULE.LIST's [name, nil]); the other fields are empty.
+	Missing bool
+	// Fields holds every field of the reply; FieldList the same in the
+	// reply's order (as JobInfo.FieldList).
+	Fields    map[string]string
+	FieldList []Field
 }
 
 func parseSchedule(verb string, v any) (*ScheduleInfo, error) {
@@ -99,7 +105,7 @@ func parseSchedule(verb string, v any) (*ScheduleInfo, error) {
 	if !ok {
 		return nil, badReply(verb, v)
 	}
-	s := &ScheduleInfo{Fields: make(map[string]string, len(pairs))}
+	s := &ScheduleInfo{Fields: make(map[string]string, len(pairs)), FieldList: make([]Field, 0, len(pairs))}
 	for _, p := range pairs {
 		name, ok1 := asString(p[0])
 		val, ok2 := asString(p[1])
@@ -107,6 +113,7 @@ func parseSchedule(verb string, v any) (*ScheduleInfo, error) {
 			return nil, badReply(verb, v)
 		}
 		s.Fields[name] = val
+		s.FieldList = append(s.FieldList, Field{name, val})
 		n, _ := asInt(val)
 		switch name {
 		case "name":
@@ -165,7 +172,7 @@ func (i *Inspector) ListSchedules(ctx context.Context, q string, o *ListOptions)
 		}
 		name, _ := asString(pair[0])
 		if pair[1] == nil {
-			out = append(out, ScheduleInfo{Name: name})
+			out = append(out, ScheduleInfo{Name: name, Missing: true})
 			continue
 		}
 		s, err := parseSchedule("EMQ.SCHEDULE.LIST", pair[1])

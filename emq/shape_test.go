@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,13 +40,34 @@ func TestNewInspector(t *testing.T) {
 	e := newEnv(t)
 	e.enqueue("q", "a")
 	in := emq.NewInspector(e.rdb, nil)
-	if in.Target() != emq.Native || in.Redis() != e.rdb || e.c.Inspector().Redis() != e.rdb {
+	if in.Target() != emq.Native || e.c.Redis() != e.rdb {
 		t.Fatalf("target %v", in.Target())
 	}
 	a, err1 := in.Counts(e.ctx, "q")
 	b, err2 := e.in.Counts(e.ctx, "q")
 	if err1 != nil || err2 != nil || a != b || a.Pending != 1 {
 		t.Fatalf("counts %+v %+v %v %v", a, b, err1, err2)
+	}
+	// Over one connection: its SELECTed database is the one inspected.
+	conn := e.rdb.Conn()
+	defer conn.Close()
+	if err := conn.Select(e.ctx, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	on := emq.NewInspector(conn, nil)
+	if n, err := on.Counts(e.ctx, "q"); err != nil || n.Pending != 0 {
+		t.Fatalf("db 1 counts %+v %v", n, err)
+	}
+	if err := conn.Do(e.ctx, "EMQ.ENQUEUE", "q", "*", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Do(e.ctx, "EMQ.ENQUEUE", "q", "*", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	n1, err1 := on.Counts(e.ctx, "q")
+	n0, err0 := e.in.Counts(e.ctx, "q")
+	if err1 != nil || err0 != nil || n1.Pending != 2 || n0.Pending != 1 {
+		t.Fatalf("db 1 %+v %v, db 0 %+v %v", n1, err1, n0, err0)
 	}
 	f := emq.NewInspector(e.rdb, &emq.ClientOptions{Target: emq.Functions})
 	if f.Target() != emq.Functions || f.Target().String() != "functions" {
@@ -139,4 +161,68 @@ func TestJobChildren(t *testing.T) {
 		}
 	}
 	wk.stop(t)
+}
+
+// TestCountsMany: the counts of several queues in one pipeline; a queue
+// the server refuses keeps its refusal in its own slot.
+func TestCountsMany(t *testing.T) {
+	e := newEnv(t)
+	e.enqueue("a", "1")
+	e.enqueue("a", "2")
+	e.enqueue("c", "3", &emq.EnqueueOptions{Delay: time.Minute})
+	if err := e.rdb.Set(e.ctx, "emq:{b}:pending", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	counts, errs, err := e.in.CountsMany(e.ctx, []string{"a", "b", "bad name", "c"})
+	if err != nil || len(counts) != 4 || len(errs) != 4 {
+		t.Fatalf("CountsMany: %v %v %v", counts, errs, err)
+	}
+	if errs[0] != nil || counts[0].Pending != 2 || errs[3] != nil || counts[3].Scheduled != 1 {
+		t.Fatalf("a %+v %v, c %+v %v", counts[0], errs[0], counts[3], errs[3])
+	}
+	if errs[1] == nil || !strings.HasPrefix(errs[1].Error(), "WRONGTYPE") || counts[1] != (emq.Counts{}) {
+		t.Fatalf("b %+v %v", counts[1], errs[1])
+	}
+	if errs[2] == nil || errs[2].Error() != "ERR invalid queue name" {
+		t.Fatalf("bad name %v", errs[2])
+	}
+	if c, errs, err := e.in.CountsMany(e.ctx, nil); c != nil || errs != nil || err != nil {
+		t.Fatalf("none: %v %v %v", c, errs, err)
+	}
+}
+
+// TestFieldListOrder: over RESP2 a job's and a schedule's FieldList is
+// the reply's order, as the raw reply sends it.
+func TestFieldListOrder(t *testing.T) {
+	e := newEnvProto(t, 2)
+	id := e.enqueue("q", "x")
+	raw, err := e.rdb.Do(e.ctx, "EMQ.JOB", "q", id).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := e.job("q", id)
+	if len(j.FieldList) != len(raw)/2 || len(j.FieldList) < 4 {
+		t.Fatalf("FieldList %v, raw %v", j.FieldList, raw)
+	}
+	for k, f := range j.FieldList {
+		if f.Name != raw[2*k] || f.Value != raw[2*k+1] || j.Fields[f.Name] != f.Value {
+			t.Fatalf("field %d: %+v, raw %v %v", k, f, raw[2*k], raw[2*k+1])
+		}
+	}
+	if err := e.in.Schedule(e.ctx, "q", "tick", emq.ScheduleSpec{Every: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err = e.rdb.Do(e.ctx, "EMQ.SCHEDULE.GET", "q", "tick").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.in.GetSchedule(e.ctx, "q", "tick")
+	if err != nil || len(s.FieldList) != len(raw)/2 || s.FieldList[0].Name != raw[0] || s.Missing {
+		t.Fatalf("schedule %+v %v, raw %v", s, err, raw)
+	}
+	for k, f := range s.FieldList {
+		if f.Name != raw[2*k] || f.Value != raw[2*k+1] {
+			t.Fatalf("schedule field %d: %+v, raw %v %v", k, f, raw[2*k], raw[2*k+1])
+		}
+	}
 }

@@ -376,7 +376,7 @@ func NewWorker(c *Client, opts *WorkerOptions) *Worker {
 	if opts != nil {
 		o = *opts
 	}
-	o.defaults(c.rdb)
+	o.defaults(c.redis)
 	return &Worker{c: c, o: o}
 }
 
@@ -438,7 +438,7 @@ func (w *Worker) Run(ctx context.Context, q string, h Handler) error {
 		slots: make(chan struct{}, w.o.Concurrency),
 		held:  make(map[*held]struct{}),
 	}
-	if sc, ok := w.c.rdb.(interface{ Conn() *redis.Conn }); ok && w.c.target == Native {
+	if sc, ok := w.c.redis.(interface{ Conn() *redis.Conn }); ok && w.c.target == Native {
 		r.newConn = sc.Conn
 		defer func() { // fetch has returned: its connection is ours
 			if r.conn != nil {
@@ -599,7 +599,7 @@ func (r *run) claim(ctx context.Context, n int) ([]*Lease, error) {
 		// A PING on the shared client first: go-redis's first connection
 		// settles its handshake options there, under the client's lock,
 		// before a Conn (a copy of the client with its own lock) dials.
-		if err := r.c.rdb.Ping(r.base).Err(); err != nil {
+		if err := r.c.redis.Ping(r.base).Err(); err != nil {
 			return nil, err
 		}
 		r.conn = r.newConn()
@@ -654,7 +654,7 @@ func (r *run) unblock(fetched <-chan struct{}) {
 		default:
 		}
 		if id := r.connID.Load(); r.inClaim.Load() && id != 0 && !r.noUnblock.Load() {
-			n, err := r.c.rdb.Do(r.base, "CLIENT", "UNBLOCK", id).Int64()
+			n, err := r.c.redis.Do(r.base, "CLIENT", "UNBLOCK", id).Int64()
 			switch {
 			case err == nil && n == 1:
 				return // the claim answers a nil array now
