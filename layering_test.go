@@ -31,6 +31,7 @@ var layers = map[string]int{
 	"internal/verbgen":        1, // for tests: random calls of every verb (the property tests' generators)
 	"internal/faultfs":        1, // for tests: the fault-injecting in-memory vfs.FS
 	"internal/resp":           1, // RESP request reader and reply writer
+	"emq":                     1, // Go client and worker library (imports no emqd package; the dashboard reads through it)
 	"internal/plan":           1, // the write plan (primitive ops)
 	"internal/store":          2, // keyspace, data types, Valkey commands, command specs
 
@@ -42,7 +43,6 @@ var layers = map[string]int{
 	"server": 4, // listener, dispatch, registry, persistence wiring, embedding API
 
 	"cmd/emqd": 5, // the binary: argv and config file -> server
-	"emq":      5, // Go client and worker library (imports no emqd package)
 	"cluster":  5, // FUNCTION library for Valkey/Redis Cluster
 
 	"cluster/clustertest": 6, // redis-server nodes and clusters for tests
@@ -62,8 +62,9 @@ var layers = map[string]int{
 var only = map[string][]string{
 	"cmd/emqd": {"server", "clock", "internal/valkeyref", "internal/testsupport"}, // tests: the stock valkey.conf, the binary
 	"emq":      {},
-	// The dashboard reaches the data only over RESP (docs/architecture.md §6.1).
-	"internal/dashboard": {"clock", "internal/testsupport"}, // testsupport: its browser tests' gate
+	// The dashboard reaches the data only over RESP, reading the EMQ replies
+	// through emq (docs/architecture.md §6.1).
+	"internal/dashboard": {"clock", "emq", "internal/testsupport"}, // emq: its reads of EMQ replies; testsupport: its browser tests' gate
 }
 
 // layerOf returns the layer of rel (a path relative to the module).

@@ -3,11 +3,11 @@ package dashboard
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
 
+	"github.com/emqd/emqd/emq"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -15,14 +15,18 @@ import (
 // The dashboard's only way to the data: a RESP connection per HTTP request,
 // authenticated with the operator's password, on which it sends the same
 // commands any client would (EMQ.COUNTS, EMQ.LIST, EMQ.JOB, EMQ.PAUSE, ...).
-// RESP2 keeps the field order of EMQ.JOB's map (a flat array), which is the
-// row's order (docs/verbs.md §1.3, §4.17).
+// The EMQ replies are read through the users' library, emq.Inspector over
+// that connection (docs/architecture.md §6.1), so the dashboard shows what
+// a Go user's program reads. RESP2 keeps the field order of EMQ.JOB's map
+// (a flat array), which is the row's order (docs/verbs.md §1.3, §4.17):
+// emq.JobInfo.FieldList.
 
 // conn is one request's connection.
 type conn struct {
 	rdb *redis.Client
 	c   *redis.Conn
-	db  int // the database selected on c (-1: none yet)
+	in  *emq.Inspector // over c: the database selected on c is the one read
+	db  int            // the database selected on c (-1: none yet)
 }
 
 // open dials a fresh connection authenticated with password ("" when the
@@ -60,7 +64,7 @@ func (d *Dashboard) open(ctx context.Context, password string) (*conn, error) {
 		}
 		return nil, err
 	}
-	return &conn{rdb: rdb, c: c, db: 0}, nil
+	return &conn{rdb: rdb, c: c, in: emq.NewInspector(c, nil), db: 0}, nil
 }
 
 // close releases the connection (the server sees the client go away).
@@ -157,9 +161,9 @@ type queueRef struct {
 // §1.1: emq:{q}:meta, field paused; EMQ.PAUSE writes it, §4.14).
 func metaKey(q string) string { return "emq:{" + q + "}:meta" }
 
-// countsOf reads EMQ.COUNTS and the paused flag of every queue of qs, one
-// pipeline per database. A refusal of one queue is kept in its Err; an
-// error of the connection is returned.
+// countsOf reads EMQ.COUNTS (emq.Inspector.CountsMany) and the paused
+// flag of every queue of qs, two pipelines per database. A refusal of one
+// queue is kept in its Err; an error of the connection is returned.
 func (c *conn) countsOf(ctx context.Context, qs []queueRef) ([]counts, error) {
 	out := make([]counts, len(qs))
 	byDB := map[int][]int{}
@@ -175,10 +179,17 @@ func (c *conn) countsOf(ctx context.Context, qs []queueRef) ([]counts, error) {
 			return nil, err
 		}
 		idx := byDB[db]
+		names := make([]string, len(idx))
+		for k, i := range idx {
+			names[k] = qs[i].Name
+		}
+		ns, errs, err := c.in.CountsMany(ctx, names)
+		if err != nil {
+			return nil, err
+		}
 		cmds, err := c.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range idx {
-				p.Do(ctx, "EMQ.COUNTS", qs[i].Name)
-				p.Do(ctx, "HEXISTS", metaKey(qs[i].Name), "paused")
+			for _, name := range names {
+				p.Do(ctx, "HEXISTS", metaKey(name), "paused")
 			}
 			return nil
 		})
@@ -186,20 +197,15 @@ func (c *conn) countsOf(ctx context.Context, qs []queueRef) ([]counts, error) {
 			return nil, err
 		}
 		for k, i := range idx {
-			cc, pc := cmds[2*k].(*redis.Cmd), cmds[2*k+1].(*redis.Cmd)
-			if err := cc.Err(); err != nil {
+			if err := errs[k]; err != nil {
 				if isAuthError(err) {
 					return nil, errAuth
 				}
 				out[i].Err, out[i].err = err.Error(), err
 				continue
 			}
-			n, err := parseCounts(cc.Val())
-			if err != nil {
-				out[i].Err, out[i].err = err.Error(), err
-				continue
-			}
-			if v, err := pc.Int64(); err == nil {
+			n := fromEMQ(ns[k])
+			if v, err := cmds[k].(*redis.Cmd).Int64(); err == nil {
 				n.Paused = v == 1
 			} else {
 				n.Err, n.err = err.Error(), err
@@ -208,6 +214,15 @@ func (c *conn) countsOf(ctx context.Context, qs []queueRef) ([]counts, error) {
 		}
 	}
 	return out, nil
+}
+
+// fromEMQ is the page's copy of emq.Counts.
+func fromEMQ(n emq.Counts) counts {
+	return counts{
+		Pending: n.Pending, Active: n.Active, Scheduled: n.Scheduled, Dead: n.Dead,
+		Completed: n.Completed, Failed: n.Failed, Retained: n.Retained,
+		LatencyMs: n.Latency.Milliseconds(), Waiting: n.Waiting,
+	}
 }
 
 // isReplyError reports whether err is an error reply (the connection is
@@ -227,39 +242,6 @@ func (c *conn) counts(ctx context.Context, q queueRef) (counts, error) {
 		return counts{}, r[0].err
 	}
 	return r[0], nil
-}
-
-func parseCounts(v any) (counts, error) {
-	arr, ok := v.([]any)
-	if !ok || len(arr)%2 != 0 {
-		return counts{}, fmt.Errorf("unexpected EMQ.COUNTS reply %v", v)
-	}
-	var n counts
-	for i := 0; i < len(arr); i += 2 {
-		name, _ := arr[i].(string)
-		x, _ := arr[i+1].(int64)
-		switch name {
-		case "pending":
-			n.Pending = x
-		case "active":
-			n.Active = x
-		case "scheduled":
-			n.Scheduled = x
-		case "dead":
-			n.Dead = x
-		case "completed":
-			n.Completed = x
-		case "failed":
-			n.Failed = x
-		case "latency_ms":
-			n.LatencyMs = x
-		case "retained":
-			n.Retained = x
-		case "waiting":
-			n.Waiting = x
-		}
-	}
-	return n, nil
 }
 
 // field is one field of a job row, in the row's order.
@@ -282,49 +264,27 @@ func (j *job) get(name string) string {
 	return ""
 }
 
-func parseFields(v any) ([]field, bool) {
-	arr, ok := v.([]any)
-	if !ok || len(arr)%2 != 0 {
-		return nil, false
+// fieldsOf is the page's copy of a reply's fields, in the reply's order.
+func fieldsOf(fl []emq.Field) []field {
+	fs := make([]field, len(fl))
+	for i, f := range fl {
+		fs[i] = field{f.Name, f.Value}
 	}
-	fs := make([]field, 0, len(arr)/2)
-	for i := 0; i < len(arr); i += 2 {
-		name, ok1 := arr[i].(string)
-		val, ok2 := arr[i+1].(string)
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		fs = append(fs, field{name, val})
-	}
-	return fs, true
+	return fs
 }
 
 // list runs EMQ.LIST q state offset count (docs/verbs.md §4.18).
 func (c *conn) list(ctx context.Context, q queueRef, state string, offset, count int) ([]job, error) {
-	v, err := c.do(ctx, q.DB, "EMQ.LIST", q.Name, state, offset, count)
+	if err := c.use(ctx, q.DB); err != nil {
+		return nil, err
+	}
+	js, err := c.in.List(ctx, q.Name, emq.JobState(state), &emq.ListOptions{Offset: offset, Count: count})
 	if err != nil {
 		return nil, err
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("unexpected EMQ.LIST reply %v", v)
-	}
-	out := make([]job, 0, len(arr))
-	for _, e := range arr {
-		pair, ok := e.([]any)
-		if !ok || len(pair) != 2 {
-			return nil, fmt.Errorf("unexpected EMQ.LIST entry %v", e)
-		}
-		id, _ := pair[0].(string)
-		if pair[1] == nil {
-			out = append(out, job{ID: id, Ghost: true})
-			continue
-		}
-		fs, ok := parseFields(pair[1])
-		if !ok {
-			return nil, fmt.Errorf("unexpected EMQ.LIST entry %v", e)
-		}
-		out = append(out, job{ID: id, Fields: fs})
+	out := make([]job, len(js))
+	for i, j := range js {
+		out[i] = job{ID: j.ID, Ghost: j.Missing, Fields: fieldsOf(j.FieldList)}
 	}
 	return out, nil
 }
@@ -332,30 +292,16 @@ func (c *conn) list(ctx context.Context, q queueRef, state string, offset, count
 // schedules runs EMQ.SCHEDULE.LIST q 0 100 (docs/verbs.md §4.22.6): the
 // queue's schedules, next fire first, each as its fields (name first).
 func (c *conn) schedules(ctx context.Context, q queueRef) ([]job, error) {
-	v, err := c.do(ctx, q.DB, "EMQ.SCHEDULE.LIST", q.Name, 0, 100)
+	if err := c.use(ctx, q.DB); err != nil {
+		return nil, err
+	}
+	ss, err := c.in.ListSchedules(ctx, q.Name, &emq.ListOptions{Offset: 0, Count: 100})
 	if err != nil {
 		return nil, err
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("unexpected EMQ.SCHEDULE.LIST reply %v", v)
-	}
-	out := make([]job, 0, len(arr))
-	for _, e := range arr {
-		pair, ok := e.([]any)
-		if !ok || len(pair) != 2 {
-			return nil, fmt.Errorf("unexpected EMQ.SCHEDULE.LIST entry %v", e)
-		}
-		name, _ := pair[0].(string)
-		if pair[1] == nil {
-			out = append(out, job{ID: name, Ghost: true})
-			continue
-		}
-		fs, ok := parseFields(pair[1])
-		if !ok {
-			return nil, fmt.Errorf("unexpected EMQ.SCHEDULE.LIST entry %v", e)
-		}
-		out = append(out, job{ID: name, Fields: fs})
+	out := make([]job, len(ss))
+	for i, s := range ss {
+		out[i] = job{ID: s.Name, Ghost: s.Missing, Fields: fieldsOf(s.FieldList)}
 	}
 	return out, nil
 }
@@ -378,16 +324,26 @@ func lanesKnownKey(q string) string { return "emq:{" + q + "}:lanes:known" }
 // and 0 for a queue without lanes, or when the server refuses the verb
 // (the cluster library refuses lanes, docs/cluster.md).
 func (c *conn) lanes(ctx context.Context, q queueRef, offset, count int) ([]laneRow, int64, error) {
-	v, err := c.do(ctx, q.DB, "EMQ.LANES", q.Name, offset, count)
+	if err := c.use(ctx, q.DB); err != nil {
+		return nil, 0, err
+	}
+	ls, err := c.in.LanesPage(ctx, q.Name, &emq.ListOptions{Offset: offset, Count: count})
 	if err != nil {
 		if isReplyError(err) {
 			return nil, 0, nil
 		}
 		return nil, 0, err
 	}
-	rows, err := parseLanes(v)
-	if err != nil || (len(rows) == 0 && offset == 0) {
-		return rows, 0, err
+	rows := make([]laneRow, len(ls))
+	for i, l := range ls {
+		rows[i] = laneRow{
+			Name: l.Name, State: l.State, Pending: l.Pending, Active: l.Active,
+			Weight: l.Weight, MaxActive: l.MaxActive, RateCount: l.RateCount,
+			RatePerMs: l.RatePer.Milliseconds(),
+		}
+	}
+	if len(rows) == 0 && offset == 0 {
+		return rows, 0, nil
 	}
 	n, err := c.do(ctx, q.DB, "ZCARD", lanesKnownKey(q.Name))
 	if err != nil {
@@ -395,54 +351,6 @@ func (c *conn) lanes(ctx context.Context, q queueRef, offset, count int) ([]lane
 	}
 	total, _ := n.(int64)
 	return rows, total, nil
-}
-
-// parseLanes reads EMQ.LANES' reply: an array of maps (flat arrays in
-// RESP2).
-func parseLanes(v any) ([]laneRow, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("unexpected EMQ.LANES reply %v", v)
-	}
-	out := make([]laneRow, 0, len(arr))
-	for _, e := range arr {
-		var kv []any
-		switch m := e.(type) {
-		case []any:
-			kv = m
-		case map[any]any:
-			for k, x := range m {
-				kv = append(kv, k, x)
-			}
-		default:
-			return nil, fmt.Errorf("unexpected EMQ.LANES entry %v", e)
-		}
-		var l laneRow
-		for i := 0; i+1 < len(kv); i += 2 {
-			name, _ := kv[i].(string)
-			n, _ := kv[i+1].(int64)
-			switch name {
-			case "lane":
-				l.Name, _ = kv[i+1].(string)
-			case "state":
-				l.State, _ = kv[i+1].(string)
-			case "pending":
-				l.Pending = n
-			case "active":
-				l.Active = n
-			case "weight":
-				l.Weight = n
-			case "max_active":
-				l.MaxActive = n
-			case "rate_count":
-				l.RateCount = n
-			case "rate_per_ms":
-				l.RatePerMs = n
-			}
-		}
-		out = append(out, l)
-	}
-	return out, nil
 }
 
 // Limit is the lane's MAX_ACTIVE as shown ("-": no cap).
@@ -463,15 +371,17 @@ func (l laneRow) Rate() string {
 
 // job runs EMQ.JOB q id (docs/verbs.md §4.17); nil when there is no row.
 func (c *conn) job(ctx context.Context, q queueRef, id string) (*job, error) {
-	v, err := c.do(ctx, q.DB, "EMQ.JOB", q.Name, id)
-	if err != nil || v == nil {
+	if err := c.use(ctx, q.DB); err != nil {
 		return nil, err
 	}
-	fs, ok := parseFields(v)
-	if !ok {
-		return nil, fmt.Errorf("unexpected EMQ.JOB reply %v", v)
+	j, err := c.in.Job(ctx, q.Name, id)
+	if errors.Is(err, emq.ErrNoJob) {
+		return nil, nil
 	}
-	return &job{ID: id, Fields: fs}, nil
+	if err != nil {
+		return nil, err
+	}
+	return &job{ID: id, Fields: fieldsOf(j.FieldList)}, nil
 }
 
 // flowChild is one child of a flow parent as EMQ.CHILDREN shows it
@@ -498,36 +408,19 @@ func (c *conn) children(ctx context.Context, q queueRef, id string, depth int, b
 		return nil, false, nil
 	}
 	*budget--
-	v, err := c.do(ctx, q.DB, "EMQ.CHILDREN", q.Name, id)
-	if err != nil || v == nil {
+	if err := c.use(ctx, q.DB); err != nil {
 		return nil, false, err
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, false, fmt.Errorf("unexpected EMQ.CHILDREN reply %v", v)
+	kids, err := c.in.Children(ctx, q.Name, id)
+	if errors.Is(err, emq.ErrNoFlow) {
+		return nil, false, nil
 	}
-	out := make([]flowChild, 0, len(arr))
-	for _, e := range arr {
-		fs, ok := parseFields(e)
-		if !ok {
-			return nil, false, fmt.Errorf("unexpected EMQ.CHILDREN entry %v", e)
-		}
-		var ch flowChild
-		for _, f := range fs {
-			switch f.Name {
-			case "queue":
-				ch.Queue = f.Value
-			case "id":
-				ch.ID = f.Value
-			case "state":
-				ch.State = f.Value
-			case "result":
-				ch.Result, ch.HasResult = f.Value, true
-			case "error":
-				ch.Error = f.Value
-			}
-		}
-		out = append(out, ch)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]flowChild, len(kids))
+	for i, k := range kids {
+		out[i] = flowChild{Queue: k.Queue, ID: k.ID, State: string(k.State), Result: k.Result, Error: k.Error, HasResult: k.HasResult}
 	}
 	for i := range out {
 		cq := queueRef{DB: q.DB, Name: out[i].Queue}
