@@ -73,6 +73,7 @@ type config struct {
 	serverCPU           string
 	tsv                 bool
 	retryCells          bool
+	lanes               int
 }
 
 func main() {
@@ -95,11 +96,12 @@ func main() {
 	fs.StringVar(&c.libraryAddr, "library-addr", "", "address of a running redis-server for the library side (default: start --redis-bin); the library is loaded on it")
 	fs.StringVar(&c.redisCli, "redis-cli", "redis-cli", "redis-cli binary (creates the cluster of the cluster sides)")
 	clusterAddrs := fs.String("cluster-addrs", "", "primaries of a running cluster (host:port,...; the library is loaded on them) for the cluster sides (default: start 3 redis-server primaries here)")
-	sides := fs.String("sides", "emqd,redis,library,cluster/3,cluster/1", "sides to run, in order: emqd (native verbs), redis (Lua scripts, EVALSHA), library (FCALL, one redis-server), cluster/3 and cluster/1 (FCALL on a 3-primary cluster, the workers' queues spread over 3 primaries or all on 1)")
+	sides := fs.String("sides", "emqd,redis,library,cluster/3,cluster/1", "sides to run, in order: emqd (native verbs), emqd+lanes (the same with every job in one of --lanes lanes; not in the default), redis (Lua scripts, EVALSHA), library (FCALL, one redis-server), cluster/3 and cluster/1 (FCALL on a 3-primary cluster, the workers' queues spread over 3 primaries or all on 1)")
 	fs.StringVar(&c.client, "client", "raw", "job-cycle client: raw (lean RESP over net.Conn, pre-encoded commands) or go-redis; the sweep always uses go-redis")
 	fs.IntVar(&c.rounds, "rounds", 1, "rounds; each runs every side in turn (emqd, redis, ... emqd, redis, ...) and the tables print medians")
 	fs.StringVar(&c.serverCPU, "server-cpu", "", "run the emqd, redis and library servers the driver starts under taskset -c LIST (e.g. 0; pin the driver itself elsewhere)")
 	fs.BoolVar(&c.tsv, "tsv", false, "print the medians of sides emqd and redis as tab-separated lines instead of the tables: cycle, name, mode, workers, batch, emqd jobs/s, redis jobs/s; sweep, leases, limit, emqd s, redis s")
+	fs.IntVar(&c.lanes, "lanes", 100, "lanes of each worker's queue on side emqd+lanes (every job in lane l<hash(id) mod lanes>)")
 	fs.BoolVar(&c.retryCells, "retry-cells", true, "also run the cycle with one failure (enqueue, claim, fail, claim, complete)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: jobcycle [flags]
@@ -158,11 +160,17 @@ func run(c config) error {
 				cy: cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, leaseMs: c.leaseMs, payload: payload}})
 		}
 	}
-	known := map[string]bool{"emqd": true, "redis": true, "library": true, "cluster/3": true, "cluster/1": true}
+	known := map[string]bool{"emqd": true, "emqd+lanes": true, "redis": true, "library": true, "cluster/3": true, "cluster/1": true}
 	for _, sd := range c.sides {
 		if !known[sd] {
-			return fmt.Errorf("unknown side %q (emqd, redis, library, cluster/3, cluster/1)", sd)
+			return fmt.Errorf("unknown side %q (emqd, emqd+lanes, redis, library, cluster/3, cluster/1)", sd)
 		}
+		if sd == "emqd+lanes" && c.client != "raw" {
+			return fmt.Errorf("side emqd+lanes needs --client raw")
+		}
+	}
+	if c.lanes < 1 {
+		return fmt.Errorf("--lanes must be positive")
 	}
 	// One side after the other, round after round (emqd, redis, ...,
 	// emqd, redis, ...): a server the driver starts runs only while its
@@ -308,7 +316,7 @@ func startSide(c config, name string) (*env, error) {
 	case "cluster/1":
 		return startCluster(c, 1)
 	}
-	native := name == "emqd"
+	native := name == "emqd" || name == "emqd+lanes"
 	addr, bin := c.redisAddr, c.redisBin
 	start := func(bin string) (*procs.Proc, error) { return procs.StartRedisCPU(c.serverCPU, bin) }
 	if native {
@@ -329,6 +337,10 @@ func startSide(c config, name string) (*env, error) {
 	rdb := newClient(addr, c.workers1+4)
 	e := &env{addr: addr, ex: &nativeExec{rdb: rdb}, raw: rawNative{}, route: func(string) string { return addr },
 		stop: func() { rdb.Close(); stop() }, sweep: true}
+	if name == "emqd+lanes" {
+		// The job cycle with lanes on; the sweep is timed on "emqd".
+		e.raw, e.sweep = newRawLanes(c.lanes), false
+	}
 	if !native {
 		e.ex, e.raw = &scriptExec{rdb: rdb}, rawScripted{}
 		for _, s := range lua.All() {
@@ -359,11 +371,16 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 	if c.only != "sweep" {
 		for _, cl := range cells {
 			fmt.Fprintf(os.Stderr, "%s: %s, %s ...\n", name, cl.name, cl.mode)
-			q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, strings.ReplaceAll(name, "/", ""), cl.cy.batch, cl.cy.retry)
+			q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, strings.NewReplacer("/", "", "+", "-").Replace(name), cl.cy.batch, cl.cy.retry)
 			cy := cl.cy
 			cy.place = e.place
 			var r float64
 			var err error
+			if name == "emqd+lanes" {
+				if err := keepLanesOn(ctx, ex.client(), cy, q); err != nil {
+					return res, err
+				}
+			}
 			if c.client == "raw" {
 				r, err = cy.runRaw(e.route, e.raw, q, func(q string) error { return cy.check(ctx, ex.client(), q) })
 			} else {
@@ -384,6 +401,23 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 		res.sweep = r
 	}
 	return res, nil
+}
+
+// lanesKeepOn is the lane side emqd+lanes configures in each worker's
+// queue, with a MAX_ACTIVE no run reaches, so the queue keeps its lanes on
+// between batches: a queue whose lanes all emptied has none, and a claim
+// that finds only lane jobs due in the schedule then promotes them and
+// answers empty (docs/verbs.md §4.26.4: it is still the plain claim for the
+// rest of the call), which the cycle would take for a lost job.
+const lanesKeepOn = "l0"
+
+func keepLanesOn(ctx context.Context, rdb redis.UniversalClient, cy cycle, q string) error {
+	for w := 0; w < cy.workers; w++ {
+		if err := rdb.Do(ctx, "EMQ.LANE", cy.qname(q, w), lanesKeepOn, "MAX_ACTIVE", 1<<30).Err(); err != nil {
+			return fmt.Errorf("EMQ.LANE: %w", err)
+		}
+	}
+	return nil
 }
 
 func payload(c config) string { return strings.Repeat("x", c.payloadBytes) }
@@ -597,12 +631,18 @@ func (cy cycle) check(ctx context.Context, rdb redis.UniversalClient, q string) 
 		k := lua.Keys{Q: cy.qname(q, w)}
 		p := rdb.Pipeline()
 		done := p.HGet(ctx, k.Completed(), "count")
+		// Lanes leave no keys once empty and idle, but a configured one
+		// (docs/verbs.md §4.26.4).
+		known := p.ZRange(ctx, k.Prefix()+"lanes:known", 0, -1)
 		sets := []*redis.IntCmd{p.ZCard(ctx, k.Pending()), p.ZCard(ctx, k.Active()), p.ZCard(ctx, k.Schedule()), p.ZCard(ctx, k.Dead())}
 		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
 		n, _ := done.Int64()
 		total += n
+		if err := checkLanes(ctx, rdb, k, known.Val()); err != nil {
+			return err
+		}
 		for _, s := range sets {
 			if s.Val() != 0 {
 				return fmt.Errorf("queue %s: %s holds %d members after the run", k.Q, s.Args()[1], s.Val())
@@ -611,6 +651,29 @@ func (cy cycle) check(ctx context.Context, rdb redis.UniversalClient, q string) 
 	}
 	if total != int64(cy.jobs) {
 		return fmt.Errorf("%d completions counted, want %d", total, cy.jobs)
+	}
+	return nil
+}
+
+// checkLanes checks the lanes left in queue k's registry after a run: at
+// most the one lane side emqd+lanes configures (lanesKeepOn), with no
+// pending job and every slot given back (docs/verbs.md §4.26.3, §4.26.4).
+func checkLanes(ctx context.Context, rdb redis.UniversalClient, k lua.Keys, known []string) error {
+	if len(known) > 1 || (len(known) == 1 && known[0] != lanesKeepOn) {
+		return fmt.Errorf("queue %s: lanes %v left after the run", k.Q, known)
+	}
+	for _, l := range known {
+		n, err := rdb.ZCard(ctx, k.Prefix()+"lane:"+l+":pending").Result()
+		if err != nil {
+			return err
+		}
+		active, err := rdb.HGet(ctx, k.Prefix()+"lane:"+l, "active").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		if n != 0 || (active != "" && active != "0") {
+			return fmt.Errorf("queue %s: lane %s holds %d pending, %q active after the run", k.Q, l, n, active)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/emqd/emqd/bench/internal/procs"
@@ -145,6 +146,7 @@ func TestRawCycle(t *testing.T) {
 	nrdb := newClient(s.Addr(), 4)
 	t.Cleanup(func() { nrdb.Close() })
 	sides = append(sides, target{"emqd", s.Addr(), rawNative{}, nrdb})
+	sides = append(sides, target{"emqd+lanes", s.Addr(), newRawLanes(7), nrdb})
 	if _, err := exec.LookPath("redis-server"); err == nil || os.Getenv(testsupport.RequireEnv) == "1" {
 		ex := startScripted(t)
 		sides = append(sides, target{"redis", ex.rdb.Options().Addr, rawScripted{}, ex.rdb})
@@ -153,7 +155,13 @@ func TestRawCycle(t *testing.T) {
 		for _, batch := range []int{1, 25} {
 			for _, retry := range []bool{false, true} {
 				cy := cycle{jobs: 300, workers: 3, batch: batch, retry: retry, leaseMs: 30000, payload: "p"}
-				r, err := cy.runRaw(fixed(sd.addr), sd.side, "raw."+randTag(), func(q string) error { return cy.check(ctx, sd.rdb, q) })
+				q := "raw." + randTag()
+				if sd.name == "emqd+lanes" {
+					if err := keepLanesOn(ctx, sd.rdb, cy, q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r, err := cy.runRaw(fixed(sd.addr), sd.side, q, func(q string) error { return cy.check(ctx, sd.rdb, q) })
 				if err != nil {
 					t.Fatalf("%s batch %d retry %v: %v", sd.name, batch, retry, err)
 				}
@@ -277,5 +285,48 @@ func TestClusterSides(t *testing.T) {
 		if _, err := cy.run(ctx, e.ex, "cl."+randTag()); err != nil {
 			t.Fatalf("spread %d go-redis: %v", spread, err)
 		}
+	}
+}
+
+// Side emqd+lanes enqueues into its lanes: 70 jobs through rawLanes over 7
+// lanes land in 7 lanes (EMQ.LANES), none in the plain pending set.
+func TestRawLanesEnqueue(t *testing.T) {
+	ctx := context.Background()
+	s := server.StartTest(t)
+	rdb := newClient(s.Addr(), 2)
+	t.Cleanup(func() { rdb.Close() })
+	c, err := dialRaw(s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.nc.Close()
+	k := newQKeys("lanes."+randTag(), 30000)
+	for i := 0; i < 70; i++ {
+		newRawLanes(7).enqueue(&c.e, k, jobID(1<<40, uint64(i)), "p")
+	}
+	if err := c.roundTrip(70); err != nil {
+		t.Fatal(err)
+	}
+	lanes, err := rdb.Do(ctx, "EMQ.LANES", k.q).Slice()
+	if err != nil || len(lanes) != 7 {
+		t.Fatalf("EMQ.LANES: %d lanes %v", len(lanes), err)
+	}
+	var pending int64
+	for _, l := range lanes {
+		m := l.(map[any]any)
+		pending += m["pending"].(int64)
+	}
+	if n := rdb.ZCard(ctx, k.pending).Val(); pending != 70 || n != 0 {
+		t.Fatalf("lanes hold %d jobs, the plain pending set %d; want 70 and 0", pending, n)
+	}
+	// checkLanes refuses lanes left with jobs, and the kept-on lane with a
+	// job or a slot held.
+	lk := lua.Keys{Q: k.q}
+	known := rdb.ZRange(ctx, lk.Prefix()+"lanes:known", 0, -1).Val()
+	if err := checkLanes(ctx, rdb, lk, known); err == nil || len(known) != 7 {
+		t.Fatalf("checkLanes over %v: %v", known, err)
+	}
+	if err := checkLanes(ctx, rdb, lk, []string{lanesKeepOn}); err == nil || !strings.Contains(err.Error(), "pending") {
+		t.Fatalf("checkLanes over l0 holding jobs: %v", err)
 	}
 }

@@ -244,6 +244,37 @@ func (rawNative) fail(e *enc, k *qkeys, id, token string) {
 	e.bulk("boom")
 }
 
+// rawLanes is rawNative with lanes on (docs/verbs.md §4.26): each job is
+// enqueued with LANE l<n>, n a hash of its id over the side's lanes, so
+// every claim is a weighted fair pick among up to len(names) backlogged
+// lanes; the other transitions are rawNative's.
+type rawLanes struct {
+	rawNative
+	names []string
+}
+
+func newRawLanes(n int) rawLanes {
+	r := rawLanes{names: make([]string, n)}
+	for i := range r.names {
+		r.names[i] = "l" + strconv.Itoa(i)
+	}
+	return r
+}
+
+func (r rawLanes) enqueue(e *enc, k *qkeys, id, payload string) {
+	h := uint32(2166136261) // FNV-1a of the id
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	e.array(6)
+	e.bulk("EMQ.ENQUEUE")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(payload)
+	e.bulk("LANE")
+	e.bulk(r.names[h%uint32(len(r.names))])
+}
+
 // rawScripted sends the same EVALSHA calls as scriptExec.
 type rawScripted struct{}
 
