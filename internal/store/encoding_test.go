@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -405,5 +406,34 @@ func TestListpackWords(t *testing.T) {
 	run(t, s, 2, "HSET", "row", "stat", "states", "0", "00")
 	if got := run(t, s, 2, "HMGET", "row", "stat", "0"); got != fmt.Sprint(bulks("states", "00")) {
 		t.Fatalf("HMGET %q", got)
+	}
+}
+
+// A pending job's row (docs/verbs.md §1.3: state pending, attempts 0, a
+// 64-byte payload, enqueued_at in Unix ms) is one listpack of 89 bytes,
+// inside the 96-byte size class: enqueued_at spelled out (12 bytes, not
+// one word code) made it 100 bytes, the 112-byte class, 16 bytes more per
+// pending job (BenchmarkPendingJobMemory, bench/README.md).
+func TestPendingRowListpackSize(t *testing.T) {
+	h := NewHash()
+	fv := [][]byte{[]byte("state"), []byte("pending"), []byte("attempts"), []byte("0"),
+		[]byte("payload"), bytes.Repeat([]byte("x"), 64), []byte("enqueued_at"), []byte("1764600000000")}
+	h.Reserve(fv)
+	h.setPlan(fv)
+	if n := len(h.v.Str); n != 89 {
+		t.Fatalf("pending row listpack is %d bytes, want 89", n)
+	}
+	if c := cap(h.v.Str); c > 96 {
+		t.Fatalf("pending row listpack holds %d bytes of capacity, want at most 96", c)
+	}
+	for i := 0; i < len(fv); i += 2 {
+		if v, ok := h.Get(string(fv[i])); !ok || string(v) != string(fv[i+1]) {
+			t.Fatalf("field %s: %q %v", fv[i], v, ok)
+		}
+	}
+	for _, w := range []string{"enqueued_at", "claimed_at", "finished_at"} {
+		if lpStrLen(w) != 1 {
+			t.Fatalf("%s is not a one-byte word", w)
+		}
 	}
 }
