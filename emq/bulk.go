@@ -32,6 +32,10 @@ type BulkOptions struct {
 	// SingleCall sends the verb once: Bulk.Left then says how many members
 	// remain, for a caller that paces the loop itself.
 	SingleCall bool
+	// MaxCalls bounds the calls of one action (0: none; the loop runs
+	// until the set is empty): Bulk.Left then says how many members
+	// remain (the dashboard's bound of one click).
+	MaxCalls int
 }
 
 // ReprocessAllOptions are ReprocessAll's options (nil: the budgets as
@@ -75,7 +79,7 @@ func (i *Inspector) bulk(ctx context.Context, verb, q string, args []any, o *Bul
 		out.Done += done
 		out.Left = left
 		out.Calls++
-		if o.SingleCall || left == 0 || done == 0 {
+		if o.SingleCall || left == 0 || done == 0 || (o.MaxCalls > 0 && out.Calls >= o.MaxCalls) {
 			return out, nil
 		}
 	}

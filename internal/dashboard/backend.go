@@ -67,6 +67,15 @@ func (d *Dashboard) open(ctx context.Context, password string) (*conn, error) {
 	return &conn{rdb: rdb, c: c, in: emq.NewInspector(c, nil), db: 0}, nil
 }
 
+// inspector is the Inspector over the connection with database db
+// selected (SELECT, once per change).
+func (c *conn) inspector(ctx context.Context, db int) (*emq.Inspector, error) {
+	if err := c.use(ctx, db); err != nil {
+		return nil, err
+	}
+	return c.in, nil
+}
+
 // close releases the connection (the server sees the client go away).
 func (d *Dashboard) closeConn(c *conn) {
 	c.c.Close()

@@ -2,9 +2,12 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/emqd/emqd/emq"
 )
 
 // The operator's bulk actions on the queue page (docs/operations.md §2.4,
@@ -133,27 +136,18 @@ func (d *Dashboard) bulkRun(ctx context.Context, c *conn, r *http.Request) (flas
 	if r.PostFormValue("confirm") != op.Name {
 		return flash{Error: true, Text: "Refused: " + op.Label + " was not confirmed (use its confirmation page). Nothing was changed."}, nil
 	}
-	args := append(append([]any{op.Args[0], ref.Name}, toAny(op.Args[1:])...), "LIMIT", bulkBatch)
-	var done, left int64
-	for calls := 0; calls < bulkMaxCalls; calls++ {
-		v, err := c.do(ctx, ref.DB, args...)
-		if err != nil {
-			if done > 0 && isReplyError(err) {
-				return flash{Error: true, Text: err.Error() + " (" + strconv.FormatInt(done, 10) + " jobs were " + op.Done +
-					" by the calls before; the refused call changed nothing)"}, nil
-			}
-			return flash{}, err
+	in, err := c.inspector(ctx, ref.DB)
+	if err != nil {
+		return flash{}, err
+	}
+	b, err := runBulk(ctx, in, ref.Name, op.Args)
+	done, left := b.Done, b.Left
+	if err != nil {
+		if done > 0 && isReplyError(err) {
+			return flash{Error: true, Text: err.Error() + " (" + strconv.FormatInt(done, 10) + " jobs were " + op.Done +
+				" by the calls before; the refused call changed nothing)"}, nil
 		}
-		arr, ok := v.([]any)
-		if !ok || len(arr) != 2 {
-			return flash{}, &errStatus{http.StatusBadGateway, "unexpected reply from " + op.Args[0]}
-		}
-		n, _ := arr[0].(int64)
-		left, _ = arr[1].(int64)
-		done += n
-		if left == 0 || n == 0 {
-			break
-		}
+		return flash{}, err
 	}
 	text := plural(done, "job") + " of queue " + ref.Name + " " + op.Done + "."
 	if left > 0 {
@@ -162,12 +156,20 @@ func (d *Dashboard) bulkRun(ctx context.Context, c *conn, r *http.Request) (flas
 	return flash{Text: text}, nil
 }
 
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
+// runBulk sends op's verb (args: the verb and its words after the queue
+// name, as bulkOps writes them) through the emq Inspector's bulk method,
+// LIMIT bulkBatch, at most bulkMaxCalls calls.
+func runBulk(ctx context.Context, in *emq.Inspector, q string, args []string) (emq.Bulk, error) {
+	o := emq.BulkOptions{BatchSize: bulkBatch, MaxCalls: bulkMaxCalls}
+	switch {
+	case args[0] == "EMQ.REPROCESS.ALL":
+		return in.ReprocessAll(ctx, q, &emq.ReprocessAllOptions{ResetBudget: len(args) > 1 && args[1] == "RESET", BulkOptions: o})
+	case args[0] == "EMQ.REMOVE.ALL" && len(args) == 2:
+		return in.RemoveAll(ctx, q, emq.JobState(args[1]), &o)
+	case args[0] == "EMQ.PROMOTE.ALL":
+		return in.PromoteAll(ctx, q, &o)
 	}
-	return out
+	return emq.Bulk{}, fmt.Errorf("dashboard: no bulk method for %v", args)
 }
 
 func plural(n int64, word string) string {
@@ -184,7 +186,11 @@ func (d *Dashboard) runNow(ctx context.Context, c *conn, r *http.Request) (flash
 		return flash{}, err
 	}
 	id := r.PathValue("id")
-	if _, err := c.do(ctx, ref.DB, "EMQ.PROMOTE.JOB", ref.Name, id); err != nil {
+	in, err := c.inspector(ctx, ref.DB)
+	if err != nil {
+		return flash{}, err
+	}
+	if err := in.RunNow(ctx, ref.Name, id); err != nil {
 		return flash{}, err
 	}
 	return flash{Text: "Job " + id + " is pending now: the next claim can take it."}, nil

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/emq"
 )
 
 // Prefix is the path the dashboard is served under.
@@ -953,7 +954,11 @@ func (d *Dashboard) pause(ctx context.Context, c *conn, r *http.Request) (flash,
 	if err != nil {
 		return flash{}, err
 	}
-	if _, err := c.do(ctx, ref.DB, "EMQ.PAUSE", ref.Name); err != nil {
+	in, err := c.inspector(ctx, ref.DB)
+	if err != nil {
+		return flash{}, err
+	}
+	if err := in.Pause(ctx, ref.Name); err != nil {
 		return flash{}, err
 	}
 	return flash{Text: "Queue " + ref.Name + " paused: claims hand out nothing until it is resumed."}, nil
@@ -964,7 +969,11 @@ func (d *Dashboard) resume(ctx context.Context, c *conn, r *http.Request) (flash
 	if err != nil {
 		return flash{}, err
 	}
-	if _, err := c.do(ctx, ref.DB, "EMQ.RESUME", ref.Name); err != nil {
+	in, err := c.inspector(ctx, ref.DB)
+	if err != nil {
+		return flash{}, err
+	}
+	if err := in.Resume(ctx, ref.Name); err != nil {
 		return flash{}, err
 	}
 	return flash{Text: "Queue " + ref.Name + " resumed."}, nil
@@ -978,23 +987,30 @@ func (d *Dashboard) schedAction(ctx context.Context, c *conn, r *http.Request) (
 		return flash{}, err
 	}
 	name := r.PathValue("name")
-	verb, done := "", ""
-	switch r.PathValue("op") {
-	case "pause":
-		verb, done = "EMQ.SCHEDULE.PAUSE", "paused: it fires nothing until it is resumed"
-	case "resume":
-		verb, done = "EMQ.SCHEDULE.RESUME", "resumed at its next slot from now"
-	case "delete":
-		verb, done = "EMQ.SCHEDULE.DEL", "deleted (the jobs it enqueued stay)"
-	default:
+	op := r.PathValue("op")
+	if op != "pause" && op != "resume" && op != "delete" {
 		return flash{}, &errStatus{http.StatusNotFound, "no such schedule action"}
 	}
-	v, err := c.do(ctx, ref.DB, verb, ref.Name, name)
+	in, err := c.inspector(ctx, ref.DB)
 	if err != nil {
 		return flash{}, err
 	}
-	if n, ok := v.(int64); ok && n == 0 {
-		return flash{Error: true, Text: "Schedule " + name + " was not there: nothing deleted."}, nil
+	var done string
+	switch op {
+	case "pause":
+		err, done = in.PauseSchedule(ctx, ref.Name, name), "paused: it fires nothing until it is resumed"
+	case "resume":
+		err, done = in.ResumeSchedule(ctx, ref.Name, name), "resumed at its next slot from now"
+	case "delete":
+		var existed bool
+		existed, err = in.DeleteSchedule(ctx, ref.Name, name)
+		if err == nil && !existed {
+			return flash{Error: true, Text: "Schedule " + name + " was not there: nothing deleted."}, nil
+		}
+		done = "deleted (the jobs it enqueued stay)"
+	}
+	if err != nil {
+		return flash{}, err
 	}
 	return flash{Text: "Schedule " + name + " " + done + "."}, nil
 }
@@ -1005,12 +1021,12 @@ func (d *Dashboard) reprocess(ctx context.Context, c *conn, r *http.Request) (fl
 		return flash{}, err
 	}
 	id := r.PathValue("id")
-	args := []any{"EMQ.REPROCESS", ref.Name, id}
 	reset := r.PostFormValue("reset") == "1"
-	if reset {
-		args = append(args, "RESET")
+	in, err := c.inspector(ctx, ref.DB)
+	if err != nil {
+		return flash{}, err
 	}
-	if _, err := c.do(ctx, ref.DB, args...); err != nil {
+	if err := in.Reprocess(ctx, ref.Name, id, &emq.ReprocessOptions{ResetBudget: reset}); err != nil {
 		return flash{}, err
 	}
 	if reset {
@@ -1025,11 +1041,15 @@ func (d *Dashboard) remove(ctx context.Context, c *conn, r *http.Request) (flash
 		return flash{}, err
 	}
 	id := r.PathValue("id")
-	v, err := c.do(ctx, ref.DB, "EMQ.REMOVE", ref.Name, id)
+	in, err := c.inspector(ctx, ref.DB)
 	if err != nil {
 		return flash{}, err
 	}
-	if n, _ := v.(int64); n == 0 {
+	removed, err := in.Remove(ctx, ref.Name, id)
+	if err != nil {
+		return flash{}, err
+	}
+	if !removed {
 		return flash{Error: true, Text: "Job " + id + " was not there: nothing removed."}, nil
 	}
 	return flash{Text: "Job " + id + " removed."}, nil
