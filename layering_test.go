@@ -22,7 +22,7 @@ var layers = map[string]int{
 	"clock":        0, // the server clock (Wall, Manual, Shifted)
 	"internal/num": 0, // Valkey's number rules: string2ll, string2d, d2string, long double
 
-	"internal/testsupport": 0, // for tests: the EMQD_REQUIRE_REFERENCE gate, the emqd binary, raw RESP, keyspace dump
+	"internal/testsupport": 0, // for tests and the bench drivers: the EMQD_REQUIRE_REFERENCE gate, the emqd binary (Launch), raw RESP, keyspace dump
 	"internal/valkeyref":   1, // the Valkey 8.0.1 reference server for tests (EMQD_VALKEY_DIR)
 	"internal/cmdmeta":     0, // command metadata: Valkey 8.0.1's generated table, emqd's own entries
 	"internal/vfs":         0, // the file-system interface of the AOF and RDB files (aof.FS)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -433,16 +434,6 @@ func TestExemptionCheckUsesEpochs(t *testing.T) {
 	}
 }
 
-func buildEmqd(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "emqd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/emqd/emqd/cmd/emqd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build emqd: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // The short checked run: the real binary, appendfsync always, about 40 s
 // of producers and workers with a fault every 4 s (SIGKILL and restart,
 // SIGSTOP longer than two leases, every connection cut, the debug clock
@@ -452,7 +443,7 @@ func TestShortRunUnderFaults(t *testing.T) {
 		t.Skip("builds emqd and runs 40 s under faults")
 	}
 	tmp := t.TempDir()
-	bin := buildEmqd(t, tmp)
+	bin := testsupport.BuildEmqd(t)
 	d := 40 * time.Second
 	if s := os.Getenv("EMQD_CHECK_DURATION"); s != "" {
 		if v, err := time.ParseDuration(s); err == nil {
@@ -739,7 +730,7 @@ func TestNetnsPartition(t *testing.T) {
 		t.Skipf("%v: a network partition needs root and iproute2", err)
 	}
 	tmp := t.TempDir()
-	bin := buildEmqd(t, tmp)
+	bin := testsupport.BuildEmqd(t)
 	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 10 * time.Second, FaultEvery: 2 * time.Second,
 		Faults: []string{"partition", "kill"}, Netns: true, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 	h, st, err := Run(context.Background(), cfg)
@@ -820,7 +811,7 @@ func TestDiskFull(t *testing.T) {
 		t.Skip(msg)
 	}
 	exec.Command("umount", probe).Run()
-	bin := buildEmqd(t, tmp)
+	bin := testsupport.BuildEmqd(t)
 	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 10 * time.Second, FaultEvery: 2 * time.Second,
 		Faults: []string{"diskfull", "kill"}, TmpfsMB: 16, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 	h, st, err := Run(context.Background(), cfg)
@@ -964,10 +955,7 @@ func TestScheduleChecks(t *testing.T) {
 func fuseOrSkip(t *testing.T) {
 	t.Helper()
 	if err := FuseAvailable(); err != nil {
-		if os.Getenv("EMQD_REQUIRE_REFERENCE") == "1" {
-			t.Fatalf("%v (EMQD_REQUIRE_REFERENCE=1: CI runs as root)", err)
-		}
-		t.Skip(err)
+		testsupport.Missing(t, err.Error()+" (CI runs as root)")
 	}
 }
 
@@ -983,7 +971,7 @@ func TestFsyncErrors(t *testing.T) {
 	}
 	fuseOrSkip(t)
 	tmp := t.TempDir()
-	bin := buildEmqd(t, tmp)
+	bin := testsupport.BuildEmqd(t)
 	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 12 * time.Second, FaultEvery: 1500 * time.Millisecond,
 		Faults: []string{"fsync", "kill"}, FsyncFault: true, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 	h, st, err := Run(context.Background(), cfg)
@@ -1025,7 +1013,7 @@ func TestFsyncLiesFound(t *testing.T) {
 	}
 	fuseOrSkip(t)
 	tmp := t.TempDir()
-	bin := buildEmqd(t, tmp)
+	bin := testsupport.BuildEmqd(t)
 	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 6 * time.Second, FaultEvery: time.Second,
 		Faults: []string{"fsync", "kill"}, FsyncFault: true, fsyncLies: true, NoSchedules: true, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
 	h, st, err := Run(context.Background(), cfg)

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emqd/emqd/bench/internal/procs"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -119,7 +119,7 @@ type run struct {
 	addr  atomic.Value // string: host:port of the running process (a restart takes a new free port)
 
 	procMu sync.Mutex
-	proc   *procs.Proc
+	proc   *testsupport.Proc
 	paused bool
 	epochs []string
 
@@ -253,9 +253,9 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 		defer func() {
 			r.procMu.Lock()
 			if r.paused {
-				_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+				_ = r.proc.Signal(syscall.SIGCONT)
 			}
-			r.proc.Stop(10 * time.Second)
+			r.proc.StopWithin(10 * time.Second)
 			r.procMu.Unlock()
 		}()
 	}
@@ -300,7 +300,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	if r.cl == nil {
 		r.procMu.Lock()
 		if r.paused {
-			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+			_ = r.proc.Signal(syscall.SIGCONT)
 			r.paused = false
 		}
 		r.procMu.Unlock()
@@ -573,17 +573,24 @@ const (
 )
 
 func (r *run) startServer() error {
-	var p *procs.Proc
-	var err error
+	l := testsupport.Launch{LogPath: filepath.Clean(r.cfg.Dir) + ".emqd.log", Ready: 30 * time.Second}
 	if r.ns != nil {
 		// Its own namespace has its own ports: the same one each time.
-		args := append([]string{"netns", "exec", r.ns.name, r.cfg.Bin, "--port", "7400", "--bind", r.ns.ipA, r.ns.ipB, "--protected-mode", "no"}, r.args...)
-		p, err = procs.Start("emqd", "ip", args, r.ns.ipA+":7400")
+		l.Argv = append([]string{"ip", "netns", "exec", r.ns.name, r.cfg.Bin, "--port", "7400", "--bind", r.ns.ipA, r.ns.ipB, "--protected-mode", "no"}, r.args...)
+		l.Addr = r.ns.ipA + ":7400"
 	} else {
-		p, err = procs.StartEmqdCPU("", r.cfg.Bin, r.args...)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		l.Argv = append([]string{r.cfg.Bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", ""}, r.args...)
+		l.Addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
+	p, err := l.Start()
 	if err != nil {
-		return err
+		return fmt.Errorf("check: %w", err)
 	}
 	r.addr.Store(p.Addr)
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
@@ -1094,7 +1101,7 @@ func (r *run) faulter(ctx context.Context, id int) {
 		case "pause":
 			d := 2*r.cfg.Lease + 500*time.Millisecond
 			r.procMu.Lock()
-			_ = r.proc.Cmd.Process.Signal(syscall.SIGSTOP)
+			_ = r.proc.Signal(syscall.SIGSTOP)
 			r.paused = true
 			r.procMu.Unlock()
 			select {
@@ -1102,7 +1109,7 @@ func (r *run) faulter(ctx context.Context, id int) {
 			case <-time.After(d):
 			}
 			r.procMu.Lock()
-			_ = r.proc.Cmd.Process.Signal(syscall.SIGCONT)
+			_ = r.proc.Signal(syscall.SIGCONT)
 			r.paused = false
 			r.procMu.Unlock()
 			r.faultFrom("pause", fmt.Sprintf("SIGSTOP for %v", d), at)

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/emqd/emqd/bench/internal/procs"
 	"github.com/emqd/emqd/emq"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -146,17 +145,6 @@ func TestVerifyFindsLossDuplicatesAndLeftovers(t *testing.T) {
 	}
 }
 
-// buildEmqd builds cmd/emqd into dir and returns the binary's path.
-func buildEmqd(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "emqd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/emqd/emqd/cmd/emqd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build emqd: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // The real binary under SIGKILL restarts (appendfsync always): still zero
 // loss. A binary that does not start with persistence on, or loses an
 // admitted job across a SIGKILL, fails the test (docs/durability.md).
@@ -165,17 +153,14 @@ func TestLoadRestartsBinary(t *testing.T) {
 		t.Skip("builds and restarts the emqd binary")
 	}
 	tmp := t.TempDir()
-	bin := buildEmqd(t, tmp)
-	port, err := procs.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	bin := testsupport.BuildEmqd(t)
+	port := testsupport.FreePort(t)
+	addr := "127.0.0.1:" + port
 	dataDir := filepath.Join(tmp, "data")
 	if err := os.Mkdir(dataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmdline := fmt.Sprintf("%s --port %d --bind 127.0.0.1 --dir %s --appendonly yes --appendfsync always", bin, port, dataDir)
+	cmdline := fmt.Sprintf("%s --port %s --bind 127.0.0.1 --dir %s --appendonly yes --appendfsync always", bin, port, dataDir)
 
 	// Does this build persist? Admit a job, SIGKILL, restart, look for it.
 	sup := &supervisor{cmdline: cmdline, addr: addr, log: &strings.Builder{}}

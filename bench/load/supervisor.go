@@ -3,55 +3,45 @@ package load
 import (
 	"fmt"
 	"io"
-	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/emqd/emqd/bench/internal/procs"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // supervisor runs the server command of --restart-cmd: `sh -c "exec CMD"`
-// in its own process group, so SIGKILL reaches the server itself.
+// started through testsupport.Launch (the launcher of the tests and the
+// bench drivers), in its own process group, so SIGKILL reaches the server
+// itself.
 type supervisor struct {
 	cmdline string
 	addr    string
 	log     io.Writer
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *testsupport.Proc
 }
 
 func (s *supervisor) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if procs.Ping(s.addr) == nil {
+	if testsupport.Ping(s.addr) == nil {
 		return fmt.Errorf("load: something already answers on %s; --restart-cmd must start the server itself", s.addr)
 	}
-	cmd := exec.Command("sh", "-c", "exec "+s.cmdline)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("load: start %q: %w", s.cmdline, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
-	if err := procs.WaitPing(s.addr, 60*time.Second, done); err != nil {
-		s.killLocked()
+	p, err := testsupport.Launch{Argv: []string{"sh", "-c", "exec " + s.cmdline}, Addr: s.addr, Out: s.log, Ready: 60 * time.Second}.Start()
+	if err != nil {
 		return fmt.Errorf("load: %q: %w", s.cmdline, err)
 	}
+	s.proc = p
 	return nil
 }
 
 func (s *supervisor) killLocked() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	<-s.done
-	s.cmd = nil
+	s.proc.Kill()
+	s.proc = nil
 }
 
 // restart kills the server with SIGKILL, waits for it to exit, and starts
@@ -67,14 +57,9 @@ func (s *supervisor) restart() error {
 func (s *supervisor) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-		s.cmd = nil
-	case <-time.After(10 * time.Second):
-		s.killLocked()
-	}
+	s.proc.StopWithin(10 * time.Second)
+	s.proc = nil
 }

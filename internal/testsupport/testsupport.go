@@ -1,6 +1,7 @@
-// Package testsupport is what emqd's tests share (tests only; product code
-// never imports it): the EMQD_REQUIRE_REFERENCE gate for a missing
-// reference tool, building, starting and SIGKILLing the emqd binary, a
+// Package testsupport is what emqd's tests share (the tests and the bench
+// drivers bench/check and bench/load; product code never imports it): the
+// EMQD_REQUIRE_REFERENCE gate for a missing reference tool, building,
+// starting and SIGKILLing the emqd binary (Launch: the one launcher), a
 // raw RESP connection that reads whole reply frames, and a keyspace dump
 // that reads the same on emqd and on valkey-server.
 package testsupport
@@ -75,81 +76,169 @@ func FreePort(t testing.TB) string {
 func BuildEmqd(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "emqd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/emqd/emqd/cmd/emqd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := Build(bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
 
-// Proc is one running emqd process (StartEmqd).
+// Build builds cmd/emqd into the file bin (go build, from the module the
+// caller runs in).
+func Build(bin string) error {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/emqd/emqd/cmd/emqd").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build emqd: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// Proc is one running server process (Launch, StartEmqd).
 type Proc struct {
 	Cmd  *exec.Cmd
-	Addr string // 127.0.0.1:port
+	Addr string // host:port it answers PING on
 	// Exited is closed once the process has exited (and been waited for).
 	Exited  <-chan struct{}
 	logPath string
 }
 
-// StartEmqd starts bin with args plus --port, its output appended to
-// logPath, and waits (up to 30 s) until it answers PING on 127.0.0.1:port.
-// It fails t, with the log, when the process exits at boot. The process is
-// killed when t ends if it still runs.
-func StartEmqd(t testing.TB, bin, port, logPath string, args ...string) *Proc {
-	t.Helper()
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
+// Launch is how a process under test is started: the one launcher of the
+// tests and of the bench drivers (bench/check, bench/load), which run
+// outside `go test` too.
+type Launch struct {
+	// Argv is the command: the emqd binary and its arguments, or a wrapper
+	// that execs it (`ip netns exec NAME emqd ...`, `sh -c "exec ..."`), so
+	// that the process started is the server itself.
+	Argv []string
+	// Addr is the host:port the server answers PING on once it is ready.
+	Addr string
+	// LogPath receives its stdout and stderr, appended ("": Out).
+	LogPath string
+	// Out receives them when LogPath is "" (nil: discarded).
+	Out io.Writer
+	// Ready bounds the wait for the first PONG (0: 30 s).
+	Ready time.Duration
+}
+
+// Start starts the process in a process group of its own (so a SIGKILL
+// of the group reaches the server behind a wrapper) and waits until Addr
+// answers PING (or NOAUTH). A process that exits first, or is not ready in
+// time, is killed and reported with its log.
+func (l Launch) Start() (*Proc, error) {
+	if len(l.Argv) == 0 {
+		return nil, fmt.Errorf("testsupport: Launch without a command")
 	}
-	defer logf.Close()
-	cmd := exec.Command(bin, append([]string{"--port", port}, args...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd := exec.Command(l.Argv[0], l.Argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if l.LogPath != "" {
+		logf, err := os.OpenFile(l.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		defer logf.Close() // the child has its own descriptor
+		cmd.Stdout, cmd.Stderr = logf, logf
+	} else if l.Out != nil {
+		cmd.Stdout, cmd.Stderr = l.Out, l.Out
+	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("start %s: %w", l.Argv[0], err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	p := &Proc{Cmd: cmd, Addr: "127.0.0.1:" + port, Exited: exited, logPath: logPath}
-	t.Cleanup(func() {
-		cmd.Process.Kill() // an error when it has exited already
-		<-exited
-	})
-	deadline := time.Now().Add(30 * time.Second)
+	p := &Proc{Cmd: cmd, Addr: l.Addr, Exited: exited, logPath: l.LogPath}
+	ready := l.Ready
+	if ready == 0 {
+		ready = 30 * time.Second
+	}
+	deadline := time.Now().Add(ready)
 	for {
-		c := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, MaxRetries: -1})
-		err := c.Ping(context.Background()).Err()
-		c.Close()
+		err := Ping(p.Addr)
 		if err == nil {
-			return p
+			return p, nil
 		}
 		select {
 		case <-exited:
-			t.Fatalf("emqd exited at boot:\n%s", p.Log())
+			return nil, fmt.Errorf("%s exited before answering PING on %s:\n%s", strings.Join(l.Argv, " "), p.Addr, p.Log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("emqd not ready after 30 s: %v\n%s", err, p.Log())
+			p.Kill()
+			return nil, fmt.Errorf("%s not ready after %v: %v\n%s", strings.Join(l.Argv, " "), ready, err, p.Log())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
+// Ping sends one RESP PING to addr and checks for +PONG (or NOAUTH: the
+// server is up and wants a password).
+func Ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write(Encode("PING")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// StartEmqd starts bin with args plus --port, its output appended to
+// logPath, and waits (up to 30 s) until it answers PING on 127.0.0.1:port
+// (Launch). It fails t, with the log, when the process exits at boot. The
+// process is killed when t ends if it still runs.
+func StartEmqd(t testing.TB, bin, port, logPath string, args ...string) *Proc {
+	t.Helper()
+	p, err := Launch{Argv: append([]string{bin, "--port", port}, args...), Addr: "127.0.0.1:" + port, LogPath: logPath}.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	return p
+}
+
 // Log is what the process (and the ones before it on the same log file)
 // wrote.
 func (p *Proc) Log() string {
+	if p.logPath == "" {
+		return ""
+	}
 	b, _ := os.ReadFile(p.logPath)
 	return string(b)
 }
 
-// Kill sends SIGKILL and waits until the process has exited.
+// Kill sends SIGKILL to the process group and waits until the process has
+// exited (nothing when it has already).
 func (p *Proc) Kill() {
-	p.Cmd.Process.Signal(syscall.SIGKILL)
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
 	<-p.Exited
 }
+
+// Signal sends sig to the process itself (SIGSTOP, SIGCONT).
+func (p *Proc) Signal(sig syscall.Signal) error { return p.Cmd.Process.Signal(sig) }
 
 // Stop sends SIGTERM (a clean shutdown) and returns the exit code.
 func (p *Proc) Stop() int {
 	p.Cmd.Process.Signal(syscall.SIGTERM)
 	<-p.Exited
+	return p.Cmd.ProcessState.ExitCode()
+}
+
+// StopWithin sends SIGTERM to the process group and waits up to grace for
+// the exit, then SIGKILLs it; it returns the exit code (-1 when killed).
+func (p *Proc) StopWithin(grace time.Duration) int {
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.Exited:
+	case <-time.After(grace):
+		p.Kill()
+	}
 	return p.Cmd.ProcessState.ExitCode()
 }
 

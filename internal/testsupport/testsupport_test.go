@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // fakeTB records whether the gate skipped or failed; both stop the caller
@@ -65,5 +68,49 @@ func TestReadFrame(t *testing.T) {
 	}
 	if got := string(Encode("SET", "k", "")); got != "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n" {
 		t.Fatalf("Encode %q", got)
+	}
+}
+
+// Launch reports a process that exits before it answers, and kills one
+// that is not ready in time (the whole group: the sleep behind sh -c).
+func TestLaunchFailures(t *testing.T) {
+	addr := "127.0.0.1:" + FreePort(t)
+	log := filepath.Join(t.TempDir(), "log")
+	_, err := Launch{Argv: []string{"sh", "-c", "echo booting; exit 3"}, Addr: addr, LogPath: log}.Start()
+	if err == nil || !strings.Contains(err.Error(), "exited before answering PING") || !strings.Contains(err.Error(), "booting") {
+		t.Fatalf("a process that exits at boot: %v", err)
+	}
+	start := time.Now()
+	_, err = Launch{Argv: []string{"sh", "-c", "sleep 30; true"}, Addr: addr, Ready: 300 * time.Millisecond}.Start()
+	if err == nil || !strings.Contains(err.Error(), "not ready after 300ms") {
+		t.Fatalf("a process that never answers: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the unready process group was not killed: Start took %v", d)
+	}
+}
+
+// The emqd binary through Launch behind a wrapper: ready on PING, Stop
+// and Kill reach the server itself.
+func TestLaunchEmqd(t *testing.T) {
+	bin := BuildEmqd(t)
+	port := FreePort(t)
+	p, err := Launch{Argv: []string{"sh", "-c", "exec " + bin + " --port " + port + " --save ''"}, Addr: "127.0.0.1:" + port}.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Ping(p.Addr); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.StopWithin(10 * time.Second); code != 0 {
+		t.Fatalf("SIGTERM: exit code %d, want 0 (a clean shutdown)", code)
+	}
+	p = StartEmqd(t, bin, port, filepath.Join(t.TempDir(), "log"), "--save", "")
+	p.Kill()
+	if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("Kill: %v, want killed by SIGKILL", p.Cmd.ProcessState)
+	}
+	if Ping(p.Addr) == nil {
+		t.Fatal("something still answers after Kill")
 	}
 }

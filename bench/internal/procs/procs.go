@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // FreePort returns a loopback TCP port that was free a moment ago (the
@@ -31,42 +33,41 @@ type Proc struct {
 	Addr string // host:port
 	Cmd  *exec.Cmd
 	done chan struct{}
-	err  error
 	tmp  string // removed once the process has exited
 }
 
 // startCPU runs bin with args (its output goes to logPath, or is discarded
 // when logPath is ""), under `taskset -c cpu` when cpu is not "" (taskset
-// execs the server, so the process is the server itself), then waits up to
-// 10 s for addr to answer PING.
+// execs the server, so the process is the server itself), through
+// testsupport.Launch (the one launcher of the tests and the bench
+// drivers), waiting up to 10 s for addr to answer PING.
 func startCPU(cpu, name, bin string, args []string, addr, logPath, tmp string) (*Proc, error) {
-	cmd := exec.Command(bin, args...)
+	argv := append([]string{bin}, args...)
 	if cpu != "" {
-		cmd = exec.Command("taskset", append([]string{"-c", cpu, bin}, args...)...)
+		argv = append([]string{"taskset", "-c", cpu}, argv...)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if logPath != "" {
-		f, err := os.Create(logPath)
+		f, err := os.Create(logPath) // a fresh log, as before
 		if err != nil {
 			return nil, err
 		}
-		cmd.Stdout, cmd.Stderr = f, f
+		f.Close()
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+	lp, err := testsupport.Launch{Argv: argv, Addr: addr, LogPath: logPath, Ready: 10 * time.Second}.Start()
+	if err != nil {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := &Proc{Name: name, Addr: addr, Cmd: cmd, done: make(chan struct{}), tmp: tmp}
+	p := &Proc{Name: name, Addr: addr, Cmd: lp.Cmd, done: make(chan struct{}), tmp: tmp}
 	go func() {
-		p.err = cmd.Wait()
+		<-lp.Exited
 		if p.tmp != "" {
 			_ = os.RemoveAll(p.tmp)
 		}
 		close(p.done)
 	}()
-	if err := WaitPing(addr, 10*time.Second, p.done); err != nil {
-		p.Kill()
-		return nil, fmt.Errorf("%s (%s %s): %w", name, bin, strings.Join(args, " "), err)
-	}
 	return p, nil
 }
 
