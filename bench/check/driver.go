@@ -463,7 +463,7 @@ const retainMax = 1000000
 var schedules = []struct {
 	name, catchup string
 	every         int64
-}{{"sa", "all", 700}, {"so", "one", 1100}}
+}{{"sa", "all", 700}, {"so", "one", 450}}
 
 // serverMs reads the server clock (TIME, in ms: it follows EMQ.DEBUG
 // CLOCK ADVANCE).
