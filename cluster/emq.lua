@@ -3253,6 +3253,10 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
   end
   local fx = remove_flows(k, plan, lt)
   local lops = lanes_plan(lt)
+  -- left: the set's members after the selected ones, as the set stood
+  -- (a flow parent the call releases into pending is not counted, as
+  -- natively).
+  local left = redis.call('ZCARD', set) - #ids
   local removed = {}
   for i = 1, #ids do
     if remove_write(k, plan[i]) then
@@ -3264,7 +3268,7 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
   end
   flow_write(fx, k)
   lanes_apply(lops)
-  return { #removed, redis.call('ZCARD', set) }
+  return { #removed, left }
 end)
 
 -- EMQ.PROMOTE.ALL q [LIMIT n]: scheduled jobs to pending now, due or not.

@@ -40,7 +40,7 @@ func Differential(t *testing.T, a, b Target, states, calls int, seed int64) {
 		}
 		var log []string
 		for i := 0; i < calls; i++ {
-			args := gen.Random(diffSkip)
+			args := sameQueueFlow(gen.Random(diffSkip))
 			log = append(log, strings.Join(args, " "))
 			var replies [2]string
 			for j, sd := range sides {
@@ -169,8 +169,8 @@ func (s *side) render(verb string, v any) string {
 		}
 		return "[" + strings.Join(parts, " ") + "]"
 	}
-	if verb == "EMQ.LANES" {
-		// One map per lane (Differences: "map entry order").
+	if verb == "EMQ.LANES" || verb == "EMQ.CHILDREN" {
+		// One map per lane or child (Differences: "map entry order").
 		entries := v.([]any)
 		parts := make([]string, len(entries))
 		for i, x := range entries {
@@ -391,10 +391,25 @@ func randomState(rng *rand.Rand) [][]string {
 	return out
 }
 
+// sameQueueFlow rewrites an EMQ.FLOW call so every child (CHILD cq and
+// UNDER uq) is in the parent's queue: the library refuses flows across
+// queues (docs/cluster.md §7, "flows across queues"), and a flow within
+// one queue must behave the same on both, lanes included (§9).
+func sameQueueFlow(args []string) []string {
+	if len(args) < 2 || args[0] != "EMQ.FLOW" {
+		return args
+	}
+	for i := 2; i+1 < len(args); i++ {
+		if args[i] == "CHILD" || args[i] == "UNDER" {
+			args[i+1] = args[1]
+		}
+	}
+	return args
+}
+
 // diffSkip are the verbs the differential run does not draw, each with
 // the reason.
 var diffSkip = map[string]string{
-	"emq.flow": "its children may be in another queue, which the library refuses (docs/cluster.md §7, \"flows across queues\"); the Flows scenario runs same-queue flows on both",
 	"emq.wait": "it parks the one connection of the run until the job finishes (its scenarios are in suite.go)",
 	"emq.schedule": "emqd fires due schedules on its own timer as the clock advances, the library only on EMQ.SCHEDULE.FIRE " +
 		"(docs/verbs.md §4.22.4), and the library refuses CRON (docs/cluster.md): the keyspaces would part (scenarios: schedules.go)",

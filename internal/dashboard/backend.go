@@ -331,7 +331,7 @@ func lanesKnownKey(q string) string { return "emq:{" + q + "}:lanes:known" }
 // the queue's lanes by name, and the number of lanes (ZCARD of
 // lanes:known, read only when the page is not the empty first one); none
 // and 0 for a queue without lanes, or when the server refuses the verb
-// (the cluster library refuses lanes, docs/cluster.md).
+// (one older than lanes).
 func (c *conn) lanes(ctx context.Context, q queueRef, offset, count int) ([]laneRow, int64, error) {
 	if err := c.use(ctx, q.DB); err != nil {
 		return nil, 0, err
