@@ -334,7 +334,7 @@ func cmdClientUnblock(c *client, x *store.Ctx) {
 // kill closes another client's connection (its goroutine cleans up).
 func (c *client) kill() {
 	c.killed.Store(true)
-	c.nc.Close()
+	c.closeConn()
 }
 
 // sortedClients lists the connected clients by id.

@@ -46,6 +46,7 @@ func (s *Server) clientsCronTick() {
 	}
 	now := s.clock.NowMs()
 	s.closeIdleClientsLocked(now)
+	s.demoteIdleClients(now)
 	s.checkClockLocked(now)
 	s.armClientsCronLocked()
 }
@@ -93,6 +94,25 @@ func (s *Server) closeIdleClientsLocked(now int64) {
 	for _, c := range idle {
 		s.log.Debug("Closing idle client", "id", c.id, "addr", c.addr, "idle_ms", now-c.lastIO.Load())
 		c.killed.Store(true)
-		c.nc.Close()
+		c.closeConn()
+	}
+}
+
+// demoteIdleClients asks every plain TCP connection that has read and
+// written nothing for idleShrinkMs (server clock) to give up its goroutine
+// to the idle poller (client.sleep, idlepoll.go), so an idle connection
+// holds no goroutine stack (docs/operations.md §8). The request is a flag
+// and a read deadline in the past, as a wake-up's: the connection's
+// goroutine sees it once it has flushed its output and has nothing
+// unparsed. Connections already asleep are left alone.
+func (s *Server) demoteIdleClients(now int64) {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	for _, c := range s.clients {
+		if !c.rawRead || c.asleep.Load() || c.demote.Load() || c.killed.Load() || now-c.lastIO.Load() < idleShrinkMs {
+			continue
+		}
+		c.demote.Store(true)
+		c.wake()
 	}
 }

@@ -42,9 +42,18 @@ type client struct {
 	// rawRead: nc is a plain TCP connection, read through raw so an idle
 	// connection holds no read buffer (read).
 	rawRead bool
-	addr    string
-	laddr   string
-	fd      int
+	// The raw read's callback and results (read): one goroutine of the
+	// connection at a time uses them.
+	readFn func(uintptr) bool
+	rn     int
+	rerr   error
+	// demote: the clients cron asks the connection's goroutine, idle in
+	// read, to give it up (client.sleep); asleep: no goroutine serves the
+	// connection, the idle poller watches its socket (set under wakeMu).
+	demote, asleep atomic.Bool
+	addr           string
+	laddr          string
+	fd             int
 	// readEnded is set when a read from the peer failed (EOF, reset):
 	// the connection is ending even before cleanup has run.
 	readEnded atomic.Bool
@@ -129,6 +138,9 @@ type client struct {
 
 	wakeMu sync.Mutex
 	parked bool // the goroutine must not run commands (guarded by wakeMu)
+	// woken: a wake-up set a read deadline the goroutine has not seen yet
+	// (wakeMu): the goroutine must not go to sleep before it looks.
+	woken bool
 
 	// Output (outMu): bytes waiting to be written, and whether a write is
 	// in progress.
@@ -201,42 +213,31 @@ func newClient(s *Server, nc net.Conn) *client {
 // has not authenticated.
 func (c *client) authRequired() bool { return !c.authed && c.s.passwordSet() }
 
-// serve is the connection's goroutine: read, parse every complete command,
-// run them as one batch under one store lock acquisition, write the
-// replies.
+// errIdle is read's answer when the clients cron asked an idle plain TCP
+// connection to give up its goroutine (demote): its socket goes to the
+// idle poller and the goroutine ends (client.sleep).
+var errIdle = errors.New("idle")
+
 // read reads the next bytes from the connection into the reader. A plain
 // TCP connection with nothing left unparsed waits for them without a
 // buffer (syscall.RawConn.Read: the netpoller's wait, then read(2) into a
 // buffer taken from the shared pool only then), so an idle connection
-// holds no read buffer (issue 27 item 9: 16 KiB each, 11.8 KB resident per
-// idle connection against Valkey's 3.6 KB; docs/operations.md §8). TLS and
-// in-process connections read through net.Conn as before.
+// holds no read buffer (issue 27 item 9: 16 KiB each); asked to demote,
+// it answers errIdle instead of waiting. TLS and in-process connections
+// read through net.Conn as before.
 func (c *client) read() (int, error) {
 	if !c.rawRead || !c.rd.Release() {
 		return c.nc.Read(c.rd.Space())
 	}
-	var n int
-	var rerr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		for {
-			m, e := syscall.Read(int(fd), c.rd.Space())
-			switch e {
-			case nil:
-				n = m
-				if m == 0 {
-					rerr = io.EOF
-				}
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				c.rd.Release()
-				return false
-			default:
-				rerr = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", e)}
-			}
-			return true
-		}
-	})
+	if c.demote.Load() {
+		return 0, errIdle
+	}
+	c.rn, c.rerr = 0, nil
+	if c.readFn == nil {
+		c.readFn = c.rawReadOnce
+	}
+	err := c.raw.Read(c.readFn)
+	n, rerr := c.rn, c.rerr
 	if err != nil {
 		c.rd.Release()
 		return 0, err
@@ -247,12 +248,60 @@ func (c *client) read() (int, error) {
 	return n, rerr
 }
 
+// rawReadOnce is read's callback for syscall.RawConn.Read: one read(2);
+// false (the runtime waits for the socket) when nothing is there. Its
+// results go in fields, so the callback is one method value made once
+// per connection, not a closure allocated per read.
+func (c *client) rawReadOnce(fd uintptr) bool {
+	for {
+		m, e := syscall.Read(int(fd), c.rd.Space())
+		switch e {
+		case nil:
+			c.rn = m
+			if m == 0 {
+				c.rerr = io.EOF
+			}
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			c.rd.Release()
+			return false
+		default:
+			c.rerr = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", e)}
+		}
+		return true
+	}
+}
+
+// idleShrinkMs is how long (server clock) a plain TCP connection waits
+// for its next command before the clients cron demotes it
+// (demoteIdleClients): its goroutine then ends and the idle poller watches
+// its socket (idlepoll.go).
+const idleShrinkMs = 100
+
+// serve is the connection's first goroutine: the TLS handshake, then
+// serveLoop.
 func (c *client) serve() {
-	defer c.cleanup()
-	defer c.recoverConn()
 	if tc, ok := c.nc.(*tls.Conn); ok && !c.tlsAccept(tc) {
+		c.cleanup()
 		return
 	}
+	c.serveLoop()
+}
+
+// serveLoop reads, parses every complete command, runs them as one batch
+// under one store lock acquisition and writes the replies, until the
+// connection ends (cleanup) or, for a plain TCP connection the clients
+// cron found idle, until it goes to sleep (client.sleep): the goroutine
+// ends, and client.resume starts a new one running serveLoop.
+func (c *client) serveLoop() {
+	idle := false
+	defer func() {
+		if !idle {
+			c.cleanup()
+		}
+	}()
+	defer c.recoverConn()
 	for {
 		c.wakeMu.Lock()
 		parked := c.parked
@@ -314,11 +363,23 @@ func (c *client) serve() {
 				return
 			}
 		}
+		if err == errIdle {
+			// Demoted while idle: the idle poller watches the socket
+			// and this goroutine ends; nothing here touches c once
+			// sleep said so (another goroutine may be serving it).
+			c.demote.Store(false)
+			if c.sleep() {
+				idle = true
+				return
+			}
+			continue
+		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && !c.killed.Load() {
 				// A wake-up (see unpark): clear the deadline and look again.
 				c.wakeMu.Lock()
+				c.woken = false
 				c.nc.SetReadDeadline(time.Time{})
 				c.wakeMu.Unlock()
 				continue
@@ -526,7 +587,7 @@ func (c *client) outputOverLimit() {
 	c.s.statObufClosed.Add(1)
 	c.s.log.Warn("Client scheduled to be closed ASAP for overcoming of output buffer limits.",
 		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.hardLimit())
-	c.nc.Close()
+	c.closeConn()
 }
 
 // enqueueLocked moves the bytes of w to the output queue. Any goroutine may
@@ -670,7 +731,7 @@ func peerClosed(rc syscall.RawConn) bool {
 func (c *client) drop() {
 	c.park = nil
 	c.killed.Store(true)
-	c.nc.Close()
+	c.closeConn()
 }
 
 // unpark lets the connection's goroutine run again after its parked command
@@ -681,16 +742,23 @@ func (c *client) unpark() {
 	c.enqueueLocked(&c.aw)
 	c.wakeMu.Lock()
 	c.parked = false
-	c.nc.SetReadDeadline(time.Unix(1, 0)) // interrupt the blocked Read
+	if !c.resumeLocked() {
+		c.woken = true
+		c.nc.SetReadDeadline(time.Unix(1, 0)) // interrupt the blocked Read
+	}
 	c.wakeMu.Unlock()
 }
 
 // wake makes the connection's goroutine look at its output queue (frames
 // queued by another client's command: invalidations, messages): it
-// interrupts a blocked Read as unpark does. Called under the store lock.
+// interrupts a blocked Read as unpark does, or resumes an asleep client.
+// Called under the store lock.
 func (c *client) wake() {
 	c.wakeMu.Lock()
-	c.nc.SetReadDeadline(time.Unix(1, 0))
+	if !c.resumeLocked() {
+		c.woken = true
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
 	c.wakeMu.Unlock()
 }
 

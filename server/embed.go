@@ -289,7 +289,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.stopScheduler()
 		s.clientsMu.Lock()
 		for _, c := range s.clients {
-			c.nc.Close()
+			c.closeConn()
 		}
 		s.clientsMu.Unlock()
 		waited := make(chan struct{})
@@ -299,6 +299,7 @@ func (s *Server) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			s.closeErr = ctx.Err()
 		}
+		s.idle.close()
 		s.store.Lock()
 		s.blk.stopAll()
 		s.store.Unlock()

@@ -110,6 +110,7 @@ type Server struct {
 	sweep      periodic // the opt-in sweeper (sweeper.go)
 	exp        *expiry  // the active expire cycle (expiry.go)
 	ccron      clientsCron
+	idle       idlePoller // idle connections' sockets (idlepoll.go)
 	// trk is the client-side caching table while some client tracks
 	// (tracking.go); pubsub the channel subscriptions (pubsub.go).
 	trk *tracker
