@@ -419,16 +419,17 @@ func (c *client) infoLine() string {
 	i("multi-mem", int64(c.queueBytes))
 	// Output: omem is the replies not yet taken by the kernel; oll counts
 	// them in Valkey's 16 KiB reply blocks (PROTO_REPLY_CHUNK_BYTES), obl
-	// (Valkey's fixed buffer) stays 0. tot-mem adds what the client holds
-	// in requests (qbuf, argv-mem, multi-mem) and the read buffer (rbs).
+	// (Valkey's fixed buffer) stays 0. rbs is the read buffer held (16 KiB
+	// while reading, 0 idle). tot-mem is the client's memory
+	// (client.memoryUsage: its state, rbs, qbuf, argv-mem, multi-mem and
+	// omem).
 	omem := c.outputMemory()
-	const rbs = 16384
-	i("rbs", rbs)
+	i("rbs", c.rbuf.Load())
 	i("rbp", 0)
 	i("obl", 0)
 	i("oll", (omem+16383)/16384)
 	i("omem", omem)
-	i("tot-mem", omem+c.qbuf.Load()+c.argvMem.Load()+int64(c.queueBytes)+rbs)
+	i("tot-mem", c.memoryUsage())
 	f("events", "r")
 	f("cmd", cmd)
 	f("user", "default")

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
@@ -162,6 +163,7 @@ type client struct {
 	// server clock ms (the idle timeout, clients_cron.go).
 	lastIO        atomic.Int64
 	qbuf          atomic.Int64 // bytes buffered unparsed (CLIENT LIST qbuf=)
+	rbuf          atomic.Int64 // capacity of the read buffer held, 0 when none (CLIENT LIST rbs=)
 	argvMem       atomic.Int64 // bytes of a frame's arguments so far (CLIENT LIST argv-mem=)
 	netIn, netOut atomic.Int64
 }
@@ -227,8 +229,11 @@ var errIdle = errors.New("idle")
 // read through net.Conn as before.
 func (c *client) read() (int, error) {
 	if !c.rawRead || !c.rd.Release() {
-		return c.nc.Read(c.rd.Space())
+		n, err := c.nc.Read(c.rd.Space())
+		c.rbuf.Store(int64(c.rd.Held()))
+		return n, err
 	}
+	c.rbuf.Store(0)
 	if c.demote.Load() {
 		return 0, errIdle
 	}
@@ -238,6 +243,9 @@ func (c *client) read() (int, error) {
 	}
 	err := c.raw.Read(c.readFn)
 	n, rerr := c.rn, c.rerr
+	if n > 0 {
+		c.rbuf.Store(int64(c.rd.Held()))
+	}
 	if err != nil {
 		c.rd.Release()
 		return 0, err
@@ -568,6 +576,21 @@ func (c *client) overOutputLimit(n int64) bool {
 		return false
 	}
 	return now-c.softSince > cl.softSecs*1000
+}
+
+// clientStructBytes is the size of a client's own state (the client struct,
+// Valkey's zmalloc_size(c)): counted once per client in its memory.
+const clientStructBytes = int64(unsafe.Sizeof(client{}))
+
+// memoryUsage is the memory the client holds, in bytes, as Valkey's
+// getClientMemoryUsage counts it: its state (clientStructBytes), the read
+// buffer it holds (0 while idle), the request bytes not yet run (qbuf,
+// argv-mem, multi-mem) and its output not yet taken by the kernel (omem).
+// CLIENT LIST's tot-mem; MEMORY STATS clients.normal and INFO memory's
+// mem_clients_normal add it up (docs/operations.md §4). Store lock (for
+// multi-mem).
+func (c *client) memoryUsage() int64 {
+	return clientStructBytes + c.rbuf.Load() + c.qbuf.Load() + c.argvMem.Load() + int64(c.queueBytes) + c.outputMemory()
 }
 
 // outputMemory is the client's output not yet taken by the kernel, in

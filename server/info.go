@@ -177,6 +177,8 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 			ratio = float64(rss) / float64(used)
 		}
 		add("mem_fragmentation_ratio", strconv.FormatFloat(ratio, 'f', 2, 64))
+		i("mem_clients_slaves", 0)
+		i("mem_clients_normal", s.clientsMemory(c))
 		add("mem_allocator", "go")
 		add("lazyfree_pending_objects", "0")
 		// emqd's own: the runtime's soft limit (none: -1) and the

@@ -148,7 +148,8 @@ func replyDouble(x *store.Ctx, v float64) {
 // differ (docs/compat.md §1.5): replication.backlog, clients.slaves,
 // cluster.links, lua.caches, functions.caches, the hashtable lut and
 // rehashing fields and allocator.muzzy are 0 (emqd has none of these);
-// clients.normal is 0 (not measured); the db.<n> overheads are estimates
+// clients.normal is every other client's memory (clientsMemory); the
+// db.<n> overheads are estimates
 // (mapEntryMain, mapEntryExpires bytes per entry).
 func cmdMemoryStats(c *client, x *store.Ctx) {
 	m := c.s.memoryOverhead()
@@ -161,7 +162,7 @@ func cmdMemoryStats(c *client, x *store.Ctx) {
 	kv("startup.allocated", m.startup)
 	kv("replication.backlog", 0)
 	kv("clients.slaves", 0)
-	kv("clients.normal", 0)
+	kv("clients.normal", c.s.clientsMemory(c))
 	kv("cluster.links", 0)
 	kv("aof.buffer", m.aofBuf)
 	kv("lua.caches", 0)
@@ -227,8 +228,8 @@ const (
 // doctorReport is getMemoryDoctorReport's rules on emqd's figures: under
 // 5 MB the instance is "empty"; otherwise a peak above 150% of the current
 // use, and each ratio above its bound with more than 10 MB behind it, is
-// reported. The client-buffer, replica-buffer and script rules never fire
-// (clients.normal is not measured; no replicas, no scripts).
+// reported. The client-buffer, replica-buffer and script rules are not
+// applied (no replicas, no scripts; clients' buffers are in CLIENT LIST).
 func doctorReport(m memOverhead) string {
 	if m.total < 5<<20 {
 		return doctorEmpty
@@ -283,4 +284,24 @@ func cmdMemoryMallocStats(c *client, x *store.Ctx) {
 	}
 	b.WriteString("--- End Go runtime memory statistics ---\n")
 	x.W.Verbatim(b.String())
+}
+
+// clientsMemory is MEMORY STATS clients.normal and INFO memory's
+// mem_clients_normal, in bytes: the memory (client.memoryUsage) of every
+// connected client, subscribers included, as Valkey 8.0.1 sums CLIENT
+// LIST's tot-mem of its normal and pubsub clients. Valkey updates a
+// client's figure once its command has run, so a connection's first
+// command does not see its own: self, the client asking (nil: none), is
+// left out until it has run a command before (docs/operations.md §4).
+// Store lock.
+func (s *Server) clientsMemory(self *client) int64 {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	var n int64
+	for _, c := range s.clients {
+		if c != self || c.totCmds > 0 {
+			n += c.memoryUsage()
+		}
+	}
+	return n
 }

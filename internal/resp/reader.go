@@ -245,6 +245,10 @@ func (r *Reader) Pending() int64 {
 	return int64(len(r.buf)-r.pos) + int64(r.argBytes) + int64(r.argSlots)*ArgvHeaderBytes + int64(cap(r.big))
 }
 
+// Held is the capacity of the read buffer the reader holds, in bytes: 0
+// once Release gave it back (CLIENT LIST rbs, the client's memory).
+func (r *Reader) Held() int { return cap(r.buf) }
+
 // ArgvBytes is the total length of the arguments of the frame being
 // received (Valkey's argv-mem of CLIENT LIST).
 func (r *Reader) ArgvBytes() int { return r.argBytes }
