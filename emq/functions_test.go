@@ -59,6 +59,11 @@ func TestFunctionsTarget(t *testing.T) {
 			if n, err := c.Inspector().Counts(ctx, q); err != nil || n != (emq.Counts{Pending: 1, Failed: 1, Latency: n.Latency}) {
 				t.Fatalf("counts %+v %v", n, err)
 			}
+			// CountsMany sends one FCALL emq_counts per queue in a pipeline.
+			if ns, errs, err := c.Inspector().CountsMany(ctx, []string{q, q + "-empty"}); err != nil || len(ns) != 2 ||
+				errs[0] != nil || errs[1] != nil || ns[0].Pending != 1 || ns[0].Failed != 1 || ns[1] != (emq.Counts{}) {
+				t.Fatalf("CountsMany %+v %v %v", ns, errs, err)
+			}
 
 			// A worker: the reprocessed job and nine more; each fails once.
 			for i := 0; i < 9; i++ {
