@@ -95,7 +95,8 @@ func TestLaunchFailures(t *testing.T) {
 func TestLaunchEmqd(t *testing.T) {
 	bin := BuildEmqd(t)
 	port := FreePort(t)
-	p, err := Launch{Argv: []string{"sh", "-c", "exec " + bin + " --port " + port + " --save ''"}, Addr: "127.0.0.1:" + port}.Start()
+	dir := t.TempDir() // emqd's default dir is ./data: never the package folder
+	p, err := Launch{Argv: []string{"sh", "-c", "exec " + bin + " --port " + port + " --save '' --appendonly no --dir " + dir}, Addr: "127.0.0.1:" + port}.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestLaunchEmqd(t *testing.T) {
 	if code := p.StopWithin(10 * time.Second); code != 0 {
 		t.Fatalf("SIGTERM: exit code %d, want 0 (a clean shutdown)", code)
 	}
-	p = StartEmqd(t, bin, port, filepath.Join(t.TempDir(), "log"), "--save", "")
+	p = StartEmqd(t, bin, port, filepath.Join(dir, "log"), "--save", "", "--appendonly", "no", "--dir", dir)
 	p.Kill()
 	if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("Kill: %v, want killed by SIGKILL", p.Cmd.ProcessState)
