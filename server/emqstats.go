@@ -150,16 +150,13 @@ func (s *Server) waitingParents(st *verbs.Stats) int64 {
 // known queues (INFO's emq_lanes and emq_lane_slots; docs/verbs.md
 // §4.26.5), read under the store lock.
 func (s *Server) laneTotals(st *verbs.Stats) (lanes, slots int64) {
-	now := s.clock.NowMs()
 	for _, q := range st.Queues() {
 		if q.DB >= s.store.NumDBs() {
 			continue
 		}
-		views, _ := verbs.Lanes(s.store.DB(q.DB), verbs.NewKeys(q.Queue), now)
-		lanes += int64(len(views))
-		for _, v := range views {
-			slots += v.Active
-		}
+		lanes += int64(verbs.LaneCounts(s.store.DB(q.DB), verbs.NewKeys(q.Queue), func(_ string, _, active int64) {
+			slots += active
+		}))
 	}
 	return lanes, slots
 }

@@ -60,3 +60,45 @@ func TestLaneMetricsAndInfo(t *testing.T) {
 		t.Fatalf("INFO emq_lanes %q emq_lane_slots %q", info["emq_lanes"], info["emq_lane_slots"])
 	}
 }
+
+// TestLaneCountsNeverRefuse: INFO's lane fields and /metrics' lane samples
+// count a queue's lanes even when one lane hash holds what the lane verbs
+// never write (docs/verbs.md §4.26.4): EMQ.LANES refuses the page holding
+// it, the counters count it (an `active` that is not an integer as 0) and
+// go on with the other lanes, instead of dropping the whole queue's lanes.
+func TestLaneCountsNeverRefuse(t *testing.T) {
+	ctx := context.Background()
+	s := server.StartTest(t, server.Options{Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	for _, l := range []string{"a", "a", "a", "b", "b", "c"} {
+		if err := c.Do(ctx, "EMQ.ENQUEUE", "q", "*", "p", "LANE", l).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Do(ctx, "EMQ.CLAIM", "q", 100000, "COUNT", 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// One pick per lane: a 2 pending 1 active, b 1 and 1, c 0 and 1.
+	c.HSet(ctx, "emq:{q}:lane:b", "pass", "soon")
+	c.HSet(ctx, "emq:{q}:lane:c", "active", "many")
+	if err := c.Do(ctx, "EMQ.LANES", "q").Err(); err == nil || err.Error() != "ERR hash value is not an integer" {
+		t.Fatalf("EMQ.LANES over the bad lanes: %v", err)
+	}
+	info := infoFields(c.Info(ctx, "emq").Val())
+	if info["emq_lanes"] != "3" || info["emq_lane_slots"] != "2" {
+		t.Fatalf("INFO emq_lanes %q emq_lane_slots %q, want 3 and 2 (c's active unreadable: 0)", info["emq_lanes"], info["emq_lane_slots"])
+	}
+	fams := scrape(t, s)
+	for _, w := range []struct {
+		lane, state string
+		want        float64
+	}{{"a", "pending", 2}, {"a", "active", 1}, {"b", "pending", 1}, {"b", "active", 1}, {"c", "pending", 0}, {"c", "active", 0}} {
+		if v, ok := metric(fams, "emqd_lane_jobs", "db=0", "lane="+w.lane, "queue=q", "state="+w.state); !ok || v != w.want {
+			t.Errorf("lane %s %s: %v %v, want %v", w.lane, w.state, v, ok, w.want)
+		}
+	}
+	if v, ok := metric(fams, "emqd_queue_jobs", "db=0", "queue=q", "state=pending"); !ok || v != 3 {
+		t.Fatalf("queue pending %v %v", v, ok)
+	}
+}

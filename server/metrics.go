@@ -285,8 +285,14 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		lat[i] = verbs.QueueLatencyMs(db, k, now)
-		depth[i][0] += int(verbs.LanesPending(db, k))
-		if v, _ := verbs.Lanes(db, k, now); len(v) > 0 {
+		var v []verbs.LaneView
+		verbs.LaneCounts(db, k, func(name string, pending, active int64) {
+			if name != verbs.DefaultLane {
+				depth[i][0] += int(pending) // the default lane's are in k.Pending
+			}
+			v = append(v, verbs.LaneView{Name: name, Pending: pending, Active: active})
+		})
+		if len(v) > 0 {
 			lanes[i] = topLanes(v)
 		}
 	}

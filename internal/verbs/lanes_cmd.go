@@ -173,14 +173,6 @@ type LaneView struct {
 	Pass int64
 }
 
-// Lanes reads the lanes of queue k as INFO and /metrics count them: every
-// lane with state, by name (the default lane among them); nil when the queue
-// has no lanes. A refusal comes from stored data.
-func Lanes(d *store.DB, k *Keys, now int64) ([]LaneView, string) {
-	v, ref := readLaneViews(d, k, now, 0, -1)
-	return v, ref.Text
-}
-
 // readLaneViews reads the lanes of ranks offset to offset+count-1 of
 // emq:{q}:lanes:known, by name (count < 0: to the end). A refusal: the
 // first bad lane of the page (a page that ends before it is served).
@@ -297,4 +289,44 @@ func (vs *Verbs) cmdLanes(c *store.Ctx) {
 		w.BulkString("pass")
 		w.Int(v.Pass)
 	}
+}
+
+// LaneCounts calls fn (when not nil) for each lane of queue k's registry
+// (emq:{q}:lanes:known), by name, with its pending jobs and slots held, and
+// returns the number of lanes: what INFO (emq_lanes, emq_lane_slots) and
+// /metrics (emqd_lane_jobs) count (docs/verbs.md §4.26.5). It reads two
+// keys per lane, its pending set and its hash's `active`, with Peek (no
+// access time, no client-tracking read), and nothing of the selection or
+// the rate log, so it costs a fraction of EMQ.LANES' page per lane.
+// Counters never refuse: a key of another type, or an `active` that is not
+// an integer, counts 0. The default lane's pending are emq:{q}:pending's.
+func LaneCounts(d *store.DB, k *Keys, fn func(name string, pending, active int64)) int {
+	v := d.Peek(k.LanesKnown)
+	if v == nil || v.Kind != store.KindZSet {
+		return 0
+	}
+	if fn == nil {
+		return v.ZSet.Len()
+	}
+	v.ZSet.AscendAll(func(it store.ZItem) bool {
+		var pending, active int64
+		hkey := k.LanePrefix + it.Member
+		pkey := k.Pending
+		if it.Member != DefaultLane {
+			pkey = hkey + ":pending"
+		}
+		if z := d.Peek(pkey); z != nil && z.Kind == store.KindZSet {
+			pending = int64(z.ZSet.Len())
+		}
+		if h := d.Peek(hkey); h != nil && h.Kind == store.KindHash {
+			if b, ok := h.Hash.Get("active"); ok {
+				if n, ok := num.ParseInt(b); ok && n > 0 {
+					active = n
+				}
+			}
+		}
+		fn(it.Member, pending, active)
+		return true
+	})
+	return v.ZSet.Len()
 }
