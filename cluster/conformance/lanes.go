@@ -21,7 +21,7 @@ func lanesScenario(t *testing.T, tg Target) {
 		run  func(*testing.T, Target)
 	}{
 		{"first", lanesFirst}, {"shares", lanesShares}, {"max_active", lanesMaxActive},
-		{"rate_pause", lanesRatePause}, {"refusals", lanesRefusals},
+		{"rate_pause", lanesRatePause}, {"refusals", lanesRefusals}, {"flows_schedules", lanesFlowsSchedules},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			newEnv(t, tg).ok("FLUSHALL")
@@ -420,5 +420,55 @@ func lanesRefusals(t *testing.T, tg Target) {
 	}
 	if e.digest() != dig || e.dirty() != d {
 		t.Fatal("a refused lane verb wrote")
+	}
+}
+
+// lanesFlowsSchedules: on a queue whose default lane has MAX_ACTIVE 1, a
+// flow's children and a schedule's occurrences enter the default lane
+// (seam 1); COMPLETE ... NEXT gives the slot back before its claim, so it
+// hands out the next child; the last child's end releases the parent
+// into the default lane and the same NEXT claims it (docs/verbs.md
+// §4.26.4, §4.25.2).
+func lanesFlowsSchedules(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.LANE", "q", "default", "MAX_ACTIVE", 1)
+	e.ok("EMQ.LANE", "q", "x", "WEIGHT", 2)
+	e.ok("EMQ.FLOW", "q", idA, "parent", "CHILD", "q", idB, "c1", "CHILD", "q", idC, "c2")
+	if v := e.laneView("q", "default"); v == nil || v["pending"] != int64(2) || v["state"] != "ready" {
+		t.Fatalf("the flow's children in the default lane: %v", v)
+	}
+	next := func(id, tok string) []any {
+		t.Helper()
+		return e.ok("EMQ.COMPLETE", "q", id, tok, "NEXT", 60000, "COUNT", 2).([]any)
+	}
+	if got := e.claimIDs("q", 2); !reflect.DeepEqual(got, []string{idB}) {
+		t.Fatalf("MAX_ACTIVE 1: %v", got)
+	}
+	got := next(idB, "1")
+	if len(got) != 1 || got[0].([]any)[0] != idC {
+		t.Fatalf("NEXT after the first child: %v", got)
+	}
+	got = next(idC, "1")
+	if len(got) != 1 || got[0].([]any)[0] != idA {
+		t.Fatalf("NEXT after the last child (the released parent): %v", got)
+	}
+	if v := e.laneView("q", "default"); v["active"] != int64(1) || v["pending"] != int64(0) || v["state"] != "idle" {
+		t.Fatalf("default lane holding the parent: %v", v)
+	}
+	e.ok("EMQ.COMPLETE", "q", idA, "1")
+	// A schedule's occurrences join the default lane, one slot at a time.
+	e.ok("EMQ.SCHEDULE", "q", "s", "EVERY", 1000, "ps", "CATCHUP", "all")
+	tg.Advance(3000)
+	if _, err := e.do("EMQ.SCHEDULE.FIRE", "q"); err != nil {
+		t.Fatal(err)
+	}
+	if v := e.laneView("q", "default"); v == nil || v["pending"] != int64(3) || v["active"] != int64(0) {
+		t.Fatalf("the occurrences in the default lane: %v", v)
+	}
+	if got := e.claimIDs("q", 3); len(got) != 1 {
+		t.Fatalf("MAX_ACTIVE 1 with occurrences: %v", got)
+	}
+	if got := e.zscore("emq:{q}:lanes", "default"); got != "" {
+		t.Fatalf("a full default lane is in the selection (pass %s)", got)
 	}
 }
