@@ -51,10 +51,23 @@ func (i *Inspector) SetLane(ctx context.Context, q, name string, s LaneSettings)
 	return err
 }
 
+// LaneState is a lane's state as EMQ.LANES names it (docs/verbs.md
+// §4.26.5).
+type LaneState string
+
+// The states of a lane.
+const (
+	LaneReady   LaneState = "ready"   // claimable
+	LaneLimited LaneState = "limited" // out of rate tokens
+	LaneFull    LaneState = "full"    // at MAX_ACTIVE
+	LanePaused  LaneState = "paused"  // taken out of the selection
+	LaneIdle    LaneState = "idle"    // no pending job
+)
+
 // Lane is one lane as EMQ.LANES shows it (docs/verbs.md §4.26.5).
 type Lane struct {
 	Name      string
-	State     string // ready, limited, full, paused, idle
+	State     LaneState
 	Pending   int64
 	Active    int64 // slots held
 	Weight    int64
@@ -113,7 +126,8 @@ func (i *Inspector) LanesPage(ctx context.Context, q string, o *ListOptions) ([]
 			case "lane":
 				l.Name, _ = asString(p[1])
 			case "state":
-				l.State, _ = asString(p[1])
+				st, _ := asString(p[1])
+				l.State = LaneState(st)
 			default:
 				n, _ := asInt(p[1])
 				switch name {

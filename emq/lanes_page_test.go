@@ -25,7 +25,7 @@ func TestLanesPaged(t *testing.T) {
 		t.Fatalf("Lanes: %d lanes, %v", len(lanes), err)
 	}
 	for i, l := range lanes {
-		if want := fmt.Sprintf("t%04d", i); l.Name != want || l.Pending != 1 || l.State != "ready" {
+		if want := fmt.Sprintf("t%04d", i); l.Name != want || l.Pending != 1 || l.State != emq.LaneReady {
 			t.Fatalf("lane %d: %+v, want %s with 1 pending", i, l, want)
 		}
 	}

@@ -45,7 +45,7 @@ func TestLanes(t *testing.T) {
 		t.Fatalf("lanes %+v %v", lanes, err)
 	}
 	a := lanes[0]
-	if a.Name != "a" || a.State != "full" || a.Active != 1 || a.Pending != 1 || a.Weight != 2 || a.MaxActive != 1 ||
+	if a.Name != "a" || a.State != emq.LaneFull || a.Active != 1 || a.Pending != 1 || a.Weight != 2 || a.MaxActive != 1 ||
 		a.RateCount != 5 || a.RatePer != time.Second {
 		t.Fatalf("lane a %+v", a)
 	}

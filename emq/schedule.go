@@ -14,11 +14,15 @@ import (
 // its own timer; on a cluster (the Functions target) something must call
 // Inspector.FireSchedules (RunSweeper does with SweeperOptions.Schedules).
 
-// Catch-up policies of a schedule (docs/verbs.md §4.22.5).
+// CatchupPolicy is what a schedule does with slots that passed while
+// nothing fired them (docs/verbs.md §4.22.5).
+type CatchupPolicy string
+
+// Catch-up policies of a schedule.
 const (
-	CatchupNone = "none" // late slots are missed
-	CatchupOne  = "one"  // the latest late slot fires (the verb's default)
-	CatchupAll  = "all"  // every late slot fires, in order
+	CatchupNone CatchupPolicy = "none" // late slots are missed
+	CatchupOne  CatchupPolicy = "one"  // the latest late slot fires (the verb's default)
+	CatchupAll  CatchupPolicy = "all"  // every late slot fires, in order
 )
 
 // ScheduleSpec is a schedule's definition (EMQ.SCHEDULE's arguments).
@@ -33,7 +37,7 @@ type ScheduleSpec struct {
 	Start, End  time.Time
 	Limit       int
 	OverlapSkip bool
-	Catchup     string
+	Catchup     CatchupPolicy
 }
 
 // Schedule creates or replaces schedule name of queue q (EMQ.SCHEDULE,
@@ -71,7 +75,7 @@ func (i *Inspector) Schedule(ctx context.Context, q, name string, s ScheduleSpec
 		args = append(args, "OVERLAP", "skip")
 	}
 	if s.Catchup != "" {
-		args = append(args, "CATCHUP", s.Catchup)
+		args = append(args, "CATCHUP", string(s.Catchup))
 	}
 	_, err := i.do(ctx, "EMQ.SCHEDULE", q, args...)
 	return err

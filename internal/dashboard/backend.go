@@ -346,7 +346,7 @@ func (c *conn) lanes(ctx context.Context, q queueRef, offset, count int) ([]lane
 	rows := make([]laneRow, len(ls))
 	for i, l := range ls {
 		rows[i] = laneRow{
-			Name: l.Name, State: l.State, Pending: l.Pending, Active: l.Active,
+			Name: l.Name, State: string(l.State), Pending: l.Pending, Active: l.Active,
 			Weight: l.Weight, MaxActive: l.MaxActive, RateCount: l.RateCount,
 			RatePerMs: l.RatePer.Milliseconds(),
 		}
