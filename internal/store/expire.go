@@ -2,6 +2,7 @@ package store
 
 import (
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -58,13 +59,18 @@ var delName = []byte("DEL")
 // deleteExpiredKeyAndPropagate signals the key as modified), the AOF (DEL)
 // and the change count.
 func (d *DB) deleteExpired(key string) {
+	// The lookups that reach here (Get, Peek) are handed keys converted
+	// from a command's argument bytes; touch keeps the key (WATCH,
+	// tracking), so without this copy for the rare expired one, escape
+	// analysis makes every read command's key conversion a heap
+	// allocation (one per HGET, ZSCORE, HINCRBY: BenchmarkHGetPipelined64).
 	delete(d.keys, key)
 	delete(d.expires, key)
 	d.noteKeyGone()
 	s := d.s
 	s.ExpiredKeys++
 	s.DirtyCount++
-	s.touch(d.Index, key, false)
+	s.touch(d.Index, strings.Clone(key), false)
 	if s.feed != nil {
 		s.Record(d.Index, [][][]byte{{delName, []byte(key)}})
 	}
