@@ -10,11 +10,11 @@
 //     EnqueueMany, Flow and Wait put jobs in and wait for their outcome;
 //     Claim hands out leases, and each *Lease carries its holder verbs
 //     (lease.Complete, Fail, Requeue, Extend, Delay, DelayUntil,
-//     Progress), so a hand-written loop never passes a queue, an id and a
-//     token side by side. StalledCheck and RunSweeper recover expired
+//     Progress, and Children for a flow parent), so a hand-written loop
+//     never passes a queue, an id and a token side by side. StalledCheck and RunSweeper recover expired
 //     leases.
-//   - Inspector is the operator's side: Counts, Job, List, Lanes and
-//     SetLane, Pause and Resume, Reprocess, Remove, Promote and RunNow, the
+//   - Inspector is the operator's side: Counts and CountsMany, Job, List,
+//     Lanes, LanesPage and SetLane, Pause and Resume, Reprocess, Remove, Promote and RunNow, the
 //     bulk actions (ReprocessAll, RemoveAll, Drain, PromoteAll), the
 //     schedules, the retention settings and a flow parent's Children.
 //   - Worker is the claim loop, done once: blocking claims, heartbeats,
