@@ -1026,3 +1026,54 @@ func TestFsyncLiesFound(t *testing.T) {
 		t.Fatalf("a disk that dropped %d fsyncs' bytes: want acknowledged enqueues reported lost, got %s", st.FsyncEIO, Summary(vs))
 	}
 }
+
+// TestClusterIsolated: the queue's primary cut off from every other node
+// (its replica too) while the clients still reach it (docs/cluster.md
+// §8.2, "isolate"): with WAIT 1 after every call, what it answers on the
+// minority side is never acknowledged (WAIT answers 0: indeterminate),
+// and the history holds across the failover and the heal. The losses
+// without WAIT are measured by hand (bench/README.md).
+func TestClusterIsolated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a six-node cluster in network namespaces and partitions its primary")
+	}
+	server, cli := clusterBins(t)
+	if err := NetnsAvailable(); err != nil {
+		testsupport.Missing(t, err.Error()+" (CI runs as root)")
+	}
+	cfg := Config{Dir: t.TempDir(), Duration: 6 * time.Second, FaultEvery: 2 * time.Second, Faults: []string{"isolate"},
+		Cluster: &ClusterConfig{Server: server, CLI: cli, Wait: true, Netns: true}, Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
+	h, st, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := CheckRun(h, &st)
+	t.Logf("%s", st)
+	var iso *Fault
+	for i, f := range h.Faults {
+		if f.Kind == "isolate" && strings.Contains(f.Note, "promoted by") && strings.Contains(f.Note, "in sync by") {
+			iso = &h.Faults[i]
+			break
+		}
+	}
+	if iso == nil {
+		t.Fatalf("no isolation with a failover and a resync: %+v", h.Faults)
+	}
+	minority := 0 // calls the isolated primary ran whose WAIT answered 0
+	for _, o := range h.Ops {
+		if o.Call >= iso.At && o.Call < iso.At+int64(500*time.Millisecond) && strings.HasPrefix(o.Err, "not replicated") {
+			minority++
+		}
+	}
+	t.Logf("%d calls run by the isolated primary in its first 500 ms, none acknowledged", minority)
+	if minority == 0 {
+		t.Error("no call reached the isolated primary: the clients were cut off too")
+	}
+	if len(vs) > 0 {
+		var b strings.Builder
+		for _, v := range vs {
+			b.WriteString(v.String() + "\n")
+		}
+		t.Fatalf("%d violations (%s):\n%s", len(vs), Summary(vs), b.String())
+	}
+}

@@ -37,11 +37,17 @@ type ClusterConfig struct {
 	Wait        bool
 	WaitTimeout time.Duration // default 1 s
 	NodeTimeout time.Duration // cluster-node-timeout, default 1 s
+	// Netns puts every node in a network namespace of its own behind a
+	// router namespace (clusternet.go; root and iproute2), which the fault
+	// "isolate" needs: the queue's primary cut off from every other node
+	// while the clients still reach it.
+	Netns bool
 }
 
 // cnode is one cluster node: a fixed port and directory (nodes.conf, the
 // AOF), so it can be killed and started again as the same node.
 type cnode struct {
+	ns   string // its network namespace ("": the checker's)
 	port int
 	addr string
 	dir  string
@@ -63,6 +69,7 @@ type clusterRun struct {
 	shard [2]*cnode // the nodes of the queue's slot: the primary at the start, its replica
 	slot  int
 	r     *run
+	net   *clusterNet // nil: every node on loopback
 }
 
 // freePortPair returns a loopback port free a moment ago with port+10000
@@ -90,6 +97,9 @@ func (n *cnode) start(bin string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cmd := exec.Command(bin, n.args...)
+	if n.ns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", n.ns, bin}, n.args...)...) // ip execs the server: one process
+	}
 	cmd.Dir = n.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	n.log = new(bytes.Buffer)
@@ -190,18 +200,32 @@ func (cr *clusterRun) startCluster(dir, fsync string) error {
 		cr.cfg.WaitTimeout = time.Second
 	}
 	cr.slot = cluster.Slot(queue)
-	var addrs []string
-	for i := 0; i < 6; i++ {
-		port, err := freePortPair()
+	if cr.cfg.Netns {
+		cn, err := newClusterNet(6)
 		if err != nil {
 			return err
 		}
+		cr.net = cn
+	}
+	var addrs []string
+	for i := 0; i < 6; i++ {
 		d := filepath.Join(dir, fmt.Sprintf("node%d", i))
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		n := &cnode{port: port, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: d}
-		n.args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", d,
+		var n *cnode
+		if cr.net != nil {
+			// Its own namespace: the same port for every node.
+			n = &cnode{ns: cr.net.nodes[i], port: 7000, addr: cr.net.ip(i) + ":7000", dir: d}
+		} else {
+			port, err := freePortPair()
+			if err != nil {
+				return err
+			}
+			n = &cnode{port: port, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: d}
+		}
+		host, _, _ := net.SplitHostPort(n.addr)
+		n.args = []string{"--port", strconv.Itoa(n.port), "--bind", host, "--dir", d,
 			"--save", "", "--appendonly", "yes", "--appendfsync", fsync, "--daemonize", "no",
 			"--loglevel", "notice", "--protected-mode", "no",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -402,8 +426,12 @@ func redirect(msg string) bool {
 	return false
 }
 
-// stopAll ends every node (SIGCONT first, then SIGTERM, SIGKILL after 5 s).
+// stopAll ends every node (SIGCONT first, then SIGTERM, SIGKILL after 5 s)
+// and deletes the namespaces.
 func (cr *clusterRun) stopAll() {
+	if cr.net != nil {
+		defer cr.net.close()
+	}
 	for _, n := range cr.nodes {
 		n.mu.Lock()
 		if n.cmd != nil {
@@ -425,23 +453,24 @@ func (cr *clusterRun) stopAll() {
 // until the shard has a primary and an in-sync replica again.
 func (r *run) clusterFault(ctx context.Context, kind string, id int) {
 	cr := r.cl
+	startNs := r.now() // At of the fault; End when it is over (the shard settled)
 	p := cr.primary()
 	if p == nil {
-		r.fault(kind, "skipped: no primary named for the slot")
+		r.faultFrom(kind, "skipped: no primary named for the slot", startNs)
 		return
 	}
 	q := cr.other(p)
 	settle := func(note string) {
 		if !cr.waitPrimary(q, 20*time.Second) {
-			r.fault(kind, note+"; no failover within 20 s")
+			r.faultFrom(kind, note+"; no failover within 20 s", startNs)
 			return
 		}
 		promoted := time.Since(r.start)
 		if !cr.waitReplica(p, 30*time.Second) {
-			r.fault(kind, note+"; the old primary did not resync as a replica within 30 s")
+			r.faultFrom(kind, note+"; the old primary did not resync as a replica within 30 s", startNs)
 			return
 		}
-		r.fault(kind, fmt.Sprintf("%s; %s promoted by %.1fs, %s a replica in sync by %.1fs", note, q.addr, promoted.Seconds(), p.addr, time.Since(r.start).Seconds()))
+		r.faultFrom(kind, fmt.Sprintf("%s; %s promoted by %.1fs, %s a replica in sync by %.1fs", note, q.addr, promoted.Seconds(), p.addr, time.Since(r.start).Seconds()), startNs)
 	}
 	switch kind {
 	case "kill":
@@ -451,23 +480,23 @@ func (r *run) clusterFault(ctx context.Context, kind string, id int) {
 		at := time.Since(r.start)
 		p.kill()
 		if !cr.waitPrimary(q, 20*time.Second) {
-			r.fault("kill", fmt.Sprintf("SIGKILL %s at %.1fs; no failover within 20 s", p.addr, at.Seconds()))
+			r.faultFrom("kill", fmt.Sprintf("SIGKILL %s at %.1fs; no failover within 20 s", p.addr, at.Seconds()), startNs)
 			_ = p.start(cr.bin)
 			return
 		}
 		promoted := time.Since(r.start)
 		if err := p.start(cr.bin); err != nil {
-			r.fault("kill", "restart failed: "+err.Error())
+			r.faultFrom("kill", "restart failed: "+err.Error(), startNs)
 			return
 		}
 		r.procMu.Lock()
 		r.epochs = append(r.epochs, p.runID)
 		r.procMu.Unlock()
 		if !cr.waitReplica(p, 30*time.Second) {
-			r.fault("kill", fmt.Sprintf("SIGKILL %s at %.1fs, %s promoted by %.1fs; the restarted node did not sync within 30 s", p.addr, at.Seconds(), q.addr, promoted.Seconds()))
+			r.faultFrom("kill", fmt.Sprintf("SIGKILL %s at %.1fs, %s promoted by %.1fs; the restarted node did not sync within 30 s", p.addr, at.Seconds(), q.addr, promoted.Seconds()), startNs)
 			return
 		}
-		r.fault("kill", fmt.Sprintf("SIGKILL %s at %.1fs, %s promoted by %.1fs, restarted as its replica in sync by %.1fs", p.addr, at.Seconds(), q.addr, promoted.Seconds(), time.Since(r.start).Seconds()))
+		r.faultFrom("kill", fmt.Sprintf("SIGKILL %s at %.1fs, %s promoted by %.1fs, restarted as its replica in sync by %.1fs", p.addr, at.Seconds(), q.addr, promoted.Seconds(), time.Since(r.start).Seconds()), startNs)
 	case "stale":
 		// The worst case of asynchronous replication: the replica stops
 		// (SIGSTOP) while the primary keeps acknowledging writes, the
@@ -485,23 +514,48 @@ func (r *run) clusterFault(ctx context.Context, kind string, id int) {
 		p.kill()
 		q.signal(syscall.SIGCONT)
 		if !cr.waitPrimary(q, 30*time.Second) {
-			r.fault("stale", fmt.Sprintf("SIGSTOP replica %s at %.1fs, SIGKILL %s 1 s later; no failover within 30 s", q.addr, at.Seconds(), p.addr))
+			r.faultFrom("stale", fmt.Sprintf("SIGSTOP replica %s at %.1fs, SIGKILL %s 1 s later; no failover within 30 s", q.addr, at.Seconds(), p.addr), startNs)
 			_ = p.start(cr.bin)
 			return
 		}
 		promoted := time.Since(r.start)
 		if err := p.start(cr.bin); err != nil {
-			r.fault("stale", "restart failed: "+err.Error())
+			r.faultFrom("stale", "restart failed: "+err.Error(), startNs)
 			return
 		}
 		r.procMu.Lock()
 		r.epochs = append(r.epochs, p.runID)
 		r.procMu.Unlock()
 		if !cr.waitReplica(p, 30*time.Second) {
-			r.fault("stale", fmt.Sprintf("SIGSTOP replica %s at %.1fs, SIGKILL %s 1 s later, %s promoted by %.1fs; the restarted node did not sync within 30 s", q.addr, at.Seconds(), p.addr, q.addr, promoted.Seconds()))
+			r.faultFrom("stale", fmt.Sprintf("SIGSTOP replica %s at %.1fs, SIGKILL %s 1 s later, %s promoted by %.1fs; the restarted node did not sync within 30 s", q.addr, at.Seconds(), p.addr, q.addr, promoted.Seconds()), startNs)
 			return
 		}
-		r.fault("stale", fmt.Sprintf("SIGSTOP replica %s at %.1fs, CLIENT KILL TYPE replica on the primary (%d %v), SIGKILL primary %s 1 s later, SIGCONT; %s promoted by %.1fs, the old primary restarted as its replica in sync by %.1fs", q.addr, at.Seconds(), killed, err, p.addr, q.addr, promoted.Seconds(), time.Since(r.start).Seconds()))
+		r.faultFrom("stale", fmt.Sprintf("SIGSTOP replica %s at %.1fs, CLIENT KILL TYPE replica on the primary (%d %v), SIGKILL primary %s 1 s later, SIGCONT; %s promoted by %.1fs, the old primary restarted as its replica in sync by %.1fs", q.addr, at.Seconds(), killed, err, p.addr, q.addr, promoted.Seconds(), time.Since(r.start).Seconds()), startNs)
+	case "isolate":
+		// A partition with the primary on the minority side: every other
+		// node (its replica too) loses it, the checker's clients do not.
+		// It answers until it finds itself in the minority, the majority
+		// fails it over, and it learns so once the partition heals.
+		at := time.Since(r.start)
+		if err := cr.net.isolate(strings.Split(p.addr, ":")[0]); err != nil {
+			r.faultFrom("isolate", "failed: "+err.Error(), startNs)
+			return
+		}
+		hold := 2*r.cfg.Lease + 500*time.Millisecond
+		ok := cr.waitPrimary(q, 20*time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(max(0, hold-(time.Since(r.start)-at))):
+		}
+		if err := cr.net.heal(); err != nil {
+			r.faultFrom("isolate", "heal failed: "+err.Error(), startNs)
+			return
+		}
+		if !ok {
+			r.faultFrom("isolate", fmt.Sprintf("%s cut off from the other nodes at %.1fs; no failover within 20 s", p.addr, at.Seconds()), startNs)
+			return
+		}
+		settle(fmt.Sprintf("%s cut off from the other nodes (not from the clients) at %.1fs, healed at %.1fs", p.addr, at.Seconds(), time.Since(r.start).Seconds()))
 	case "pause":
 		at := time.Since(r.start)
 		p.signal(syscall.SIGSTOP)
@@ -513,7 +567,7 @@ func (r *run) clusterFault(ctx context.Context, kind string, id int) {
 		}
 		p.signal(syscall.SIGCONT)
 		if !ok {
-			r.fault("pause", fmt.Sprintf("SIGSTOP %s at %.1fs; no failover within 20 s", p.addr, at.Seconds()))
+			r.faultFrom("pause", fmt.Sprintf("SIGSTOP %s at %.1fs; no failover within 20 s", p.addr, at.Seconds()), startNs)
 			return
 		}
 		settle(fmt.Sprintf("SIGSTOP %s at %.1fs, SIGCONT at %.1fs", p.addr, at.Seconds(), time.Since(r.start).Seconds()))

@@ -179,6 +179,10 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 			if cfg.TmpfsMB <= 0 || cfg.Cluster != nil {
 				return nil, Stats{}, errors.New("check: fault diskfull needs an emqd run with TmpfsMB (the AOF on a tmpfs the run mounts)")
 			}
+		case "isolate":
+			if cfg.Cluster == nil || !cfg.Cluster.Netns {
+				return nil, Stats{}, errors.New("check: fault isolate (the primary cut off from the other nodes) needs a cluster run with its nodes in network namespaces (ClusterConfig.Netns)")
+			}
 		case "stale":
 			if cfg.Cluster == nil {
 				return nil, Stats{}, errors.New("check: fault stale (a failover to a replica that missed writes) needs a cluster run")
@@ -1075,7 +1079,7 @@ func (r *run) faulter(ctx context.Context, id int) {
 		case <-time.After(r.cfg.FaultEvery):
 		}
 		kind := r.cfg.Faults[i%len(r.cfg.Faults)]
-		if r.cl != nil && (kind == "kill" || kind == "pause" || kind == "stale") {
+		if r.cl != nil && (kind == "kill" || kind == "pause" || kind == "stale" || kind == "isolate") {
 			r.clusterFault(ctx, kind, id)
 			continue
 		}

@@ -39,6 +39,7 @@ func main() {
 	server := fs.String("cluster-server", "", "run against a Valkey or Redis Cluster with the emq FUNCTION library instead of emqd: this valkey-server or redis-server binary (three primaries with a replica each on loopback ports; docs/cluster.md §8)")
 	cli := fs.String("cluster-cli", "", "with --cluster-server: the valkey-cli or redis-cli binary (default: beside the server, or in PATH)")
 	wait := fs.Bool("wait", false, "with --cluster-server: WAIT 1 after every call; a reply counts only when the replica has it")
+	clusterNetns := fs.Bool("cluster-netns", false, "with --cluster-server: every node in a network namespace of its own behind a router (root, iproute2), for the isolate fault (the queue's primary cut off from the other nodes, not from the clients)")
 	nodeTimeout := fs.Duration("node-timeout", time.Second, "with --cluster-server: cluster-node-timeout")
 	fs.BoolVar(&c.Netns, "netns", false, "run emqd in a network namespace of its own (root, iproute2) and make the partition fault a link taken down and up")
 	fs.IntVar(&c.TmpfsMB, "tmpfs", 0, "mount a tmpfs of this many MB on the data directory (root) so the diskfull fault can fill it (a filler file takes every free byte for two leases and a half)")
@@ -52,11 +53,11 @@ func main() {
 	redis.SetLogger(quietLog{})
 	for _, f := range strings.Split(*faults, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "kill", "pause", "cut", "clock", "freeze", "partition", "stale", "diskfull", "fsync":
+		case "kill", "pause", "cut", "clock", "freeze", "partition", "stale", "diskfull", "fsync", "isolate":
 			c.Faults = append(c.Faults, f)
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition, stale, diskfull, fsync)\n", f)
+			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition, stale, diskfull, fsync, isolate)\n", f)
 			os.Exit(2)
 		}
 	}
@@ -64,7 +65,7 @@ func main() {
 		if *cli == "" {
 			*cli = strings.Replace(*server, "server", "cli", 1)
 		}
-		c.Cluster = &check.ClusterConfig{Server: *server, CLI: *cli, Wait: *wait, NodeTimeout: *nodeTimeout}
+		c.Cluster = &check.ClusterConfig{Server: *server, CLI: *cli, Wait: *wait, NodeTimeout: *nodeTimeout, Netns: *clusterNetns}
 		if *faults == fs.Lookup("faults").DefValue {
 			c.Faults = nil // the cluster's defaults: no clock
 		}
