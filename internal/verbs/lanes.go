@@ -87,7 +87,7 @@ type laneState struct {
 	rateCount int64
 	ratePer   int64
 	paused    bool
-	cfg       map[string]bool // settings fields present in the hash as read
+	cfg       uint8 // settings fields present in the hash as read (cfgBit)
 	active    int64
 	pass      int64
 	pend      int64 // pending jobs, as the verb will leave them
@@ -116,6 +116,24 @@ type pendItem struct {
 	score float64
 	row   jobRow
 	key   string
+}
+
+// cfgBit is the bit of laneState.cfg for a settings field of the lane hash
+// (0 for the state fields, active and pass).
+func cfgBit(f string) uint8 {
+	switch f {
+	case "weight":
+		return 1
+	case "max_active":
+		return 2
+	case "rate_count":
+		return 4
+	case "rate_per_ms":
+		return 8
+	case "paused":
+		return 16
+	}
+	return 0
 }
 
 func (ls *laneState) configured() bool {
@@ -161,10 +179,11 @@ type laneTx struct {
 	vtDirty bool
 	lanes   map[string]*laneState
 	order   []*laneState
-	plain   int64 // jobs added to the default lane while lanes were off
-	turnOn  bool  // a lane was created: lanes go on
-	woke    bool  // a lane entered the selection (wake claimers)
-	zi      int   // the claim's cursor over lanesZ
+	plain   int64         // jobs added to the default lane while lanes were off
+	turnOn  bool          // a lane was created: lanes go on
+	woke    bool          // a lane entered the selection (wake claimers)
+	zi      int           // the claim's cursor over lanesZ
+	order1  [2]*laneState // order's first backing array (most verbs touch one or two lanes)
 }
 
 // readLanes reads queue k's lane state at now (docs/verbs.md §4.26): the
@@ -237,7 +256,6 @@ func (lt *laneTx) lane(name string) (*laneState, refusal) {
 	}
 	if h != nil {
 		ls.existed = true
-		ls.cfg = map[string]bool{}
 		var bad bool
 		h.Range(func(f string, v []byte) bool {
 			n, ok := num.ParseInt(v)
@@ -266,9 +284,7 @@ func (lt *laneTx) lane(name string) (*laneState, refusal) {
 			case "pass":
 				ls.pass = n
 			}
-			if f != "active" && f != "pass" {
-				ls.cfg[f] = true
-			}
+			ls.cfg |= cfgBit(f)
 			return true
 		})
 		if bad {
@@ -319,9 +335,12 @@ func (lt *laneTx) lane(name string) (*laneState, refusal) {
 		}
 	}
 	if lt.lanes == nil {
-		lt.lanes = map[string]*laneState{}
+		lt.lanes = make(map[string]*laneState, 1)
 	}
 	lt.lanes[name] = ls
+	if lt.order == nil {
+		lt.order = lt.order1[:0]
+	}
 	lt.order = append(lt.order, ls)
 	return ls, noRefusal
 }
@@ -569,7 +588,7 @@ func (lt *laneTx) writeSettings(p *plan.Plan, ls *laneState) {
 	} {
 		if x.on {
 			set = append(set, x.f, strconv.FormatInt(x.v, 10))
-		} else if ls.cfg[x.f] {
+		} else if ls.cfg&cfgBit(x.f) != 0 {
 			del = append(del, x.f)
 		}
 	}
