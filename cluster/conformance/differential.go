@@ -367,6 +367,21 @@ func randomState(rng *rand.Rand) [][]string {
 		head = append(head, []string{"EMQ.CLAIM", "q", "1000", "COUNT", pick(rng, "1", "2", "3")})
 		out = append(head, out...)
 	}
+	if lanes && rng.Intn(5) == 0 {
+		// Lane keys written by hand (docs/verbs.md §4.26.4): deleted keys
+		// are repaired where a verb meets them, a lane hash or set of
+		// another type or a field that is not an integer refuses.
+		out = append(out, [][][]string{
+			{{"DEL", p + "lanes:known"}},
+			{{"DEL", p + "lanes"}},
+			{{"DEL", p + "lane:a"}},
+			{{"HSET", p + "lane:a", "weight", "heavy"}},
+			{{"HSET", p + "lane:b", "pass", "99999999"}},
+			{{"HSET", p + "lane:a", "max_active", "-3"}},
+			{{"DEL", p + "lanes:limited"}, {"SET", p + "lanes:limited", "wrong"}},
+			{{"SET", p + "lane:c:pending", "wrong"}},
+		}[rng.Intn(8)]...)
+	}
 	touched := map[string]bool{}
 	if rng.Intn(6) == 0 {
 		key := pick(rng, sets[0], sets[1], sets[2], sets[3], p+"metrics:completed", p+"metrics:failed", p+"meta", "$MINT")
