@@ -37,7 +37,7 @@ func newClusterNet(n int) (*clusterNet, error) {
 	steps := [][]string{
 		{"netns", "add", cn.router},
 		{"netns", "exec", cn.router, "ip", "link", "set", "lo", "up"},
-		{"netns", "exec", cn.router, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
+		{"netns", "exec", cn.router, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"}, // no sysctl binary needed
 		{"link", "add", "ech" + id, "type", "veth", "peer", "name", "rh" + id},
 		{"link", "set", "rh" + id, "netns", cn.router},
 		{"addr", "add", fmt.Sprintf("10.216.%d.1/30", k), "dev", "ech" + id},
