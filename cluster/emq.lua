@@ -24,6 +24,8 @@
 --   * a function cannot block: EMQ.CLAIM's BLOCK is validated, then the call
 --     answers at once, as the native verb does inside MULTI (the Go client
 --     polls: docs/cluster.md §2).
+--   * lanes (docs/verbs.md §4.26, docs/cluster.md §9) are the native ones,
+--     block for block; their settings are Lua numbers, exact to 2^53-1.
 --
 -- Numbers: Lua numbers are doubles, so the 64-bit counters HINCRBY keeps
 -- (attempts, failures, stalled, metrics count) are judged here as decimal
