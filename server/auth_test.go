@@ -51,9 +51,9 @@ func TestAuthBruteForceSlowed(t *testing.T) {
 	}
 	req = append(req, encode("AUTH", "right")...)
 	req = append(req, encode("PING")...)
-	a.write(req)
+	a.Write(req)
 	for i := 0; i < 3; i++ {
-		if r := a.read(); r != wrongPass {
+		if r := a.Read(); r != wrongPass {
 			t.Fatalf("guess %d: %q", i, r)
 		}
 	}
@@ -67,25 +67,25 @@ func TestAuthBruteForceSlowed(t *testing.T) {
 			// While a's reply waits, another client is served at once,
 			// and sees the four failures counted.
 			b := dial(t, s)
-			if r := b.do("AUTH", "right"); r != "+OK\r\n" {
+			if r := b.Do("AUTH", "right"); r != "+OK\r\n" {
 				t.Fatalf("other client AUTH: %q", r)
 			}
-			if r := b.do("SET", "k", "v"); r != "+OK\r\n" {
+			if r := b.Do("SET", "k", "v"); r != "+OK\r\n" {
 				t.Fatalf("other client SET: %q", r)
 			}
-			if r := b.do("INFO", "stats"); !strings.Contains(r, "\r\nacl_access_denied_auth:4\r\n") {
+			if r := b.Do("INFO", "stats"); !strings.Contains(r, "\r\nacl_access_denied_auth:4\r\n") {
 				t.Fatalf("INFO stats:\n%s", r)
 			}
 		}
 		clk.Advance(d)
-		if r := a.read(); r != wrongPass {
+		if r := a.Read(); r != wrongPass {
 			t.Fatalf("guess %d: %q", k+3, r)
 		}
 	}
-	if r := a.read(); r != "+OK\r\n" {
+	if r := a.Read(); r != "+OK\r\n" {
 		t.Fatalf("right password after %d failures: %q", guesses, r)
 	}
-	if r := a.read(); r != "+PONG\r\n" {
+	if r := a.Read(); r != "+PONG\r\n" {
 		t.Fatalf("PING: %q", r)
 	}
 	select {
@@ -96,23 +96,23 @@ func TestAuthBruteForceSlowed(t *testing.T) {
 	// The success cleared the count: three more failures are answered at
 	// once, the fourth is delayed 100 ms again. HELLO AUTH counts too.
 	for i := 0; i < 3; i++ {
-		if r := a.do("HELLO", "2", "AUTH", "default", "nope"); r != wrongPass {
+		if r := a.Do("HELLO", "2", "AUTH", "default", "nope"); r != wrongPass {
 			t.Fatalf("HELLO AUTH: %q", r)
 		}
 	}
-	a.write(encode("AUTH", "nope"))
+	a.Write(encode("AUTH", "nope"))
 	if d := <-delays; d != 100 {
 		t.Fatalf("after a success, the 4th failure waits %d ms", d)
 	}
 	clk.Advance(100)
-	if r := a.read(); r != wrongPass {
+	if r := a.Read(); r != wrongPass {
 		t.Fatalf("%q", r)
 	}
-	if r := a.do("INFO", "stats"); !strings.Contains(r, "\r\nacl_access_denied_auth:16\r\n") {
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "\r\nacl_access_denied_auth:16\r\n") {
 		t.Fatalf("INFO stats:\n%s", r)
 	}
-	a.do("CONFIG", "RESETSTAT")
-	if r := a.do("INFO", "stats"); !strings.Contains(r, "\r\nacl_access_denied_auth:0\r\n") {
+	a.Do("CONFIG", "RESETSTAT")
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "\r\nacl_access_denied_auth:0\r\n") {
 		t.Fatalf("INFO stats after RESETSTAT:\n%s", r)
 	}
 }
@@ -124,12 +124,12 @@ func TestAuthFailureLog(t *testing.T) {
 	logs := &syncBuffer{}
 	s, clk, _ := startAuthServer(t, logs)
 	a, b := dial(t, s), dial(t, s)
-	aAddr := a.nc.LocalAddr().String()
+	aAddr := a.NC.LocalAddr().String()
 	for i := 0; i < 3; i++ {
-		a.do("AUTH", "wrong")
+		a.Do("AUTH", "wrong")
 	}
 	for i := 0; i < 2; i++ {
-		b.do("HELLO", "3", "AUTH", "default", "wrong")
+		b.Do("HELLO", "3", "AUTH", "default", "wrong")
 	}
 	lines := func() []string {
 		var out []string
@@ -144,14 +144,14 @@ func TestAuthFailureLog(t *testing.T) {
 		t.Fatalf("log lines in the first second: %q", l)
 	}
 	clk.Advance(999)
-	b.do("AUTH", "wrong")
+	b.Do("AUTH", "wrong")
 	if l := lines(); len(l) != 1 {
 		t.Fatalf("a second line within the second: %q", l)
 	}
 	clk.Advance(1)
 	c := dial(t, s)
-	c.do("AUTH", "default", "wrong")
-	if l := lines(); len(l) != 2 || !strings.Contains(l[1], "addr="+c.nc.LocalAddr().String()+" command=auth failures=1 suppressed=5") {
+	c.Do("AUTH", "default", "wrong")
+	if l := lines(); len(l) != 2 || !strings.Contains(l[1], "addr="+c.NC.LocalAddr().String()+" command=auth failures=1 suppressed=5") {
 		t.Fatalf("log lines: %q", l)
 	}
 	s.store.Lock()

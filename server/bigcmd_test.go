@@ -28,8 +28,8 @@ func TestBigValueAllocatedOnceInStore(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		c.write(req)
-		got := c.read()
+		c.Write(req)
+		got := c.Read()
 		runtime.ReadMemStats(&after)
 		if got != ":1\r\n" && got != "+OK\r\n" {
 			t.Fatalf("%s: %q", cmd[0], got)
@@ -40,10 +40,10 @@ func TestBigValueAllocatedOnceInStore(t *testing.T) {
 			t.Errorf("%s of a %d-byte value allocated %d bytes (%.2fx), want <= 3.25x", cmd[0], n, a, float64(a)/n)
 		}
 	}
-	if got := c.do("HSTRLEN", "h", "f"); got != ":16777216\r\n" {
+	if got := c.Do("HSTRLEN", "h", "f"); got != ":16777216\r\n" {
 		t.Fatalf("HSTRLEN %q", got)
 	}
-	if got := c.do("STRLEN", "s"); got != ":16777216\r\n" {
+	if got := c.Do("STRLEN", "s"); got != ":16777216\r\n" {
 		t.Fatalf("STRLEN %q", got)
 	}
 }
@@ -70,10 +70,10 @@ func TestKeptBigValueChangedLater(t *testing.T) {
 	req.Write(encode("EXEC"))
 	req.Write(encode("HSET", "h", "f", big))
 	req.Write(encode("SETRANGE", "p", "5", "W"))
-	c.write(req.Bytes())
+	c.Write(req.Bytes())
 	var replies []string
 	for range 10 {
-		replies = append(replies, c.read())
+		replies = append(replies, c.Read())
 	}
 	want := []string{"+OK\r\n", ":65536\r\n", ":65537\r\n", "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
 		"*3\r\n+OK\r\n:65536\r\n:1\r\n", ":0\r\n", ":65537\r\n"}
@@ -87,11 +87,11 @@ func TestKeptBigValueChangedLater(t *testing.T) {
 	check := func(s *Server, when string) {
 		c := dial(t, s)
 		for _, kv := range [][3]string{{"GET", "p", wantP}, {"GET", "m", wantM}} {
-			if got := c.do(kv[0], kv[1]); got != bulkOf(kv[2]) {
+			if got := c.Do(kv[0], kv[1]); got != bulkOf(kv[2]) {
 				t.Fatalf("%s: %s %s: %d bytes, want %d", when, kv[0], kv[1], len(got), len(bulkOf(kv[2])))
 			}
 		}
-		if got := c.do("HGET", "h", "f"); got != bulkOf(big) {
+		if got := c.Do("HGET", "h", "f"); got != bulkOf(big) {
 			t.Fatalf("%s: HGET h f: %d bytes", when, len(got))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // blockingCases is how to block, wake and check every blocking command of
@@ -79,9 +80,9 @@ func TestEveryBlockingCommandHasADisconnectCase(t *testing.T) {
 
 // infoClients returns INFO clients' connected_clients and blocked_clients
 // lines.
-func infoClients(c *rawConn) string {
+func infoClients(c *testsupport.Conn) string {
 	var out []string
-	for _, l := range strings.Split(c.do("INFO", "clients"), "\r\n") {
+	for _, l := range strings.Split(c.Do("INFO", "clients"), "\r\n") {
 		if strings.HasPrefix(l, "connected_clients:") || strings.HasPrefix(l, "blocked_clients:") {
 			out = append(out, l)
 		}
@@ -90,7 +91,7 @@ func infoClients(c *rawConn) string {
 }
 
 // waitInfoClients waits until INFO clients shows want.
-func waitInfoClients(t *testing.T, c *rawConn, want string) {
+func waitInfoClients(t *testing.T, c *testsupport.Conn, want string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -116,14 +117,14 @@ func TestBlockedClientDisconnects(t *testing.T) {
 			admin := dial(t, s)
 			a := dial(t, s)
 			if bc.setup != nil {
-				admin.do(bc.setup...)
+				admin.Do(bc.setup...)
 			}
-			a.write(encode(bc.block...))
+			a.Write(encode(bc.block...))
 			waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
-			a.nc.Close()
+			a.NC.Close()
 			waitInfoClients(t, admin, "connected_clients:1 blocked_clients:0")
-			admin.do(bc.wake...)
-			if got := admin.do(bc.left...); got != bc.want {
+			admin.Do(bc.wake...)
+			if got := admin.Do(bc.left...); got != bc.want {
 				t.Fatalf("%v after the wake: %q, want %q", bc.left, got, bc.want)
 			}
 		})
@@ -142,9 +143,9 @@ func TestBlockedPeerGoneBeforeItsGoroutineNoticed(t *testing.T) {
 			admin := dial(t, s)
 			a := dial(t, s)
 			if bc.setup != nil {
-				admin.do(bc.setup...)
+				admin.Do(bc.setup...)
 			}
-			a.write(encode(bc.block...))
+			a.Write(encode(bc.block...))
 			waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
 			var sc *client
 			s.clientsMu.Lock()
@@ -160,7 +161,7 @@ func TestBlockedPeerGoneBeforeItsGoroutineNoticed(t *testing.T) {
 				st.Unlock()
 				t.Fatal("no parked client")
 			}
-			a.nc.Close()
+			a.NC.Close()
 			deadline := time.Now().Add(5 * time.Second)
 			for !peerClosed(sc.raw) && !sc.readEnded.Load() {
 				if time.Now().After(deadline) {
@@ -179,7 +180,7 @@ func TestBlockedPeerGoneBeforeItsGoroutineNoticed(t *testing.T) {
 			if blocked != 0 {
 				t.Fatalf("blocked_clients %d after the wake", blocked)
 			}
-			if got := admin.do(bc.left...); got != bc.want {
+			if got := admin.Do(bc.left...); got != bc.want {
 				t.Fatalf("%v after the wake: %q, want %q (handed to the closed connection)", bc.left, got, bc.want)
 			}
 			waitInfoClients(t, admin, "connected_clients:1 blocked_clients:0")

@@ -9,6 +9,7 @@ import (
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/num"
 	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // A fake blocking command pair, registered only in this package's tests:
@@ -86,12 +87,12 @@ func fakeTake(c *store.Ctx) {
 }
 
 // waitBlocked waits until INFO reports n blocked clients.
-func waitBlocked(t *testing.T, c *rawConn, n int) {
+func waitBlocked(t *testing.T, c *testsupport.Conn, n int) {
 	t.Helper()
 	want := "blocked_clients:" + itoa(int64(n)) + "\r\n"
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r := c.do("INFO", "clients")
+		r := c.Do("INFO", "clients")
 		if strings.Contains(r, want) {
 			return
 		}
@@ -106,30 +107,30 @@ func TestBlockedClientPipelineWaits(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
 	admin := dial(t, s)
-	c.write(append(append(encode("TEST.TAKE", "q", "0"), encode("PING", "after")...), encode("TEST.ITEMS", "q")...))
+	c.Write(append(append(encode("TEST.TAKE", "q", "0"), encode("PING", "after")...), encode("TEST.ITEMS", "q")...))
 	waitBlocked(t, admin, 1)
-	c.expectNothing(50 * time.Millisecond)
-	if r := admin.do("CLIENT", "LIST"); !strings.Contains(r, "flags=b ") || !strings.Contains(r, "cmd=test.take") {
+	c.ExpectNothing(50 * time.Millisecond)
+	if r := admin.Do("CLIENT", "LIST"); !strings.Contains(r, "flags=b ") || !strings.Contains(r, "cmd=test.take") {
 		t.Fatalf("CLIENT LIST %q", r)
 	}
-	if r := admin.do("TEST.PUT", "q", "1"); r != ":1\r\n" {
+	if r := admin.Do("TEST.PUT", "q", "1"); r != ":1\r\n" {
 		t.Fatal(r)
 	}
 	for _, want := range []string{"$4\r\nitem\r\n", "$5\r\nafter\r\n", ":0\r\n"} {
-		if r := c.read(); r != want {
+		if r := c.Read(); r != want {
 			t.Fatalf("got %q want %q", r, want)
 		}
 	}
 	waitBlocked(t, admin, 0)
 	// Another database's queue of the same name is another queue.
-	c.do("SELECT", "1")
-	c.write(encode("TEST.TAKE", "q", "0"))
+	c.Do("SELECT", "1")
+	c.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, admin, 1)
-	admin.do("TEST.PUT", "q", "1") // db 0
-	c.expectNothing(30 * time.Millisecond)
-	admin.do("SELECT", "1")
-	admin.do("TEST.PUT", "q", "1")
-	if r := c.read(); r != "$4\r\nitem\r\n" {
+	admin.Do("TEST.PUT", "q", "1") // db 0
+	c.ExpectNothing(30 * time.Millisecond)
+	admin.Do("SELECT", "1")
+	admin.Do("TEST.PUT", "q", "1")
+	if r := c.Read(); r != "$4\r\nitem\r\n" {
 		t.Fatal(r)
 	}
 }
@@ -139,31 +140,31 @@ func TestBlockedClientPipelineWaits(t *testing.T) {
 func TestBlockedFIFO(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
-	var cs []*rawConn
+	var cs []*testsupport.Conn
 	for i := 0; i < 3; i++ {
 		c := dial(t, s)
-		c.do("CLIENT", "SETNAME", "w"+itoa(int64(i)))
-		c.write(encode("TEST.TAKE", "q", "0"))
+		c.Do("CLIENT", "SETNAME", "w"+itoa(int64(i)))
+		c.Write(encode("TEST.TAKE", "q", "0"))
 		waitBlocked(t, admin, i+1)
 		cs = append(cs, c)
 	}
-	admin.do("TEST.PUT", "q", "1")
-	if r := cs[0].read(); r != "$4\r\nitem\r\n" {
+	admin.Do("TEST.PUT", "q", "1")
+	if r := cs[0].Read(); r != "$4\r\nitem\r\n" {
 		t.Fatal(r)
 	}
-	cs[1].expectNothing(30 * time.Millisecond)
-	cs[2].expectNothing(10 * time.Millisecond)
+	cs[1].ExpectNothing(30 * time.Millisecond)
+	cs[2].ExpectNothing(10 * time.Millisecond)
 	waitBlocked(t, admin, 2)
 	// Two items in one pipeline batch: both remaining waiters, in order.
-	admin.write(append(encode("TEST.PUT", "q", "1"), encode("TEST.PUT", "q", "1")...))
-	admin.read()
-	admin.read()
+	admin.Write(append(encode("TEST.PUT", "q", "1"), encode("TEST.PUT", "q", "1")...))
+	admin.Read()
+	admin.Read()
 	for _, c := range cs[1:] {
-		if r := c.read(); r != "$4\r\nitem\r\n" {
+		if r := c.Read(); r != "$4\r\nitem\r\n" {
 			t.Fatal(r)
 		}
 	}
-	if r := admin.do("TEST.ITEMS", "q"); r != ":0\r\n" {
+	if r := admin.Do("TEST.ITEMS", "q"); r != ":0\r\n" {
 		t.Fatalf("items left %q", r)
 	}
 }
@@ -173,32 +174,32 @@ func TestBlockedTimeout(t *testing.T) {
 	s := startServer(t, nil, clk)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("TEST.TAKE", "q", "1000"))
+	c.Write(encode("TEST.TAKE", "q", "1000"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(999)
-	c.expectNothing(30 * time.Millisecond)
+	c.ExpectNothing(30 * time.Millisecond)
 	clk.Advance(1)
-	if r := c.read(); r != "*-1\r\n" {
+	if r := c.Read(); r != "*-1\r\n" {
 		t.Fatalf("timeout reply %q", r)
 	}
 	waitBlocked(t, admin, 0)
 	// RESP3: the nil array is _.
-	c.do("HELLO", "3")
-	c.write(encode("TEST.TAKE", "q", "10"))
+	c.Do("HELLO", "3")
+	c.Write(encode("TEST.TAKE", "q", "10"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(10)
-	if r := c.read(); r != "_\r\n" {
+	if r := c.Read(); r != "_\r\n" {
 		t.Fatalf("RESP3 timeout reply %q", r)
 	}
 	// Served before the timeout: the timer is stopped, no second reply.
-	c.write(encode("TEST.TAKE", "q", "100"))
+	c.Write(encode("TEST.TAKE", "q", "100"))
 	waitBlocked(t, admin, 1)
-	admin.do("TEST.PUT", "q", "1")
-	if r := c.read(); r != "$4\r\nitem\r\n" {
+	admin.Do("TEST.PUT", "q", "1")
+	if r := c.Read(); r != "$4\r\nitem\r\n" {
 		t.Fatal(r)
 	}
 	clk.Advance(200)
-	c.expectNothing(30 * time.Millisecond)
+	c.ExpectNothing(30 * time.Millisecond)
 }
 
 // TestBlockedDue: the server retries at the earliest Due time.
@@ -207,12 +208,12 @@ func TestBlockedDue(t *testing.T) {
 	s := startServer(t, nil, clk)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("TEST.TAKE", "q", "0", "500"))
+	c.Write(encode("TEST.TAKE", "q", "0", "500"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(499)
-	c.expectNothing(30 * time.Millisecond)
+	c.ExpectNothing(30 * time.Millisecond)
 	clk.Advance(1)
-	if r := c.read(); r != "$3\r\ndue\r\n" {
+	if r := c.Read(); r != "$3\r\ndue\r\n" {
 		t.Fatalf("due reply %q", r)
 	}
 }
@@ -223,12 +224,12 @@ func TestBlockedDisconnectTakesNothing(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("TEST.TAKE", "q", "0"))
+	c.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, admin, 1)
-	c.nc.Close()
+	c.NC.Close()
 	waitBlocked(t, admin, 0)
-	admin.do("TEST.PUT", "q", "1")
-	if r := admin.do("TEST.ITEMS", "q"); r != ":1\r\n" {
+	admin.Do("TEST.PUT", "q", "1")
+	if r := admin.Do("TEST.ITEMS", "q"); r != ":1\r\n" {
 		t.Fatalf("items %q", r)
 	}
 }
@@ -252,7 +253,7 @@ func TestCloseWithParkedClient(t *testing.T) {
 	}
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("TEST.TAKE", "q", "0"))
+	c.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, admin, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -261,7 +262,7 @@ func TestCloseWithParkedClient(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 }
 
 // TestClientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR] (Valkey's
@@ -273,7 +274,7 @@ func TestClientUnblock(t *testing.T) {
 	s := startServer(t, nil, clock.NewManual(1_000_000))
 	admin := dial(t, s)
 	c := dial(t, s)
-	id := strings.TrimSuffix(strings.TrimPrefix(c.do("CLIENT", "ID"), ":"), "\r\n")
+	id := strings.TrimSuffix(strings.TrimPrefix(c.Do("CLIENT", "ID"), ":"), "\r\n")
 	expectReplies(t, admin, [][2]any{
 		{a("CLIENT", "UNBLOCK", id), ":0\r\n"},
 		{a("CLIENT", "UNBLOCK", "999999"), ":0\r\n"},
@@ -282,30 +283,30 @@ func TestClientUnblock(t *testing.T) {
 		{a("CLIENT", "UNBLOCK", id, "timeout", "x"), "-ERR unknown subcommand or wrong number of arguments for 'UNBLOCK'. Try CLIENT HELP.\r\n"},
 		{a("CLIENT", "UNBLOCK"), "-ERR wrong number of arguments for 'client|unblock' command\r\n"},
 	})
-	c.write(encode("TEST.TAKE", "q", "0"))
+	c.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, admin, 1)
-	if r := admin.do("CLIENT", "UNBLOCK", id); r != ":1\r\n" {
+	if r := admin.Do("CLIENT", "UNBLOCK", id); r != ":1\r\n" {
 		t.Fatalf("unblock %q", r)
 	}
-	if r := c.read(); r != "*-1\r\n" {
+	if r := c.Read(); r != "*-1\r\n" {
 		t.Fatalf("unblocked reply %q", r)
 	}
 	waitBlocked(t, admin, 0)
-	c.write(encode("TEST.TAKE", "q", "0"))
+	c.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, admin, 1)
-	if r := admin.do("CLIENT", "UNBLOCK", id, "ERROR"); r != ":1\r\n" {
+	if r := admin.Do("CLIENT", "UNBLOCK", id, "ERROR"); r != ":1\r\n" {
 		t.Fatalf("unblock error %q", r)
 	}
-	if r := c.read(); r != "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n" {
+	if r := c.Read(); r != "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n" {
 		t.Fatalf("unblocked error reply %q", r)
 	}
 	// An item put now stays: the unblocked client took nothing, and its
 	// connection serves the next command.
-	admin.do("TEST.PUT", "q", "1")
-	if r := c.do("TEST.ITEMS", "q"); r != ":1\r\n" {
+	admin.Do("TEST.PUT", "q", "1")
+	if r := c.Do("TEST.ITEMS", "q"); r != ":1\r\n" {
 		t.Fatalf("items %q", r)
 	}
-	if r := c.do("CLIENT", "UNBLOCK", id); r != ":0\r\n" {
+	if r := c.Do("CLIENT", "UNBLOCK", id); r != ":0\r\n" {
 		t.Fatalf("self unblock %q", r)
 	}
 }

@@ -48,11 +48,11 @@ func TestHugeBulkLimits(t *testing.T) {
 		c := dial(t, s)
 		// One write: the server parses the huge header in the same pass
 		// as ECHO hi, before that reply goes out.
-		c.write(append(encode("ECHO", "hi"), "*2\r\n$4\r\nECHO\r\n$"+n+"\r\n"...))
-		if r := c.read(); r != "$2\r\nhi\r\n" {
+		c.Write(append(encode("ECHO", "hi"), "*2\r\n$4\r\nECHO\r\n$"+n+"\r\n"...))
+		if r := c.Read(); r != "$2\r\nhi\r\n" {
 			t.Fatalf("ECHO before $%s: %q", n, r)
 		}
-		c.write(bytes.Repeat([]byte("a"), 200<<10))
+		c.Write(bytes.Repeat([]byte("a"), 200<<10))
 		expectReplies(t, other, [][2]any{
 			{a("PING"), "+PONG\r\n"},
 			{a("GET", "k"), "$1\r\nv\r\n"},

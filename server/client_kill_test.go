@@ -49,7 +49,7 @@ func TestClientKillMaxAge(t *testing.T) {
 	expectReplies(t, c0, [][2]any{
 		{a("CLIENT", "KILL", "MAXAGE", "10", "SKIPME", "no"), ":0\r\n"},
 	})
-	if r := c1.do("PING"); r != "+PONG\r\n" {
+	if r := c1.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("c1 PING %q", r)
 	}
 	clk.Advance(1) // age 10 s
@@ -59,17 +59,17 @@ func TestClientKillMaxAge(t *testing.T) {
 		{a("CLIENT", "KILL", "MAXAGE", "11"), ":0\r\n"},
 		{a("CLIENT", "KILL", "MAXAGE", "10", "ID", id1), ":1\r\n"},
 	})
-	c1.expectClosed()
+	c1.ExpectClosed()
 	c2 := dial(t, s) // age 0
-	if r := c2.do("PING"); r != "+PONG\r\n" {
+	if r := c2.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("c2 PING %q", r)
 	}
 	// SKIPME no: c0 (age 10) kills itself after the reply; c2 stays.
 	expectReplies(t, c0, [][2]any{
 		{a("CLIENT", "KILL", "MAXAGE", "1", "SKIPME", "no"), ":1\r\n"},
 	})
-	c0.expectClosed()
-	if r := c2.do("PING"); r != "+PONG\r\n" {
+	c0.ExpectClosed()
+	if r := c2.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("c2 PING %q", r)
 	}
 }

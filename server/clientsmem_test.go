@@ -83,28 +83,28 @@ func TestClientsMemoryAsValkey(t *testing.T) {
 	}
 	for _, side := range []struct{ name, addr string }{{"valkey", ref.Addr}, {"emqd", s.Addr()}} {
 		for i := 0; i < 10; i++ {
-			if r := dialAddr(t, side.addr).do("PING"); r != "+PONG\r\n" {
+			if r := dialAddr(t, side.addr).Do("PING"); r != "+PONG\r\n" {
 				t.Fatal(r)
 			}
 		}
-		if r := dialAddr(t, side.addr).do("SUBSCRIBE", "a", "b", "c"); !strings.Contains(r, "subscribe") {
+		if r := dialAddr(t, side.addr).Do("SUBSCRIBE", "a", "b", "c"); !strings.Contains(r, "subscribe") {
 			t.Fatal(r)
 		}
-		dialAddr(t, side.addr).write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n" + strings.Repeat("x", 50000)))
+		dialAddr(t, side.addr).Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n" + strings.Repeat("x", 50000)))
 		for _, p := range probes {
 			var got, sum int64
 			agreed := false
 			for try := 0; try < 20 && !agreed; try++ {
 				time.Sleep(100 * time.Millisecond)
 				q := dialAddr(t, side.addr)
-				reply := q.do(p.cmd...)
+				reply := q.Do(p.cmd...)
 				got = p.get(t, reply, p.field)
 				if z := p.get(t, reply, p.zero); z != 0 {
 					t.Fatalf("%s: %s %d", side.name, p.zero, z)
 				}
-				id := strings.TrimSpace(strings.TrimPrefix(q.do("CLIENT", "ID"), ":"))
-				sum = othersTotMem(t, q.do("CLIENT", "LIST"), id)
-				q.nc.Close() // a probe that stayed would be counted by the next one
+				id := strings.TrimSpace(strings.TrimPrefix(q.Do("CLIENT", "ID"), ":"))
+				sum = othersTotMem(t, q.Do("CLIENT", "LIST"), id)
+				q.NC.Close() // a probe that stayed would be counted by the next one
 				agreed = got == sum
 			}
 			if !agreed {
@@ -118,7 +118,7 @@ func TestClientsMemoryAsValkey(t *testing.T) {
 	// emqd's figure is made of the clients' own parts: the state of the 12
 	// clients above at least.
 	q := dial(t, s)
-	if n := statsField(t, q.do("MEMORY", "STATS"), "clients.normal"); n < 50000+12*clientStructBytes {
+	if n := statsField(t, q.Do("MEMORY", "STATS"), "clients.normal"); n < 50000+12*clientStructBytes {
 		t.Fatalf("emqd clients.normal %d", n)
 	}
 }

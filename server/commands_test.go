@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // expectReplies runs each {args..., want} pair on c and compares bytes.
-func expectReplies(t *testing.T, c *rawConn, cases [][2]any) {
+func expectReplies(t *testing.T, c *testsupport.Conn, cases [][2]any) {
 	t.Helper()
 	for _, cs := range cases {
 		args := cs[0].([]string)
 		want := cs[1].(string)
-		if got := c.do(args...); got != want {
+		if got := c.Do(args...); got != want {
 			t.Errorf("%q:\n got  %q\n want %q", args, got, want)
 		}
 	}
@@ -61,7 +62,7 @@ func TestContainerErrors(t *testing.T) {
 		{a("FUNCTION", "FLUSH", "SYNC"), "+OK\r\n"},
 		{a("PING", "a", "b"), errReply("ERR wrong number of arguments for 'ping' command")},
 	})
-	if r := c.do("CLUSTER", "SHARDS"); !strings.HasPrefix(r, "-") || !strings.Contains(strings.ToUpper(r), "CLUSTER") {
+	if r := c.Do("CLUSTER", "SHARDS"); !strings.HasPrefix(r, "-") || !strings.Contains(strings.ToUpper(r), "CLUSTER") {
 		t.Fatalf("CLUSTER: %q", r)
 	}
 }
@@ -89,18 +90,18 @@ func TestNoAuthOrder(t *testing.T) {
 		{a("AUTH", "a", "b", "c"), errReply("ERR syntax error")},
 	})
 	c2 := dial(t, s)
-	if r := c2.do("HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n1"); !strings.HasPrefix(r, "*14\r\n$6\r\nserver\r\n$4\r\nemqd\r\n") {
+	if r := c2.Do("HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n1"); !strings.HasPrefix(r, "*14\r\n$6\r\nserver\r\n$4\r\nemqd\r\n") {
 		t.Fatalf("HELLO AUTH: %q", r)
 	}
-	if r := c2.do("CLIENT", "GETNAME"); r != "$2\r\nn1\r\n" {
+	if r := c2.Do("CLIENT", "GETNAME"); r != "$2\r\nn1\r\n" {
 		t.Fatalf("GETNAME: %q", r)
 	}
 	c3 := dial(t, s)
-	c3.write([]byte("QUIT\r\n"))
-	if r := c3.read(); r != "+OK\r\n" {
+	c3.Write([]byte("QUIT\r\n"))
+	if r := c3.Read(); r != "+OK\r\n" {
 		t.Fatalf("QUIT: %q", r)
 	}
-	c3.expectClosed()
+	c3.ExpectClosed()
 }
 
 func TestAuthWithoutPassword(t *testing.T) {
@@ -117,7 +118,7 @@ func TestAuthWithoutPassword(t *testing.T) {
 func TestHello(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	id := strings.TrimSuffix(strings.TrimPrefix(c.do("CLIENT", "ID"), ":"), "\r\n")
+	id := strings.TrimSuffix(strings.TrimPrefix(c.Do("CLIENT", "ID"), ":"), "\r\n")
 	hello3 := "%7\r\n$6\r\nserver\r\n$4\r\nemqd\r\n$7\r\nversion\r\n$5\r\n8.0.1\r\n$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:" + id +
 		"\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
 	expectReplies(t, c, [][2]any{
@@ -196,7 +197,7 @@ func TestMultiExec(t *testing.T) {
 		{a("MULTI"), "+OK\r\n"},
 		{a("HSET", "h", "g", "1"), "+QUEUED\r\n"},
 	})
-	if r := other.do("HSET", "h", "z", "1"); r != ":1\r\n" {
+	if r := other.Do("HSET", "h", "z", "1"); r != ":1\r\n" {
 		t.Fatal(r)
 	}
 	expectReplies(t, c, [][2]any{
@@ -206,16 +207,16 @@ func TestMultiExec(t *testing.T) {
 		{a("WATCH", "h"), "+OK\r\n"},
 		{a("UNWATCH"), "+OK\r\n"},
 	})
-	other.do("HSET", "h", "y", "1")
+	other.Do("HSET", "h", "y", "1")
 	expectReplies(t, c, [][2]any{
 		{a("MULTI"), "+OK\r\n"},
 		{a("HSET", "h", "g", "1"), "+QUEUED\r\n"},
 		{a("EXEC"), "*1\r\n:1\r\n"},
 		// RESP3: a touched WATCH gives _.
-		{a("HELLO", "3"), c.do("HELLO", "3")},
+		{a("HELLO", "3"), c.Do("HELLO", "3")},
 		{a("WATCH", "h"), "+OK\r\n"},
 	})
-	other.do("DEL", "h")
+	other.Do("DEL", "h")
 	expectReplies(t, c, [][2]any{
 		{a("MULTI"), "+OK\r\n"},
 		{a("PING"), "+QUEUED\r\n"},
@@ -234,17 +235,17 @@ func TestQuitAndResetInsideMulti(t *testing.T) {
 		{a("EXEC"), errReply("ERR EXEC without MULTI")},
 		{a("MULTI"), "+OK\r\n"},
 	})
-	c.write(encode("QUIT"))
-	if r := c.read(); r != "+OK\r\n" {
+	c.Write(encode("QUIT"))
+	if r := c.Read(); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 }
 
 func TestClientCommands(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	id := c.do("CLIENT", "ID")
+	id := c.Do("CLIENT", "ID")
 	if !regexp.MustCompile(`^:\d+\r\n$`).MatchString(id) {
 		t.Fatalf("CLIENT ID %q", id)
 	}
@@ -268,23 +269,23 @@ func TestClientCommands(t *testing.T) {
 		{a("CLIENT", "KILL", "USER", "Default"), errReply("ERR No such user 'Default'")},
 		{a("CLIENT", "KILL", "USER", "default", "ID", "999999"), ":0\r\n"},
 	})
-	info := c.do("CLIENT", "INFO")
+	info := c.Do("CLIENT", "INFO")
 	re := regexp.MustCompile(`^\$\d+\r\nid=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=\d+ name= age=\d+ idle=\d+ flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=0 rbs=\d+ rbp=\d+ obl=\d+ oll=\d+ omem=\d+ tot-mem=\d+ events=r cmd=client\|info user=default redir=-1 resp=2 lib-name=mylib lib-ver=1\.2 tot-net-in=\d+ tot-net-out=\d+ tot-cmds=\d+\n\r\n$`)
 	if !re.MatchString(info) {
 		t.Fatalf("CLIENT INFO %q", info)
 	}
 	c2 := dial(t, s)
-	c2.do("CLIENT", "SETNAME", "other")
-	list := c.do("CLIENT", "LIST")
+	c2.Do("CLIENT", "SETNAME", "other")
+	list := c.Do("CLIENT", "LIST")
 	if strings.Count(list, " laddr=") != 2 || !strings.Contains(list, "name=other") || !strings.Contains(list, "cmd=client|list") {
 		t.Fatalf("CLIENT LIST %q", list)
 	}
-	byID := c.do("CLIENT", "LIST", "ID", strings.Trim(id, ":\r\n"))
+	byID := c.Do("CLIENT", "LIST", "ID", strings.Trim(id, ":\r\n"))
 	if strings.Count(byID, " laddr=") != 1 || !strings.Contains(byID, "id="+strings.Trim(id, ":\r\n")+" ") {
 		t.Fatalf("CLIENT LIST ID %q", byID)
 	}
-	c.do("HELLO", "3")
-	if r := c.do("CLIENT", "INFO"); !strings.HasPrefix(r, "=") || !strings.Contains(r, "\r\ntxt:id=") || !strings.Contains(r, " resp=3 ") {
+	c.Do("HELLO", "3")
+	if r := c.Do("CLIENT", "INFO"); !strings.HasPrefix(r, "=") || !strings.Contains(r, "\r\ntxt:id=") || !strings.Contains(r, " resp=3 ") {
 		t.Fatalf("RESP3 CLIENT INFO %q", r)
 	}
 }
@@ -299,13 +300,13 @@ func TestClientReply(t *testing.T) {
 	} {
 		p = append(p, encode(cmd...)...)
 	}
-	c.write(p)
+	c.Write(p)
 	for _, want := range []string{"+OK\r\n", "$1\r\n2\r\n", "$1\r\n4\r\n"} {
-		if r := c.read(); r != want {
+		if r := c.Read(); r != want {
 			t.Fatalf("got %q want %q", r, want)
 		}
 	}
-	c.expectNothing(50 * time.Millisecond)
+	c.ExpectNothing(50 * time.Millisecond)
 }
 
 // TestClientReplyInMulti: CLIENT REPLY is refused inside MULTI and aborts
@@ -322,13 +323,13 @@ func TestClientReplyInMulti(t *testing.T) {
 	} {
 		p = append(p, encode(cmd...)...)
 	}
-	c.write(p)
+	c.Write(p)
 	for _, want := range []string{
 		"+OK\r\n", "+QUEUED\r\n", "-ERR Command not allowed inside a transaction\r\n",
 		"-EXECABORT Transaction discarded because of previous errors.\r\n", ":0\r\n",
 		"+OK\r\n", "-ERR Command not allowed inside a transaction\r\n", "+OK\r\n", "+PONG\r\n",
 	} {
-		if r := c.read(); r != want {
+		if r := c.Read(); r != want {
 			t.Fatalf("got %q want %q", r, want)
 		}
 	}
@@ -337,15 +338,15 @@ func TestClientReplyInMulti(t *testing.T) {
 func TestResetCommand(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	c.do("HELLO", "3")
-	c.do("SELECT", "5")
-	c.do("CLIENT", "SETNAME", "x")
-	c.do("WATCH", "k")
-	c.do("MULTI")
-	if r := c.do("RESET"); r != "+RESET\r\n" {
+	c.Do("HELLO", "3")
+	c.Do("SELECT", "5")
+	c.Do("CLIENT", "SETNAME", "x")
+	c.Do("WATCH", "k")
+	c.Do("MULTI")
+	if r := c.Do("RESET"); r != "+RESET\r\n" {
 		t.Fatal(r)
 	}
-	info := c.do("CLIENT", "INFO")
+	info := c.Do("CLIENT", "INFO")
 	for _, want := range []string{" name= ", " db=0 ", " multi=-1 ", " watch=0 ", " resp=2 "} {
 		if !strings.Contains(info, want) {
 			t.Errorf("after RESET %q lacks %q", info, want)
@@ -357,13 +358,13 @@ func TestTime(t *testing.T) {
 	clk := clock.NewManual(1_700_000_123_456)
 	s := startServer(t, nil, clk)
 	c := dial(t, s)
-	r := c.do("TIME")
+	r := c.Do("TIME")
 	m := regexp.MustCompile(`^\*2\r\n\$10\r\n1700000123\r\n\$\d+\r\n(\d+)\r\n$`).FindStringSubmatch(r)
 	if m == nil || atoi(m[1])/1000 != 456 {
 		t.Fatalf("TIME %q", r)
 	}
 	s2 := startServer(t, nil, nil)
-	r = dial(t, s2).do("TIME")
+	r = dial(t, s2).Do("TIME")
 	m = regexp.MustCompile(`^\*2\r\n\$10\r\n(\d+)\r\n\$\d+\r\n\d+\r\n$`).FindStringSubmatch(r)
 	if m == nil || absDiff(atoi(m[1]), time.Now().Unix()) > 2 {
 		t.Fatalf("wall TIME %q", r)
@@ -417,22 +418,22 @@ func TestConfigGetSet(t *testing.T) {
 		{a("CONFIG", "SET", "client-output-buffer-limit", "foo 1 2 3"), errReply("ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - Invalid client class specified in buffer limit configuration.")},
 	})
 	// The port reported is the one listened on.
-	r := c.do("CONFIG", "GET", "port")
+	r := c.Do("CONFIG", "GET", "port")
 	if r != fmt.Sprintf("*2\r\n$4\r\nport\r\n$%d\r\n%d\r\n", len(itoa(int64(s.port))), s.port) {
 		t.Fatalf("port %q", r)
 	}
 	// Glob patterns, RESP3 map.
-	c.do("HELLO", "3")
-	if r := c.do("CONFIG", "GET", "appendf*"); r != "%2\r\n$11\r\nappendfsync\r\n$6\r\nalways\r\n$14\r\nappendfilename\r\n$14\r\nappendonly.aof\r\n" {
+	c.Do("HELLO", "3")
+	if r := c.Do("CONFIG", "GET", "appendf*"); r != "%2\r\n$11\r\nappendfsync\r\n$6\r\nalways\r\n$14\r\nappendfilename\r\n$14\r\nappendonly.aof\r\n" {
 		t.Fatalf("glob %q", r)
 	}
 	// CONFIG SET maxclients takes effect.
-	if r := c.do("CONFIG", "SET", "maxclients", "2"); r != "+OK\r\n" {
+	if r := c.Do("CONFIG", "SET", "maxclients", "2"); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
-	dial(t, s).do("PING")
+	dial(t, s).Do("PING")
 	extra := dial(t, s)
-	if r := extra.read(); r != "-ERR max number of clients reached\r\n" {
+	if r := extra.Read(); r != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("maxclients: %q", r)
 	}
 }
@@ -472,10 +473,10 @@ func TestStartRejectsBadConfig(t *testing.T) {
 func TestInfo(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	c.do("HSET", "h", "f", "v")
-	c.do("SET", "s", "v")
-	c.do("HGET", "s", "f")
-	r := c.do("INFO")
+	c.Do("HSET", "h", "f", "v")
+	c.Do("SET", "s", "v")
+	c.Do("HGET", "s", "f")
+	r := c.Do("INFO")
 	for _, want := range []string{
 		"# Server\r\nredis_version:7.2.4\r\nserver_name:emqd\r\nemqd_version:" + Version + "\r\n",
 		"\r\nrun_id:" + s.RunID() + "\r\n",
@@ -501,20 +502,20 @@ func TestInfo(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(s.RunID()) {
 		t.Fatalf("run_id %q", s.RunID())
 	}
-	if r := c.do("INFO", "nosuch"); r != "$0\r\n\r\n" {
+	if r := c.Do("INFO", "nosuch"); r != "$0\r\n\r\n" {
 		t.Fatalf("unknown section %q", r)
 	}
-	if r := c.do("INFO", "KEYSPACE"); r != "$44\r\n# Keyspace\r\ndb0:keys=2,expires=0,avg_ttl=0\r\n\r\n" {
+	if r := c.Do("INFO", "KEYSPACE"); r != "$44\r\n# Keyspace\r\ndb0:keys=2,expires=0,avg_ttl=0\r\n\r\n" {
 		t.Fatalf("keyspace %q", r)
 	}
-	if r := c.do("INFO", "commandstats"); !strings.Contains(r, "cmdstat_hset:calls=1,usec=") || !strings.Contains(r, "rejected_calls=0,failed_calls=0") {
+	if r := c.Do("INFO", "commandstats"); !strings.Contains(r, "cmdstat_hset:calls=1,usec=") || !strings.Contains(r, "rejected_calls=0,failed_calls=0") {
 		t.Fatalf("commandstats %q", r)
 	}
-	if r := c.do("INFO", "all"); !strings.Contains(r, "# Commandstats\r\n") || !strings.Contains(r, "# Keyspace\r\n") {
+	if r := c.Do("INFO", "all"); !strings.Contains(r, "# Commandstats\r\n") || !strings.Contains(r, "# Keyspace\r\n") {
 		t.Fatalf("INFO all %q", r)
 	}
-	c.do("HELLO", "3")
-	if r := c.do("INFO", "server"); !strings.HasPrefix(r, "=") || !strings.Contains(r, "\r\ntxt:# Server\r\n") {
+	c.Do("HELLO", "3")
+	if r := c.Do("INFO", "server"); !strings.HasPrefix(r, "=") || !strings.Contains(r, "\r\ntxt:# Server\r\n") {
 		t.Fatalf("RESP3 INFO %.60q", r)
 	}
 	// A fresh boot draws a fresh run_id.
@@ -522,7 +523,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal("run_id repeated")
 	}
 	s.SetInfoSection("persistence", func(add func(k, v string)) { add("aof_enabled", "1"); add("custom", "x") })
-	if r := c.do("INFO", "persistence"); !strings.Contains(r, "# Persistence\r\naof_enabled:1\r\ncustom:x\r\n") {
+	if r := c.Do("INFO", "persistence"); !strings.Contains(r, "# Persistence\r\naof_enabled:1\r\ncustom:x\r\n") {
 		t.Fatalf("custom section %q", r)
 	}
 }
@@ -548,7 +549,7 @@ func TestCommandCommand(t *testing.T) {
 		{a("COMMAND", "INFO", "nosuch"), "*1\r\n$-1\r\n"},
 		{a("COMMAND", "INFO", "nosuch", "client|nosuch", "nosuch|x"), "*3\r\n$-1\r\n$-1\r\n$-1\r\n"},
 	})
-	r := c.do("COMMAND", "INFO", "hget")
+	r := c.Do("COMMAND", "INFO", "hget")
 	want := "*1\r\n*10\r\n$4\r\nhget\r\n:3\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
 	if !strings.HasPrefix(r, want) {
 		t.Fatalf("COMMAND INFO hget %q", r)
@@ -557,30 +558,30 @@ func TestCommandCommand(t *testing.T) {
 	if err != nil || len(nodes[0].kids[0].kids) != 10 {
 		t.Fatalf("shape %v", err)
 	}
-	r = c.do("COMMAND", "INFO", "client")
+	r = c.Do("COMMAND", "INFO", "client")
 	nodes, _ = parseFrames(r)
 	subs := nodes[0].kids[0].kids[9]
 	if len(subs.kids) < 8 || subs.kids[0].kids[0].text != "client|caching" {
 		t.Fatalf("client subcommands %q", r)
 	}
-	list := c.do("COMMAND", "LIST")
+	list := c.Do("COMMAND", "LIST")
 	for _, name := range []string{"$4\r\nhget\r\n", "$14\r\nclient|setname\r\n", "$4\r\nexec\r\n"} {
 		if !strings.Contains(list, name) {
 			t.Errorf("COMMAND LIST lacks %q", name)
 		}
 	}
-	if r := c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "zpop*"); r != "*2\r\n$7\r\nzpopmax\r\n$7\r\nzpopmin\r\n" {
+	if r := c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "zpop*"); r != "*2\r\n$7\r\nzpopmax\r\n$7\r\nzpopmin\r\n" {
 		t.Fatalf("FILTERBY %q", r)
 	}
-	all, _ := parseFrames(c.do("COMMAND"))
+	all, _ := parseFrames(c.Do("COMMAND"))
 	if len(all[0].kids) != n {
 		t.Fatalf("COMMAND gave %d entries", len(all[0].kids))
 	}
-	c.do("HELLO", "3")
-	if r := c.do("COMMAND", "DOCS", "nosuch"); r != "%0\r\n" {
+	c.Do("HELLO", "3")
+	if r := c.Do("COMMAND", "DOCS", "nosuch"); r != "%0\r\n" {
 		t.Fatalf("RESP3 DOCS %q", r)
 	}
-	if r := c.do("COMMAND", "INFO", "nosuch"); r != "*1\r\n_\r\n" {
+	if r := c.Do("COMMAND", "INFO", "nosuch"); r != "*1\r\n_\r\n" {
 		t.Fatalf("RESP3 unknown %q", r)
 	}
 }
@@ -588,20 +589,20 @@ func TestCommandCommand(t *testing.T) {
 func TestSlowlog(t *testing.T) {
 	s := startServer(t, map[string]string{"slowlog-log-slower-than": "0", "slowlog-max-len": "3"}, nil)
 	c := dial(t, s)
-	c.do("CLIENT", "SETNAME", "slowpoke")
-	c.do("SLOWLOG", "RESET")
+	c.Do("CLIENT", "SETNAME", "slowpoke")
+	c.Do("SLOWLOG", "RESET")
 	long := strings.Repeat("x", 200)
-	c.do("ECHO", long)
+	c.Do("ECHO", long)
 	args := []string{"HSET", "h"}
 	for i := 0; i < 40; i++ {
 		args = append(args, "f"+itoa(int64(i)), "v")
 	}
-	c.do(args...)
-	if r := c.do("SLOWLOG", "LEN"); r != ":3\r\n" { // RESET, ECHO, HSET
+	c.Do(args...)
+	if r := c.Do("SLOWLOG", "LEN"); r != ":3\r\n" { // RESET, ECHO, HSET
 		t.Fatalf("LEN %q", r)
 	}
 	// The newest entry is SLOWLOG LEN itself; RESET fell off (max 3).
-	nodes, err := parseFrames(c.do("SLOWLOG", "GET", "-1"))
+	nodes, err := parseFrames(c.Do("SLOWLOG", "GET", "-1"))
 	if err != nil || len(nodes[0].kids) != 3 || nodes[0].kids[0].kids[3].kids[1].text != "LEN" {
 		t.Fatalf("GET -1: %v", err)
 	}
@@ -683,7 +684,7 @@ func TestFeedPropagation(t *testing.T) {
 		{a("EXEC"), "2:SET a 1|HSET h2 x y"},
 	}
 	for _, st := range steps {
-		c.do(st.cmd...)
+		c.Do(st.cmd...)
 		if got := f.take(); got != st.want {
 			t.Errorf("%q: feed %q want %q", st.cmd, got, st.want)
 		}
@@ -698,8 +699,8 @@ func TestWriteGateAndCommitHook(t *testing.T) {
 	s.SetWriteGate(func() string { mu.Lock(); defer mu.Unlock(); return gate })
 	s.SetCommitHook(func() error { mu.Lock(); defer mu.Unlock(); commits++; return nil })
 	c := dial(t, s)
-	c.do("SET", "k", "v")
-	c.do("GET", "k")
+	c.Do("SET", "k", "v")
+	c.Do("GET", "k")
 	mu.Lock()
 	if commits != 1 {
 		t.Fatalf("commits %d", commits)
@@ -714,23 +715,23 @@ func TestWriteGateAndCommitHook(t *testing.T) {
 	mu.Lock()
 	gate = ""
 	mu.Unlock()
-	c.write(encode("SET", "k", "x"))
-	c.expectClosed()
+	c.Write(encode("SET", "k", "x"))
+	c.ExpectClosed()
 }
 
 func TestBgrewriteaofHook(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	if r := c.do("BGREWRITEAOF"); !strings.HasPrefix(r, "-ERR ") {
+	if r := c.Do("BGREWRITEAOF"); !strings.HasPrefix(r, "-ERR ") {
 		t.Fatalf("without AOF %q", r)
 	}
 	n := 0
 	s.SetRewriteHook(func() error { n++; return nil })
-	if r := c.do("BGREWRITEAOF"); r != "+Background append only file rewriting started\r\n" || n != 1 {
+	if r := c.Do("BGREWRITEAOF"); r != "+Background append only file rewriting started\r\n" || n != 1 {
 		t.Fatalf("%q %d", r, n)
 	}
 	s.SetRewriteHook(func() error { return errors.New("Background append only file rewriting already in progress") })
-	if r := c.do("BGREWRITEAOF"); r != "-ERR Background append only file rewriting already in progress\r\n" {
+	if r := c.Do("BGREWRITEAOF"); r != "-ERR Background append only file rewriting already in progress\r\n" {
 		t.Fatalf("%q", r)
 	}
 }
@@ -744,14 +745,14 @@ func TestShutdown(t *testing.T) {
 	s.OnClose(func() error { closed = true; return nil })
 	c := dial(t, s)
 	other := dial(t, s)
-	other.do("PING")
+	other.Do("PING")
 	expectReplies(t, c, [][2]any{
 		{a("SHUTDOWN", "BOGUS"), errReply("ERR syntax error")},
 		{a("SHUTDOWN", "ABORT"), errReply("ERR No shutdown in progress.")},
 	})
-	c.write(encode("SHUTDOWN", "NOSAVE"))
-	c.expectClosed()
-	other.expectClosed()
+	c.Write(encode("SHUTDOWN", "NOSAVE"))
+	c.ExpectClosed()
+	other.ExpectClosed()
 	done := make(chan struct{})
 	go func() { s.Wait(); close(done) }()
 	select {

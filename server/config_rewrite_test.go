@@ -47,7 +47,7 @@ func TestConfigRewriteAsValkey(t *testing.T) {
 		{"CONFIG", "SET", "slowlog-max-len", "200"},
 		{"CONFIG", "SET", "client-output-buffer-limit", "pubsub 64mb 16mb 90"},
 	})
-	if got := dial(t, startServer(t, nil, nil)).do("CONFIG", "REWRITE"); got != "-ERR The server is running without a config file\r\n" {
+	if got := dial(t, startServer(t, nil, nil)).Do("CONFIG", "REWRITE"); got != "-ERR The server is running without a config file\r\n" {
 		t.Fatalf("without a file: %q", got)
 	}
 }
@@ -94,11 +94,11 @@ func rewriteCompare(t *testing.T, rewriteConf string, sets [][]string) {
 	run := func(addr string) {
 		c := dialAddr(t, addr)
 		for _, cmd := range sets {
-			if got := c.do(cmd...); got != "+OK\r\n" {
+			if got := c.Do(cmd...); got != "+OK\r\n" {
 				t.Fatalf("%q: %q", cmd, got)
 			}
 		}
-		if got := c.do("CONFIG", "REWRITE"); got != "+OK\r\n" {
+		if got := c.Do("CONFIG", "REWRITE"); got != "+OK\r\n" {
 			t.Fatalf("CONFIG REWRITE: %q", got)
 		}
 	}
@@ -177,8 +177,8 @@ func rewriteCompare(t *testing.T, rewriteConf string, sets [][]string) {
 		t.Fatalf("emqd wrote:\n%q\nValkey 8.0.1 wrote:\n%q", g, w)
 	}
 	// A second rewrite, of the rewritten file, as Valkey's too.
-	dialAddr(t, vaddr).do("CONFIG", "REWRITE")
-	dial(t, s).do("CONFIG", "REWRITE")
+	dialAddr(t, vaddr).Do("CONFIG", "REWRITE")
+	dial(t, s).Do("CONFIG", "REWRITE")
 	got, _ = os.ReadFile(econf)
 	want, _ = os.ReadFile(vconf)
 	want = []byte(strings.Replace(string(want), "user default on nopass sanitize-payload ~* &* +@all\n", "", 1))

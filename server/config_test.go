@@ -17,10 +17,10 @@ func TestConfigIntParsedAtSet(t *testing.T) {
 		t.Fatalf("maxmemory at boot: %d", got)
 	}
 	c := dial(t, s)
-	if r := c.do("CONFIG", "SET", "maxmemory", "3mb"); r != "+OK\r\n" {
+	if r := c.Do("CONFIG", "SET", "maxmemory", "3mb"); r != "+OK\r\n" {
 		t.Fatalf("CONFIG SET maxmemory: %q", r)
 	}
-	if r := c.do("CONFIG", "SET", "hz", "x"); !strings.HasPrefix(r, "-ERR") {
+	if r := c.Do("CONFIG", "SET", "hz", "x"); !strings.HasPrefix(r, "-ERR") {
 		t.Fatalf("CONFIG SET hz x: %q", r)
 	}
 	if s.configInt("maxmemory") != 3<<20 || s.configInt("hz") != 25 {

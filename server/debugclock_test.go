@@ -18,7 +18,7 @@ func TestDebugClockAdvanceWallClock(t *testing.T) {
 		{[]string{"EMQ.PROMOTE", "t"}, ":1\r\n"},
 	}
 	for _, st := range steps {
-		if got := c.do(st.args...); got != st.want {
+		if got := c.Do(st.args...); got != st.want {
 			t.Fatalf("%q: got %q, want %q", st.args, got, st.want)
 		}
 	}

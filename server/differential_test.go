@@ -146,14 +146,14 @@ func diffPing(addr string) bool {
 }
 
 // diffDial opens a raw RESP connection to addr, closed at the end of t.
-func diffDial(t *testing.T, addr string) *rawConn {
+func diffDial(t *testing.T, addr string) *testsupport.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+	return testsupport.NewConn(t, nc)
 }
 
 // diffStart gives the test a fresh emqd and the shared Redis, flushed.
@@ -162,7 +162,7 @@ func diffStart(t *testing.T) (emqdAddr, redisAddr string) {
 	redisAddr = diffReference(t)
 	s := startServer(t, nil, nil)
 	c := diffDial(t, redisAddr)
-	if r := c.do("FLUSHALL"); r != "+OK\r\n" {
+	if r := c.Do("FLUSHALL"); r != "+OK\r\n" {
 		t.Fatalf("FLUSHALL on redis: %q", r)
 	}
 	return s.Addr(), redisAddr
@@ -1019,14 +1019,14 @@ func (g *diffGen) multiCmd() dcmd {
 
 type diffPair struct {
 	proto int
-	e, r  *rawConn
+	e, r  *testsupport.Conn
 	db    int
 }
 
 func (p *diffPair) both(args []string) (string, string) {
-	p.e.write(encode(args...))
-	p.r.write(encode(args...))
-	return p.e.read(), p.r.read()
+	p.e.Write(encode(args...))
+	p.r.Write(encode(args...))
+	return p.e.Read(), p.r.Read()
 }
 
 type diffStats struct {
@@ -1040,7 +1040,7 @@ type diffRun struct {
 	idx        int
 	cur        []string
 	pair       *diffPair
-	insE, insR *rawConn
+	insE, insR *testsupport.Conn
 	insDB      *[2]int // the inspectors' selected databases (shared by the seeds)
 	stats      *diffStats
 	failed     bool
@@ -1068,12 +1068,12 @@ func (d *diffRun) inspect(srv, db int, args ...string) string {
 		c = d.insR
 	}
 	if d.insDB[srv] != db {
-		if r := c.do("SELECT", strconv.Itoa(db)); r != "+OK\r\n" {
+		if r := c.Do("SELECT", strconv.Itoa(db)); r != "+OK\r\n" {
 			d.t.Fatalf("inspector SELECT %d: %q", db, r)
 		}
 		d.insDB[srv] = db
 	}
-	return c.do(args...)
+	return c.Do(args...)
 }
 
 func (d *diffRun) encoding(key string) string {
@@ -1212,12 +1212,12 @@ func (d *diffRun) stepZRank4(c dcmd) {
 	if !strings.EqualFold(c.args[3], "withscore") {
 		want = "-ERR syntax error\r\n"
 	} else {
-		rk := d.pair.r.do(c.args[:3]...)
+		rk := d.pair.r.Do(c.args[:3]...)
 		switch rk[0] {
 		case '-':
 			want = rk
 		case ':':
-			want = "*2\r\n" + rk + d.pair.r.do("ZSCORE", c.args[1], c.args[2])
+			want = "*2\r\n" + rk + d.pair.r.Do("ZSCORE", c.args[1], c.args[2])
 		default: // nil: a nil array
 			want = "*-1\r\n"
 			if d.pair.proto == 3 {
@@ -1270,11 +1270,11 @@ func (d *diffRun) stepScan(c dcmd) {
 	// negative values ("-1" wraps), and other leading white space.
 	special := curText == "" || strings.IndexByte("-\t\n\v\f\r ", curText[0]) >= 0
 	if !ok {
-		e := d.pair.e.do(c.args...)
+		e := d.pair.e.Do(c.args...)
 		want := "-ERR invalid cursor\r\n"
 		if !special {
 			// Redis 7.0 agrees on these texts.
-			want = d.pair.r.do(c.args...)
+			want = d.pair.r.Do(c.args...)
 		}
 		if e != want {
 			d.fail(c.args, e, want, "invalid cursor")
@@ -1317,8 +1317,8 @@ func (d *diffRun) stepScan(c dcmd) {
 		}
 		ra = append(ra, g...)
 	}
-	e := d.pair.e.do(c.args...)
-	r := d.pair.r.do(ra...)
+	e := d.pair.e.Do(c.args...)
+	r := d.pair.r.Do(ra...)
 	nr, err := diffParse(r)
 	if err != nil {
 		d.t.Fatalf("redis reply %q: %v", r, err)
@@ -1404,13 +1404,13 @@ func diffDropValues(n *diffNode) string {
 // scanAll iterates a scan from cursor 0 to the end and returns the sorted,
 // de-duplicated items; noDup (emqd's guarantee, scan.go) fails on an item
 // returned twice.
-func (d *diffRun) scanAll(c *rawConn, args []string, curIdx int, pairs, scores, noDup bool) ([]string, error) {
+func (d *diffRun) scanAll(c *testsupport.Conn, args []string, curIdx int, pairs, scores, noDup bool) ([]string, error) {
 	a := slices.Clone(args)
 	a[curIdx] = "0"
 	seen := map[string]bool{}
 	var out []string
 	for i := 0; i < 100000; i++ {
-		n, err := diffParse(c.do(a...))
+		n, err := diffParse(c.Do(a...))
 		if err != nil {
 			return nil, err
 		}
@@ -1721,7 +1721,7 @@ func TestDifferentialValkeyOnly(t *testing.T) {
 		{"SET", "s", "x"},
 	}
 	for _, a := range setup {
-		if ge, gr := e.do(a...), r.do(a...); ge != gr {
+		if ge, gr := e.Do(a...), r.Do(a...); ge != gr {
 			t.Fatalf("%q: emqd %q redis %q", a, ge, gr)
 		}
 	}
@@ -1755,7 +1755,7 @@ func TestDifferentialValkeyOnly(t *testing.T) {
 		{a("EXEC"), "-EXECABORT Transaction discarded because of previous errors.\r\n", "*0\r\n"},
 	}
 	for _, c := range cases {
-		ge, gr := e.do(c.args...), r.do(c.args...)
+		ge, gr := e.Do(c.args...), r.Do(c.args...)
 		if ge != c.emqd {
 			t.Errorf("emqd %q: got %q, want %q", c.args, ge, c.emqd)
 		}
@@ -1764,11 +1764,11 @@ func TestDifferentialValkeyOnly(t *testing.T) {
 		}
 	}
 	// HELLO: server and version.
-	he := e.do("HELLO", "2")
+	he := e.Do("HELLO", "2")
 	if !strings.HasPrefix(he, "*14\r\n$6\r\nserver\r\n$4\r\nemqd\r\n$7\r\nversion\r\n$5\r\n8.0.1\r\n") {
 		t.Errorf("emqd HELLO 2: %q", he)
 	}
-	if hr := r.do("HELLO", "2"); !strings.HasPrefix(hr, "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.") {
+	if hr := r.Do("HELLO", "2"); !strings.HasPrefix(hr, "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.") {
 		t.Errorf("redis HELLO 2: %q", hr)
 	}
 }
@@ -1796,7 +1796,7 @@ func TestDifferentialGlob(t *testing.T) {
 		hset = append(hset, w, "v")
 	}
 	for _, a := range [][]string{mset, hset} {
-		if ge, gr := e.do(a...), r.do(a...); ge != gr {
+		if ge, gr := e.Do(a...), r.Do(a...); ge != gr {
 			t.Fatalf("%q: emqd %q redis %q", a, ge, gr)
 		}
 	}
@@ -1806,7 +1806,7 @@ func TestDifferentialGlob(t *testing.T) {
 	}
 	for i := 0; i < n; i++ {
 		pat := word(7)
-		ge, gr := e.do("KEYS", pat), r.do("KEYS", pat)
+		ge, gr := e.Do("KEYS", pat), r.Do("KEYS", pat)
 		ne, err1 := diffParse(ge)
 		nr, err2 := diffParse(gr)
 		if err1 != nil || err2 != nil {
@@ -1821,7 +1821,7 @@ func TestDifferentialGlob(t *testing.T) {
 		}
 		// A 60-field hash is a listpack in Redis: same order as emqd.
 		a := []string{"HSCAN", "globhash", "0", "MATCH", pat}
-		if ge, gr := e.do(a...), r.do(a...); ge != gr {
+		if ge, gr := e.Do(a...), r.Do(a...); ge != gr {
 			t.Errorf("%q\n  emqd:  %q\n  redis: %q", a, ge, gr)
 		}
 	}

@@ -690,7 +690,7 @@ func TestDifferentialObjectEncoding(t *testing.T) {
 	e, r := diffDial(t, emqdAddr), diffDial(t, redisAddr)
 	do := func(args ...string) {
 		t.Helper()
-		ge, gr := e.do(args...), r.do(args...)
+		ge, gr := e.Do(args...), r.Do(args...)
 		if !diffMatch(ge, gr, true) {
 			t.Fatalf("%q: emqd %q, redis %q", args, ge, gr)
 		}

@@ -42,12 +42,12 @@ func TestAppendfilenameMustBeAFilename(t *testing.T) {
 
 	s := startServer(t, map[string]string{"appendonly": "yes", "dir": dir, "appendfilename": "jobs.aof"}, nil)
 	c := dial(t, s)
-	c.do("SET", "k", "v")
+	c.Do("SET", "k", "v")
 	before := readFile(t, filepath.Join(dir, "jobs.aof"))
-	if r := c.do("CONFIG", "SET", "appendfilename", "../x.aof"); r != "-ERR CONFIG SET failed (possibly related to argument 'appendfilename') - can't set immutable config\r\n" {
+	if r := c.Do("CONFIG", "SET", "appendfilename", "../x.aof"); r != "-ERR CONFIG SET failed (possibly related to argument 'appendfilename') - can't set immutable config\r\n" {
 		t.Fatalf("CONFIG SET: %q", r)
 	}
-	if r := c.do("CONFIG", "GET", "appendfilename"); r != "*2\r\n$14\r\nappendfilename\r\n$8\r\njobs.aof\r\n" {
+	if r := c.Do("CONFIG", "GET", "appendfilename"); r != "*2\r\n$14\r\nappendfilename\r\n$8\r\njobs.aof\r\n" {
 		t.Fatalf("CONFIG GET: %q", r)
 	}
 	if got := readFile(t, filepath.Join(dir, "jobs.aof")); got != before {
@@ -111,19 +111,19 @@ func TestDebugCommandLocal(t *testing.T) {
 	}
 	const refusal = "-ERR EMQ.DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.\r\n"
 	t0 := s.Clock().NowMs()
-	if r := outside.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "3600000"); r != refusal {
+	if r := outside.Do("EMQ.DEBUG", "CLOCK", "ADVANCE", "3600000"); r != refusal {
 		t.Fatalf("outside: %q", r)
 	}
 	if got := s.Clock().NowMs(); got-t0 >= 3600000 {
 		t.Fatalf("the refused advance moved the clock by %d ms", got-t0)
 	}
-	if r := local.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "3600000"); r != "+OK\r\n" {
+	if r := local.Do("EMQ.DEBUG", "CLOCK", "ADVANCE", "3600000"); r != "+OK\r\n" {
 		t.Fatalf("loopback: %q", r)
 	}
 	if got := s.Clock().NowMs(); got-t0 < 3600000 {
 		t.Fatalf("the clock moved by %d ms", got-t0)
 	}
-	if r := outside.do("EMQ.DEBUG", "CLOCK", "ADVANCE", "0"); r != refusal {
+	if r := outside.Do("EMQ.DEBUG", "CLOCK", "ADVANCE", "0"); r != refusal {
 		t.Fatalf("outside, after the loopback advance: %q", r)
 	}
 }
@@ -143,23 +143,23 @@ func TestConfigSetRefusedChangesNothing(t *testing.T) {
 		return nil
 	})
 	c := dial(t, s)
-	c.do("SET", "k", "v")
-	if r := c.do("CONFIG", "SET", "appendonly", "yes"); r != "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - refused by the test\r\n" {
+	c.Do("SET", "k", "v")
+	if r := c.Do("CONFIG", "SET", "appendonly", "yes"); r != "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - refused by the test\r\n" {
 		t.Fatalf("CONFIG SET appendonly yes: %q", r)
 	}
-	if r := c.do("CONFIG", "SET", "maxclients", "77", "appendonly", "yes"); r != "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - refused by the test\r\n" {
+	if r := c.Do("CONFIG", "SET", "maxclients", "77", "appendonly", "yes"); r != "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - refused by the test\r\n" {
 		t.Fatalf("CONFIG SET maxclients 77 appendonly yes: %q", r)
 	}
-	if r := c.do("CONFIG", "GET", "appendonly"); r != "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n" {
+	if r := c.Do("CONFIG", "GET", "appendonly"); r != "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n" {
 		t.Fatalf("CONFIG GET appendonly: %q", r)
 	}
-	if r := c.do("CONFIG", "GET", "maxclients"); r != "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n" {
+	if r := c.Do("CONFIG", "GET", "maxclients"); r != "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n" {
 		t.Fatalf("CONFIG GET maxclients: %q", r)
 	}
 	if got := s.maxClients.Load(); got != 10000 {
 		t.Fatalf("maxclients in force: %d", got)
 	}
-	if r := c.do("INFO", "persistence"); !strings.Contains(r, "\r\naof_enabled:0\r\n") {
+	if r := c.Do("INFO", "persistence"); !strings.Contains(r, "\r\naof_enabled:0\r\n") {
 		t.Fatalf("INFO persistence:\n%s", r)
 	}
 	s.store.Lock()
@@ -169,10 +169,10 @@ func TestConfigSetRefusedChangesNothing(t *testing.T) {
 	if feed != nil {
 		t.Fatalf("the store still feeds an AOF: %T", feed)
 	}
-	if r := c.do("BGREWRITEAOF"); !strings.HasPrefix(r, "-ERR Background append only file rewriting is not available") {
+	if r := c.Do("BGREWRITEAOF"); !strings.HasPrefix(r, "-ERR Background append only file rewriting is not available") {
 		t.Fatalf("BGREWRITEAOF: %q", r)
 	}
-	if r := c.do("SET", "k2", "v2"); r != "+OK\r\n" {
+	if r := c.Do("SET", "k2", "v2"); r != "+OK\r\n" {
 		t.Fatalf("SET after the refusal: %q", r)
 	}
 }

@@ -21,7 +21,7 @@ func TestRefusedExecAbortsTransaction(t *testing.T) {
 		{[]string{"EXISTS", "a"}, ":0\r\n"},
 	}
 	for _, st := range steps {
-		if got := c.do(st.args...); got != st.want {
+		if got := c.Do(st.args...); got != st.want {
 			t.Fatalf("%q: got %q, want %q", st.args, got, st.want)
 		}
 	}
@@ -35,7 +35,7 @@ func TestRefusedExecAbortsTransaction(t *testing.T) {
 		{[]string{"MULTI"}, "-NOAUTH Authentication required.\r\n"},
 		{[]string{"EXEC"}, "-EXECABORT Transaction discarded because of: NOAUTH Authentication required.\r\n"},
 	} {
-		if got := d.do(st.args...); got != st.want {
+		if got := d.Do(st.args...); got != st.want {
 			t.Fatalf("%q: got %q, want %q", st.args, got, st.want)
 		}
 	}

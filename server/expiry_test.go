@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // Key expiry on a server (docs/compat.md §1.7): the edges on the manual
@@ -16,11 +17,11 @@ import (
 const et0 = int64(1_700_000_000_000)
 
 // expectSteps sends each command and compares its reply.
-func expectSteps(t *testing.T, c *rawConn, steps [][2]string) {
+func expectSteps(t *testing.T, c *testsupport.Conn, steps [][2]string) {
 	t.Helper()
 	for _, st := range steps {
 		args := strings.Fields(st[0])
-		if got := c.do(args...); got != st[1] {
+		if got := c.Do(args...); got != st[1] {
 			t.Fatalf("%s: got %q, want %q", st[0], got, st[1])
 		}
 	}
@@ -77,7 +78,7 @@ func TestExpiryAtItsTimeNotBefore(t *testing.T) {
 		{"EXISTS h", ":0\r\n"},
 		{"DBSIZE", ":0\r\n"},
 	})
-	if r := c.do("INFO", "stats"); !strings.Contains(r, "expired_keys:2\r\n") {
+	if r := c.Do("INFO", "stats"); !strings.Contains(r, "expired_keys:2\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
 }
@@ -89,16 +90,16 @@ func TestActiveExpireCycleRemovesUnreadKeys(t *testing.T) {
 	s := startServer(t, nil, clk)
 	c := dial(t, s)
 	for i := 0; i < 300; i++ {
-		if r := c.do("SET", "e"+itoa(int64(i)), "v", "PX", "50"); r != "+OK\r\n" {
+		if r := c.Do("SET", "e"+itoa(int64(i)), "v", "PX", "50"); r != "+OK\r\n" {
 			t.Fatal(r)
 		}
 	}
 	for i := 0; i < 5; i++ {
-		c.do("ZADD", "keep"+itoa(int64(i)), "1", "m")
+		c.Do("ZADD", "keep"+itoa(int64(i)), "1", "m")
 	}
-	c.do("SET", "later", "v", "EX", "100")
+	c.Do("SET", "later", "v", "EX", "100")
 	expectSteps(t, c, [][2]string{{"DBSIZE", ":306\r\n"}})
-	if r := c.do("INFO", "keyspace"); !strings.Contains(r, "db0:keys=306,expires=301,avg_ttl=") {
+	if r := c.Do("INFO", "keyspace"); !strings.Contains(r, "db0:keys=306,expires=301,avg_ttl=") {
 		t.Fatalf("INFO keyspace: %q", r)
 	}
 	runs := s.exp.runs.Load()
@@ -108,11 +109,11 @@ func TestActiveExpireCycleRemovesUnreadKeys(t *testing.T) {
 		{"DBSIZE", ":6\r\n"},
 		{"TTL later", ":100\r\n"},
 	})
-	r := c.do("INFO", "stats")
+	r := c.Do("INFO", "stats")
 	if !strings.Contains(r, "expired_keys:300\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
-	if r := c.do("INFO", "keyspace"); !strings.Contains(r, "db0:keys=6,expires=1,") {
+	if r := c.Do("INFO", "keyspace"); !strings.Contains(r, "db0:keys=6,expires=1,") {
 		t.Fatalf("INFO keyspace: %q", r)
 	}
 }
@@ -234,7 +235,7 @@ func TestAOFReplayAfterExpiry(t *testing.T) {
 		{"PTTL keep", ":490000\r\n"},
 		{"EXISTS a b h z", ":0\r\n"},
 	})
-	if r := c.do("INFO", "stats"); !strings.Contains(r, "expired_keys:4\r\n") {
+	if r := c.Do("INFO", "stats"); !strings.Contains(r, "expired_keys:4\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
 	stop(t, s)
@@ -267,7 +268,7 @@ func rewriteDropsExpired(t *testing.T, preamble string) {
 	})
 	clk.Advance(20)
 	expectSteps(t, c, [][2]string{{"DBSIZE", ":3\r\n"}}) // still stored
-	if r := c.do("BGREWRITEAOF"); !strings.HasPrefix(r, "+Background") {
+	if r := c.Do("BGREWRITEAOF"); !strings.HasPrefix(r, "+Background") {
 		t.Fatal(r)
 	}
 	s.AOF().WaitRewrite()

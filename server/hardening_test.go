@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,19 +17,20 @@ import (
 
 	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/faultfs"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
 // refDial connects to a reference server (valkeyref) with the test
 // connection type.
-func refDial(t *testing.T, addr string) *rawConn {
+func refDial(t *testing.T, addr string) *testsupport.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+	return testsupport.NewConn(t, nc)
 }
 
 // TestOutputLimitDefaultsAsValkey (issue 27 item 1): CONFIG GET
@@ -47,12 +47,12 @@ func TestOutputLimitDefaultsAsValkey(t *testing.T) {
 		{"CONFIG", "GET", "client-output-buffer-limit"},
 		{"CONFIG", "SET", "client-output-buffer-limit", "master 1mb 2mb 3"},
 	} {
-		got, want := e.do(cmd...), v.do(cmd...)
+		got, want := e.Do(cmd...), v.Do(cmd...)
 		if got != want {
 			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
 		}
 	}
-	if got := e.do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(got, "normal 0 0 0 slave 1048576 2097152 3 pubsub 33554432 8388608 60") {
+	if got := e.Do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(got, "normal 0 0 0 slave 1048576 2097152 3 pubsub 33554432 8388608 60") {
 		t.Fatalf("after SET: %q", got)
 	}
 }
@@ -82,55 +82,55 @@ func TestClaimPastOutputLimitKeepsJobs(t *testing.T) {
 	c := dial(t, s)
 	payload := strings.Repeat("p", 64<<10)
 	for i := 0; i < 300; i++ {
-		if r := c.do("EMQ.ENQUEUE", "bq", fmt.Sprintf("JOB%011d", i+1), payload); !strings.HasPrefix(r, "$14") {
+		if r := c.Do("EMQ.ENQUEUE", "bq", fmt.Sprintf("JOB%011d", i+1), payload); !strings.HasPrefix(r, "$14") {
 			t.Fatal(r)
 		}
 	}
-	raw := c.do("EMQ.CLAIM", "bq", "1000", "COUNT", "300")
+	raw := c.Do("EMQ.CLAIM", "bq", "1000", "COUNT", "300")
 	if len(raw) > 1<<20 {
 		t.Fatalf("reply of %d bytes", len(raw))
 	}
 	if ids := claimIDs(t, raw); len(ids) != 15 || ids[14] != "JOB00000000015" {
 		t.Fatalf("claimed %d: %v", len(ids), ids)
 	}
-	if r := c.do("PING"); r != "+PONG\r\n" {
+	if r := c.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("connection: %q", r)
 	}
-	if r := c.do("ZCARD", "emq:{bq}:pending"); r != ":285\r\n" {
+	if r := c.Do("ZCARD", "emq:{bq}:pending"); r != ":285\r\n" {
 		t.Fatalf("pending %q", r)
 	}
-	if r := c.do("ZCARD", "emq:{bq}:active"); r != ":15\r\n" {
+	if r := c.Do("ZCARD", "emq:{bq}:active"); r != ":15\r\n" {
 		t.Fatalf("active %q", r)
 	}
-	if r := c.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:0\r\n") {
+	if r := c.Do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:0\r\n") {
 		t.Fatal("a client was disconnected")
 	}
 
 	// A parked claimer: its retry (another client's enqueue wakes it) is
 	// held to the budget too.
 	p := dial(t, s)
-	if r := p.do("EMQ.CLAIM", "empty", "1000", "COUNT", "100", "BLOCK", "0", "X"); !strings.HasPrefix(r, "-ERR syntax") {
+	if r := p.Do("EMQ.CLAIM", "empty", "1000", "COUNT", "100", "BLOCK", "0", "X"); !strings.HasPrefix(r, "-ERR syntax") {
 		t.Fatal(r)
 	}
-	p.write(encode("EMQ.CLAIM", "wq", "1000", "COUNT", "100", "BLOCK", "0"))
-	eventually(t, func() bool { return strings.Contains(c.do("INFO", "clients"), "blocked_clients:1\r\n") })
+	p.Write(encode("EMQ.CLAIM", "wq", "1000", "COUNT", "100", "BLOCK", "0"))
+	eventually(t, func() bool { return strings.Contains(c.Do("INFO", "clients"), "blocked_clients:1\r\n") })
 	var tx []byte
 	tx = append(tx, encode("MULTI")...)
 	for i := 0; i < 30; i++ {
 		tx = append(tx, encode("EMQ.ENQUEUE", "wq", fmt.Sprintf("JOB%011d", i+1), payload)...)
 	}
 	tx = append(tx, encode("EXEC")...)
-	c.write(tx)
+	c.Write(tx)
 	for i := 0; i < 32; i++ {
-		c.read()
+		c.Read()
 	}
-	if ids := claimIDs(t, p.read()); len(ids) != 15 {
+	if ids := claimIDs(t, p.Read()); len(ids) != 15 {
 		t.Fatalf("parked claimer got %d jobs", len(ids))
 	}
-	if r := c.do("ZCARD", "emq:{wq}:pending"); r != ":15\r\n" {
+	if r := c.Do("ZCARD", "emq:{wq}:pending"); r != ":15\r\n" {
 		t.Fatalf("wq pending %q", r)
 	}
-	if r := p.do("PING"); r != "+PONG\r\n" {
+	if r := p.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("parked claimer's connection: %q", r)
 	}
 }
@@ -168,18 +168,18 @@ func TestSubscribeManyChannelsLinear(t *testing.T) {
 	for i := 0; i < n; i++ {
 		args = append(args, "ch:"+strconv.Itoa(i))
 	}
-	readN := func(c *rawConn, k int) string {
+	readN := func(c *testsupport.Conn, k int) string {
 		var last string
 		for i := 0; i < k; i++ {
-			last = c.read()
+			last = c.Read()
 		}
 		return last
 	}
-	c.write(encode(args...))
+	c.Write(encode(args...))
 	if last := readN(c, n); last != "*3\r\n$9\r\nsubscribe\r\n$8\r\nch:99999\r\n:100000\r\n" {
 		t.Fatalf("last frame %q", last)
 	}
-	c.write(encode(args...))
+	c.Write(encode(args...))
 	if last := readN(c, n); !strings.HasSuffix(last, ":100000\r\n") {
 		t.Fatalf("again: %q", last)
 	}
@@ -187,12 +187,12 @@ func TestSubscribeManyChannelsLinear(t *testing.T) {
 		t.Fatalf("subscribe: work %d for %d channels (%d held)", w, n, ch)
 	}
 	other := dial(t, s)
-	if r := other.do("PUBSUB", "NUMSUB", "ch:0", "ch:99999", "nope"); r != "*6\r\n$4\r\nch:0\r\n:1\r\n$8\r\nch:99999\r\n:1\r\n$4\r\nnope\r\n:0\r\n" {
+	if r := other.Do("PUBSUB", "NUMSUB", "ch:0", "ch:99999", "nope"); r != "*6\r\n$4\r\nch:0\r\n:1\r\n$8\r\nch:99999\r\n:1\r\n$4\r\nnope\r\n:0\r\n" {
 		t.Fatalf("numsub %q", r)
 	}
 	// UNSUBSCRIBE without names: one frame per channel, first subscribed first.
-	c.write(encode("UNSUBSCRIBE"))
-	if first := c.read(); first != "*3\r\n$11\r\nunsubscribe\r\n$4\r\nch:0\r\n:99999\r\n" {
+	c.Write(encode("UNSUBSCRIBE"))
+	if first := c.Read(); first != "*3\r\n$11\r\nunsubscribe\r\n$4\r\nch:0\r\n:99999\r\n" {
 		t.Fatalf("first unsubscribe frame %q", first)
 	}
 	if last := readN(c, n-1); last != "*3\r\n$11\r\nunsubscribe\r\n$8\r\nch:99999\r\n:0\r\n" {
@@ -204,14 +204,14 @@ func TestSubscribeManyChannelsLinear(t *testing.T) {
 	}
 	// Disconnect while holding them all.
 	c2 := dial(t, s)
-	c2.write(encode(args...))
+	c2.Write(encode(args...))
 	readN(c2, n)
-	c2.nc.Close()
+	c2.NC.Close()
 	eventually(t, func() bool { _, ch := pubsubWork(s); return ch == 0 })
 	if w, _ := pubsubWork(s); w-w0 > 2*n {
 		t.Fatalf("disconnect: work %d for %d channels", w-w0, n)
 	}
-	if r := other.do("PING"); r != "+PONG\r\n" {
+	if r := other.Do("PING"); r != "+PONG\r\n" {
 		t.Fatal(r)
 	}
 }
@@ -259,13 +259,13 @@ func TestSubscribersListLinear(t *testing.T) {
 }
 
 // readAll reads until the peer closes (or 5 s pass, which fails).
-func readAll(t *testing.T, c *rawConn) string {
+func readAll(t *testing.T, c *testsupport.Conn) string {
 	t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var b []byte
 	buf := make([]byte, 4096)
 	for {
-		n, err := c.br.Read(buf)
+		n, err := c.BR.Read(buf)
 		b = append(b, buf[:n]...)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
@@ -302,15 +302,15 @@ func TestCrossProtocolClosed(t *testing.T) {
 	}
 	for _, in := range inputs {
 		e, v := dial(t, s), refDial(t, ref.Addr)
-		e.write([]byte(in))
-		v.write([]byte(in))
+		e.Write([]byte(in))
+		v.Write([]byte(in))
 		if got, want := readAll(t, e), readAll(t, v); got != want {
 			t.Errorf("%q: emqd sent %q, valkey %q", in, got, want)
 		}
 	}
 	e, v := dial(t, s), refDial(t, ref.Addr)
 	for _, cmd := range [][]string{{"EXISTS", "xproto", "inmulti"}, {"GET", "before"}} {
-		if got, want := e.do(cmd...), v.do(cmd...); got != want {
+		if got, want := e.Do(cmd...), v.Do(cmd...); got != want {
 			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
 		}
 	}
@@ -319,7 +319,7 @@ func TestCrossProtocolClosed(t *testing.T) {
 	}
 	clk.Advance(61_000)
 	x := dial(t, s)
-	x.write([]byte(post))
+	x.Write([]byte(post))
 	readAll(t, x)
 	if n := strings.Count(logs.String(), "Possible SECURITY ATTACK detected"); n != 2 {
 		t.Fatalf("%d warnings after a minute, want 2", n)
@@ -344,34 +344,34 @@ func TestAppendOnlyOnReadOnlyDir(t *testing.T) {
 	t.Cleanup(func() { s.Close(context.Background()) })
 	c := dial(t, s)
 	want := "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.\r\n"
-	if r := c.do("CONFIG", "SET", "appendonly", "yes"); r != want {
+	if r := c.Do("CONFIG", "SET", "appendonly", "yes"); r != want {
 		t.Fatalf("CONFIG SET: %q", r)
 	}
 	if !strings.Contains(logs.String(), "read-only file system") {
 		t.Fatalf("reason not logged: %q", logs.String())
 	}
-	if r := c.do("CONFIG", "GET", "appendonly"); r != "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n" {
+	if r := c.Do("CONFIG", "GET", "appendonly"); r != "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n" {
 		t.Fatalf("CONFIG GET: %q", r)
 	}
-	if r := c.do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:0\r\n") {
+	if r := c.Do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:0\r\n") {
 		t.Fatalf("INFO: %q", r)
 	}
 	if s.AOF() != nil {
 		t.Fatal("an AOF is open")
 	}
-	c.do("SET", "k", "v")
+	c.Do("SET", "k", "v")
 	names, _ := fsys.ReadDir("/ro")
 	if len(names) != 0 {
 		t.Fatalf("files in the read-only dir: %v", names)
 	}
 	fsys.Heal()
-	if r := c.do("CONFIG", "SET", "appendonly", "yes"); r != "+OK\r\n" {
+	if r := c.Do("CONFIG", "SET", "appendonly", "yes"); r != "+OK\r\n" {
 		t.Fatalf("writable: %q", r)
 	}
 	eventually(t, func() bool {
-		return strings.Contains(c.do("INFO", "persistence"), "aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
+		return strings.Contains(c.Do("INFO", "persistence"), "aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
 	})
-	if r := c.do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:1\r\n") {
+	if r := c.Do("INFO", "persistence"); !strings.Contains(r, "aof_enabled:1\r\n") {
 		t.Fatalf("INFO after: %q", r)
 	}
 }
@@ -396,17 +396,17 @@ func TestDueTimerFollowsClockJump(t *testing.T) {
 	jc := &jumpClock{m: m}
 	s := startServer(t, nil, jc)
 	c, p := dial(t, s), dial(t, s)
-	if r := c.do("EMQ.ENQUEUE", "q", "JOB00000000001", "later", "DELAY", "3600000"); r != "$14\r\nJOB00000000001\r\n" {
+	if r := c.Do("EMQ.ENQUEUE", "q", "JOB00000000001", "later", "DELAY", "3600000"); r != "$14\r\nJOB00000000001\r\n" {
 		t.Fatal(r)
 	}
-	p.write(encode("EMQ.CLAIM", "q", "30000", "BLOCK", "0"))
-	eventually(t, func() bool { return strings.Contains(c.do("INFO", "clients"), "blocked_clients:1\r\n") })
+	p.Write(encode("EMQ.CLAIM", "q", "30000", "BLOCK", "0"))
+	eventually(t, func() bool { return strings.Contains(c.Do("INFO", "clients"), "blocked_clients:1\r\n") })
 	m.Advance(100) // a cron tick with no jump: nothing changes
 	m.Wait()
-	p.expectNothing(50 * time.Millisecond)
+	p.ExpectNothing(50 * time.Millisecond)
 	jc.off.Add(3_600_000)
 	m.Advance(100) // the next tick sees the jump
-	if ids := claimIDs(t, p.read()); len(ids) != 1 || ids[0] != "JOB00000000001" {
+	if ids := claimIDs(t, p.Read()); len(ids) != 1 || ids[0] != "JOB00000000001" {
 		t.Fatalf("claimed %v", ids)
 	}
 	s.store.Lock()
@@ -417,19 +417,19 @@ func TestDueTimerFollowsClockJump(t *testing.T) {
 	}
 	// A jump back: a job due in 10 s of the new time is not handed out
 	// by the timer armed before the jump.
-	c.do("EMQ.ENQUEUE", "q", "JOB00000000002", "x", "DELAY", "10000")
-	p.write(encode("EMQ.CLAIM", "q", "30000", "BLOCK", "0"))
-	eventually(t, func() bool { return strings.Contains(c.do("INFO", "clients"), "blocked_clients:1\r\n") })
+	c.Do("EMQ.ENQUEUE", "q", "JOB00000000002", "x", "DELAY", "10000")
+	p.Write(encode("EMQ.CLAIM", "q", "30000", "BLOCK", "0"))
+	eventually(t, func() bool { return strings.Contains(c.Do("INFO", "clients"), "blocked_clients:1\r\n") })
 	jc.off.Add(-60_000)
 	m.Advance(10_000)
 	m.Wait()
-	p.expectNothing(50 * time.Millisecond)
-	if r := c.do("ZCARD", "emq:{q}:schedule"); r != ":1\r\n" {
+	p.ExpectNothing(50 * time.Millisecond)
+	if r := c.Do("ZCARD", "emq:{q}:schedule"); r != ":1\r\n" {
 		t.Fatalf("schedule %q", r)
 	}
 	jc.off.Add(60_000)
 	m.Advance(100)
-	if ids := claimIDs(t, p.read()); len(ids) != 1 || ids[0] != "JOB00000000002" {
+	if ids := claimIDs(t, p.Read()); len(ids) != 1 || ids[0] != "JOB00000000002" {
 		t.Fatalf("claimed %v", ids)
 	}
 }
@@ -445,7 +445,7 @@ func TestSmallRepliesAsValkey(t *testing.T) {
 	e, v := dial(t, s), refDial(t, ref.Addr)
 	same := func(cmd ...string) {
 		t.Helper()
-		if got, want := e.do(cmd...), v.do(cmd...); got != want {
+		if got, want := e.Do(cmd...), v.Do(cmd...); got != want {
 			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
 		}
 	}
@@ -469,7 +469,7 @@ func TestSmallRepliesAsValkey(t *testing.T) {
 		return out
 	}
 	for _, pat := range []string{"*max-*-entries*", "*ziplist*", "hash-max-*"} {
-		got, want := pairs(e.do("CONFIG", "GET", pat)), pairs(v.do("CONFIG", "GET", pat))
+		got, want := pairs(e.Do("CONFIG", "GET", pat)), pairs(v.Do("CONFIG", "GET", pat))
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Errorf("CONFIG GET %s:\nemqd  %v\nvalkey %v", pat, got, want)
 		}
@@ -485,7 +485,7 @@ func TestSmallRepliesAsValkey(t *testing.T) {
 		{"HELLO", "2", "SETNAME", "a b", "BOGUS"},
 		{"HELLO", "2", "BOGUS", "SETNAME", "a b"},
 	} {
-		if got, want := e2.do(cmd...), v2.do(cmd...); got != want {
+		if got, want := e2.Do(cmd...), v2.Do(cmd...); got != want {
 			t.Errorf("%q: emqd %q, valkey %q", cmd, got, want)
 		}
 	}
@@ -500,11 +500,11 @@ func TestClientReplyInMultiValkeyMalformed(t *testing.T) {
 	s := startServer(t, nil, nil)
 	in := "MULTI\r\nCLIENT REPLY OFF\r\nEXEC\r\n"
 	v := refDial(t, ref.Addr)
-	v.write([]byte(in))
-	v.nc.Write([]byte("CLIENT REPLY ON\r\n"))
+	v.Write([]byte(in))
+	v.NC.Write([]byte("CLIENT REPLY ON\r\n"))
 	var got []string
 	for range 4 {
-		f, err := v.readErr(2 * time.Second)
+		f, err := v.ReadTimeout(2 * time.Second)
 		if err != nil {
 			break
 		}
@@ -516,9 +516,9 @@ func TestClientReplyInMultiValkeyMalformed(t *testing.T) {
 		t.Fatalf("valkey 8.0.1 answered %q", got)
 	}
 	e := dial(t, s)
-	e.write([]byte(in))
+	e.Write([]byte(in))
 	for _, want := range []string{"+OK\r\n", "-ERR Command not allowed inside a transaction\r\n", "-EXECABORT Transaction discarded because of previous errors.\r\n"} {
-		if r := e.read(); r != want {
+		if r := e.Read(); r != want {
 			t.Fatalf("emqd %q, want %q", r, want)
 		}
 	}
@@ -547,7 +547,7 @@ func TestAOFTailsAsValkey(t *testing.T) {
 			// Valkey: one incremental file in appendonlydir.
 			ref := valkeyref.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 			v := refDial(t, ref.Addr)
-			if r := v.do("SET", "b", "2"); r != "+OK\r\n" {
+			if r := v.Do("SET", "b", "2"); r != "+OK\r\n" {
 				t.Fatal(r)
 			}
 			ref.Kill()
@@ -560,7 +560,7 @@ func TestAOFTailsAsValkey(t *testing.T) {
 
 			dir := t.TempDir()
 			s := durable(t, dir, nil)
-			if r := dial(t, s).do("SET", "b", "2"); r != "+OK\r\n" {
+			if r := dial(t, s).Do("SET", "b", "2"); r != "+OK\r\n" {
 				t.Fatal(r)
 			}
 			path := s.AOF().Path()
@@ -590,7 +590,7 @@ func TestAOFTailsAsValkey(t *testing.T) {
 			v = refDial(t, ref.Addr)
 			e := dial(t, s2)
 			for _, k := range []string{"b", "c", "x"} {
-				if got, want := e.do("GET", k), v.do("GET", k); got != want {
+				if got, want := e.Do("GET", k), v.Do("GET", k); got != want {
 					t.Errorf("GET %s: emqd %q, valkey %q", k, got, want)
 				}
 			}
@@ -624,14 +624,14 @@ func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close(context.Background()) })
 	c := dial(t, s)
-	c.do("SET", "a", "1")
-	if r := c.do("BGREWRITEAOF"); !strings.HasPrefix(r, "+Background append only file rewriting") {
+	c.Do("SET", "a", "1")
+	if r := c.Do("BGREWRITEAOF"); !strings.HasPrefix(r, "+Background append only file rewriting") {
 		t.Fatal(r)
 	}
 	eventually(t, func() bool { return strings.Contains(logs.String(), "Background AOF rewrite finished successfully") })
 	fsys.FailOps(syscall.ENOSPC, faultfs.OpWrite)
-	c.write(encode("SET", "b", "2"))
-	c.expectClosed()
+	c.Write(encode("SET", "b", "2"))
+	c.ExpectClosed()
 	fsys.Heal()
 	log := logs.String()
 	if !strings.Contains(log, "/d/appendonly.aof: no space left on device") {
@@ -644,9 +644,9 @@ func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
 
 // clientField reads field k of the CLIENT LIST line of the client named
 // name ("" when there is none).
-func clientField(t *testing.T, c *rawConn, name, k string) string {
+func clientField(t *testing.T, c *testsupport.Conn, name, k string) string {
 	t.Helper()
-	r := c.do("CLIENT", "LIST")
+	r := c.Do("CLIENT", "LIST")
 	for _, line := range strings.Split(r, "\n") {
 		if !strings.Contains(line, " name="+name+" ") {
 			continue
@@ -669,14 +669,14 @@ func clientField(t *testing.T, c *rawConn, name, k string) string {
 func TestOutputMemoryAndPubsubClass(t *testing.T) {
 	s := startServer(t, map[string]string{"client-output-buffer-limit": "pubsub 4mb 0 0"}, nil)
 	a := dial(t, s)
-	a.do("SET", "big", strings.Repeat("v", 1<<20))
+	a.Do("SET", "big", strings.Repeat("v", 1<<20))
 	slow := dial(t, s)
-	slow.do("CLIENT", "SETNAME", "slow")
+	slow.Do("CLIENT", "SETNAME", "slow")
 	var p []byte
 	for i := 0; i < 24; i++ {
 		p = append(p, encode("GET", "big")...)
 	}
-	slow.write(p) // and never read
+	slow.Write(p) // and never read
 	var omem int64
 	eventually(t, func() bool {
 		omem, _ = strconv.ParseInt(clientField(t, a, "slow", "omem"), 10, 64)
@@ -689,14 +689,14 @@ func TestOutputMemoryAndPubsubClass(t *testing.T) {
 	}
 
 	sub := dial(t, s)
-	sub.do("CLIENT", "SETNAME", "sub")
-	sub.do("SUBSCRIBE", "ch")
+	sub.Do("CLIENT", "SETNAME", "sub")
+	sub.Do("SUBSCRIBE", "ch")
 	msg := strings.Repeat("m", 256<<10)
 	for i := 0; i < 48; i++ { // 12 MiB published, none read
-		a.do("PUBLISH", "ch", msg)
+		a.Do("PUBLISH", "ch", msg)
 	}
 	eventually(t, func() bool { return clientField(t, a, "sub", "id") == "" })
-	if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
 	if clientField(t, a, "slow", "id") == "" {
@@ -713,13 +713,13 @@ func TestPubsubSoftLimit(t *testing.T) {
 	s := startServer(t, map[string]string{"client-output-buffer-limit": "pubsub 0 2mb 10"}, clk)
 	a := dial(t, s)
 	sub := dial(t, s)
-	sub.do("CLIENT", "SETNAME", "sub")
-	sub.do("SUBSCRIBE", "ch")
+	sub.Do("CLIENT", "SETNAME", "sub")
+	sub.Do("SUBSCRIBE", "ch")
 	msg := strings.Repeat("m", 1<<20)
 	publishUntilOver := func() {
 		// Past the soft limit even with the kernel's socket buffers full.
 		for i := 0; i < 40; i++ {
-			a.do("PUBLISH", "ch", msg)
+			a.Do("PUBLISH", "ch", msg)
 		}
 		eventually(t, func() bool {
 			n, _ := strconv.ParseInt(clientField(t, a, "sub", "omem"), 10, 64)
@@ -728,14 +728,14 @@ func TestPubsubSoftLimit(t *testing.T) {
 	}
 	publishUntilOver()
 	clk.Advance(9_000)
-	a.do("PUBLISH", "ch", "x")
+	a.Do("PUBLISH", "ch", "x")
 	if clientField(t, a, "sub", "id") == "" {
 		t.Fatal("closed before the soft seconds passed")
 	}
 	clk.Advance(2_000)
-	a.do("PUBLISH", "ch", "x")
+	a.Do("PUBLISH", "ch", "x")
 	eventually(t, func() bool { return clientField(t, a, "sub", "id") == "" })
-	if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
 }
@@ -749,7 +749,7 @@ func TestPubsubSoftLimit(t *testing.T) {
 func TestOmemDrainedAndPubsubClassByProtocol(t *testing.T) {
 	s := startServer(t, map[string]string{"client-output-buffer-limit": "pubsub 4mb 0 0"}, nil)
 	a := dial(t, s)
-	a.do("SET", "big", strings.Repeat("v", 1<<20))
+	a.Do("SET", "big", strings.Repeat("v", 1<<20))
 	omem := func(name string) int64 {
 		n, err := strconv.ParseInt(clientField(t, a, name, "omem"), 10, 64)
 		if err != nil {
@@ -764,11 +764,11 @@ func TestOmemDrainedAndPubsubClassByProtocol(t *testing.T) {
 
 	// Drained: omem back to 0.
 	slow := dial(t, s)
-	slow.do("CLIENT", "SETNAME", "slow")
-	slow.write(p)
+	slow.Do("CLIENT", "SETNAME", "slow")
+	slow.Write(p)
 	eventually(t, func() bool { return omem("slow") > 4<<20 })
 	for i := 0; i < 24; i++ {
-		if r := slow.read(); len(r) != 1<<20+len("$1048576\r\n\r\n") {
+		if r := slow.Read(); len(r) != 1<<20+len("$1048576\r\n\r\n") {
 			t.Fatalf("reply %d: %d bytes", i, len(r))
 		}
 	}
@@ -776,10 +776,10 @@ func TestOmemDrainedAndPubsubClassByProtocol(t *testing.T) {
 
 	// Unsubscribed from everything: normal class, kept past 4 MiB.
 	was := dial(t, s)
-	was.do("CLIENT", "SETNAME", "was")
-	was.do("SUBSCRIBE", "ch")
-	was.do("UNSUBSCRIBE")
-	was.write(p)
+	was.Do("CLIENT", "SETNAME", "was")
+	was.Do("SUBSCRIBE", "ch")
+	was.Do("UNSUBSCRIBE")
+	was.Write(p)
 	eventually(t, func() bool { return omem("was") > 4<<20 })
 	if clientField(t, a, "was", "id") == "" {
 		t.Fatal("a client with no subscription was closed at the pubsub limit")
@@ -787,14 +787,14 @@ func TestOmemDrainedAndPubsubClassByProtocol(t *testing.T) {
 
 	// RESP3 subscriber: pubsub class, closed past 4 MiB.
 	sub3 := dial(t, s)
-	sub3.do("HELLO", "3", "SETNAME", "sub3")
-	sub3.do("SUBSCRIBE", "ch")
+	sub3.Do("HELLO", "3", "SETNAME", "sub3")
+	sub3.Do("SUBSCRIBE", "ch")
 	msg := strings.Repeat("m", 256<<10)
 	for i := 0; i < 48; i++ { // 12 MiB published, none read
-		a.do("PUBLISH", "ch", msg)
+		a.Do("PUBLISH", "ch", msg)
 	}
 	eventually(t, func() bool { return clientField(t, a, "sub3", "id") == "" })
-	if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
 	if clientField(t, a, "slow", "id") == "" || clientField(t, a, "was", "id") == "" {
@@ -813,35 +813,35 @@ func TestPubsubClassAsValkey(t *testing.T) {
 	s := startServer(t, nil, nil)
 	for _, side := range []struct{ name, addr string }{{"emqd", s.Addr()}, {"valkey", ref.Addr}} {
 		a := dialAddr(t, side.addr)
-		if r := a.do("CONFIG", "SET", "client-output-buffer-limit", "pubsub 4mb 0 0"); r != "+OK\r\n" {
+		if r := a.Do("CONFIG", "SET", "client-output-buffer-limit", "pubsub 4mb 0 0"); r != "+OK\r\n" {
 			t.Fatalf("%s: CONFIG SET: %q", side.name, r)
 		}
-		a.do("SET", "big", strings.Repeat("v", 1<<20))
+		a.Do("SET", "big", strings.Repeat("v", 1<<20))
 		was := dialAddr(t, side.addr)
-		was.do("CLIENT", "SETNAME", "was")
-		was.do("SUBSCRIBE", "ch")
-		was.do("UNSUBSCRIBE")
+		was.Do("CLIENT", "SETNAME", "was")
+		was.Do("SUBSCRIBE", "ch")
+		was.Do("UNSUBSCRIBE")
 		var p []byte
 		for i := 0; i < 24; i++ {
 			p = append(p, encode("GET", "big")...)
 		}
-		was.write(p)
+		was.Write(p)
 		eventually(t, func() bool {
 			n, _ := strconv.ParseInt(clientField(t, a, "was", "omem"), 10, 64)
 			return n > 4<<20
 		})
 		sub3 := dialAddr(t, side.addr)
-		sub3.do("HELLO", "3", "SETNAME", "sub3")
-		sub3.do("SUBSCRIBE", "ch")
+		sub3.Do("HELLO", "3", "SETNAME", "sub3")
+		sub3.Do("SUBSCRIBE", "ch")
 		msg := strings.Repeat("m", 256<<10)
 		for i := 0; i < 48; i++ {
-			a.do("PUBLISH", "ch", msg)
+			a.Do("PUBLISH", "ch", msg)
 		}
 		eventually(t, func() bool { return clientField(t, a, "sub3", "id") == "" })
 		if clientField(t, a, "was", "id") == "" {
 			t.Fatalf("%s: the unsubscribed client was closed", side.name)
 		}
-		if r := a.do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+		if r := a.Do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
 			t.Fatalf("%s: INFO stats: %q", side.name, r)
 		}
 	}

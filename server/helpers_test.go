@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,79 +34,14 @@ func startServer(t testing.TB, cfg map[string]string, clk clock.Clock) *Server {
 	return s
 }
 
-// rawConn is a test connection that writes bytes and reads reply frames.
-type rawConn struct {
-	t  testing.TB
-	nc net.Conn
-	br *bufio.Reader
-}
-
-func dial(t testing.TB, s *Server) *rawConn {
+// dial connects to s (testsupport.Dial: closed when t ends).
+func dial(t testing.TB, s *Server) *testsupport.Conn {
 	t.Helper()
-	nc, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+	return testsupport.Dial(t, s.Addr())
 }
 
 // encode renders args as a RESP multibulk request (testsupport.Encode).
 func encode(args ...string) []byte { return testsupport.Encode(args...) }
-
-func (c *rawConn) write(b []byte) {
-	c.t.Helper()
-	if _, err := c.nc.Write(b); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-// do sends one command and returns its reply frame.
-func (c *rawConn) do(args ...string) string {
-	c.t.Helper()
-	c.write(encode(args...))
-	return c.read()
-}
-
-// read returns the next complete reply frame (raw bytes), failing the test
-// after 5 seconds.
-func (c *rawConn) read() string {
-	c.t.Helper()
-	s, err := c.readErr(5 * time.Second)
-	if err != nil {
-		c.t.Fatalf("read: %v", err)
-	}
-	return s
-}
-
-func (c *rawConn) readErr(d time.Duration) (string, error) {
-	c.nc.SetReadDeadline(time.Now().Add(d))
-	defer c.nc.SetReadDeadline(time.Time{})
-	var buf bytes.Buffer
-	err := readFrame(c.br, &buf)
-	return buf.String(), err
-}
-
-// expectNothing checks that no reply arrives within d.
-func (c *rawConn) expectNothing(d time.Duration) {
-	c.t.Helper()
-	if s, err := c.readErr(d); err == nil {
-		c.t.Fatalf("unexpected reply %q", s)
-	}
-}
-
-// expectClosed checks that the server closed the connection.
-func (c *rawConn) expectClosed() {
-	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	b, err := c.br.ReadByte()
-	if err == nil {
-		c.t.Fatalf("connection still open, got %q", b)
-	}
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		c.t.Fatal("connection not closed")
-	}
-}
 
 // readFrame appends one complete reply frame from r to out
 // (testsupport.ReadFrame).

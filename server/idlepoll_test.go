@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // asleep reports whether the client with that id is asleep (its socket in
@@ -29,13 +30,13 @@ func TestIdleConnectionsSleepAndResume(t *testing.T) {
 	s := startServer(t, nil, clk)
 	cmd, sub, parked, victim, leaver := dial(t, s), dial(t, s), dial(t, s), dial(t, s), dial(t, s)
 	ids := map[string]string{}
-	for name, c := range map[string]*rawConn{"cmd": cmd, "sub": sub, "parked": parked, "victim": victim, "leaver": leaver} {
+	for name, c := range map[string]*testsupport.Conn{"cmd": cmd, "sub": sub, "parked": parked, "victim": victim, "leaver": leaver} {
 		ids[name] = clientID(t, c)
 	}
-	if r := sub.do("SUBSCRIBE", "ch"); !strings.Contains(r, "subscribe") {
+	if r := sub.Do("SUBSCRIBE", "ch"); !strings.Contains(r, "subscribe") {
 		t.Fatal(r)
 	}
-	parked.write(encode("TEST.TAKE", "q", "0"))
+	parked.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, cmd, 1)
 	clk.Advance(idleShrinkMs + 100)
 	eventually(t, func() bool {
@@ -47,36 +48,36 @@ func TestIdleConnectionsSleepAndResume(t *testing.T) {
 		return true
 	})
 	// A command: the poller sees the bytes.
-	if r := cmd.do("PING"); r != "+PONG\r\n" {
+	if r := cmd.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("PING of an asleep connection answered %q", r)
 	}
 	// A message for an asleep subscriber.
-	if r := cmd.do("PUBLISH", "ch", "hello"); r != ":1\r\n" {
+	if r := cmd.Do("PUBLISH", "ch", "hello"); r != ":1\r\n" {
 		t.Fatal(r)
 	}
-	if r := sub.read(); r != "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n" {
+	if r := sub.Read(); r != "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n" {
 		t.Fatalf("subscriber got %q", r)
 	}
 	// The item an asleep parked client waits for.
-	cmd.do("TEST.PUT", "q", "1")
-	if r := parked.read(); r != "$4\r\nitem\r\n" {
+	cmd.Do("TEST.PUT", "q", "1")
+	if r := parked.Read(); r != "$4\r\nitem\r\n" {
 		t.Fatalf("parked client got %q", r)
 	}
 	// CLIENT KILL of an asleep client, and a peer that hangs up asleep:
 	// both leave CLIENT LIST.
-	if r := cmd.do("CLIENT", "KILL", "ID", ids["victim"]); r != ":1\r\n" {
+	if r := cmd.Do("CLIENT", "KILL", "ID", ids["victim"]); r != ":1\r\n" {
 		t.Fatal(r)
 	}
-	victim.expectClosed()
-	leaver.nc.Close()
+	victim.ExpectClosed()
+	leaver.NC.Close()
 	eventually(t, func() bool {
-		l := cmd.do("CLIENT", "LIST")
+		l := cmd.Do("CLIENT", "LIST")
 		return !strings.Contains(l, "id="+ids["victim"]+" ") && !strings.Contains(l, "id="+ids["leaver"]+" ")
 	})
 	// All of them asleep again, then still served.
 	clk.Advance(idleShrinkMs + 100)
 	eventually(t, func() bool { return asleep(s, ids["cmd"]) && asleep(s, ids["sub"]) && asleep(s, ids["parked"]) })
-	if r := parked.do("ECHO", "again"); r != "$5\r\nagain\r\n" {
+	if r := parked.Do("ECHO", "again"); r != "$5\r\nagain\r\n" {
 		t.Fatal(r)
 	}
 }
@@ -89,13 +90,13 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 	clk := clock.NewManual(1_000_000)
 	s := startServer(t, nil, clk)
 	admin := dial(t, s)
-	admin.do("PING")
+	admin.Do("PING")
 	before := runtime.NumGoroutine()
 	const n = 300
-	conns := make([]*rawConn, n)
+	conns := make([]*testsupport.Conn, n)
 	for i := range conns {
 		conns[i] = dial(t, s)
-		if r := conns[i].do("PING"); r != "+PONG\r\n" {
+		if r := conns[i].Do("PING"); r != "+PONG\r\n" {
 			t.Fatal(r)
 		}
 	}
@@ -105,7 +106,7 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 	clk.Advance(idleShrinkMs + 100)
 	eventually(t, func() bool { return runtime.NumGoroutine() <= before+20 })
 	for i, c := range conns {
-		if r := c.do("ECHO", strconv.Itoa(i)); r != "$"+strconv.Itoa(len(strconv.Itoa(i)))+"\r\n"+strconv.Itoa(i)+"\r\n" {
+		if r := c.Do("ECHO", strconv.Itoa(i)); r != "$"+strconv.Itoa(len(strconv.Itoa(i)))+"\r\n"+strconv.Itoa(i)+"\r\n" {
 			t.Fatalf("connection %d answered %q", i, r)
 		}
 	}

@@ -26,7 +26,7 @@ func TestLatencyAsValkey(t *testing.T) {
 		c := dialAddr(t, addr)
 		var out []string
 		for _, cmd := range script {
-			out = append(out, ints.ReplaceAllString(c.do(cmd...), ":N\r\n"))
+			out = append(out, ints.ReplaceAllString(c.Do(cmd...), ":N\r\n"))
 		}
 		return out
 	}
@@ -42,15 +42,15 @@ func TestLatencyAsValkey(t *testing.T) {
 		t.Fatalf("reference LATEST %q", want[4])
 	}
 	c := dial(t, s)
-	c.do("DEBUG", "SLEEP", "0.02")
-	nodes, err := parseFrames(c.do("LATENCY", "HISTORY", "command"))
+	c.Do("DEBUG", "SLEEP", "0.02")
+	nodes, err := parseFrames(c.Do("LATENCY", "HISTORY", "command"))
 	if err != nil || len(nodes) != 1 || len(nodes[0].kids) != 1 {
 		t.Fatalf("HISTORY: %v %v", nodes, err)
 	}
 	if ms, _ := strconv.Atoi(nodes[0].kids[0].kids[1].text); ms < 20 {
 		t.Fatalf("sample of %d ms, want >= 20", ms)
 	}
-	if r := c.do("LATENCY", "DOCTOR"); !strings.Contains(r, "- command: 1 spikes") {
+	if r := c.Do("LATENCY", "DOCTOR"); !strings.Contains(r, "- command: 1 spikes") {
 		t.Fatalf("DOCTOR %q", r)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // infoInt reads one integer field of s's INFO memory, in process (not a
@@ -53,10 +54,10 @@ func TestIdlePurge(t *testing.T) {
 	s := startServer(t, map[string]string{"hz": "10"}, clk)
 	c := dial(t, s)
 	big := strings.Repeat("x", 32<<20)
-	if got := c.do("SET", "big", big); got != "+OK\r\n" {
+	if got := c.Do("SET", "big", big); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
-	if got := c.do("DEL", "big"); got != ":1\r\n" {
+	if got := c.Do("DEL", "big"); got != ":1\r\n" {
 		t.Fatal(got)
 	}
 	big = ""
@@ -69,7 +70,7 @@ func TestIdlePurge(t *testing.T) {
 	tick(1)
 	before := infoInt(t, s, "mem_purges")
 	for i := 0; i < 25; i++ { // 2.5 s with a command in every tick
-		c.do("PING")
+		c.Do("PING")
 		tick(1)
 	}
 	if got := infoInt(t, s, "mem_purges"); got != before {
@@ -94,7 +95,7 @@ func TestIdlePurge(t *testing.T) {
 func TestFlushPurge(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	if got := c.do("SETRANGE", "k", strconv.Itoa(64<<20), "x"); got != ":"+strconv.Itoa(64<<20+1)+"\r\n" {
+	if got := c.Do("SETRANGE", "k", strconv.Itoa(64<<20), "x"); got != ":"+strconv.Itoa(64<<20+1)+"\r\n" {
 		t.Fatal(got)
 	}
 	used := infoInt(t, s, "used_memory")
@@ -102,7 +103,7 @@ func TestFlushPurge(t *testing.T) {
 		t.Fatalf("used_memory %d with a 64 MB value", used)
 	}
 	before := s.mem.cron.flushPurge.Load()
-	if got := c.do("FLUSHALL"); got != "+OK\r\n" {
+	if got := c.Do("FLUSHALL"); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -151,10 +152,10 @@ func TestIdleConnectionHoldsNoReadBuffer(t *testing.T) {
 	s := startServer(t, nil, nil)
 	const n = 300
 	before := liveHeapBytes()
-	conns := make([]*rawConn, n)
+	conns := make([]*testsupport.Conn, n)
 	for i := range conns {
 		conns[i] = dial(t, s)
-		if got := conns[i].do("PING"); got != "+PONG\r\n" {
+		if got := conns[i].Do("PING"); got != "+PONG\r\n" {
 			t.Fatal(got)
 		}
 	}
@@ -163,7 +164,7 @@ func TestIdleConnectionHoldsNoReadBuffer(t *testing.T) {
 		t.Fatalf("%d heap bytes per idle connection", per)
 	}
 	for _, c := range conns {
-		if got := c.do("ECHO", strings.Repeat("y", 40000)); len(got) != 40000+len("$40000\r\n\r\n") {
+		if got := c.Do("ECHO", strings.Repeat("y", 40000)); len(got) != 40000+len("$40000\r\n\r\n") {
 			t.Fatalf("ECHO answered %d bytes", len(got))
 		}
 	}
@@ -199,10 +200,10 @@ func TestGOGCDirective(t *testing.T) {
 	if p := infoInt(t, s, "go_gc_percent"); p != 60 || processGCPercent() != 60 {
 		t.Fatalf("gogc 60 at start: go_gc_percent %d, process %d", p, processGCPercent())
 	}
-	if got := c.do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$2\r\n60\r\n" {
+	if got := c.Do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$2\r\n60\r\n" {
 		t.Fatal(got)
 	}
-	if got := c.do("CONFIG", "SET", "gogc", "250"); got != "+OK\r\n" {
+	if got := c.Do("CONFIG", "SET", "gogc", "250"); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
 	if p := infoInt(t, s, "go_gc_percent"); p != 250 {
@@ -210,17 +211,17 @@ func TestGOGCDirective(t *testing.T) {
 	}
 	for _, bad := range []string{"0", "10001", "-5", "abc", "", "25%"} {
 		want := "-ERR CONFIG SET failed (possibly related to argument 'gogc') - argument must be 'auto' or a percentage between 1 and 10000\r\n"
-		if got := c.do("CONFIG", "SET", "gogc", bad); got != want {
+		if got := c.Do("CONFIG", "SET", "gogc", bad); got != want {
 			t.Fatalf("CONFIG SET gogc %q: %q", bad, got)
 		}
 	}
 	if p := infoInt(t, s, "go_gc_percent"); p != 250 {
 		t.Fatalf("after refused values: go_gc_percent %d", p)
 	}
-	if got := c.do("CONFIG", "SET", "gogc", "AUTO"); got != "+OK\r\n" {
+	if got := c.Do("CONFIG", "SET", "gogc", "AUTO"); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
-	if got := c.do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$4\r\nauto\r\n" {
+	if got := c.Do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$4\r\nauto\r\n" {
 		t.Fatal(got)
 	}
 	// Under auto the percentage is gcPercentFor of the live heap the cron
@@ -237,7 +238,7 @@ func TestGOGCDirective(t *testing.T) {
 		t.Fatalf("gogc auto: go_gc_percent %d, gcPercentFor(go_heap_live %d) = %d",
 			infoInt(t, s, "go_gc_percent"), infoInt(t, s, "go_heap_live"), gcPercentFor(uint64(infoInt(t, s, "go_heap_live"))))
 	}
-	c.do("CONFIG", "SET", "gogc", "70")
+	c.Do("CONFIG", "SET", "gogc", "70")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.Close(ctx); err != nil {
@@ -263,11 +264,11 @@ func TestGOGCDirectiveEnvironment(t *testing.T) {
 	if p := infoInt(t, s, "go_gc_percent"); p != 150 {
 		t.Fatalf("GOGC=150 in the environment: go_gc_percent %d", p)
 	}
-	c.do("CONFIG", "SET", "gogc", "40")
+	c.Do("CONFIG", "SET", "gogc", "40")
 	if p := infoInt(t, s, "go_gc_percent"); p != 40 {
 		t.Fatalf("gogc 40: go_gc_percent %d", p)
 	}
-	c.do("CONFIG", "SET", "gogc", "auto")
+	c.Do("CONFIG", "SET", "gogc", "auto")
 	if p := infoInt(t, s, "go_gc_percent"); p != 150 {
 		t.Fatalf("gogc auto with GOGC=150: go_gc_percent %d", p)
 	}

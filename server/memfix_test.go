@@ -27,14 +27,14 @@ func TestLCSTableNotCountedAfter(t *testing.T) {
 	for _, side := range []struct{ name, addr string }{{"valkey", ref.Addr}, {"emqd", s.Addr()}} {
 		c := dialAddr(t, side.addr)
 		for _, cmd := range [][]string{{"SET", "a", a}, {"SET", "b", b}} {
-			if r := c.do(cmd...); r != "+OK\r\n" {
+			if r := c.Do(cmd...); r != "+OK\r\n" {
 				t.Fatalf("%s: %s answered %q", side.name, cmd[0], r)
 			}
 		}
-		if r := c.do("LCS", "a", "b", "LEN"); r != ":2499\r\n" {
+		if r := c.Do("LCS", "a", "b", "LEN"); r != ":2499\r\n" {
 			t.Fatalf("%s: LCS LEN answered %q", side.name, r)
 		}
-		if r := c.do("SET", "x", "y"); r != "+OK\r\n" {
+		if r := c.Do("SET", "x", "y"); r != "+OK\r\n" {
 			t.Fatalf("%s: SET after LCS answered %q", side.name, r)
 		}
 	}
@@ -57,15 +57,15 @@ func TestFlushAllGivesBackResident(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
 	req := encode("SET", "k", strings.Repeat("v", 48<<20))
-	c.write(req)
-	if r := c.read(); r != "+OK\r\n" {
+	c.Write(req)
+	if r := c.Read(); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
 	req = nil
 	debug.FreeOSMemory()
 	before := rssBytes()
 	purges := s.mem.cron.flushPurge.Load()
-	if r := c.do("FLUSHALL"); r != "+OK\r\n" {
+	if r := c.Do("FLUSHALL"); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
 	for end := time.Now().Add(30 * time.Second); s.mem.cron.flushPurge.Load() == purges && time.Now().Before(end); {

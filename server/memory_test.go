@@ -10,15 +10,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 	"github.com/redis/go-redis/v9"
 )
 
 // commandFlags returns name -> flags of every command and subcommand that
 // COMMAND reports on addr.
-func commandFlags(t *testing.T, c *rawConn) map[string]map[string]bool {
+func commandFlags(t *testing.T, c *testsupport.Conn) map[string]map[string]bool {
 	t.Helper()
-	nodes, err := parseFrames(c.do("COMMAND"))
+	nodes, err := parseFrames(c.Do("COMMAND"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestMultiAtMaxmemoryAsValkey(t *testing.T) {
 		c := dialAddr(t, addr)
 		var out []string
 		for _, cmd := range script {
-			out = append(out, c.do(cmd...))
+			out = append(out, c.Do(cmd...))
 		}
 		return out
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -46,24 +47,24 @@ func TestMemoryCommandsAsValkey(t *testing.T) {
 	for _, addr := range []string{ref.Addr, s.Addr()} {
 		c := dialAddr(t, addr)
 		for _, cmd := range setup {
-			c.do(cmd...)
+			c.Do(cmd...)
 		}
 	}
 	for _, proto := range []string{"2", "3"} {
 		vc, ec := dialAddr(t, ref.Addr), dial(t, s)
-		vc.do("HELLO", proto)
-		ec.do("HELLO", proto)
-		want, got := statsShape(t, vc.do("MEMORY", "STATS")), statsShape(t, ec.do("MEMORY", "STATS"))
+		vc.Do("HELLO", proto)
+		ec.Do("HELLO", proto)
+		want, got := statsShape(t, vc.Do("MEMORY", "STATS")), statsShape(t, ec.Do("MEMORY", "STATS"))
 		if got != want {
 			t.Fatalf("RESP%s MEMORY STATS shape:\nemqd   %s\nValkey %s", proto, got, want)
 		}
 		for _, cmd := range [][]string{{"MEMORY", "HELP"}, {"MEMORY", "STATS", "x"}, {"MEMORY", "DOCTOR", "x"},
 			{"MEMORY", "MALLOC-STATS", "x"}, {"MEMORY", "FOO"}} {
-			if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+			if w, g := vc.Do(cmd...), ec.Do(cmd...); g != w {
 				t.Errorf("RESP%s %v: emqd %q, Valkey %q", proto, cmd, g, w)
 			}
 		}
-		doc := ec.do("MEMORY", "DOCTOR")
+		doc := ec.Do("MEMORY", "DOCTOR")
 		prefix := "$"
 		if proto == "3" {
 			prefix = "="
@@ -71,10 +72,10 @@ func TestMemoryCommandsAsValkey(t *testing.T) {
 		if !strings.HasPrefix(doc, prefix) || !(strings.Contains(doc, doctorEmpty) || strings.Contains(doc, doctorFine) || strings.Contains(doc, doctorTail)) {
 			t.Errorf("RESP%s MEMORY DOCTOR %q", proto, doc)
 		}
-		if w := vc.do("MEMORY", "DOCTOR"); !strings.HasPrefix(w, prefix) || !strings.Contains(w, "Sam") {
+		if w := vc.Do("MEMORY", "DOCTOR"); !strings.HasPrefix(w, prefix) || !strings.Contains(w, "Sam") {
 			t.Errorf("reference MEMORY DOCTOR %q", w)
 		}
-		ms := ec.do("MEMORY", "MALLOC-STATS")
+		ms := ec.Do("MEMORY", "MALLOC-STATS")
 		if !strings.HasPrefix(ms, prefix) || !strings.Contains(ms, "/memory/classes/heap/objects:bytes: ") {
 			t.Errorf("RESP%s MEMORY MALLOC-STATS %.200q", proto, ms)
 		}
@@ -137,24 +138,24 @@ func TestLatencyHistogramGraphAsValkey(t *testing.T) {
 	digits := regexp.MustCompile(`\d+`)
 	for _, proto := range []string{"2", "3"} {
 		vc, ec := dialAddr(t, ref.Addr), dial(t, s)
-		for _, c := range []*rawConn{vc, ec} {
-			c.do("HELLO", proto)
-			c.do("LATENCY", "RESET")
-			c.do("CONFIG", "RESETSTAT")
+		for _, c := range []*testsupport.Conn{vc, ec} {
+			c.Do("HELLO", proto)
+			c.Do("LATENCY", "RESET")
+			c.Do("CONFIG", "RESETSTAT")
 		}
 		for _, cmd := range [][]string{{"SET", "k", "v"}, {"SET", "k", "w"}, {"GET", "k"}, {"CONFIG", "GET", "hz"}, {"DEBUG", "SLEEP", "0.01"}} {
-			vc.do(cmd...)
-			ec.do(cmd...)
+			vc.Do(cmd...)
+			ec.Do(cmd...)
 		}
 		for _, cmd := range [][]string{{"LATENCY", "HISTOGRAM", "nosuch"}, {"LATENCY", "HISTOGRAM", "lpush"}, {"LATENCY", "HELP"},
 			{"LATENCY", "GRAPH"}, {"LATENCY", "GRAPH", "nosuch"}, {"LOLWUT"}, {"LOLWUT", "VERSION", "7"}, {"LOLWUT", "VERSION", "x"},
 			{"LOLWUT", "VERSION", "5", "x"}, {"LOLWUT", "VERSION", "6", "1", "y"}, {"LOLWUT", "foo"}} {
-			if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+			if w, g := vc.Do(cmd...), ec.Do(cmd...); g != w {
 				t.Errorf("RESP%s %v: emqd %q, Valkey %q", proto, cmd, g, w)
 			}
 		}
-		shape := func(c *rawConn) (string, string) {
-			r := c.do("LATENCY", "HISTOGRAM", "set", "get", "nosuch", "config|get")
+		shape := func(c *testsupport.Conn) (string, string) {
+			r := c.Do("LATENCY", "HISTOGRAM", "set", "get", "nosuch", "config|get")
 			nodes, err := parseFrames(r)
 			if err != nil || len(nodes) != 1 {
 				t.Fatalf("LATENCY HISTOGRAM %q", r)
@@ -184,17 +185,17 @@ func TestLatencyHistogramGraphAsValkey(t *testing.T) {
 		if wn != "set:2:calls,histogram_usec get:1:calls,histogram_usec config|get:1:calls,histogram_usec" {
 			t.Fatalf("reference histogram names %q", wn)
 		}
-		w, g := vc.do("LATENCY", "GRAPH", "command"), ec.do("LATENCY", "GRAPH", "command")
+		w, g := vc.Do("LATENCY", "GRAPH", "command"), ec.Do("LATENCY", "GRAPH", "command")
 		if digits.ReplaceAllString(g, "N") != digits.ReplaceAllString(w, "N") {
 			t.Errorf("RESP%s LATENCY GRAPH:\nemqd\n%s\nValkey\n%s", proto, g, w)
 		}
 	}
 	// latency-tracking no records nothing.
 	c := dial(t, s)
-	c.do("CONFIG", "SET", "latency-tracking", "no")
-	c.do("CONFIG", "RESETSTAT")
-	c.do("INCR", "n")
-	if r := c.do("LATENCY", "HISTOGRAM", "incr"); r != "*0\r\n" {
+	c.Do("CONFIG", "SET", "latency-tracking", "no")
+	c.Do("CONFIG", "RESETSTAT")
+	c.Do("INCR", "n")
+	if r := c.Do("LATENCY", "HISTOGRAM", "incr"); r != "*0\r\n" {
 		t.Fatalf("with latency-tracking no: %q", r)
 	}
 }
@@ -223,15 +224,15 @@ func TestLolwut5AsValkey(t *testing.T) {
 	s := startServer(t, nil, nil)
 	for _, proto := range []string{"2", "3"} {
 		vc, ec := dialAddr(t, ref.Addr), dial(t, s)
-		vc.do("HELLO", proto)
-		ec.do("HELLO", proto)
+		vc.Do("HELLO", proto)
+		ec.Do("HELLO", proto)
 		for _, args := range [][]string{{"40", "4", "2"}, {"1", "1", "1"}, {"-5", "0", "1"}, {"66", "8", "1"}, {"3", "7", "2"}, {"2000", "300", "1"}} {
 			cmd := append([]string{"LOLWUT", "VERSION", "5"}, args...)
-			if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+			if w, g := vc.Do(cmd...), ec.Do(cmd...); g != w {
 				t.Errorf("RESP%s %v:\nemqd   %q\nValkey %q", proto, cmd, g[:min(len(g), 300)], w[:min(len(w), 300)])
 			}
 		}
-		w, g := strings.Split(vc.do("LOLWUT", "VERSION", "5"), "\n"), strings.Split(ec.do("LOLWUT", "VERSION", "5"), "\n")
+		w, g := strings.Split(vc.Do("LOLWUT", "VERSION", "5"), "\n"), strings.Split(ec.Do("LOLWUT", "VERSION", "5"), "\n")
 		if len(w) != len(g) || len(w) < 50 {
 			t.Fatalf("RESP%s: %d lines, Valkey %d", proto, len(g), len(w))
 		}
@@ -253,12 +254,12 @@ func TestLolwut6AsValkey(t *testing.T) {
 	vc, ec := dialAddr(t, ref.Addr), dial(t, s)
 	for _, args := range [][]string{{"30", "1"}, {"1", "1"}, {"-3", "0"}, {"1500", "1"}} {
 		cmd := append([]string{"LOLWUT", "VERSION", "6"}, args...)
-		if w, g := vc.do(cmd...), ec.do(cmd...); g != w {
+		if w, g := vc.Do(cmd...), ec.Do(cmd...); g != w {
 			t.Errorf("%v:\nemqd   %.300q\nValkey %.300q", cmd, g, w)
 		}
 	}
 	pixel := regexp.MustCompile(`\x1b\[0;(30;40|90;100|37;47|97;107)m \x1b\[0m`)
-	for name, r := range map[string]string{"emqd": ec.do("LOLWUT", "VERSION", "6"), "Valkey": vc.do("LOLWUT", "VERSION", "6")} {
+	for name, r := range map[string]string{"emqd": ec.Do("LOLWUT", "VERSION", "6"), "Valkey": vc.Do("LOLWUT", "VERSION", "6")} {
 		lines := strings.Split(r, "\n")
 		// The bulk header, 20 pixel rows, two lines of text, the CRLF.
 		if len(lines) != 25 || !strings.HasPrefix(lines[21], "Dedicated to the 8 bit game developers") {

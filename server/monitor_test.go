@@ -25,12 +25,12 @@ var monitorScript = [][]string{
 // port masked) and what the monitor answers to a GET and to RESET.
 func runMonitor(t *testing.T, addr string) (replies []string, lines []string, after string) {
 	m := dialAddr(t, addr)
-	if got := m.do("MONITOR"); got != "+OK\r\n" {
+	if got := m.Do("MONITOR"); got != "+OK\r\n" {
 		t.Fatalf("MONITOR: %q", got)
 	}
 	c := dialAddr(t, addr)
 	for _, cmd := range monitorScript {
-		r := c.do(cmd...)
+		r := c.Do(cmd...)
 		if cmd[0] == "HELLO" || cmd[0] == "CLIENT" {
 			r = "(not compared)"
 		}
@@ -38,13 +38,13 @@ func runMonitor(t *testing.T, addr string) (replies []string, lines []string, af
 	}
 	mask := regexp.MustCompile(`^\+\d{10}\.\d{6} \[(\d+) 127\.0\.0\.1:\d+\] `)
 	for i := 0; i < 14; i++ {
-		l := m.read()
+		l := m.Read()
 		if !mask.MatchString(l) {
 			t.Fatalf("monitor line %q", l)
 		}
 		lines = append(lines, mask.ReplaceAllString(l, "+T [$1 ADDR] "))
 	}
-	after = m.do("GET", "x") + m.do("RESET") + m.do("GET", "y")
+	after = m.Do("GET", "x") + m.Do("RESET") + m.Do("GET", "y")
 	return
 }
 
@@ -85,7 +85,7 @@ func TestMonitorAsValkey(t *testing.T) {
 // Valkey's refusal text otherwise.
 func TestDebugSetActiveExpire(t *testing.T) {
 	off := dial(t, startServer(t, nil, nil))
-	if got := off.do("DEBUG", "SET-ACTIVE-EXPIRE", "0"); got != "-"+errDebugNotAllowed+"\r\n" {
+	if got := off.Do("DEBUG", "SET-ACTIVE-EXPIRE", "0"); got != "-"+errDebugNotAllowed+"\r\n" {
 		t.Fatalf("DEBUG without enable-debug-command: %q", got)
 	}
 	clk := clock.NewManual(pt0)
@@ -101,25 +101,25 @@ func TestDebugSetActiveExpire(t *testing.T) {
 		clk.Advance(1000)
 		clk.Wait()
 	}
-	if got := c.do("DBSIZE"); got != ":2\r\n" {
+	if got := c.Do("DBSIZE"); got != ":2\r\n" {
 		t.Fatalf("held: DBSIZE %q, want both expired keys still there", got)
 	}
-	if got := c.do("GET", "a"); got != "$-1\r\n" {
+	if got := c.Do("GET", "a"); got != "$-1\r\n" {
 		t.Fatalf("GET of an expired key: %q", got)
 	}
-	if got := c.do("DBSIZE"); got != ":1\r\n" {
+	if got := c.Do("DBSIZE"); got != ":1\r\n" {
 		t.Fatalf("touched: DBSIZE %q", got)
 	}
-	c.do("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+	c.Do("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 	deadline := time.Now().Add(30 * time.Second)
-	for c.do("DBSIZE") != ":0\r\n" {
+	for c.Do("DBSIZE") != ":0\r\n" {
 		if time.Now().After(deadline) {
 			t.Fatal("the cycle did not reclaim after SET-ACTIVE-EXPIRE 1")
 		}
 		clk.Advance(100)
 		clk.Wait()
 	}
-	if !strings.Contains(c.do("DEBUG", "HELP"), "SET-ACTIVE-EXPIRE <0|1>") {
+	if !strings.Contains(c.Do("DEBUG", "HELP"), "SET-ACTIVE-EXPIRE <0|1>") {
 		t.Fatal("DEBUG HELP")
 	}
 }
@@ -138,17 +138,17 @@ func TestDebugObjectAsValkey(t *testing.T) {
 	run := func(addr string) []string {
 		c := dialAddr(t, addr)
 		for _, cmd := range setup {
-			c.do(cmd...)
+			c.Do(cmd...)
 		}
 		var out []string
 		for _, k := range []string{"i", "e", "r", "h", "z"} {
-			r := c.do("DEBUG", "OBJECT", k)
+			r := c.Do("DEBUG", "OBJECT", k)
 			if !mask.MatchString(r) {
 				t.Fatalf("DEBUG OBJECT %s: %q", k, r)
 			}
 			out = append(out, mask.FindStringSubmatch(r)[1])
 		}
-		return append(out, c.do("DEBUG", "OBJECT", "nosuch"))
+		return append(out, c.Do("DEBUG", "OBJECT", "nosuch"))
 	}
 	want := run(valkeyref.Start(t, "--enable-debug-command", "yes").Addr)
 	got := run(startServer(t, map[string]string{"enable-debug-command": "yes"}, nil).Addr())

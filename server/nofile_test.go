@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // TestMaxclientsFitsTheOpenFileLimit runs a server in a child process (this
@@ -26,14 +28,14 @@ func TestMaxclientsFitsTheOpenFileLimit(t *testing.T) {
 	}
 	stderr, addr, cmd := startNofileChild(t, "64")
 	defer cmd.Process.Kill()
-	var conns []*rawConn
+	var conns []*testsupport.Conn
 	for i := 0; i < 31; i++ {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
-		if r := c.do("PING"); r != "+PONG\r\n" {
+		c := testsupport.NewConn(t, nc)
+		if r := c.Do("PING"); r != "+PONG\r\n" {
 			t.Fatalf("client %d: %q\n%s", i, r, stderr.String())
 		}
 		conns = append(conns, c)
@@ -42,26 +44,26 @@ func TestMaxclientsFitsTheOpenFileLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra := &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
-	if r := extra.read(); r != "-ERR max number of clients reached\r\n" {
+	extra := testsupport.NewConn(t, nc)
+	if r := extra.Read(); r != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("client 32: %q", r)
 	}
 	c := conns[0]
-	if r := c.do("INFO", "clients"); !strings.Contains(r, "\r\nmaxclients:31\r\n") {
+	if r := c.Do("INFO", "clients"); !strings.Contains(r, "\r\nmaxclients:31\r\n") {
 		t.Fatalf("INFO clients: %s", r)
 	}
-	if r := c.do("CONFIG", "SET", "maxclients", "100"); r != "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with 31\r\n" {
+	if r := c.Do("CONFIG", "SET", "maxclients", "100"); r != "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with 31\r\n" {
 		t.Fatalf("CONFIG SET maxclients 100: %q", r)
 	}
 	for i := 0; i < 50; i++ {
-		c.do("HSET", fmt.Sprintf("h%d", i), "f", "v")
+		c.Do("HSET", fmt.Sprintf("h%d", i), "f", "v")
 	}
-	if r := c.do("BGREWRITEAOF"); r != "+Background append only file rewriting started\r\n" {
+	if r := c.Do("BGREWRITEAOF"); r != "+Background append only file rewriting started\r\n" {
 		t.Fatalf("BGREWRITEAOF: %q", r)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		r := c.do("INFO", "persistence")
+		r := c.Do("INFO", "persistence")
 		if strings.Contains(r, "\r\naof_rewrite_in_progress:0\r\n") {
 			if !strings.Contains(r, "\r\naof_last_bgrewrite_status:ok\r\n") {
 				t.Fatalf("rewrite failed:\n%s\n%s", r, stderr.String())

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/internal/store"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // Injected panics (panics.go), through Options.testCommands:
@@ -84,16 +85,16 @@ func startPanicServer(t *testing.T, cfg map[string]string) (*Server, *lockedBuf,
 func TestPanicBeforeWritingIsContained(t *testing.T) {
 	s, logs, cr := startPanicServer(t, nil)
 	other := dial(t, s)
-	other.write(encode("TEST.TAKE", "q", "0")) // parked through it all
+	other.Write(encode("TEST.TAKE", "q", "0")) // parked through it all
 	c := dial(t, s)
 	var b []byte
 	for _, cmd := range [][]string{{"SET", "a", "1"}, {"TEST.PANIC"}, {"GET", "a"}, {"TEST.PANICREAD", "a"}, {"PING"}} {
 		b = append(b, encode(cmd...)...)
 	}
-	c.write(b)
+	c.Write(b)
 	want := []string{"+OK\r\n", "-" + errPanicked("TEST.PANIC") + "\r\n", "$1\r\n1\r\n", "-" + errPanicked("TEST.PANICREAD") + "\r\n", "+PONG\r\n"}
 	for _, w := range want {
-		if got := c.read(); got != w {
+		if got := c.Read(); got != w {
 			t.Fatalf("reply %q, want %q", got, w)
 		}
 	}
@@ -107,15 +108,15 @@ func TestPanicBeforeWritingIsContained(t *testing.T) {
 		{a("EXISTS", "b"), ":0\r\n"},
 		{a("SET", "c", "3"), "+OK\r\n"},
 	})
-	if r := c.do("INFO", "emq"); !strings.Contains(r, "\r\nemq_contained_panics:3\r\n") {
+	if r := c.Do("INFO", "emq"); !strings.Contains(r, "\r\nemq_contained_panics:3\r\n") {
 		t.Fatalf("INFO emq: %s", r)
 	}
-	if r := c.do("INFO", "errorstats"); !strings.Contains(r, "errorstat_ERR:count=3") {
+	if r := c.Do("INFO", "errorstats"); !strings.Contains(r, "errorstat_ERR:count=3") {
 		t.Fatalf("INFO errorstats: %s", r)
 	}
 	other2 := dial(t, s)
-	other2.do("TEST.PUT", "q", "1")
-	if r := other.read(); r != "$4\r\nitem\r\n" {
+	other2.Do("TEST.PUT", "q", "1")
+	if r := other.Read(); r != "$4\r\nitem\r\n" {
 		t.Fatalf("the parked client got %q", r)
 	}
 	if n := strings.Count(logs.String(), "panicked before writing anything"); n != 3 {
@@ -135,19 +136,19 @@ func TestPanicInARetryIsContained(t *testing.T) {
 	s, _, cr := startPanicServer(t, nil)
 	admin := dial(t, s)
 	p := dial(t, s)
-	p.write(encode("TEST.TAKEPANIC", "q"))
+	p.Write(encode("TEST.TAKEPANIC", "q"))
 	waitBlocked(t, admin, 1)
 	w := dial(t, s)
-	w.write(encode("TEST.TAKE", "q", "0"))
+	w.Write(encode("TEST.TAKE", "q", "0"))
 	waitBlocked(t, admin, 2)
-	admin.do("TEST.PUT", "q", "1")
-	if r := p.read(); r != "-"+errPanicked("TEST.TAKEPANIC")+"\r\n" {
+	admin.Do("TEST.PUT", "q", "1")
+	if r := p.Read(); r != "-"+errPanicked("TEST.TAKEPANIC")+"\r\n" {
 		t.Fatalf("the panicking waiter got %q", r)
 	}
-	if r := w.read(); r != "$4\r\nitem\r\n" {
+	if r := w.Read(); r != "$4\r\nitem\r\n" {
 		t.Fatalf("the next waiter got %q", r)
 	}
-	if r := p.do("PING"); r != "+PONG\r\n" {
+	if r := p.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("PING after the error: %q", r)
 	}
 	if len(cr.list()) != 0 {
@@ -170,11 +171,11 @@ func TestPanicMidWriteStops(t *testing.T) {
 		for _, cmd := range cmds {
 			b = append(b, encode(cmd...)...)
 		}
-		c.write(b)
+		c.Write(b)
 		for range len(cmds) - 1 {
-			c.read() // +OK, +QUEUED
+			c.Read() // +OK, +QUEUED
 		}
-		c.expectClosed()
+		c.ExpectClosed()
 		if got := cr.list(); len(got) != 1 {
 			t.Fatalf("%v: crashes %v", cmds, got)
 		}
@@ -215,12 +216,12 @@ func TestPanicMidWriteExitsAndRestartIsConsistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
-	if r := c.do("SET", "a", "1"); r != "+OK\r\n" {
+	c := testsupport.NewConn(t, nc)
+	if r := c.Do("SET", "a", "1"); r != "+OK\r\n" {
 		t.Fatalf("SET %q", r)
 	}
-	c.write(encode("TEST.HALFWRITE", "h"))
-	c.expectClosed()
+	c.Write(encode("TEST.HALFWRITE", "h"))
+	c.ExpectClosed()
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != crashExitStatus {
@@ -233,10 +234,10 @@ func TestPanicMidWriteExitsAndRestartIsConsistent(t *testing.T) {
 	}
 	s := durable(t, dir, nil)
 	r := dial(t, s)
-	if got := r.do("GET", "a"); got != "$1\r\n1\r\n" {
+	if got := r.Do("GET", "a"); got != "$1\r\n1\r\n" {
 		t.Fatalf("GET a after the restart: %q", got)
 	}
-	if got := r.do("EXISTS", "h"); got != ":0\r\n" {
+	if got := r.Do("EXISTS", "h"); got != ":0\r\n" {
 		t.Fatalf("EXISTS h after the restart: %q (the half-applied command is back)", got)
 	}
 }
@@ -277,7 +278,7 @@ func TestPanicInTheConnectionCloses(t *testing.T) {
 	if !strings.Contains(logs.String(), "injected in the connection") {
 		t.Fatalf("log:\n%s", logs.String())
 	}
-	if r := dial(t, s).do("PING"); r != "+PONG\r\n" {
+	if r := dial(t, s).Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("PING %q", r)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -25,18 +26,18 @@ func TestClientPause(t *testing.T) {
 		"CLIENT NO-EVICT on", "+OK\r\n",
 		"CLIENT NO-TOUCH OFF", "+OK\r\n",
 	)
-	w.write(encode("SET", "k", "1"))
-	w.write(encode("GET", "k"))
-	w.expectNothing(300e6)
-	if got := c.do("EXISTS", "k"); got != ":0\r\n" {
+	w.Write(encode("SET", "k", "1"))
+	w.Write(encode("GET", "k"))
+	w.ExpectNothing(300e6)
+	if got := c.Do("EXISTS", "k"); got != ":0\r\n" {
 		t.Fatalf("the held SET ran: %q", got)
 	}
 	steps(t, admin, "CLIENT UNPAUSE", "+OK\r\n")
 	expectFrames(t, w, "+OK\r\n", "$1\r\n1\r\n")
 
 	steps(t, admin, "CLIENT PAUSE 1000", "+OK\r\n")
-	c.write(encode("PING"))
-	c.expectNothing(300e6)
+	c.Write(encode("PING"))
+	c.ExpectNothing(300e6)
 	clk.Advance(1000)
 	clk.Wait()
 	expectFrames(t, c, "+PONG\r\n")
@@ -51,7 +52,7 @@ func TestClientPause(t *testing.T) {
 	}
 	ref := dialAddr(t, valkeyref.Start(t).Addr)
 	for _, e := range errs {
-		if got, want := admin.do(e...), ref.do(e...); got != want {
+		if got, want := admin.Do(e...), ref.Do(e...); got != want {
 			t.Errorf("%q: emqd %q, Valkey %q", e, got, want)
 		}
 	}
@@ -70,10 +71,10 @@ func TestClientPauseDropsGoneClient(t *testing.T) {
 		admin := dialAddr(t, srv.addr)
 		steps(t, admin, "SET k v", "+OK\r\n", "CLIENT PAUSE 100000 WRITE", "+OK\r\n")
 		held := dialAddr(t, srv.addr)
-		held.write(encode("SET", "k", "v3"))
-		held.write(encode("SET", "k2", "x"))
-		held.expectNothing(300e6)
-		held.nc.Close()
+		held.Write(encode("SET", "k", "v3"))
+		held.Write(encode("SET", "k2", "x"))
+		held.ExpectNothing(300e6)
+		held.NC.Close()
 		// Wait until the server has seen the close (Valkey frees the
 		// client at once; emqd's held connection notices it while it
 		// waits), so UNPAUSE comes after it on both.
@@ -85,19 +86,19 @@ func TestClientPauseDropsGoneClient(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		steps(t, admin, "CLIENT UNPAUSE", "+OK\r\n")
-		if got := admin.do("GET", "k"); got != "$1\r\nv\r\n" {
+		if got := admin.Do("GET", "k"); got != "$1\r\nv\r\n" {
 			t.Errorf("%s: GET k = %q after the held SET's client left, want v", srv.name, got)
 		}
-		if got := admin.do("EXISTS", "k2"); got != ":0\r\n" {
+		if got := admin.Do("EXISTS", "k2"); got != ":0\r\n" {
 			t.Errorf("%s: EXISTS k2 = %q: a command behind the held one ran", srv.name, got)
 		}
 	}
 }
 
 // connectedClients is INFO clients' connected_clients as c sees it.
-func connectedClients(t *testing.T, c *rawConn) string {
+func connectedClients(t *testing.T, c *testsupport.Conn) string {
 	t.Helper()
-	info := c.do("INFO", "clients")
+	info := c.Do("INFO", "clients")
 	for _, l := range strings.Split(info, "\r\n") {
 		if v, ok := strings.CutPrefix(l, "connected_clients:"); ok {
 			return v

@@ -680,7 +680,7 @@ func TestAOFConfigSetAppendOnlyInsideExec(t *testing.T) {
 	t.Cleanup(func() { s.Close(context.Background()) })
 	c := dial(t, s)
 	for _, step := range [][]string{{"MULTI"}, {"SET", "before", "1"}, {"CONFIG", "SET", "appendonly", "yes"}, {"SET", "inside", "2"}, {"EXEC"}} {
-		c.do(step...)
+		c.Do(step...)
 	}
 	rc := rclient(t, s, 0)
 	waitRewrite(t, rc)
@@ -693,7 +693,7 @@ func TestAOFConfigSetAppendOnlyInsideExec(t *testing.T) {
 	}
 	c2 := dial(t, s2)
 	for _, step := range [][]string{{"MULTI"}, {"CONFIG", "SET", "appendonly", "no"}, {"SET", "unrecorded", "4"}, {"EXEC"}} {
-		c2.do(step...)
+		c2.Do(step...)
 	}
 	s2.store.Lock()
 	feed := s2.store.SetFeed(nil)

@@ -67,10 +67,10 @@ func fillAfterRewrite(t *testing.T, addr string) {
 	}
 }
 
-func waitRewriteRaw(t *testing.T, c *rawConn) {
+func waitRewriteRaw(t *testing.T, c *testsupport.Conn) {
 	t.Helper()
 	eventually(t, func() bool {
-		return strings.Contains(c.do("INFO", "persistence"), "aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
+		return strings.Contains(c.Do("INFO", "persistence"), "aof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0")
 	})
 }
 
@@ -88,11 +88,11 @@ func TestAOFPreambleToValkey(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, s)
-	if got := c.do("CONFIG", "GET", "aof-use-rdb-preamble"); got != "*2\r\n$20\r\naof-use-rdb-preamble\r\n$3\r\nyes\r\n" {
+	if got := c.Do("CONFIG", "GET", "aof-use-rdb-preamble"); got != "*2\r\n$20\r\naof-use-rdb-preamble\r\n$3\r\nyes\r\n" {
 		t.Fatalf("default: %q", got)
 	}
 	fillPreambleData(t, s.Addr())
-	if r := c.do("BGREWRITEAOF"); r != "+Background append only file rewriting started\r\n" {
+	if r := c.Do("BGREWRITEAOF"); r != "+Background append only file rewriting started\r\n" {
 		t.Fatalf("BGREWRITEAOF: %q", r)
 	}
 	waitRewriteRaw(t, c)
@@ -202,11 +202,11 @@ func TestAOFPreambleDamageRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, s)
-	c.do("SET", "plain", "hello")
-	c.do("HSET", "h", "f", "v")
-	c.do("BGREWRITEAOF")
+	c.Do("SET", "plain", "hello")
+	c.Do("HSET", "h", "f", "v")
+	c.Do("BGREWRITEAOF")
 	waitRewriteRaw(t, c)
-	c.do("SET", "after", "1")
+	c.Do("SET", "after", "1")
 	s.Close(context.Background())
 	path := filepath.Join(dir, "appendonly.aof")
 	good, err := os.ReadFile(path)
@@ -326,7 +326,7 @@ func TestValkeyMultiPartAOFLoads(t *testing.T) {
 		t.Fatalf("emqd loading Valkey's appendonlydir:\n%s\nwant\n%s", got, want)
 	}
 	c := dial(t, s)
-	c.do("SET", "emqd-write", "1")
+	c.Do("SET", "emqd-write", "1")
 	s.Close(context.Background())
 	for name, b := range orig {
 		if got, _ := os.ReadFile(filepath.Join(adir, name)); !bytes.Equal(got, b) {
@@ -343,10 +343,10 @@ func TestValkeyMultiPartAOFLoads(t *testing.T) {
 	}
 	defer s2.Close(context.Background())
 	c2 := dial(t, s2)
-	if r := c2.do("GET", "emqd-write"); r != "$1\r\n1\r\n" {
+	if r := c2.Do("GET", "emqd-write"); r != "$1\r\n1\r\n" {
 		t.Fatalf("the write after the migration: %q", r)
 	}
-	c2.do("DEL", "emqd-write")
+	c2.Do("DEL", "emqd-write")
 	if got := keyspaceText(t, s2.Addr()); got != want {
 		t.Fatalf("after restart on emqd's own file:\n%s\nwant\n%s", got, want)
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -49,7 +48,7 @@ func inNetns(t *testing.T, name string) bool {
 }
 
 // dialFrom connects to addr from the local address from (an IP).
-func dialFrom(t *testing.T, from, addr string) (*rawConn, error) {
+func dialFrom(t *testing.T, from, addr string) (*testsupport.Conn, error) {
 	t.Helper()
 	d := net.Dialer{Timeout: 5 * time.Second}
 	if from != "" {
@@ -60,7 +59,7 @@ func dialFrom(t *testing.T, from, addr string) (*rawConn, error) {
 		return nil, err
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}, nil
+	return testsupport.NewConn(t, nc), nil
 }
 
 func startBound(t *testing.T, bind string, extra ...string) *Server {
@@ -98,36 +97,36 @@ func TestProtectedMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := local.do("PING"); r != "+PONG\r\n" {
+	if r := local.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("loopback PING %q", r)
 	}
 	outside, err := dialFrom(t, nsAddr, nsAddr+":7400")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := outside.read(); r != errProtected {
+	if r := outside.Read(); r != errProtected {
 		t.Fatalf("outside client got %q", r)
 	}
-	outside.expectClosed()
-	if r := local.do("INFO", "stats"); !strings.Contains(r, "\r\nrejected_connections:2\r\n") {
+	outside.ExpectClosed()
+	if r := local.Do("INFO", "stats"); !strings.Contains(r, "\r\nrejected_connections:2\r\n") {
 		t.Fatalf("INFO stats:\n%s", r)
 	}
-	if r := local.do("INFO", "server"); !strings.Contains(r, "\r\nlistener0:name=tcp,bind=127.0.0.1,bind="+nsAddr+",port=7400\r\nlistener1:name=tls,bind=127.0.0.1,bind="+nsAddr+",port=7401\r\n") {
+	if r := local.Do("INFO", "server"); !strings.Contains(r, "\r\nlistener0:name=tcp,bind=127.0.0.1,bind="+nsAddr+",port=7400\r\nlistener1:name=tls,bind=127.0.0.1,bind="+nsAddr+",port=7401\r\n") {
 		t.Fatalf("INFO server:\n%s", r)
 	}
 	// A password set: the outside client may connect (and must AUTH).
-	local.do("CONFIG", "SET", "requirepass", "pw")
+	local.Do("CONFIG", "SET", "requirepass", "pw")
 	outside, _ = dialFrom(t, nsAddr, nsAddr+":7400")
-	if r := outside.do("PING"); r != "-NOAUTH Authentication required.\r\n" {
+	if r := outside.Do("PING"); r != "-NOAUTH Authentication required.\r\n" {
 		t.Fatalf("outside with a password: %q", r)
 	}
-	if r := outside.do("AUTH", "pw"); r != "+OK\r\n" {
+	if r := outside.Do("AUTH", "pw"); r != "+OK\r\n" {
 		t.Fatalf("AUTH %q", r)
 	}
 	// protected-mode no, no password: served.
-	outside.do("CONFIG", "SET", "protected-mode", "no", "requirepass", "")
+	outside.Do("CONFIG", "SET", "protected-mode", "no", "requirepass", "")
 	outside2, _ := dialFrom(t, nsAddr, nsAddr+":7400")
-	if r := outside2.do("PING"); r != "+PONG\r\n" {
+	if r := outside2.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("protected-mode no: %q", r)
 	}
 }
@@ -151,7 +150,7 @@ func TestBindExactly(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		return c.do("PING") == "+PONG\r\n"
+		return c.Do("PING") == "+PONG\r\n"
 	}
 	cases := []struct {
 		bind string

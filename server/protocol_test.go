@@ -53,30 +53,30 @@ func TestPipelineSplitEverywhere(t *testing.T) {
 	in := pipelineInput
 	// The last reply is HGETALL: the field set created by the pipeline.
 	whole := dial(t, s)
-	whole.write([]byte(in))
+	whole.Write([]byte(in))
 	var ref strings.Builder
 	for i := 0; i < 7; i++ {
-		ref.WriteString(whole.read())
+		ref.WriteString(whole.Read())
 	}
 	if ref.String() != pipelineWant {
 		t.Fatalf("reference replies %q", ref.String())
 	}
 	admin := dial(t, s)
 	for cut := 1; cut < len(in); cut++ {
-		admin.do("DEL", "h")
+		admin.Do("DEL", "h")
 		c := dial(t, s)
-		c.write([]byte(in[:cut]))
+		c.Write([]byte(in[:cut]))
 		time.Sleep(200 * time.Microsecond)
-		c.write([]byte(in[cut:]))
+		c.Write([]byte(in[cut:]))
 		var got strings.Builder
 		for i := 0; i < 7; i++ {
-			got.WriteString(c.read())
+			got.WriteString(c.Read())
 		}
 		// HSET h f counts 1 on a fresh key; the second HSET 2.
 		if got.String() != ref.String() {
 			t.Fatalf("cut %d: got %q want %q", cut, got.String(), ref.String())
 		}
-		c.nc.Close()
+		c.NC.Close()
 	}
 }
 
@@ -85,11 +85,11 @@ func TestPipelineByteAtATime(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
 	for i := 0; i < len(pipelineInput); i++ {
-		c.write([]byte{pipelineInput[i]})
+		c.Write([]byte{pipelineInput[i]})
 	}
 	var got strings.Builder
 	for i := 0; i < 7; i++ {
-		got.WriteString(c.read())
+		got.WriteString(c.Read())
 	}
 	if got.String() != pipelineWant {
 		t.Fatalf("got %q\nwant %q", got.String(), pipelineWant)
@@ -100,19 +100,19 @@ func TestBinaryRoundTrip(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
 	val := "\r\n*3\r\n$1\r\n\x00\xff-ERR x\r\n"
-	if r := c.do("SET", "k\r\n", val); r != "+OK\r\n" {
+	if r := c.Do("SET", "k\r\n", val); r != "+OK\r\n" {
 		t.Fatalf("SET: %q", r)
 	}
-	if r := c.do("GET", "k\r\n"); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
+	if r := c.Do("GET", "k\r\n"); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
 		t.Fatalf("GET: %q", r)
 	}
-	if r := c.do("HSET", "h", val, val); r != ":1\r\n" {
+	if r := c.Do("HSET", "h", val, val); r != ":1\r\n" {
 		t.Fatalf("HSET: %q", r)
 	}
-	if r := c.do("HGET", "h", val); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
+	if r := c.Do("HGET", "h", val); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
 		t.Fatalf("HGET: %q", r)
 	}
-	if r := c.do("ECHO", val); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
+	if r := c.Do("ECHO", val); r != "$"+itoa(int64(len(val)))+"\r\n"+val+"\r\n" {
 		t.Fatalf("ECHO: %q", r)
 	}
 }
@@ -123,7 +123,7 @@ func TestBinaryRoundTrip(t *testing.T) {
 func TestProtocolErrorClosesOnlyThatConnection(t *testing.T) {
 	s := startServer(t, nil, nil)
 	other := dial(t, s)
-	other.do("PING")
+	other.Do("PING")
 	cases := []struct{ in, want string }{
 		{"*1\r\n$4\r\nPING\r\n*1\r\nfoo\r\n", "+PONG\r\n-ERR Protocol error: expected '$', got 'f'\r\n"},
 		{"*x\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
@@ -137,10 +137,10 @@ func TestProtocolErrorClosesOnlyThatConnection(t *testing.T) {
 	}
 	for _, cs := range cases {
 		c := dial(t, s)
-		c.write([]byte(cs.in))
+		c.Write([]byte(cs.in))
 		var got strings.Builder
 		for {
-			fr, err := c.readErr(5 * time.Second)
+			fr, err := c.ReadTimeout(5 * time.Second)
 			if err != nil {
 				if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
 					t.Errorf("%.20q: connection not closed", cs.in)
@@ -152,7 +152,7 @@ func TestProtocolErrorClosesOnlyThatConnection(t *testing.T) {
 		if got.String() != cs.want {
 			t.Errorf("%.20q: got %q want %q", cs.in, got.String(), cs.want)
 		}
-		if r := other.do("PING"); r != "+PONG\r\n" {
+		if r := other.Do("PING"); r != "+PONG\r\n" {
 			t.Fatalf("other connection: %q", r)
 		}
 	}
@@ -161,17 +161,17 @@ func TestProtocolErrorClosesOnlyThatConnection(t *testing.T) {
 func TestProtoMaxBulkLenConfig(t *testing.T) {
 	s := startServer(t, map[string]string{"proto-max-bulk-len": "1mb"}, nil)
 	c := dial(t, s)
-	if r := c.do("CONFIG", "GET", "proto-max-bulk-len"); r != "*2\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n1048576\r\n" {
+	if r := c.Do("CONFIG", "GET", "proto-max-bulk-len"); r != "*2\r\n$18\r\nproto-max-bulk-len\r\n$7\r\n1048576\r\n" {
 		t.Fatalf("config get: %q", r)
 	}
-	c.write([]byte("*2\r\n$4\r\nECHO\r\n$1048577\r\n"))
-	if r := c.read(); r != "-ERR Protocol error: invalid bulk length\r\n" {
+	c.Write([]byte("*2\r\n$4\r\nECHO\r\n$1048577\r\n"))
+	if r := c.Read(); r != "-ERR Protocol error: invalid bulk length\r\n" {
 		t.Fatalf("got %q", r)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 	c = dial(t, s)
 	big := strings.Repeat("z", 1<<20)
-	if r := c.do("ECHO", big); r != "$1048576\r\n"+big+"\r\n" {
+	if r := c.Do("ECHO", big); r != "$1048576\r\n"+big+"\r\n" {
 		t.Fatalf("1 MiB echo: %d bytes", len(r))
 	}
 }
@@ -180,10 +180,10 @@ func TestQueryBufferLimitCloses(t *testing.T) {
 	s := startServer(t, map[string]string{"client-query-buffer-limit": "1mb"}, nil)
 	c := dial(t, s)
 	// A 2 MiB bulk announced and sent: the unparsed buffer passes 1 MiB.
-	c.write([]byte("*2\r\n$4\r\nECHO\r\n$2097152\r\n"))
-	go c.nc.Write(bytes.Repeat([]byte("a"), 2<<20))
-	c.expectClosed()
-	if r := dial(t, s).do("PING"); r != "+PONG\r\n" {
+	c.Write([]byte("*2\r\n$4\r\nECHO\r\n$2097152\r\n"))
+	go c.NC.Write(bytes.Repeat([]byte("a"), 2<<20))
+	c.ExpectClosed()
+	if r := dial(t, s).Do("PING"); r != "+PONG\r\n" {
 		t.Fatal(r)
 	}
 }
@@ -191,29 +191,29 @@ func TestQueryBufferLimitCloses(t *testing.T) {
 func TestUnauthenticatedLimits(t *testing.T) {
 	s := startServer(t, map[string]string{"requirepass": "pw"}, nil)
 	c := dial(t, s)
-	c.write(encode("ECHO", strings.Repeat("a", 16385)))
-	if r := c.read(); r != "-ERR Protocol error: unauthenticated bulk length\r\n" {
+	c.Write(encode("ECHO", strings.Repeat("a", 16385)))
+	if r := c.Read(); r != "-ERR Protocol error: unauthenticated bulk length\r\n" {
 		t.Fatalf("got %q", r)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 	c = dial(t, s)
 	args := make([]string, 11)
 	for i := range args {
 		args[i] = "x"
 	}
-	c.write(encode(args...))
-	if r := c.read(); r != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
+	c.Write(encode(args...))
+	if r := c.Read(); r != "-ERR Protocol error: unauthenticated multibulk length\r\n" {
 		t.Fatalf("got %q", r)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 	// AUTH first, in the same pipeline: the big command is parsed after it.
 	c = dial(t, s)
 	big := strings.Repeat("b", 20000)
-	c.write(append(encode("AUTH", "pw"), encode("ECHO", big)...))
-	if r := c.read(); r != "+OK\r\n" {
+	c.Write(append(encode("AUTH", "pw"), encode("ECHO", big)...))
+	if r := c.Read(); r != "+OK\r\n" {
 		t.Fatalf("AUTH: %q", r)
 	}
-	if r := c.read(); r != "$20000\r\n"+big+"\r\n" {
+	if r := c.Read(); r != "$20000\r\n"+big+"\r\n" {
 		t.Fatalf("ECHO after AUTH: %.40q", r)
 	}
 }
@@ -221,14 +221,14 @@ func TestUnauthenticatedLimits(t *testing.T) {
 func TestMaxClients(t *testing.T) {
 	s := startServer(t, map[string]string{"maxclients": "2"}, nil)
 	a, b := dial(t, s), dial(t, s)
-	a.do("PING")
-	b.do("PING")
+	a.Do("PING")
+	b.Do("PING")
 	c := dial(t, s)
-	if r := c.read(); r != "-ERR max number of clients reached\r\n" {
+	if r := c.Read(); r != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("got %q", r)
 	}
-	c.expectClosed()
-	if r := a.do("INFO", "stats"); !strings.Contains(r, "rejected_connections:1\r\n") {
+	c.ExpectClosed()
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "rejected_connections:1\r\n") {
 		t.Fatalf("INFO stats: %q", r)
 	}
 }
@@ -245,7 +245,7 @@ func TestOutputBufferLimit(t *testing.T) {
 	t.Cleanup(func() { s.Close(context.Background()) })
 	c := dial(t, s)
 	val := strings.Repeat("v", 100000)
-	if r := c.do("SET", "big", val); r != "+OK\r\n" {
+	if r := c.Do("SET", "big", val); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
 	// 20 GETs of 100 kB in one pipeline: 2 MB of replies in one batch.
@@ -253,9 +253,9 @@ func TestOutputBufferLimit(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		p = append(p, encode("GET", "big")...)
 	}
-	c.write(p)
-	c.expectClosed()
-	if r := dial(t, s).do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(r, "normal 1048576 0 0 slave") {
+	c.Write(p)
+	c.ExpectClosed()
+	if r := dial(t, s).Do("CONFIG", "GET", "client-output-buffer-limit"); !strings.Contains(r, "normal 1048576 0 0 slave") {
 		t.Fatalf("config: %q", r)
 	}
 	if !strings.Contains(logs.String(), "closed ASAP for overcoming of output buffer limits") {
@@ -284,14 +284,14 @@ func (s *syncBuffer) String() string {
 func TestQuitClosesAfterReply(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	c.write([]byte("PING\r\nQUIT\r\nPING\r\n"))
-	if r := c.read(); r != "+PONG\r\n" {
+	c.Write([]byte("PING\r\nQUIT\r\nPING\r\n"))
+	if r := c.Read(); r != "+PONG\r\n" {
 		t.Fatal(r)
 	}
-	if r := c.read(); r != "+OK\r\n" {
+	if r := c.Read(); r != "+OK\r\n" {
 		t.Fatal(r)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 }
 
 // TestSlowReaderDoesNotStallOthers: a client that does not read its (large)
@@ -303,19 +303,19 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 	s := startServer(t, nil, nil)
 	slow := dial(t, s)
 	val := strings.Repeat("v", 100000)
-	slow.do("SET", "big", val)
-	id := strings.TrimSuffix(strings.TrimPrefix(slow.do("CLIENT", "ID"), ":"), "\r\n")
+	slow.Do("SET", "big", val)
+	id := strings.TrimSuffix(strings.TrimPrefix(slow.Do("CLIENT", "ID"), ":"), "\r\n")
 	var p []byte
 	for i := 0; i < 300; i++ { // 30 MB of replies, far more than socket buffers
 		p = append(p, encode("GET", "big")...)
 	}
-	go slow.nc.Write(p)
+	go slow.NC.Write(p)
 	fast := dial(t, s)
 	// Wait until the server has run the slow client's first GET (its
 	// tot-cmds counts SET and CLIENT ID, then each GET): its 30 MB of
 	// replies are on their way to a client that reads none of them.
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		line := fast.do("CLIENT", "LIST", "ID", id)
+		line := fast.Do("CLIENT", "LIST", "ID", id)
 		if fieldInt(line, "tot-cmds") >= 3 {
 			break
 		}
@@ -328,8 +328,8 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 	// client needs), the fast client's commands would hang until the slow
 	// one reads; the deadline turns such a hang into a failure.
 	for i := 0; i < 200; i++ {
-		fast.write(encode("HSET", "h", "f", itoa(int64(i))))
-		r, err := fast.readErr(60 * time.Second)
+		fast.Write(encode("HSET", "h", "f", itoa(int64(i))))
+		r, err := fast.ReadTimeout(60 * time.Second)
 		if err != nil {
 			t.Fatalf("read: %v", err)
 		}
@@ -338,7 +338,7 @@ func TestSlowReaderDoesNotStallOthers(t *testing.T) {
 		}
 	}
 	for i := 0; i < 300; i++ {
-		r, err := slow.readErr(60 * time.Second)
+		r, err := slow.ReadTimeout(60 * time.Second)
 		if err != nil {
 			t.Fatalf("reply %d: %v", i, err)
 		}

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // clientListField returns field's value for every connection of CLIENT
 // LIST but the caller's own.
-func clientListField(c *rawConn, field string) []string {
-	r := c.do("CLIENT", "LIST")
+func clientListField(c *testsupport.Conn, field string) []string {
+	r := c.Do("CLIENT", "LIST")
 	var out []string
 	for _, line := range strings.Split(r, "\n") {
 		if strings.Contains(line, " cmd=client|list ") {
@@ -29,7 +31,7 @@ func clientListField(c *rawConn, field string) []string {
 
 // waitField waits until every other connection shows field=want (n of
 // them).
-func waitField(t *testing.T, c *rawConn, field, want string, n int) {
+func waitField(t *testing.T, c *testsupport.Conn, field, want string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -82,7 +84,7 @@ func TestBulkHeaderAllocatesAsBytesArrive(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
 		t.Fatalf("16 headers announcing 512 MiB allocated %d MiB", n>>20)
 	}
-	if v := admin.do("EXISTS", "k"); v != ":0\r\n" {
+	if v := admin.Do("EXISTS", "k"); v != ":0\r\n" {
 		t.Fatalf("EXISTS k %q", v)
 	}
 }
@@ -96,15 +98,15 @@ func TestQueryLimitCountsArgvMemory(t *testing.T) {
 	c := dial(t, s)
 	// 60000 empty arguments are 360 KB on the wire and at least 1.4 MB of
 	// argv.
-	c.write([]byte("*2147483647\r\n"))
+	c.Write([]byte("*2147483647\r\n"))
 	empty := bytes.Repeat([]byte("$0\r\n\r\n"), 1000)
 	for range 60 {
-		if _, err := c.nc.Write(empty); err != nil {
+		if _, err := c.NC.Write(empty); err != nil {
 			break // closed already
 		}
 	}
-	c.expectClosed()
-	if r := admin.do("INFO", "stats"); !strings.Contains(r, "\r\nclient_query_buffer_limit_disconnections:1\r\n") {
+	c.ExpectClosed()
+	if r := admin.Do("INFO", "stats"); !strings.Contains(r, "\r\nclient_query_buffer_limit_disconnections:1\r\n") {
 		t.Fatalf("INFO stats: %s", r)
 	}
 	// A frame below the limit is fine.
@@ -112,8 +114,8 @@ func TestQueryLimitCountsArgvMemory(t *testing.T) {
 	var b []byte
 	b = append(b, "*10002\r\n$4\r\nECHO\r\n$1\r\nx\r\n"...)
 	b = append(b, bytes.Repeat([]byte("$0\r\n\r\n"), 10000)...)
-	d.write(b)
-	if r := d.read(); r != "-ERR wrong number of arguments for 'echo' command\r\n" {
+	d.Write(b)
+	if r := d.Read(); r != "-ERR wrong number of arguments for 'echo' command\r\n" {
 		t.Fatalf("reply %q", r)
 	}
 }

@@ -20,12 +20,13 @@ import (
 	"github.com/emqd/emqd/internal/faultfs"
 	"github.com/emqd/emqd/internal/store"
 	"github.com/emqd/emqd/internal/store/rdb"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 	"github.com/redis/go-redis/v9"
 )
 
-func persistField(c *rawConn, field string) string {
-	r := c.do("INFO", "persistence")
+func persistField(c *testsupport.Conn, field string) string {
+	r := c.Do("INFO", "persistence")
 	for _, l := range strings.Split(r, "\r\n") {
 		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			return v
@@ -46,12 +47,12 @@ func TestRDBShutdownSaveAndLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, s)
-	c.do("SET", "k", "v")
-	c.do("HSET", "h", "f", "1", "g", "two")
-	c.do("ZADD", "z", "1.5", "a", "2", "b")
-	c.do("SET", "ttl", "x", "PXAT", "4102444800000")
-	c.do("SELECT", "2")
-	c.do("SET", "k2", "db2")
+	c.Do("SET", "k", "v")
+	c.Do("HSET", "h", "f", "1", "g", "two")
+	c.Do("ZADD", "z", "1.5", "a", "2", "b")
+	c.Do("SET", "ttl", "x", "PXAT", "4102444800000")
+	c.Do("SELECT", "2")
+	c.Do("SET", "k2", "db2")
 	if got := persistField(c, "rdb_changes_since_last_save"); got != "5" {
 		t.Fatalf("rdb_changes_since_last_save %q", got)
 	}
@@ -78,18 +79,18 @@ func TestRDBShutdownSaveAndLoad(t *testing.T) {
 		if tc.want == "" {
 			continue
 		}
-		if got := c2.do(tc.args...); got != tc.want {
+		if got := c2.Do(tc.args...); got != tc.want {
 			t.Fatalf("%v: %q, want %q", tc.args, got, tc.want)
 		}
 	}
 	if got := persistField(c2, "rdb_last_load_keys_loaded"); got != "5" {
 		t.Fatalf("rdb_last_load_keys_loaded %q", got)
 	}
-	c2.do("SELECT", "2")
-	if got := c2.do("GET", "k2"); got != "$3\r\ndb2\r\n" {
+	c2.Do("SELECT", "2")
+	if got := c2.Do("GET", "k2"); got != "$3\r\ndb2\r\n" {
 		t.Fatalf("db 2: %q", got)
 	}
-	if got := c2.do("CONFIG", "GET", "save"); got != "*2\r\n$4\r\nsave\r\n$6\r\n3600 1\r\n" {
+	if got := c2.Do("CONFIG", "GET", "save"); got != "*2\r\n$4\r\nsave\r\n$6\r\n3600 1\r\n" {
 		t.Fatalf("CONFIG GET save: %q", got)
 	}
 
@@ -113,17 +114,17 @@ func TestSavePointsOnServerClock(t *testing.T) {
 	dir := t.TempDir()
 	s := StartTest(t, Options{Clock: m, Config: map[string]string{"save": "10 2", "dir": dir}})
 	c := dial(t, s)
-	start := c.do("LASTSAVE")
+	start := c.Do("LASTSAVE")
 	if start != ":1700000000\r\n" {
 		t.Fatalf("LASTSAVE at start: %q", start)
 	}
-	c.do("SET", "a", "1")
+	c.Do("SET", "a", "1")
 	m.Advance(20_000)
 	s.rdb.tick()
 	if got := persistField(c, "rdb_saves"); got != "0" {
 		t.Fatalf("saved after one change: %s", got)
 	}
-	c.do("SET", "b", "2")
+	c.Do("SET", "b", "2")
 	m.Advance(-15_000) // 5 s since the start: not yet
 	s.rdb.tick()
 	if got := persistField(c, "rdb_saves"); got != "0" {
@@ -132,7 +133,7 @@ func TestSavePointsOnServerClock(t *testing.T) {
 	m.Advance(6_000) // 11 s
 	eventually(t, func() bool { return persistField(c, "rdb_saves") == "1" })
 	s.rdb.wait()
-	if got := c.do("LASTSAVE"); got != ":1700000011\r\n" {
+	if got := c.Do("LASTSAVE"); got != ":1700000011\r\n" {
 		t.Fatalf("LASTSAVE: %q", got)
 	}
 	if got := persistField(c, "rdb_changes_since_last_save"); got != "0" {
@@ -156,7 +157,7 @@ func TestBGSaveConsistentUnderWrites(t *testing.T) {
 	s := StartTest(t, Options{Config: map[string]string{"dir": dir, "rdb-key-save-delay": "2000"}})
 	c := dial(t, s)
 	for i := 0; i < 50; i++ {
-		c.do("SET", "n"+strconv.Itoa(i), "100")
+		c.Do("SET", "n"+strconv.Itoa(i), "100")
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -172,20 +173,20 @@ func TestBGSaveConsistentUnderWrites(t *testing.T) {
 			default:
 			}
 			a, b := "n"+strconv.Itoa(i%50), "n"+strconv.Itoa((i*7+3)%50)
-			w.write(append(append(append(encode("MULTI"), encode("DECRBY", a, "3")...), encode("INCRBY", b, "3")...), encode("EXEC")...))
+			w.Write(append(append(append(encode("MULTI"), encode("DECRBY", a, "3")...), encode("INCRBY", b, "3")...), encode("EXEC")...))
 			for range 4 {
-				w.read()
+				w.Read()
 			}
 			moved++
 		}
 	}()
-	if got := c.do("BGSAVE"); got != "+Background saving started\r\n" {
+	if got := c.Do("BGSAVE"); got != "+Background saving started\r\n" {
 		t.Fatalf("BGSAVE: %q", got)
 	}
-	if got := c.do("BGSAVE"); got != "-ERR Background save already in progress\r\n" {
+	if got := c.Do("BGSAVE"); got != "-ERR Background save already in progress\r\n" {
 		t.Fatalf("second BGSAVE: %q", got)
 	}
-	if got := c.do("SAVE"); got != "-ERR Background save already in progress\r\n" {
+	if got := c.Do("SAVE"); got != "-ERR Background save already in progress\r\n" {
 		t.Fatalf("SAVE during BGSAVE: %q", got)
 	}
 	if got := persistField(c, "rdb_bgsave_in_progress"); got != "1" {
@@ -226,31 +227,31 @@ func TestBGSaveDiskErrorsKeepOldFile(t *testing.T) {
 	}
 	defer s.Close(context.Background())
 	c := dial(t, s)
-	c.do("SET", "k", "old")
-	if got := c.do("SAVE"); got != "+OK\r\n" {
+	c.Do("SET", "k", "old")
+	if got := c.Do("SAVE"); got != "+OK\r\n" {
 		t.Fatalf("SAVE: %q", got)
 	}
 	old, ok := fsys.Contents("/d/dump.rdb")
 	if !ok {
 		t.Fatal("no dump.rdb")
 	}
-	c.do("SET", "k", strings.Repeat("new", 1000))
+	c.Do("SET", "k", strings.Repeat("new", 1000))
 	for _, fault := range []func(){
 		func() { fsys.SetSpace(int64(len(old)) + 100) },
 		func() { fsys.FailOps(syscall.EIO, faultfs.OpSync) },
 	} {
 		fault()
-		if got := c.do("BGSAVE"); got != "+Background saving started\r\n" {
+		if got := c.Do("BGSAVE"); got != "+Background saving started\r\n" {
 			t.Fatalf("BGSAVE: %q", got)
 		}
 		s.rdb.wait()
 		if got := persistField(c, "rdb_last_bgsave_status"); got != "err" {
 			t.Fatalf("status %q", got)
 		}
-		if got := c.do("SET", "x", "1"); got != "-"+errMisconfRDB+"\r\n" {
+		if got := c.Do("SET", "x", "1"); got != "-"+errMisconfRDB+"\r\n" {
 			t.Fatalf("write after a failed save: %q", got)
 		}
-		if got := c.do("GET", "k"); !strings.HasPrefix(got, "$3000\r\n") {
+		if got := c.Do("GET", "k"); !strings.HasPrefix(got, "$3000\r\n") {
 			t.Fatalf("read after a failed save: %.20q", got)
 		}
 		now, _ := fsys.Contents("/d/dump.rdb")
@@ -263,16 +264,16 @@ func TestBGSaveDiskErrorsKeepOldFile(t *testing.T) {
 		}
 		fsys.Heal()
 	}
-	c.do("CONFIG", "SET", "stop-writes-on-bgsave-error", "no")
-	if got := c.do("SET", "x", "1"); got != "+OK\r\n" {
+	c.Do("CONFIG", "SET", "stop-writes-on-bgsave-error", "no")
+	if got := c.Do("SET", "x", "1"); got != "+OK\r\n" {
 		t.Fatalf("stop-writes-on-bgsave-error no: %q", got)
 	}
-	c.do("CONFIG", "SET", "stop-writes-on-bgsave-error", "yes")
-	if got := c.do("BGSAVE"); got != "+Background saving started\r\n" {
+	c.Do("CONFIG", "SET", "stop-writes-on-bgsave-error", "yes")
+	if got := c.Do("BGSAVE"); got != "+Background saving started\r\n" {
 		t.Fatalf("BGSAVE: %q", got)
 	}
 	s.rdb.wait()
-	if got := c.do("SET", "x", "2"); got != "+OK\r\n" {
+	if got := c.Do("SET", "x", "2"); got != "+OK\r\n" {
 		t.Fatalf("write after a good save: %q", got)
 	}
 	b, _ := fsys.Contents("/d/dump.rdb")
@@ -416,10 +417,10 @@ func TestRestoreAOFRecord(t *testing.T) {
 	dir := t.TempDir()
 	s := durable(t, dir, m)
 	c := dial(t, s)
-	c.do("HSET", "src", "f", "v")
-	payload := c.do("DUMP", "src")
+	c.Do("HSET", "src", "f", "v")
+	payload := c.Do("DUMP", "src")
 	body := payload[strings.Index(payload, "\r\n")+2 : len(payload)-2]
-	if got := c.do("RESTORE", "k", "5000", body); got != "+OK\r\n" {
+	if got := c.Do("RESTORE", "k", "5000", body); got != "+OK\r\n" {
 		t.Fatalf("RESTORE: %q", got)
 	}
 	path := filepath.Join(dir, "appendonly.aof")
@@ -428,13 +429,13 @@ func TestRestoreAOFRecord(t *testing.T) {
 	if !strings.Contains(string(before), want) {
 		t.Fatalf("AOF lacks %q:\n%q", want, before)
 	}
-	if got := c.do("RESTORE", "k", "0", body); got != "-BUSYKEY Target key name already exists.\r\n" {
+	if got := c.Do("RESTORE", "k", "0", body); got != "-BUSYKEY Target key name already exists.\r\n" {
 		t.Fatalf("BUSYKEY: %q", got)
 	}
-	if got := c.do("RESTORE", "k2", "0", body[:len(body)-1]+"x"); got != "-ERR DUMP payload version or checksum are wrong\r\n" {
+	if got := c.Do("RESTORE", "k2", "0", body[:len(body)-1]+"x"); got != "-ERR DUMP payload version or checksum are wrong\r\n" {
 		t.Fatalf("bad payload: %q", got)
 	}
-	if got := c.do("EXISTS", "k2"); got != ":0\r\n" {
+	if got := c.Do("EXISTS", "k2"); got != ":0\r\n" {
 		t.Fatalf("k2 after a refusal: %q", got)
 	}
 	after, _ := os.ReadFile(path)
@@ -445,10 +446,10 @@ func TestRestoreAOFRecord(t *testing.T) {
 	m.Advance(1000)
 	s2 := durable(t, dir, m)
 	c2 := dial(t, s2)
-	if got := c2.do("PEXPIRETIME", "k"); got != ":"+strconv.FormatInt(pt0+5000, 10)+"\r\n" {
+	if got := c2.Do("PEXPIRETIME", "k"); got != ":"+strconv.FormatInt(pt0+5000, 10)+"\r\n" {
 		t.Fatalf("PEXPIRETIME after replay: %q", got)
 	}
-	if got := c2.do("HGET", "k", "f"); got != "$1\r\nv\r\n" {
+	if got := c2.Do("HGET", "k", "f"); got != "$1\r\nv\r\n" {
 		t.Fatalf("HGET after replay: %q", got)
 	}
 }
@@ -458,15 +459,15 @@ func TestRDBMetrics(t *testing.T) {
 	dir := t.TempDir()
 	s := StartTest(t, Options{Config: map[string]string{"dir": dir, "metrics-addr": "127.0.0.1:0"}})
 	c := dial(t, s)
-	c.do("SET", "a", "1")
-	c.do("SET", "b", "2")
+	c.Do("SET", "a", "1")
+	c.Do("SET", "b", "2")
 	body := metricsText(t, s)
 	for _, want := range []string{"emqd_rdb_saves_total 0", "emqd_rdb_changes_since_last_save 2", "emqd_rdb_last_bgsave_ok 1"} {
 		if !strings.Contains(body, want+"\n") {
 			t.Fatalf("before SAVE: no %q", want)
 		}
 	}
-	c.do("SAVE")
+	c.Do("SAVE")
 	body = metricsText(t, s)
 	for _, want := range []string{"emqd_rdb_saves_total 1", "emqd_rdb_changes_since_last_save 0"} {
 		if !strings.Contains(body, want+"\n") {
@@ -499,12 +500,12 @@ func TestFlushAllSavesAtOnce(t *testing.T) {
 	}
 	c := dial(t, s)
 	for i := 0; i < 200; i++ {
-		c.do("SET", "k"+strconv.Itoa(i), "v")
+		c.Do("SET", "k"+strconv.Itoa(i), "v")
 	}
-	if got := c.do("BGSAVE"); got != "+Background saving started\r\n" {
+	if got := c.Do("BGSAVE"); got != "+Background saving started\r\n" {
 		t.Fatalf("BGSAVE: %q", got)
 	}
-	if got := c.do("FLUSHALL"); got != "+OK\r\n" {
+	if got := c.Do("FLUSHALL"); got != "+OK\r\n" {
 		t.Fatalf("FLUSHALL: %q", got)
 	}
 	if got := persistField(c, "rdb_bgsave_in_progress"); got != "0" {
@@ -514,14 +515,14 @@ func TestFlushAllSavesAtOnce(t *testing.T) {
 		t.Fatalf("status after the stopped save: %s", got)
 	}
 	s.rdb.wait()
-	c.do("CONFIG", "SET", "save", "")
+	c.Do("CONFIG", "SET", "save", "")
 	s.Close(context.Background()) // no save at shutdown now
 	s2, err := Start(Options{Config: map[string]string{"dir": dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close(context.Background())
-	if got := dial(t, s2).do("DBSIZE"); got != ":0\r\n" {
+	if got := dial(t, s2).Do("DBSIZE"); got != ":0\r\n" {
 		t.Fatalf("DBSIZE after FLUSHALL and a restart: %q", got)
 	}
 }
@@ -536,14 +537,14 @@ func TestSaveCreatesDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data", "sub")
 	s := StartTest(t, Options{Clock: m, Config: map[string]string{"save": "10 1", "dir": dir, "appendonly": "no"}})
 	c := dial(t, s)
-	c.do("SET", "a", "1")
+	c.Do("SET", "a", "1")
 	m.Advance(11_000)
 	eventually(t, func() bool { return persistField(c, "rdb_saves") == "1" })
 	s.rdb.wait()
 	if got := persistField(c, "rdb_last_bgsave_status"); got != "ok" {
 		t.Fatalf("rdb_last_bgsave_status %s", got)
 	}
-	if got := c.do("SET", "b", "2"); got != "+OK\r\n" {
+	if got := c.Do("SET", "b", "2"); got != "+OK\r\n" {
 		t.Fatalf("SET after the save: %q", got)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
@@ -563,8 +564,8 @@ func TestRDBAuxVersions(t *testing.T) {
 	}
 	defer s.Close(context.Background())
 	c := dial(t, s)
-	c.do("SET", "k", "v")
-	if r := c.do("SAVE"); r != "+OK\r\n" {
+	c.Do("SET", "k", "v")
+	if r := c.Do("SAVE"); r != "+OK\r\n" {
 		t.Fatalf("SAVE %q", r)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
@@ -592,10 +593,10 @@ func TestSaveAfterFlushAll(t *testing.T) {
 	}
 	defer s.Close(context.Background())
 	c := dial(t, s)
-	c.do("SET", "a", "1")
-	c.do("FLUSHALL")
-	c.do("SET", "k", "v")
-	if r := c.do("SAVE"); r != "+OK\r\n" {
+	c.Do("SET", "a", "1")
+	c.Do("FLUSHALL")
+	c.Do("SET", "k", "v")
+	if r := c.Do("SAVE"); r != "+OK\r\n" {
 		t.Fatalf("SAVE after FLUSHALL: %q", r)
 	}
 }
@@ -614,36 +615,36 @@ func TestBGSaveCaptureWithFlushAndSwap(t *testing.T) {
 	}
 	c := dial(t, s)
 	fill := func(db string, n int) {
-		c.do("SELECT", db)
+		c.Do("SELECT", db)
 		for i := 0; i < n; i += 500 {
 			args := []string{"MSET"}
 			for j := i; j < i+500; j++ {
 				args = append(args, "k"+strconv.Itoa(j), strconv.Itoa(j))
 			}
-			c.do(args...)
+			c.Do(args...)
 		}
-		c.do("SELECT", "0")
+		c.Do("SELECT", "0")
 	}
 	for round := 0; round < 6; round++ {
 		fill("0", 8000)
 		fill("1", 4000)
-		if r := c.do("BGSAVE"); !strings.HasPrefix(r, "+Background saving started") && !strings.Contains(r, "already in progress") {
+		if r := c.Do("BGSAVE"); !strings.HasPrefix(r, "+Background saving started") && !strings.Contains(r, "already in progress") {
 			t.Fatalf("BGSAVE %q", r)
 		}
 		switch round % 3 {
 		case 0:
-			c.do("FLUSHALL")
+			c.Do("FLUSHALL")
 		case 1:
-			c.do("SELECT", "1")
-			c.do("FLUSHDB")
-			c.do("SELECT", "0")
+			c.Do("SELECT", "1")
+			c.Do("FLUSHDB")
+			c.Do("SELECT", "0")
 		case 2:
-			c.do("SWAPDB", "0", "1")
+			c.Do("SWAPDB", "0", "1")
 		}
-		c.do("SET", "round", strconv.Itoa(round))
+		c.Do("SET", "round", strconv.Itoa(round))
 	}
 	for i := 0; ; i++ {
-		r := c.do("SAVE")
+		r := c.Do("SAVE")
 		if r == "+OK\r\n" {
 			break
 		}
@@ -652,11 +653,11 @@ func TestBGSaveCaptureWithFlushAndSwap(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	state := func(c *rawConn) string {
+	state := func(c *testsupport.Conn) string {
 		var out []string
 		for _, db := range []string{"0", "1"} {
-			c.do("SELECT", db)
-			out = append(out, c.do("DBSIZE"), c.do("GET", "round"), c.do("GET", "k7999"))
+			c.Do("SELECT", db)
+			out = append(out, c.Do("DBSIZE"), c.Do("GET", "round"), c.Do("GET", "k7999"))
 		}
 		return strings.Join(out, "")
 	}

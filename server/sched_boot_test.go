@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // TestSchedulesFireAfterRDBLoad: schedules restored from a file that is not
@@ -18,15 +19,15 @@ func TestSchedulesFireAfterRDBLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  map[string]string
-		prep func(c *rawConn)
+		prep func(c *testsupport.Conn)
 	}{
-		{"dump.rdb", map[string]string{"appendonly": "no", "save": "3600 1"}, func(*rawConn) {}},
-		{"aof preamble", map[string]string{"appendonly": "yes", "aof-use-rdb-preamble": "yes", "save": ""}, func(c *rawConn) {
-			if r := c.do("BGREWRITEAOF"); !strings.HasPrefix(r, "+") {
+		{"dump.rdb", map[string]string{"appendonly": "no", "save": "3600 1"}, func(*testsupport.Conn) {}},
+		{"aof preamble", map[string]string{"appendonly": "yes", "aof-use-rdb-preamble": "yes", "save": ""}, func(c *testsupport.Conn) {
+			if r := c.Do("BGREWRITEAOF"); !strings.HasPrefix(r, "+") {
 				t.Fatalf("BGREWRITEAOF: %q", r)
 			}
 			deadline := time.Now().Add(20 * time.Second)
-			for !strings.Contains(c.do("INFO", "persistence"), "aof_rewrite_in_progress:0") {
+			for !strings.Contains(c.Do("INFO", "persistence"), "aof_rewrite_in_progress:0") {
 				if time.Now().After(deadline) {
 					t.Fatal("rewrite did not finish")
 				}
@@ -45,7 +46,7 @@ func TestSchedulesFireAfterRDBLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := dial(t, s)
-			if r := c.do("EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p"); r != "+OK\r\n" {
+			if r := c.Do("EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p"); r != "+OK\r\n" {
 				t.Fatalf("EMQ.SCHEDULE: %q", r)
 			}
 			tc.prep(c)
@@ -57,15 +58,15 @@ func TestSchedulesFireAfterRDBLoad(t *testing.T) {
 			}
 			defer s2.Close(context.Background())
 			c2 := dial(t, s2)
-			if r := c2.do("ZCARD", "emq:{q}:sched"); r != ":1\r\n" {
+			if r := c2.Do("ZCARD", "emq:{q}:sched"); r != ":1\r\n" {
 				t.Fatalf("schedule not loaded: ZCARD %q", r)
 			}
 			clk.Advance(1500)
 			deadline := time.Now().Add(20 * time.Second)
-			for c2.do("ZCARD", "emq:{q}:pending") != ":1\r\n" {
+			for c2.Do("ZCARD", "emq:{q}:pending") != ":1\r\n" {
 				if time.Now().After(deadline) {
 					t.Fatalf("the loaded schedule never fired: pending %q, sched %q",
-						c2.do("ZCARD", "emq:{q}:pending"), c2.do("EMQ.SCHEDULE.GET", "q", "tick"))
+						c2.Do("ZCARD", "emq:{q}:pending"), c2.Do("EMQ.SCHEDULE.GET", "q", "tick"))
 				}
 				time.Sleep(20 * time.Millisecond)
 			}

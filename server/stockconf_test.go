@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -147,19 +148,19 @@ func TestStockValkeyConf(t *testing.T) {
 			case "port", "dir", "pidfile", "daemonize", "bind", "logfile":
 				continue
 			}
-			got, want := ec.do("CONFIG", "GET", name), vc.do("CONFIG", "GET", name)
+			got, want := ec.Do("CONFIG", "GET", name), vc.Do("CONFIG", "GET", name)
 			if got != want {
 				t.Errorf("line %d %q: CONFIG GET answers %q, Valkey 8.0.1 %q", d.Line, d.Text, got, want)
 			}
 		}
 	}
-	if got := ec.do("SET", "k", "v"); got != "+OK\r\n" {
+	if got := ec.Do("SET", "k", "v"); got != "+OK\r\n" {
 		t.Fatalf("SET: %q", got)
 	}
 }
 
 // dialAddr opens a raw test connection to addr.
-func dialAddr(t *testing.T, addr string) *rawConn {
+func dialAddr(t *testing.T, addr string) *testsupport.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -167,7 +168,7 @@ func dialAddr(t *testing.T, addr string) *rawConn {
 	}
 	t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+	return testsupport.NewConn(t, nc)
 }
 
 // TestValkeyDirectivesNeverTypos: every parameter Valkey 8.0.1 has
@@ -245,7 +246,7 @@ func TestDirectiveErrorsInFileOrder(t *testing.T) {
 		}
 	}
 	s := startDirectives(t, Directive{Name: "cluster-enabled", Args: []string{"no"}}, Directive{Name: "syslog-enabled", Args: []string{"no"}})
-	if got := dial(t, s).do("CONFIG", "GET", "cluster-enabled"); got != "*2\r\n$15\r\ncluster-enabled\r\n$2\r\nno\r\n" {
+	if got := dial(t, s).Do("CONFIG", "GET", "cluster-enabled"); got != "*2\r\n$15\r\ncluster-enabled\r\n$2\r\nno\r\n" {
 		t.Fatalf("CONFIG GET cluster-enabled: %q", got)
 	}
 }
@@ -270,21 +271,21 @@ func TestRenameCommand(t *testing.T) {
 		Directive{Name: "rename-command", Args: []string{"flushall", ""}},
 	)
 	c := dial(t, s)
-	if got := c.do("CONFIG", "GET", "timeout"); !strings.HasPrefix(got, "-ERR unknown command 'CONFIG'") {
+	if got := c.Do("CONFIG", "GET", "timeout"); !strings.HasPrefix(got, "-ERR unknown command 'CONFIG'") {
 		t.Fatalf("CONFIG after its rename: %q", got)
 	}
-	if got := c.do("CFG-9F2", "GET", "timeout"); got != "*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n" {
+	if got := c.Do("CFG-9F2", "GET", "timeout"); got != "*2\r\n$7\r\ntimeout\r\n$1\r\n0\r\n" {
 		t.Fatalf("the new name: %q", got)
 	}
-	if got := c.do("FLUSHALL"); !strings.HasPrefix(got, "-ERR unknown command 'FLUSHALL'") {
+	if got := c.Do("FLUSHALL"); !strings.HasPrefix(got, "-ERR unknown command 'FLUSHALL'") {
 		t.Fatalf("FLUSHALL removed: %q", got)
 	}
 	// Inside MULTI too: the removed command is unknown and aborts EXEC.
-	c.do("MULTI")
-	if got := c.do("FLUSHALL"); !strings.HasPrefix(got, "-ERR unknown command") {
+	c.Do("MULTI")
+	if got := c.Do("FLUSHALL"); !strings.HasPrefix(got, "-ERR unknown command") {
 		t.Fatalf("queued FLUSHALL: %q", got)
 	}
-	if got := c.do("EXEC"); !strings.HasPrefix(got, "-EXECABORT") {
+	if got := c.Do("EXEC"); !strings.HasPrefix(got, "-EXECABORT") {
 		t.Fatalf("EXEC: %q", got)
 	}
 	for _, tc := range []struct {
@@ -322,20 +323,20 @@ func TestUnixSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	c := &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
-	if got := c.do("PING"); got != "+PONG\r\n" {
+	c := testsupport.NewConn(t, nc)
+	if got := c.Do("PING"); got != "+PONG\r\n" {
 		t.Fatalf("PING: %q", got)
 	}
-	if got := c.do("CLIENT", "INFO"); !strings.Contains(got, "addr="+path+":0 laddr="+path+":0 ") {
+	if got := c.Do("CLIENT", "INFO"); !strings.Contains(got, "addr="+path+":0 laddr="+path+":0 ") {
 		t.Fatalf("CLIENT INFO: %q", got)
 	}
 	if !isLocalPeer(nc.LocalAddr()) {
 		t.Fatal("a unix socket peer is not local")
 	}
-	if got := c.do("CONFIG", "GET", "unixsocketperm"); got != "*2\r\n$14\r\nunixsocketperm\r\n$3\r\n700\r\n" {
+	if got := c.Do("CONFIG", "GET", "unixsocketperm"); got != "*2\r\n$14\r\nunixsocketperm\r\n$3\r\n700\r\n" {
 		t.Fatalf("CONFIG GET unixsocketperm: %q", got)
 	}
-	if got := c.do("INFO", "server"); !strings.Contains(got, "name=unix,bind="+path+"\r\n") {
+	if got := c.Do("INFO", "server"); !strings.Contains(got, "name=unix,bind="+path+"\r\n") {
 		t.Fatalf("INFO listener: %q", got)
 	}
 	_, err = Start(Options{Directives: []Directive{{Name: "unixsocketperm", Args: []string{"800"}}}})

@@ -15,16 +15,16 @@ func TestSweeper(t *testing.T) {
 	clk := clock.NewManual(1_700_000_000_000)
 	s := startServer(t, map[string]string{"emq-sweep-interval-ms": "100"}, clk)
 	c := dial(t, s)
-	if r := c.do("EMQ.ENQUEUE", "q", "JOB00000000001", "p"); r != "$14\r\nJOB00000000001\r\n" {
+	if r := c.Do("EMQ.ENQUEUE", "q", "JOB00000000001", "p"); r != "$14\r\nJOB00000000001\r\n" {
 		t.Fatalf("enqueue %q", r)
 	}
-	if r := c.do("EMQ.CLAIM", "q", "50"); !strings.HasPrefix(r, "*1\r\n") {
+	if r := c.Do("EMQ.CLAIM", "q", "50"); !strings.HasPrefix(r, "*1\r\n") {
 		t.Fatalf("claim %q", r)
 	}
 	clk.Advance(100)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r := c.do("EMQ.JOB", "q", "JOB00000000001")
+		r := c.Do("EMQ.JOB", "q", "JOB00000000001")
 		if strings.Contains(r, "$5\r\nstate\r\n$4\r\ndead\r\n") {
 			if !strings.Contains(r, "$10\r\nlast_error\r\n$7\r\nstalled\r\n") {
 				t.Fatalf("dead row %q", r)
@@ -36,7 +36,7 @@ func TestSweeper(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if r := c.do("INFO", "commandstats"); !strings.Contains(r, "cmdstat_emq.stalled.check:calls=") {
+	if r := c.Do("INFO", "commandstats"); !strings.Contains(r, "cmdstat_emq.stalled.check:calls=") {
 		t.Fatalf("sweep not counted: %q", r)
 	}
 }
@@ -46,11 +46,11 @@ func TestSweeperOff(t *testing.T) {
 	clk := clock.NewManual(1_700_000_000_000)
 	s := startServer(t, nil, clk)
 	c := dial(t, s)
-	c.do("EMQ.ENQUEUE", "q", "JOB00000000001", "p")
-	c.do("EMQ.CLAIM", "q", "50")
+	c.Do("EMQ.ENQUEUE", "q", "JOB00000000001", "p")
+	c.Do("EMQ.CLAIM", "q", "50")
 	clk.Advance(5000)
 	clk.Wait() // the sweeper's timers due by now have run
-	if r := c.do("EMQ.JOB", "q", "JOB00000000001"); !strings.Contains(r, "$5\r\nstate\r\n$6\r\nactive\r\n") {
+	if r := c.Do("EMQ.JOB", "q", "JOB00000000001"); !strings.Contains(r, "$5\r\nstate\r\n$6\r\nactive\r\n") {
 		t.Fatalf("swept while off: %q", r)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // The blocking cases of Valkey's unit/type/zset.tcl (BZPOPMIN, BZPOPMAX,
@@ -32,16 +33,16 @@ func TestTclBlockingPopsNonBlockingPath(t *testing.T) {
 	}
 }
 
-func tclNonBlockingPops(t *testing.T, c *rawConn, entries string) {
-	if r := c.do("ZADD", "enc", "1", "a"); r != ":1\r\n" {
+func tclNonBlockingPops(t *testing.T, c *testsupport.Conn, entries string) {
+	if r := c.Do("ZADD", "enc", "1", "a"); r != ":1\r\n" {
 		t.Fatal(r)
 	}
 	want := map[string]string{"128": "listpack", "0": "skiplist"}[entries]
-	if r := c.do("OBJECT", "ENCODING", "enc"); r != bulkOf(want) {
+	if r := c.Do("OBJECT", "ENCODING", "enc"); r != bulkOf(want) {
 		t.Fatalf("encoding %q, want %s", r, want)
 	}
 	for _, proto := range []string{"2", "3"} {
-		c.do("HELLO", proto)
+		c.Do("HELLO", proto)
 		score := func(v string) string {
 			if proto == "3" {
 				return "," + v + "\r\n"
@@ -80,7 +81,7 @@ func tclNonBlockingPops(t *testing.T, c *rawConn, entries string) {
 			{"ZCARD z2", ":1\r\n"},
 			{"DEL z2", ":1\r\n"},
 		} {
-			if got := c.do(strings.Fields(st.cmd)...); got != st.want {
+			if got := c.Do(strings.Fields(st.cmd)...); got != st.want {
 				t.Fatalf("%s RESP%s %s: %q, want %q", want, proto, st.cmd, got, st.want)
 			}
 		}
@@ -95,40 +96,40 @@ func TestTclBlockingPopsReadraw(t *testing.T) {
 	s := startServer(t, nil, clk)
 	admin, rd := dial(t, s), dial(t, s)
 	for _, proto := range []string{"3", "2"} {
-		rd.do("HELLO", proto)
+		rd.Do("HELLO", proto)
 		nilArr, score := "*-1\r\n", func(v string) string { return bulkOf(v) }
 		if proto == "3" {
 			nilArr, score = "_\r\n", func(v string) string { return "," + v + "\r\n" }
 		}
-		admin.do("DEL", "zset", "zset2")
-		admin.do("ZADD", "zset2", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e")
+		admin.Do("DEL", "zset", "zset2")
+		admin.Do("ZADD", "zset2", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e")
 		for _, cmd := range [][]string{{"BZPOPMIN", "zset", "0.01"}, {"BZPOPMAX", "zset", "0.01"}, {"BZMPOP", "0.01", "1", "zset", "MIN"}, {"BZMPOP", "0.01", "2", "zset", "zset0", "MAX"}} {
-			rd.write(encode(cmd...))
+			rd.Write(encode(cmd...))
 			waitBlocked(t, admin, 1)
 			clk.Advance(10)
-			if r := rd.read(); r != nilArr {
+			if r := rd.Read(); r != nilArr {
 				t.Fatalf("RESP%s %v released on timeout: %q", proto, cmd, r)
 			}
 		}
-		if r := rd.do("BZPOPMIN", "zset1", "zset2", "0.1"); r != "*3\r\n"+bulkOf("zset2")+bulkOf("a")+score("1") {
+		if r := rd.Do("BZPOPMIN", "zset1", "zset2", "0.1"); r != "*3\r\n"+bulkOf("zset2")+bulkOf("a")+score("1") {
 			t.Fatalf("RESP%s BZPOPMIN non-blocking path: %q", proto, r)
 		}
-		rd.write(encode("BZPOPMIN", "zset", "5"))
+		rd.Write(encode("BZPOPMIN", "zset", "5"))
 		waitBlocked(t, admin, 1)
-		admin.do("ZADD", "zset", "1", "a")
-		if r := rd.read(); r != "*3\r\n"+bulkOf("zset")+bulkOf("a")+score("1") {
+		admin.Do("ZADD", "zset", "1", "a")
+		if r := rd.Read(); r != "*3\r\n"+bulkOf("zset")+bulkOf("a")+score("1") {
 			t.Fatalf("RESP%s BZPOPMIN blocking path: %q", proto, r)
 		}
-		if r := rd.do("BZMPOP", "0.1", "2", "zset2", "zset4", "MIN"); r != "*2\r\n"+bulkOf("zset2")+"*1\r\n*2\r\n"+bulkOf("b")+score("2") {
+		if r := rd.Do("BZMPOP", "0.1", "2", "zset2", "zset4", "MIN"); r != "*2\r\n"+bulkOf("zset2")+"*1\r\n*2\r\n"+bulkOf("b")+score("2") {
 			t.Fatalf("RESP%s BZMPOP non-blocking path: %q", proto, r)
 		}
-		rd.write(encode("BZMPOP", "5", "2", "zset", "zset3", "MAX", "COUNT", "2"))
+		rd.Write(encode("BZMPOP", "5", "2", "zset", "zset3", "MAX", "COUNT", "2"))
 		waitBlocked(t, admin, 1)
-		admin.do("ZADD", "zset3", "1", "a", "2", "b", "3", "c")
-		if r := rd.read(); r != "*2\r\n"+bulkOf("zset3")+"*2\r\n*2\r\n"+bulkOf("c")+score("3")+"*2\r\n"+bulkOf("b")+score("2") {
+		admin.Do("ZADD", "zset3", "1", "a", "2", "b", "3", "c")
+		if r := rd.Read(); r != "*2\r\n"+bulkOf("zset3")+"*2\r\n*2\r\n"+bulkOf("c")+score("3")+"*2\r\n"+bulkOf("b")+score("2") {
 			t.Fatalf("RESP%s BZMPOP blocking path with COUNT: %q", proto, r)
 		}
-		admin.do("DEL", "zset3")
+		admin.Do("DEL", "zset3")
 	}
 }
 
@@ -149,74 +150,74 @@ func TestTclBlockingPopsWakeUps(t *testing.T) {
 		{[]string{"BZMPOP", "0", "1", "zset", "MIN", "COUNT", "1"}, func(k, m, sc string) string { return zmpopReply(k, m, sc) }},
 	} {
 		for _, mid := range [][]string{{"ZADD zset 0 foo", "DEL zset"}, {"ZADD zset 0 foo", "DEL zset", "SET zset foo"}} {
-			admin.do("DEL", "zset")
-			rd.write(encode(pop.cmd...))
+			admin.Do("DEL", "zset")
+			rd.Write(encode(pop.cmd...))
 			waitBlocked(t, admin, 1)
-			admin.do("MULTI")
+			admin.Do("MULTI")
 			for _, c := range mid {
-				admin.do(strings.Fields(c)...)
+				admin.Do(strings.Fields(c)...)
 			}
-			admin.do("EXEC")
+			admin.Do("EXEC")
 			waitBlocked(t, admin, 1)
-			admin.do("DEL", "zset")
-			admin.do("ZADD", "zset", "1", "bar")
-			if r := rd.read(); r != pop.reply("zset", "bar", "1") {
+			admin.Do("DEL", "zset")
+			admin.Do("ZADD", "zset", "1", "bar")
+			if r := rd.Read(); r != pop.reply("zset", "bar", "1") {
 				t.Fatalf("%v after %v: %q", pop.cmd, mid, r)
 			}
 		}
 		// MULTI/EXEC is isolated.
-		admin.do("DEL", "zset")
-		rd.write(encode(pop.cmd...))
+		admin.Do("DEL", "zset")
+		rd.Write(encode(pop.cmd...))
 		waitBlocked(t, admin, 1)
 		expectSteps(t, admin, [][2]string{{"MULTI", "+OK\r\n"}, {"ZADD zset 0 a", "+QUEUED\r\n"}, {"ZADD zset 1 b", "+QUEUED\r\n"},
 			{"ZADD zset 2 c", "+QUEUED\r\n"}, {"EXEC", "*3\r\n:1\r\n:1\r\n:1\r\n"}})
-		if r := rd.read(); r != pop.reply("zset", "a", "0") {
+		if r := rd.Read(); r != pop.reply("zset", "a", "0") {
 			t.Fatalf("%v MULTI/EXEC isolated: %q", pop.cmd, r)
 		}
 		// with variadic ZADD
-		admin.do("DEL", "zset")
-		rd.write(encode(pop.cmd...))
+		admin.Do("DEL", "zset")
+		rd.Write(encode(pop.cmd...))
 		waitBlocked(t, admin, 1)
-		if r := admin.do("ZADD", "zset", "-1", "foo", "1", "bar"); r != ":2\r\n" {
+		if r := admin.Do("ZADD", "zset", "-1", "foo", "1", "bar"); r != ":2\r\n" {
 			t.Fatal(r)
 		}
-		if r := rd.read(); r != pop.reply("zset", "foo", "-1") {
+		if r := rd.Read(); r != pop.reply("zset", "foo", "-1") {
 			t.Fatalf("%v variadic ZADD: %q", pop.cmd, r)
 		}
-		if r := admin.do("ZRANGE", "zset", "0", "-1"); r != "*1\r\n"+bulkOf("bar") {
+		if r := admin.Do("ZRANGE", "zset", "0", "-1"); r != "*1\r\n"+bulkOf("bar") {
 			t.Fatalf("left %q", r)
 		}
 		// with zero timeout should block indefinitely
-		admin.do("DEL", "zset")
-		rd.write(encode(pop.cmd...))
+		admin.Do("DEL", "zset")
+		rd.Write(encode(pop.cmd...))
 		waitBlocked(t, admin, 1)
 		clk.Advance(1000)
 		waitBlocked(t, admin, 1)
-		admin.do("ZADD", "zset", "0", "foo")
-		if r := rd.read(); r != pop.reply("zset", "foo", "0") {
+		admin.Do("ZADD", "zset", "0", "foo")
+		if r := rd.Read(); r != pop.reply("zset", "foo", "0") {
 			t.Fatalf("%v zero timeout: %q", pop.cmd, r)
 		}
 	}
 	// BZPOPMIN with same key multiple times should work.
-	admin.do("DEL", "z1", "z2")
-	rd.write(encode("BZPOPMIN", "z1", "z2", "z2", "z1", "0"))
+	admin.Do("DEL", "z1", "z2")
+	rd.Write(encode("BZPOPMIN", "z1", "z2", "z2", "z1", "0"))
 	waitBlocked(t, admin, 1)
-	admin.do("ZADD", "z1", "0", "a")
-	if r := rd.read(); r != popReply("z1", "a", "0") {
+	admin.Do("ZADD", "z1", "0", "a")
+	if r := rd.Read(); r != popReply("z1", "a", "0") {
 		t.Fatal(r)
 	}
-	rd.write(encode("BZPOPMIN", "z1", "z2", "z2", "z1", "0"))
+	rd.Write(encode("BZPOPMIN", "z1", "z2", "z2", "z1", "0"))
 	waitBlocked(t, admin, 1)
-	admin.do("ZADD", "z2", "1", "b")
-	if r := rd.read(); r != popReply("z2", "b", "1") {
+	admin.Do("ZADD", "z2", "1", "b")
+	if r := rd.Read(); r != popReply("z2", "b", "1") {
 		t.Fatal(r)
 	}
-	admin.do("ZADD", "z1", "0", "a")
-	admin.do("ZADD", "z2", "1", "b")
-	if r := rd.do("BZPOPMIN", "z1", "z2", "z2", "z1", "0"); r != popReply("z1", "a", "0") {
+	admin.Do("ZADD", "z1", "0", "a")
+	admin.Do("ZADD", "z2", "1", "b")
+	if r := rd.Do("BZPOPMIN", "z1", "z2", "z2", "z1", "0"); r != popReply("z1", "a", "0") {
 		t.Fatal(r)
 	}
-	if r := rd.do("BZPOPMIN", "z1", "z2", "z2", "z1", "0"); r != popReply("z2", "b", "1") {
+	if r := rd.Do("BZPOPMIN", "z1", "z2", "z2", "z1", "0"); r != popReply("z2", "b", "1") {
 		t.Fatal(r)
 	}
 }
@@ -231,7 +232,7 @@ func TestTclBlockingPopsErrors(t *testing.T) {
 	numkeys := "-ERR numkeys should be greater than 0\r\n"
 	syntax := "-ERR syntax error\r\n"
 	count := "-ERR count should be greater than 0\r\n"
-	c.do("SET", "foo", "bar")
+	c.Do("SET", "foo", "bar")
 	steps := [][2]string{
 		{"BZPOPMIN foo 1", wrongType}, {"BZPOPMAX foo 1", wrongType},
 		{"BZMPOP 1 1 foo min", wrongType}, {"BZMPOP 1 1 foo max", wrongType}, {"BZMPOP 1 1 foo min count 10", wrongType},
@@ -252,14 +253,14 @@ func TestTclBlockingPopsErrors(t *testing.T) {
 func TestTclBZMPOPMultipleClients(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
-	rd := []*rawConn{dial(t, s), dial(t, s), dial(t, s), dial(t, s)}
+	rd := []*testsupport.Conn{dial(t, s), dial(t, s), dial(t, s), dial(t, s)}
 	for i, cmd := range [][]string{
 		{"BZMPOP", "0", "2", "myzset", "myzset2", "min", "count", "1"},
 		{"BZMPOP", "0", "2", "myzset", "myzset2", "max", "count", "10"},
 		{"BZMPOP", "0", "2", "myzset", "myzset2", "min", "count", "10"},
 		{"BZMPOP", "0", "2", "myzset", "myzset2", "max", "count", "1"},
 	} {
-		rd[i].write(encode(cmd...))
+		rd[i].Write(encode(cmd...))
 		waitBlocked(t, admin, i+1)
 	}
 	expectSteps(t, admin, [][2]string{{"MULTI", "+OK\r\n"}, {"ZADD myzset 1 a 2 b 3 c 4 d 5 e", "+QUEUED\r\n"},
@@ -269,32 +270,32 @@ func TestTclBZMPOPMultipleClients(t *testing.T) {
 		zmpopReply("myzset", "e", "5", "d", "4", "c", "3", "b", "2"),
 		zmpopReply("myzset2", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5"),
 	} {
-		if r := rd[i].read(); r != want {
+		if r := rd[i].Read(); r != want {
 			t.Fatalf("rd%d: %q, want %q", i+1, r, want)
 		}
 	}
-	admin.do("ZADD", "myzset2", "1", "a", "2", "b", "3", "c")
-	if r := rd[3].read(); r != zmpopReply("myzset2", "c", "3") {
+	admin.Do("ZADD", "myzset2", "1", "a", "2", "b", "3", "c")
+	if r := rd[3].Read(); r != zmpopReply("myzset2", "c", "3") {
 		t.Fatalf("rd4: %q", r)
 	}
 	// Non-key arguments (timeout, numkeys, MIN/MAX, COUNT and its value)
 	// wake nobody.
-	admin.do("DEL", "myzset", "myzset2", "myzset3")
-	rd[0].write(encode("BZMPOP", "0", "1", "myzset", "min", "count", "10"))
+	admin.Do("DEL", "myzset", "myzset2", "myzset3")
+	rd[0].Write(encode("BZMPOP", "0", "1", "myzset", "min", "count", "10"))
 	waitBlocked(t, admin, 1)
-	rd[1].write(encode("BZMPOP", "0", "2", "myzset2", "myzset3", "max", "count", "10"))
+	rd[1].Write(encode("BZMPOP", "0", "2", "myzset2", "myzset3", "max", "count", "10"))
 	waitBlocked(t, admin, 2)
 	for _, kv := range [][3]string{{"0", "100", "timeout_value"}, {"1", "200", "numkeys_value"}, {"min", "300", "min_token"},
 		{"max", "400", "max_token"}, {"count", "500", "count_token"}, {"10", "600", "count_value"}} {
-		admin.do("ZADD", kv[0], kv[1], kv[2])
+		admin.Do("ZADD", kv[0], kv[1], kv[2])
 	}
 	waitBlocked(t, admin, 2)
-	admin.do("ZADD", "myzset", "1", "zset")
-	admin.do("ZADD", "myzset3", "1", "zset3")
-	if r := rd[0].read(); r != zmpopReply("myzset", "zset", "1") {
+	admin.Do("ZADD", "myzset", "1", "zset")
+	admin.Do("ZADD", "myzset3", "1", "zset3")
+	if r := rd[0].Read(); r != zmpopReply("myzset", "zset", "1") {
 		t.Fatalf("rd1: %q", r)
 	}
-	if r := rd[1].read(); r != zmpopReply("myzset3", "zset3", "1") {
+	if r := rd[1].Read(); r != zmpopReply("myzset3", "zset3", "1") {
 		t.Fatalf("rd2: %q", r)
 	}
 }

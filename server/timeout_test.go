@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // TestIdleTimeout: with timeout 2 and maxclients 50, 60 clients that send
@@ -18,18 +19,18 @@ func TestIdleTimeout(t *testing.T) {
 	s := startServer(t, map[string]string{"timeout": "2", "maxclients": "50"}, clk)
 	admin := dial(t, s)
 	blocked := dial(t, s)
-	blocked.write(encode("EMQ.CLAIM", "q", "1000", "BLOCK", "0"))
+	blocked.Write(encode("EMQ.CLAIM", "q", "1000", "BLOCK", "0"))
 	waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
-	var stalled []*rawConn
+	var stalled []*testsupport.Conn
 	for i := 0; i < 60; i++ {
 		c := dial(t, s)
-		c.write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n")) // half a SET
+		c.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n")) // half a SET
 		stalled = append(stalled, c)
 	}
 	// 48 of them got a slot (2 are taken); the rest were refused.
 	refused := 0
 	for _, c := range stalled[48:] {
-		if r, err := c.readErr(5e9); err == nil && r == "-ERR max number of clients reached\r\n" {
+		if r, err := c.ReadTimeout(5e9); err == nil && r == "-ERR max number of clients reached\r\n" {
 			refused++
 		}
 	}
@@ -42,7 +43,7 @@ func TestIdleTimeout(t *testing.T) {
 	// CLIENT LIST's tot-net-in), else a read that a loaded machine delays
 	// past the first Advance restarts that client's idle time.
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		if n := strings.Count(admin.do("CLIENT", "LIST"), " tot-net-in=20 "); n == 48 {
+		if n := strings.Count(admin.Do("CLIENT", "LIST"), " tot-net-in=20 "); n == 48 {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("%d of 48 half SETs read", n)
@@ -50,26 +51,26 @@ func TestIdleTimeout(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	clk.Advance(1500)
-	admin.do("PING") // the admin keeps talking
+	admin.Do("PING") // the admin keeps talking
 	clk.Advance(600) // 2.1 s since the stalled clients' last byte
 	clk.Wait()
 	for _, c := range stalled[:48] {
-		c.expectClosed()
+		c.ExpectClosed()
 	}
 	waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
 	// The freed slots take clients again; the blocked claim still waits.
 	late := dial(t, s)
-	if r := late.do("EMQ.ENQUEUE", "q", "JOB00000000001", "p"); r != "$14\r\nJOB00000000001\r\n" {
+	if r := late.Do("EMQ.ENQUEUE", "q", "JOB00000000001", "p"); r != "$14\r\nJOB00000000001\r\n" {
 		t.Fatalf("ENQUEUE %q", r)
 	}
-	if r := blocked.read(); r[:3] != "*1\r" {
+	if r := blocked.Read(); r[:3] != "*1\r" {
 		t.Fatalf("blocked claim got %q", r)
 	}
 	// timeout 0 (CONFIG SET) closes nobody.
-	admin.do("CONFIG", "SET", "timeout", "0")
+	admin.Do("CONFIG", "SET", "timeout", "0")
 	clk.Advance(10_000)
 	clk.Wait()
-	if r := late.do("PING"); r != "+PONG\r\n" {
+	if r := late.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("PING after 10 s with timeout 0: %q", r)
 	}
 }
@@ -82,28 +83,28 @@ func TestIdleSubscribersStay(t *testing.T) {
 	clk := clock.NewManual(pt0)
 	s := startServer(t, map[string]string{"timeout": "1"}, clk)
 	sub2, psub2, sub3, psub3, idle := dial(t, s), dial(t, s), dial(t, s), dial(t, s), dial(t, s)
-	sub3.do("HELLO", "3")
-	psub3.do("HELLO", "3")
-	if r := sub2.do("SUBSCRIBE", "ch"); r != "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n" {
+	sub3.Do("HELLO", "3")
+	psub3.Do("HELLO", "3")
+	if r := sub2.Do("SUBSCRIBE", "ch"); r != "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n" {
 		t.Fatalf("SUBSCRIBE: %q", r)
 	}
-	psub2.do("PSUBSCRIBE", "c*")
-	sub3.do("SUBSCRIBE", "ch")
-	psub3.do("PSUBSCRIBE", "c*")
+	psub2.Do("PSUBSCRIBE", "c*")
+	sub3.Do("SUBSCRIBE", "ch")
+	psub3.Do("PSUBSCRIBE", "c*")
 	left := dial(t, s)
-	left.do("SUBSCRIBE", "x")
-	left.do("UNSUBSCRIBE", "x")
-	idle.do("PING")
+	left.Do("SUBSCRIBE", "x")
+	left.Do("UNSUBSCRIBE", "x")
+	idle.Do("PING")
 	clk.Advance(5000)
 	clk.Wait()
-	idle.expectClosed()
-	left.expectClosed()
+	idle.ExpectClosed()
+	left.ExpectClosed()
 	pub := dial(t, s)
-	if r := pub.do("PUBLISH", "ch", "hi"); r != ":4\r\n" {
+	if r := pub.Do("PUBLISH", "ch", "hi"); r != ":4\r\n" {
 		t.Fatalf("PUBLISH reached %q subscribers, want 4", r)
 	}
 	for _, want := range []struct {
-		c *rawConn
+		c *testsupport.Conn
 		f string
 	}{
 		{sub2, "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
@@ -111,7 +112,7 @@ func TestIdleSubscribersStay(t *testing.T) {
 		{sub3, ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
 		{psub3, ">4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$2\r\nhi\r\n"},
 	} {
-		if f := want.c.read(); f != want.f {
+		if f := want.c.Read(); f != want.f {
 			t.Fatalf("got %q want %q", f, want.f)
 		}
 	}

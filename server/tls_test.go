@@ -140,7 +140,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("TLS with a client certificate: %v", err)
 	}
 	plain := dial(t, s)
-	if r := plain.do("PING"); r != "+PONG\r\n" {
+	if r := plain.Do("PING"); r != "+PONG\r\n" {
 		t.Fatalf("plain port: %q", r)
 	}
 	if err := tlsPing(addr, &tls.Config{RootCAs: f.caPool}); err == nil {
@@ -151,7 +151,7 @@ func TestTLS(t *testing.T) {
 	}}); err == nil {
 		t.Fatal("tls-auth-clients yes served another CA's client")
 	}
-	info := plain.do("INFO", "server")
+	info := plain.Do("INFO", "server")
 	if !strings.Contains(info, "\r\nlistener1:name=tls,bind=127.0.0.1,port="+port+"\r\n") {
 		t.Fatalf("INFO server:\n%s", info)
 	}
@@ -161,11 +161,11 @@ func TestTLS(t *testing.T) {
 	if err := c.Set(context.Background(), "k", "over tls", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if r := plain.do("GET", "k"); r != "$8\r\nover tls\r\n" {
+	if r := plain.Do("GET", "k"); r != "$8\r\nover tls\r\n" {
 		t.Fatalf("GET over plain: %q", r)
 	}
 	// optional: no certificate is fine, a stranger's is not.
-	if r := plain.do("CONFIG", "SET", "tls-auth-clients", "optional"); r != "+OK\r\n" {
+	if r := plain.Do("CONFIG", "SET", "tls-auth-clients", "optional"); r != "+OK\r\n" {
 		t.Fatalf("CONFIG SET tls-auth-clients optional: %q", r)
 	}
 	if err := tlsPing(addr, &tls.Config{RootCAs: f.caPool}); err != nil {
@@ -179,7 +179,7 @@ func TestTLS(t *testing.T) {
 	if err := tlsPing(addr, insist); err == nil {
 		t.Fatal("optional served another CA's client")
 	}
-	plain.do("CONFIG", "SET", "tls-auth-clients", "no")
+	plain.Do("CONFIG", "SET", "tls-auth-clients", "no")
 	if err := tlsPing(addr, &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{f.stranger}}); err != nil {
 		t.Fatalf("no: %v", err)
 	}
@@ -227,7 +227,7 @@ func TestTLSConfigErrors(t *testing.T) {
 	}
 	s := startServer(t, f.config(port, "tls-ca-cert-dir", f.dir, "tls-ca-cert-file", ""), nil)
 	c := dial(t, s)
-	if r := c.do("CONFIG", "SET", "tls-cert-file", f.clientKey); !strings.HasPrefix(r, "-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Failed to load certificate and private key") {
+	if r := c.Do("CONFIG", "SET", "tls-cert-file", f.clientKey); !strings.HasPrefix(r, "-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Failed to load certificate and private key") {
 		t.Fatalf("CONFIG SET of a key as the certificate: %q", r)
 	}
 	if err := tlsPing("127.0.0.1:"+port, &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{f.client}}); err != nil {
@@ -269,8 +269,8 @@ func TestTLSBlockedClientDisconnects(t *testing.T) {
 	waitInfoClients(t, admin, "connected_clients:2 blocked_clients:1")
 	tc.Close()
 	waitInfoClients(t, admin, "connected_clients:1 blocked_clients:0")
-	admin.do("EMQ.ENQUEUE", "q", "JOB00000000001", "p")
-	if r := admin.do("HGET", "emq:{q}:job:JOB00000000001", "state"); r != "$7\r\npending\r\n" {
+	admin.Do("EMQ.ENQUEUE", "q", "JOB00000000001", "p")
+	if r := admin.Do("HGET", "emq:{q}:job:JOB00000000001", "state"); r != "$7\r\npending\r\n" {
 		t.Fatalf("state %q", r)
 	}
 }

@@ -100,10 +100,10 @@ func TestRedisCLIPipe(t *testing.T) {
 		t.Fatalf("--pipe output %q", out)
 	}
 	c := dial(t, s)
-	if r := c.do("HLEN", "bulk"); r != ":5000\r\n" {
+	if r := c.Do("HLEN", "bulk"); r != ":5000\r\n" {
 		t.Fatalf("HLEN %q", r)
 	}
-	if r := c.do("HGET", "bulk", "f4999"); r != "$7\r\nv\r\n4999\r\n" {
+	if r := c.Do("HGET", "bulk", "f4999"); r != "$7\r\nv\r\n4999\r\n" {
 		t.Fatalf("HGET %q", r)
 	}
 }

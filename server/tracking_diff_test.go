@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // Client-side caching and Pub/Sub against the real redis-server (Debian's
@@ -29,7 +31,7 @@ func recv(conn int, n int) dstep              { return dstep{conn: conn, n: n} }
 // GETREDIR and TRACKINGINFO (and $ID<k> in arguments replaced by the id).
 func runScript(t *testing.T, addr string, nconns int, script []dstep) []string {
 	t.Helper()
-	conns := make([]*rawConn, nconns)
+	conns := make([]*testsupport.Conn, nconns)
 	ids := make([]string, nconns)
 	for i := range conns {
 		conns[i] = diffDial(t, addr)
@@ -53,10 +55,10 @@ func runScript(t *testing.T, addr string, nconns int, script []dstep) []string {
 				}
 				args[j] = a
 			}
-			c.write(encode(args...))
+			c.Write(encode(args...))
 		}
 		for range st.n {
-			f := c.read()
+			f := c.Read()
 			if strings.Contains(st.args, "GETREDIR") || strings.Contains(st.args, "TRACKINGINFO") {
 				f = norm(f) // the only replies that carry a client id
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -38,45 +39,45 @@ func redirMsg(body string) string {
 }
 
 // steps runs "command", "want" pairs (commands split on spaces).
-func steps(t *testing.T, c *rawConn, pairs ...string) {
+func steps(t *testing.T, c *testsupport.Conn, pairs ...string) {
 	t.Helper()
 	for i := 0; i+1 < len(pairs); i += 2 {
-		if got := c.do(strings.Fields(pairs[i])...); got != pairs[i+1] {
+		if got := c.Do(strings.Fields(pairs[i])...); got != pairs[i+1] {
 			t.Fatalf("%s: got %q, want %q", pairs[i], got, pairs[i+1])
 		}
 	}
 }
 
 // expectFrames reads len(want) frames and compares them in order.
-func expectFrames(t *testing.T, c *rawConn, want ...string) {
+func expectFrames(t *testing.T, c *testsupport.Conn, want ...string) {
 	t.Helper()
 	for i, w := range want {
-		if got := c.read(); got != w {
+		if got := c.Read(); got != w {
 			t.Fatalf("frame %d: got %q, want %q", i, got, w)
 		}
 	}
 }
 
 // quiet checks that nothing is waiting for c: its next frame is PING's.
-func quiet(t *testing.T, c *rawConn) {
+func quiet(t *testing.T, c *testsupport.Conn) {
 	t.Helper()
-	if got := c.do("PING"); got != "+PONG\r\n" {
+	if got := c.Do("PING"); got != "+PONG\r\n" {
 		t.Fatalf("expected no frame before PONG, got %q", got)
 	}
 }
 
-func resp3(t *testing.T, s *Server) *rawConn {
+func resp3(t *testing.T, s *Server) *testsupport.Conn {
 	t.Helper()
 	c := dial(t, s)
-	if r := c.do("HELLO", "3"); !strings.HasPrefix(r, "%7\r\n") {
+	if r := c.Do("HELLO", "3"); !strings.HasPrefix(r, "%7\r\n") {
 		t.Fatalf("HELLO 3: %q", r)
 	}
 	return c
 }
 
-func clientID(t *testing.T, c *rawConn) string {
+func clientID(t *testing.T, c *testsupport.Conn) string {
 	t.Helper()
-	r := c.do("CLIENT", "ID")
+	r := c.Do("CLIENT", "ID")
 	return strings.TrimSuffix(strings.TrimPrefix(r, ":"), "\r\n")
 }
 
@@ -97,11 +98,11 @@ func TestTrackingDefaultMode(t *testing.T) {
 
 	// The writer's own key: reply first, then the push.
 	steps(t, c1, "HGET h f", "$1\r\nx\r\n")
-	c1.write(encode("HSET", "h", "f", "y"))
+	c1.Write(encode("HSET", "h", "f", "y"))
 	expectFrames(t, c1, ":0\r\n", inv("h"))
 	// Inside MULTI/EXEC: after EXEC's array.
 	steps(t, c1, "HGET h f", "$1\r\ny\r\n", "MULTI", "+OK\r\n", "HSET h f z", "+QUEUED\r\n", "HDEL h nope", "+QUEUED\r\n")
-	c1.write(encode("EXEC"))
+	c1.Write(encode("EXEC"))
 	expectFrames(t, c1, "*2\r\n:0\r\n:0\r\n", inv("h"))
 	// A key deleted because it became empty.
 	steps(t, c1, "ZRANGE z 0 -1", "*2\r\n$1\r\na\r\n$1\r\nb\r\n")
@@ -152,7 +153,7 @@ func TestTrackingFlush(t *testing.T) {
 	// The table is emptied: a later write of a is not sent.
 	steps(t, c3, "SET a 1", "+OK\r\n")
 	quiet(t, c1)
-	c1.write(encode("FLUSHDB"))
+	c1.Write(encode("FLUSHDB"))
 	expectFrames(t, c1, "+OK\r\n", invNull) // NOLOOP does not hold for flushes
 	expectFrames(t, c2, invNull)
 	steps(t, c3, "SELECT 3", "+OK\r\n", "FLUSHDB", "+OK\r\n") // any database
@@ -175,7 +176,7 @@ func TestTrackingKeyspaceCommands(t *testing.T) {
 	expectFrames(t, c1, inv("a"))
 	steps(t, c1, "GET a", "_\r\n", "GET c", "$1\r\n1\r\n")
 	steps(t, c2, "RENAME c b", "+OK\r\n")
-	frames := []string{c1.read(), c1.read()}
+	frames := []string{c1.Read(), c1.Read()}
 	sort.Strings(frames)
 	if frames[0] != inv("b") || frames[1] != inv("c") {
 		t.Fatalf("RENAME: %q", frames)
@@ -195,7 +196,7 @@ func TestTrackingExpiry(t *testing.T) {
 	steps(t, c1, "CLIENT TRACKING ON", "+OK\r\n", "GET k", "$1\r\nv\r\n")
 	steps(t, c2, "CLIENT TRACKING ON", "+OK\r\n", "GET j", "$1\r\nv\r\n")
 	clk.Advance(101)
-	c1.write(encode("GET", "k"))
+	c1.Write(encode("GET", "k"))
 	expectFrames(t, c1, "_\r\n", inv("k"))
 	// The active cycle deletes j: c2 is told at once.
 	runs := s.exp.runs.Load()
@@ -212,29 +213,29 @@ func TestTrackingExpiry(t *testing.T) {
 func TestTrackingEMQVerbs(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c1, c2 := resp3(t, s), dial(t, s)
-	id := strings.TrimSuffix(strings.TrimPrefix(c2.do("EMQ.ENQUEUE", "q", "*", "p"), "$14\r\n"), "\r\n")
+	id := strings.TrimSuffix(strings.TrimPrefix(c2.Do("EMQ.ENQUEUE", "q", "*", "p"), "$14\r\n"), "\r\n")
 	row := "emq:{q}:job:" + id
 	steps(t, c1, "CLIENT TRACKING ON", "+OK\r\n")
-	if r := c1.do("HGETALL", row); !strings.HasPrefix(r, "%") {
+	if r := c1.Do("HGETALL", row); !strings.HasPrefix(r, "%") {
 		t.Fatalf("HGETALL row: %q", r)
 	}
 	steps(t, c1, "ZRANGE emq:{q}:pending 0 -1", "*1\r\n$14\r\n"+id+"\r\n")
-	if r := c1.do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%9\r\n") {
+	if r := c1.Do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%9\r\n") {
 		t.Fatalf("EMQ.COUNTS: %q", r)
 	}
 	// The claim moves the job: pending and active (and the row).
-	if r := c2.do("EMQ.CLAIM", "q", "30000"); !strings.HasPrefix(r, "*1\r\n") {
+	if r := c2.Do("EMQ.CLAIM", "q", "30000"); !strings.HasPrefix(r, "*1\r\n") {
 		t.Fatalf("EMQ.CLAIM: %q", r)
 	}
 	expectSet(t, c1, "EMQ.CLAIM", inv(row), inv("emq:{q}:pending"), inv("emq:{q}:active"))
 	// EMQ.COMPLETE deletes the row and bumps the metrics hash.
-	if r := c1.do("EMQ.JOB", "q", id); !strings.HasPrefix(r, "%") {
+	if r := c1.Do("EMQ.JOB", "q", id); !strings.HasPrefix(r, "%") {
 		t.Fatalf("EMQ.JOB: %q", r)
 	}
-	if r := c1.do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%9\r\n") {
+	if r := c1.Do("EMQ.COUNTS", "q"); !strings.HasPrefix(r, "%9\r\n") {
 		t.Fatalf("EMQ.COUNTS: %q", r)
 	}
-	if r := c2.do("EMQ.COMPLETE", "q", id, "1"); r != ":1\r\n" {
+	if r := c2.Do("EMQ.COMPLETE", "q", id, "1"); r != ":1\r\n" {
 		t.Fatalf("EMQ.COMPLETE: %q", r)
 	}
 	expectSet(t, c1, "EMQ.COMPLETE", inv(row), inv("emq:{q}:active"), inv("emq:{q}:metrics:completed"))
@@ -242,12 +243,12 @@ func TestTrackingEMQVerbs(t *testing.T) {
 
 // expectSet reads the frames waiting for c (up to a PING's PONG) and
 // compares them with want as sets.
-func expectSet(t *testing.T, c *rawConn, what string, want ...string) {
+func expectSet(t *testing.T, c *testsupport.Conn, what string, want ...string) {
 	t.Helper()
-	c.write(encode("PING"))
+	c.Write(encode("PING"))
 	var got []string
 	for {
-		f := c.read()
+		f := c.Read()
 		if f == "+PONG\r\n" {
 			break
 		}
@@ -269,13 +270,13 @@ func TestTrackingBCAST(t *testing.T) {
 	steps(t, c2, "MSET b:1 x a:1 y c:1 z", "+OK\r\n")
 	expectFrames(t, c1, inv("a:1"), inv("b:1"))
 	// A pipeline is one batch: one push per prefix.
-	c2.write(append(append(encode("SET", "a:9", "1"), encode("SET", "a:2", "1")...), encode("SET", "a:9", "2")...))
+	c2.Write(append(append(encode("SET", "a:9", "1"), encode("SET", "a:2", "1")...), encode("SET", "a:9", "2")...))
 	expectFrames(t, c2, "+OK\r\n", "+OK\r\n", "+OK\r\n")
 	expectFrames(t, c1, inv("a:2", "a:9"))
 	steps(t, c2, "SET c:2 1", "+OK\r\n")
 	quiet(t, c1)
 	// Its own writes too (no NOLOOP), after its reply.
-	c1.write(encode("SET", "b:2", "1"))
+	c1.Write(encode("SET", "b:2", "1"))
 	expectFrames(t, c1, "+OK\r\n", inv("b:2"))
 	steps(t, c1, "CLIENT TRACKINGINFO",
 		"%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$5\r\nbcast\r\n$8\r\nredirect\r\n:0\r\n$8\r\nprefixes\r\n*2\r\n$2\r\na:\r\n$2\r\nb:\r\n")
@@ -288,7 +289,7 @@ func TestTrackingBCAST(t *testing.T) {
 	quiet(t, c3)
 	steps(t, c2, "SET other 1", "+OK\r\n")
 	expectFrames(t, c3, inv("other"))
-	c3.write(append(encode("SET", "own", "2"), encode("SET", "a:own", "1")...))
+	c3.Write(append(encode("SET", "own", "2"), encode("SET", "a:own", "1")...))
 	expectFrames(t, c3, "+OK\r\n", "+OK\r\n")
 	quiet(t, c3)
 	expectFrames(t, c1, inv("a:own"))
@@ -303,7 +304,7 @@ func TestTrackingOptInOptOut(t *testing.T) {
 	steps(t, c1, "CLIENT TRACKING ON OPTIN", "+OK\r\n", "GET a", "_\r\n")
 	steps(t, c2, "SET a 1", "+OK\r\n")
 	quiet(t, c1)
-	steps(t, c1, "CLIENT CACHING YES", "+OK\r\n", "CLIENT ID", c1.do("CLIENT", "ID"), "GET a", "$1\r\n1\r\n", "GET b", "_\r\n")
+	steps(t, c1, "CLIENT CACHING YES", "+OK\r\n", "CLIENT ID", c1.Do("CLIENT", "ID"), "GET a", "$1\r\n1\r\n", "GET b", "_\r\n")
 	steps(t, c2, "MSET a 2 b 2", "+OK\r\n")
 	expectFrames(t, c1, inv("a")) // b was read after the cached command
 	quiet(t, c1)
@@ -353,7 +354,7 @@ func TestTrackingRedirect(t *testing.T) {
 	c3 := resp3(t, s)
 	steps(t, c3, "CLIENT TRACKING ON REDIRECT "+subID, "+OK\r\n")
 	steps(t, c2, "FLUSHDB", "+OK\r\n")
-	f := []string{sub.read(), sub.read()}
+	f := []string{sub.Read(), sub.Read()}
 	sort.Strings(f)
 	if f[0] != redirMsg("$-1\r\n") || f[1] != redirMsg("_\r\n") {
 		t.Fatalf("flush messages %q", f)
@@ -363,14 +364,14 @@ func TestTrackingRedirect(t *testing.T) {
 	// tracking-redir-broken.
 	steps(t, c1, "GET k", "$-1\r\n")
 	steps(t, c3, "GET k", "_\r\n")
-	sub.nc.Close()
+	sub.NC.Close()
 	waitClients(t, s, 3)
 	steps(t, c2, "SET k 2", "+OK\r\n")
 	quiet(t, c1)
 	expectFrames(t, c3, ">2\r\n$21\r\ntracking-redir-broken\r\n:"+subID+"\r\n")
 	steps(t, c1, "CLIENT TRACKINGINFO",
 		"*6\r\n$5\r\nflags\r\n*2\r\n$2\r\non\r\n$15\r\nbroken_redirect\r\n$8\r\nredirect\r\n:"+subID+"\r\n$8\r\nprefixes\r\n*0\r\n")
-	if r := c1.do("CLIENT", "INFO"); !strings.Contains(r, " flags=tR ") || !strings.Contains(r, " redir="+subID+" ") {
+	if r := c1.Do("CLIENT", "INFO"); !strings.Contains(r, " flags=tR ") || !strings.Contains(r, " redir="+subID+" ") {
 		t.Fatalf("CLIENT INFO %q", r)
 	}
 	// A RESP3 target is sent the push itself.
@@ -447,8 +448,8 @@ func TestTrackingTableMaxKeys(t *testing.T) {
 	c1 := resp3(t, s)
 	steps(t, c1, "CONFIG SET tracking-table-max-keys 2", "+OK\r\n", "CLIENT TRACKING ON", "+OK\r\n",
 		"GET a", "_\r\n", "GET b", "_\r\n", "GET c", "_\r\n")
-	c1.write(encode("PING"))
-	f := c1.read()
+	c1.Write(encode("PING"))
+	f := c1.Read()
 	if f != inv("a") && f != inv("b") && f != inv("c") {
 		t.Fatalf("eviction push %q", f)
 	}
@@ -468,7 +469,7 @@ func TestTrackingWhileBlocked(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c1, c2 := resp3(t, s), dial(t, s)
 	steps(t, c1, "CLIENT TRACKING ON", "+OK\r\n", "GET k", "_\r\n")
-	c1.write(encode("BZPOPMIN", "z", "0"))
+	c1.Write(encode("BZPOPMIN", "z", "0"))
 	waitBlocked(t, c2, 1)
 	steps(t, c2, "SET k 1", "+OK\r\n")
 	expectFrames(t, c1, inv("k"))
@@ -510,11 +511,11 @@ func TestTrackingOverlapOneReply(t *testing.T) {
 	for _, proto := range []string{"2", "3"} {
 		c := dial(t, s)
 		if proto == "3" {
-			c.do("HELLO", "3")
+			c.Do("HELLO", "3")
 			off = "%3\r\n$5\r\nflags\r\n~1\r\n$3\r\noff\r\n$8\r\nredirect\r\n:-1\r\n$8\r\nprefixes\r\n*0\r\n"
 		}
-		c.write(encode(args...))
-		c.write(encode("PING"))
+		c.Write(encode(args...))
+		c.Write(encode("PING"))
 		expectFrames(t, c, overlap, "+PONG\r\n")
 		steps(t, c, "CLIENT TRACKINGINFO", off)
 		if r := s.InfoText("clients"); !strings.Contains(r, "tracking_clients:0\r\n") {
@@ -522,7 +523,7 @@ func TestTrackingOverlapOneReply(t *testing.T) {
 		}
 	}
 	ref := dialAddr(t, valkeyref.Start(t).Addr)
-	ref.write(encode(args...))
-	ref.write(encode("PING"))
+	ref.Write(encode(args...))
+	ref.Write(encode("PING"))
 	expectFrames(t, ref, overlap, "+OK\r\n", "+PONG\r\n")
 }

@@ -52,7 +52,7 @@ func replayTranscript(t *testing.T, s *Server, path string) {
 	}
 	defer f.Close()
 	admin := dial(t, s)
-	if r := admin.do("FLUSHALL"); r != "+OK\r\n" {
+	if r := admin.Do("FLUSHALL"); r != "+OK\r\n" {
 		t.Fatalf("FLUSHALL: %q", r)
 	}
 	c := dial(t, s)
@@ -70,19 +70,19 @@ func replayTranscript(t *testing.T, s *Server, path string) {
 		if l.Raw != nil {
 			raw := latin1(*l.Raw)
 			label = "raw " + quoteShort(raw)
-			c.write([]byte(raw))
+			c.Write([]byte(raw))
 		} else {
 			args := make([]string, len(l.Send))
 			for i, a := range l.Send {
 				args[i] = latin1(a)
 			}
 			label = quoteShort(strings.Join(args, " "))
-			c.write(encode(args...))
+			c.Write(encode(args...))
 		}
 		frames := countFrames(t, want)
 		var got strings.Builder
 		for i := 0; i < frames; i++ {
-			fr, err := c.readErr(5 * time.Second)
+			fr, err := c.ReadTimeout(5 * time.Second)
 			if err != nil {
 				t.Fatalf("line %d %s: reading reply: %v (got so far %q)", n, label, err, got.String())
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // EMQ.WAIT (docs/verbs.md §4.23) end to end: parks on the job row, wakes
@@ -15,12 +16,12 @@ import (
 const waitID = "JOB00000000001"
 
 // claimToken enqueues waitID on q and claims it, returning its token.
-func claimToken(t *testing.T, c *rawConn, q string) string {
+func claimToken(t *testing.T, c *testsupport.Conn, q string) string {
 	t.Helper()
-	if r := c.do("EMQ.ENQUEUE", q, waitID, "p"); strings.HasPrefix(r, "-") {
+	if r := c.Do("EMQ.ENQUEUE", q, waitID, "p"); strings.HasPrefix(r, "-") {
 		t.Fatal(r)
 	}
-	r := c.do("EMQ.CLAIM", q, "60000")
+	r := c.Do("EMQ.CLAIM", q, "60000")
 	// *1 *4 $14 id $1 p $n token :0
 	parts := strings.Split(r, "\r\n")
 	if len(parts) < 8 {
@@ -32,27 +33,27 @@ func claimToken(t *testing.T, c *rawConn, q string) string {
 func TestWaitWakesOnCompletion(t *testing.T) {
 	s := startServer(t, nil, clock.NewManual(1_700_000_000_000))
 	admin := dial(t, s)
-	admin.do("EMQ.RETAIN", "q", "COMPLETED", "10", "0")
+	admin.Do("EMQ.RETAIN", "q", "COMPLETED", "10", "0")
 	tok := claimToken(t, admin, "q")
 	w := dial(t, s)
-	w.write(encode("EMQ.WAIT", "q", waitID, "0"))
+	w.Write(encode("EMQ.WAIT", "q", waitID, "0"))
 	waitBlocked(t, admin, 1)
-	w.expectNothing(30 * time.Millisecond)
+	w.ExpectNothing(30 * time.Millisecond)
 	// A write of the row that does not finish it does not answer.
-	admin.do("EMQ.PROGRESS", "q", waitID, tok, "half")
-	w.expectNothing(30 * time.Millisecond)
-	if r := admin.do("EMQ.COMPLETE", "q", waitID, tok, "RESULT", "42"); r != ":1\r\n" {
+	admin.Do("EMQ.PROGRESS", "q", waitID, tok, "half")
+	w.ExpectNothing(30 * time.Millisecond)
+	if r := admin.Do("EMQ.COMPLETE", "q", waitID, tok, "RESULT", "42"); r != ":1\r\n" {
 		t.Fatal(r)
 	}
 	want := "*8\r\n$5\r\nstate\r\n$9\r\ncompleted\r\n$6\r\nresult\r\n$2\r\n42\r\n$5\r\nerror\r\n$-1\r\n$11\r\nfinished_at\r\n$13\r\n1700000000000\r\n"
-	if r := w.read(); r != want {
+	if r := w.Read(); r != want {
 		t.Fatalf("wake reply %q, want %q", r, want)
 	}
 	waitBlocked(t, admin, 0)
 	// Finished and retained: answers at once, RESP3 as a map.
-	w.do("HELLO", "3")
+	w.Do("HELLO", "3")
 	want3 := "%4\r\n$5\r\nstate\r\n$9\r\ncompleted\r\n$6\r\nresult\r\n$2\r\n42\r\n$5\r\nerror\r\n_\r\n$11\r\nfinished_at\r\n$13\r\n1700000000000\r\n"
-	if r := w.do("EMQ.WAIT", "q", waitID, "0"); r != want3 {
+	if r := w.Do("EMQ.WAIT", "q", waitID, "0"); r != want3 {
 		t.Fatalf("retained reply %q, want %q", r, want3)
 	}
 }
@@ -62,13 +63,13 @@ func TestWaitCompletionWithoutRetentionAnswersGone(t *testing.T) {
 	admin := dial(t, s)
 	tok := claimToken(t, admin, "q")
 	w := dial(t, s)
-	w.write(encode("EMQ.WAIT", "q", waitID, "0"))
+	w.Write(encode("EMQ.WAIT", "q", waitID, "0"))
 	waitBlocked(t, admin, 1)
-	admin.do("EMQ.COMPLETE", "q", waitID, tok)
-	if r := w.read(); r != "-EMQSTALE job gone\r\n" {
+	admin.Do("EMQ.COMPLETE", "q", waitID, tok)
+	if r := w.Read(); r != "-EMQSTALE job gone\r\n" {
 		t.Fatalf("reply %q", r)
 	}
-	if r := w.do("EMQ.WAIT", "q", "JOB0000000000Z", "100"); r != "-EMQSTALE job gone\r\n" {
+	if r := w.Do("EMQ.WAIT", "q", "JOB0000000000Z", "100"); r != "-EMQSTALE job gone\r\n" {
 		t.Fatalf("no row: %q", r)
 	}
 }
@@ -78,15 +79,15 @@ func TestWaitWakesOnDeath(t *testing.T) {
 	admin := dial(t, s)
 	tok := claimToken(t, admin, "q")
 	w1, w2 := dial(t, s), dial(t, s)
-	w1.write(encode("EMQ.WAIT", "q", waitID, "0"))
-	w2.write(encode("EMQ.WAIT", "q", waitID, "5000"))
+	w1.Write(encode("EMQ.WAIT", "q", waitID, "0"))
+	w2.Write(encode("EMQ.WAIT", "q", waitID, "5000"))
 	waitBlocked(t, admin, 2)
-	if r := admin.do("EMQ.FAIL", "q", waitID, tok, "1", "0", "boom"); strings.HasPrefix(r, "-") {
+	if r := admin.Do("EMQ.FAIL", "q", waitID, tok, "1", "0", "boom"); strings.HasPrefix(r, "-") {
 		t.Fatal(r)
 	}
 	want := "*8\r\n$5\r\nstate\r\n$4\r\ndead\r\n$6\r\nresult\r\n$-1\r\n$5\r\nerror\r\n$4\r\nboom\r\n$11\r\nfinished_at\r\n$13\r\n1700000000000\r\n"
-	for i, w := range []*rawConn{w1, w2} {
-		if r := w.read(); r != want {
+	for i, w := range []*testsupport.Conn{w1, w2} {
+		if r := w.Read(); r != want {
 			t.Fatalf("waiter %d: %q, want %q", i, r, want)
 		}
 	}
@@ -97,21 +98,21 @@ func TestWaitTimesOut(t *testing.T) {
 	clk := clock.NewManual(1_000_000)
 	s := startServer(t, nil, clk)
 	admin := dial(t, s)
-	admin.do("EMQ.ENQUEUE", "q", waitID, "p")
+	admin.Do("EMQ.ENQUEUE", "q", waitID, "p")
 	w := dial(t, s)
-	w.write(encode("EMQ.WAIT", "q", waitID, "1000"))
+	w.Write(encode("EMQ.WAIT", "q", waitID, "1000"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(999)
-	w.expectNothing(30 * time.Millisecond)
+	w.ExpectNothing(30 * time.Millisecond)
 	clk.Advance(1)
-	if r := w.read(); r != "*-1\r\n" {
+	if r := w.Read(); r != "*-1\r\n" {
 		t.Fatalf("timeout reply %q", r)
 	}
-	w.do("HELLO", "3")
-	w.write(encode("EMQ.WAIT", "q", waitID, "10"))
+	w.Do("HELLO", "3")
+	w.Write(encode("EMQ.WAIT", "q", waitID, "10"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(10)
-	if r := w.read(); r != "_\r\n" {
+	if r := w.Read(); r != "_\r\n" {
 		t.Fatalf("RESP3 timeout reply %q", r)
 	}
 }
@@ -119,11 +120,11 @@ func TestWaitTimesOut(t *testing.T) {
 func TestWaitInsideMultiDoesNotBlock(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	c.do("EMQ.ENQUEUE", "q", waitID, "p")
-	c.do("MULTI")
-	c.do("EMQ.WAIT", "q", waitID, "0")
-	c.do("EMQ.WAIT", "q", "JOB0000000000Z", "0")
-	if r := c.do("EXEC"); r != "*2\r\n*-1\r\n-EMQSTALE job gone\r\n" {
+	c.Do("EMQ.ENQUEUE", "q", waitID, "p")
+	c.Do("MULTI")
+	c.Do("EMQ.WAIT", "q", waitID, "0")
+	c.Do("EMQ.WAIT", "q", "JOB0000000000Z", "0")
+	if r := c.Do("EXEC"); r != "*2\r\n*-1\r\n-EMQSTALE job gone\r\n" {
 		t.Fatalf("EXEC %q", r)
 	}
 }
@@ -131,14 +132,14 @@ func TestWaitInsideMultiDoesNotBlock(t *testing.T) {
 func TestWaitRefusals(t *testing.T) {
 	s := startServer(t, nil, nil)
 	c := dial(t, s)
-	c.do("SET", "emq:{q}:job:"+waitID, "x")
+	c.Do("SET", "emq:{q}:job:"+waitID, "x")
 	for _, tc := range [][2]string{
 		{"EMQ.WAIT q " + waitID + " -1", "-ERR timeout_ms must be a non-negative integer\r\n"},
 		{"EMQ.WAIT q " + waitID + " x", "-ERR value is not an integer or out of range\r\n"},
 		{"EMQ.WAIT q " + waitID + " 0", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
 		{"EMQ.WAIT q " + waitID, "-ERR wrong number of arguments for 'emq.wait' command\r\n"},
 	} {
-		if r := c.do(strings.Fields(tc[0])...); r != tc[1] {
+		if r := c.Do(strings.Fields(tc[0])...); r != tc[1] {
 			t.Errorf("%s: %q, want %q", tc[0], r, tc[1])
 		}
 	}
@@ -150,12 +151,12 @@ func TestWaitFlushAnswersGone(t *testing.T) {
 	for _, flush := range []string{"FLUSHDB", "FLUSHALL"} {
 		s := startServer(t, nil, nil)
 		admin := dial(t, s)
-		admin.do("EMQ.ENQUEUE", "q", waitID, "p")
+		admin.Do("EMQ.ENQUEUE", "q", waitID, "p")
 		w := dial(t, s)
-		w.write(encode("EMQ.WAIT", "q", waitID, "0"))
+		w.Write(encode("EMQ.WAIT", "q", waitID, "0"))
 		waitBlocked(t, admin, 1)
-		admin.do(flush)
-		if r := w.read(); r != "-EMQSTALE job gone\r\n" {
+		admin.Do(flush)
+		if r := w.Read(); r != "-EMQSTALE job gone\r\n" {
 			t.Fatalf("%s: %q", flush, r)
 		}
 		waitBlocked(t, admin, 0)

@@ -25,39 +25,39 @@ func TestBlockingPopArrivalOrderAcrossKeys(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	c1, c2, c3 := dial(t, s), dial(t, s), dial(t, s)
-	c1.write(encode("BZPOPMIN", "k1", "k2", "0"))
+	c1.Write(encode("BZPOPMIN", "k1", "k2", "0"))
 	waitBlocked(t, admin, 1)
-	c2.write(encode("BZPOPMIN", "k2", "0"))
+	c2.Write(encode("BZPOPMIN", "k2", "0"))
 	waitBlocked(t, admin, 2)
-	c3.write(encode("BZPOPMAX", "k1", "0"))
+	c3.Write(encode("BZPOPMAX", "k1", "0"))
 	waitBlocked(t, admin, 3)
-	if r := admin.do("ZADD", "k2", "1", "a", "2", "b", "3", "c"); r != ":3\r\n" {
+	if r := admin.Do("ZADD", "k2", "1", "a", "2", "b", "3", "c"); r != ":3\r\n" {
 		t.Fatal(r)
 	}
-	if r := c1.read(); r != popReply("k2", "a", "1") {
+	if r := c1.Read(); r != popReply("k2", "a", "1") {
 		t.Fatalf("c1: %q", r)
 	}
-	if r := c2.read(); r != popReply("k2", "b", "2") {
+	if r := c2.Read(); r != popReply("k2", "b", "2") {
 		t.Fatalf("c2: %q", r)
 	}
 	waitBlocked(t, admin, 1)
-	if r := admin.do("ZRANGE", "k2", "0", "-1"); r != "*1\r\n$1\r\nc\r\n" {
+	if r := admin.Do("ZRANGE", "k2", "0", "-1"); r != "*1\r\n$1\r\nc\r\n" {
 		t.Fatalf("left: %q", r)
 	}
 	// Both keys filled by one transaction: k3 is signalled first, and its
 	// waiter c4 pops from k1, the first of its own keys that holds members;
 	// then k1's first waiter c3 takes what is left.
 	c4 := dial(t, s)
-	c4.write(encode("BZMPOP", "0", "2", "k1", "k3", "MIN", "COUNT", "1"))
+	c4.Write(encode("BZMPOP", "0", "2", "k1", "k3", "MIN", "COUNT", "1"))
 	waitBlocked(t, admin, 2)
 	expectSteps(t, admin, [][2]string{
 		{"MULTI", "+OK\r\n"}, {"ZADD k3 9 z", "+QUEUED\r\n"}, {"ZADD k1 1 x 2 y", "+QUEUED\r\n"},
 		{"EXEC", "*2\r\n:1\r\n:2\r\n"},
 	})
-	if r := c3.read(); r != popReply("k1", "y", "2") {
+	if r := c3.Read(); r != popReply("k1", "y", "2") {
 		t.Fatalf("c3: %q", r)
 	}
-	if r := c4.read(); r != "*2\r\n$2\r\nk1\r\n*1\r\n*2\r\n$1\r\nx\r\n$1\r\n1\r\n" {
+	if r := c4.Read(); r != "*2\r\n$2\r\nk1\r\n*1\r\n*2\r\n$1\r\nx\r\n$1\r\n1\r\n" {
 		t.Fatalf("c4: %q", r)
 	}
 	waitBlocked(t, admin, 0)
@@ -72,31 +72,31 @@ func TestBlockingPopTimeout(t *testing.T) {
 	s := startServer(t, nil, clk)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("BZPOPMIN", "k", "1.5"))
+	c.Write(encode("BZPOPMIN", "k", "1.5"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(1499)
 	waitBlocked(t, admin, 1)
 	clk.Advance(1)
-	if r := c.read(); r != "*-1\r\n" {
+	if r := c.Read(); r != "*-1\r\n" {
 		t.Fatalf("timeout reply %q", r)
 	}
-	c.do("HELLO", "3")
-	c.write(encode("BZMPOP", "0.001", "1", "k", "MAX"))
+	c.Do("HELLO", "3")
+	c.Write(encode("BZMPOP", "0.001", "1", "k", "MAX"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(1)
-	if r := c.read(); r != "_\r\n" {
+	if r := c.Read(); r != "_\r\n" {
 		t.Fatalf("RESP3 timeout reply %q", r)
 	}
 	// Timeout 0 waits for ever; CLIENT UNBLOCK ends it as a timeout.
-	cid := strings.TrimSpace(strings.TrimPrefix(c.do("CLIENT", "ID"), ":"))
-	c.write(encode("BZPOPMAX", "k", "0"))
+	cid := strings.TrimSpace(strings.TrimPrefix(c.Do("CLIENT", "ID"), ":"))
+	c.Write(encode("BZPOPMAX", "k", "0"))
 	waitBlocked(t, admin, 1)
 	clk.Advance(1 << 40)
 	waitBlocked(t, admin, 1)
-	if r := admin.do("CLIENT", "UNBLOCK", cid); r != ":1\r\n" {
+	if r := admin.Do("CLIENT", "UNBLOCK", cid); r != ":1\r\n" {
 		t.Fatalf("CLIENT UNBLOCK %s: %q", cid, r)
 	}
-	if r := c.read(); r != "_\r\n" {
+	if r := c.Read(); r != "_\r\n" {
 		t.Fatalf("unblocked reply %q", r)
 	}
 }
@@ -107,9 +107,9 @@ func TestBlockingPopDisconnectTakesNothing(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
-	c.nc.Close()
+	c.NC.Close()
 	waitBlocked(t, admin, 0)
 	expectSteps(t, admin, [][2]string{
 		{"ZADD k 1 a", ":1\r\n"},
@@ -124,7 +124,7 @@ func TestBlockingPopMultiAddRemove(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{
 		{"MULTI", "+OK\r\n"}, {"ZADD k 1 a", "+QUEUED\r\n"}, {"ZREM k a", "+QUEUED\r\n"},
@@ -133,7 +133,7 @@ func TestBlockingPopMultiAddRemove(t *testing.T) {
 	})
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"DEL k", ":1\r\n"}, {"ZADD k 2 b", ":1\r\n"}})
-	if r := c.read(); r != popReply("k", "b", "2") {
+	if r := c.Read(); r != popReply("k", "b", "2") {
 		t.Fatalf("got %q", r)
 	}
 	expectSteps(t, admin, [][2]string{{"EXISTS k", ":0\r\n"}})
@@ -145,31 +145,31 @@ func TestBlockingPopPipelinedPair(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(append(encode("BZPOPMIN", "k", "0"), encode("BZPOPMIN", "k", "0")...))
+	c.Write(append(encode("BZPOPMIN", "k", "0"), encode("BZPOPMIN", "k", "0")...))
 	waitBlocked(t, admin, 1)
-	if r := admin.do("ZADD", "k", "1", "a", "2", "b"); r != ":2\r\n" {
+	if r := admin.Do("ZADD", "k", "1", "a", "2", "b"); r != ":2\r\n" {
 		t.Fatal(r)
 	}
-	if r := c.read(); r != popReply("k", "a", "1") {
+	if r := c.Read(); r != popReply("k", "a", "1") {
 		t.Fatalf("first %q", r)
 	}
-	if r := c.read(); r != popReply("k", "b", "2") {
+	if r := c.Read(); r != popReply("k", "b", "2") {
 		t.Fatalf("second %q", r)
 	}
 	d1, d2 := dial(t, s), dial(t, s)
-	d1.write(encode("BZPOPMAX", "p", "0"))
+	d1.Write(encode("BZPOPMAX", "p", "0"))
 	waitBlocked(t, admin, 1)
-	d2.write(encode("BZPOPMAX", "p", "0"))
+	d2.Write(encode("BZPOPMAX", "p", "0"))
 	waitBlocked(t, admin, 2)
-	admin.write(append(encode("ZADD", "p", "1", "x"), encode("ZADD", "p", "2", "y")...))
-	if r := admin.read() + admin.read(); r != ":1\r\n:1\r\n" {
+	admin.Write(append(encode("ZADD", "p", "1", "x"), encode("ZADD", "p", "2", "y")...))
+	if r := admin.Read() + admin.Read(); r != ":1\r\n:1\r\n" {
 		t.Fatal(r)
 	}
 	// One batch: both writes land before the waiters are served.
-	if r := d1.read(); r != popReply("p", "y", "2") {
+	if r := d1.Read(); r != popReply("p", "y", "2") {
 		t.Fatalf("d1 %q", r)
 	}
-	if r := d2.read(); r != popReply("p", "x", "1") {
+	if r := d2.Read(); r != popReply("p", "x", "1") {
 		t.Fatalf("d2 %q", r)
 	}
 }
@@ -183,28 +183,28 @@ func TestBlockingPopExpiredKeyReplaced(t *testing.T) {
 	c := dial(t, s)
 	expectSteps(t, admin, [][2]string{{"ZADD k 1 old", ":1\r\n"}, {"PEXPIRE k 100", ":1\r\n"}})
 	clk.Advance(101)
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"ZADD k 2 new", ":1\r\n"}})
-	if r := c.read(); r != popReply("k", "new", "2") {
+	if r := c.Read(); r != popReply("k", "new", "2") {
 		t.Fatalf("got %q", r)
 	}
 	// A string with a TTL on the key: no wake-up while it lives; once it
 	// expired, the ZADD that replaces it does.
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"SET k str PX 50", "+OK\r\n"}})
 	waitBlocked(t, admin, 1)
 	clk.Advance(51)
 	expectSteps(t, admin, [][2]string{{"ZADD k 3 z", ":1\r\n"}})
-	if r := c.read(); r != popReply("k", "z", "3") {
+	if r := c.Read(); r != popReply("k", "z", "3") {
 		t.Fatalf("got %q", r)
 	}
 	// RENAME of a key with a TTL onto the awaited key serves the waiter.
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"ZADD src 4 r", ":1\r\n"}, {"PEXPIRE src 1000", ":1\r\n"}, {"RENAME src k", "+OK\r\n"}})
-	if r := c.read(); r != popReply("k", "r", "4") {
+	if r := c.Read(); r != popReply("k", "r", "4") {
 		t.Fatalf("got %q", r)
 	}
 }
@@ -214,16 +214,16 @@ func TestBlockingPopMoveAndSwapDB(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"SELECT 1", "+OK\r\n"}, {"ZADD k 1 a", ":1\r\n"}, {"MOVE k 0", ":1\r\n"}})
-	if r := c.read(); r != popReply("k", "a", "1") {
+	if r := c.Read(); r != popReply("k", "a", "1") {
 		t.Fatalf("after MOVE %q", r)
 	}
-	c.write(encode("BZPOPMIN", "k", "0"))
+	c.Write(encode("BZPOPMIN", "k", "0"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"ZADD k 2 b", ":1\r\n"}, {"SWAPDB 0 1", "+OK\r\n"}})
-	if r := c.read(); r != popReply("k", "b", "2") {
+	if r := c.Read(); r != popReply("k", "b", "2") {
 		t.Fatalf("after SWAPDB %q", r)
 	}
 }
@@ -234,10 +234,10 @@ func TestBlockingPopRecordedInAOF(t *testing.T) {
 	s := durable(t, dir, nil)
 	admin := dial(t, s)
 	c := dial(t, s)
-	c.write(encode("BZMPOP", "0", "1", "k", "MAX", "COUNT", "2"))
+	c.Write(encode("BZMPOP", "0", "1", "k", "MAX", "COUNT", "2"))
 	waitBlocked(t, admin, 1)
 	expectSteps(t, admin, [][2]string{{"ZADD k 1 a 2 b 3 c", ":3\r\n"}})
-	if r := c.read(); r != "*2\r\n$1\r\nk\r\n*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n" {
+	if r := c.Read(); r != "*2\r\n$1\r\nk\r\n*2\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n" {
 		t.Fatalf("got %q", r)
 	}
 	stop(t, s)

@@ -324,6 +324,11 @@ func Dial(t testing.TB, addr string) *Conn {
 	return &Conn{t: t, NC: nc, BR: bufio.NewReader(nc)}
 }
 
+// NewConn wraps nc, a connection the caller made (and closes), as a Conn.
+func NewConn(t testing.TB, nc net.Conn) *Conn {
+	return &Conn{t: t, NC: nc, BR: bufio.NewReader(nc)}
+}
+
 // Write sends b as it is.
 func (c *Conn) Write(b []byte) {
 	c.t.Helper()
@@ -357,6 +362,28 @@ func (c *Conn) ReadTimeout(d time.Duration) (string, error) {
 	var buf bytes.Buffer
 	err := ReadFrame(c.BR, &buf)
 	return buf.String(), err
+}
+
+// ExpectNothing fails the test if a reply frame arrives within d.
+func (c *Conn) ExpectNothing(d time.Duration) {
+	c.t.Helper()
+	if s, err := c.ReadTimeout(d); err == nil {
+		c.t.Fatalf("unexpected reply %q", s)
+	}
+}
+
+// ExpectClosed fails the test unless the peer closes the connection within
+// 5 seconds (a byte read, or a timeout, fails it).
+func (c *Conn) ExpectClosed() {
+	c.t.Helper()
+	c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := c.BR.ReadByte()
+	if err == nil {
+		c.t.Fatalf("connection still open, got %q", b)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		c.t.Fatal("connection not closed")
+	}
 }
 
 // Keyspace renders databases 0..dbs-1 of the server at addr as sorted
