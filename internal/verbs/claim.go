@@ -180,15 +180,19 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, bu
 	return r
 }
 
-// claimedJob is one job handed out: the reply's [id, payload, token,
-// failures].
-type claimedJob struct {
+// ClaimedJob is one job a claim handed out (docs/verbs.md §4.3): the wire
+// reply's [id, payload, token, failures]. Key is the job's row key.
+// Payload is the stored value: read it before the next write of the job.
+type ClaimedJob struct {
 	ID       string
-	Key      string // row key
+	Key      string
 	Payload  []byte
 	Token    []byte
 	Failures int64
 }
+
+// claimedJob is the judgements' spelling of a ClaimedJob.
+type claimedJob = ClaimedJob
 
 // claimVerdict lists the jobs handed out, and the ids the claim promoted to
 // pending but did not take (they wake other claimers). Promoted is the
@@ -388,21 +392,70 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	return v, p, noRefusal
 }
 
-// claimOnce runs one claim at c.NowMs: read, judge, apply, wake. It writes
-// the reply only for a refusal (refused true).
-func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (v claimVerdict, refused bool) {
+// ClaimArgs are EMQ.CLAIM's arguments (docs/verbs.md §4.3) and NEXT's
+// (§4.5.1): Queue (valid), LeaseMs (>= 1) and Count (>= 1; 0: 1). BLOCK
+// is the connection's (the wire adapter parks it and retries Claim): the
+// method makes one attempt.
+type ClaimArgs struct {
+	Queue   string
+	LeaseMs int64
+	Count   int64
+}
+
+// Argv is the canonical command line: EMQ.CLAIM q lease_ms [COUNT count].
+func (a *ClaimArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.CLAIM", a.Queue, itoa(a.LeaseMs))
+	if a.Count > 1 {
+		argv = append(argv, []byte("COUNT"), []byte(itoa(a.Count)))
+	}
+	return argv
+}
+
+// nextArgv appends NEXT lease_ms [COUNT count] of a (LeaseMs 0: nothing).
+func (a *ClaimArgs) nextArgv(argv [][]byte) [][]byte {
+	if a.LeaseMs <= 0 {
+		return argv
+	}
+	argv = append(argv, []byte("NEXT"), []byte(itoa(a.LeaseMs)))
+	if a.Count > 1 {
+		argv = append(argv, []byte("COUNT"), []byte(itoa(a.Count)))
+	}
+	return argv
+}
+
+// claimArgsOf is the judgement's view of a.
+func (vs *Verbs) claimArgsOf(a *ClaimArgs) claimArgs {
+	return claimArgs{K: vs.keysOf(a.Queue), LeaseMs: a.LeaseMs, Count: max(a.Count, 1)}
+}
+
+// ClaimResult is the jobs a claim handed out, in order (none: the queue
+// had nothing claimable, or is paused).
+type ClaimResult struct{ Jobs []ClaimedJob }
+
+// Claim is EMQ.CLAIM without BLOCK (docs/verbs.md §4.3): the due
+// scheduled jobs are promoted first, then up to Count pending jobs are
+// leased for LeaseMs. The claim stops early rather than hand out a job
+// whose reply would pass the client's output limit (c.ReplyRoom, §2.16).
+// A *Refusal wrote nothing.
+func (vs *Verbs) Claim(c *store.Ctx, a *ClaimArgs) (ClaimResult, error) {
+	ca := vs.claimArgsOf(a)
+	v, err := vs.claimOnce(c, &ca)
+	return ClaimResult{Jobs: v.Jobs}, err
+}
+
+// claimOnce runs one claim at c.NowMs: read, judge, apply, wake.
+func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (claimVerdict, error) {
 	a.Room = c.ReplyRoom()
 	lb := vs.laneScratch()
 	r := readClaimAfter(c.DB, a, c.NowMs, nil, nil, lb)
 	v, p, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), a)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return v, true
+		return v, vs.refused(c, ref)
 	}
 	p = r.Lanes.flush(p)
 	apply(c, p)
 	vs.claimed(c, a, &v)
-	return v, false
+	return v, nil
 }
 
 // claimed counts, publishes and wakes for claim verdict v once its plan
@@ -435,10 +488,12 @@ func bulkBytes(n int) int64 { return int64(n) + 5 + int64(len(strconv.Itoa(n))) 
 // arrayHeaderBytes is the most an array header of at most n elements takes.
 func arrayHeaderBytes(n int64) int64 { return 3 + int64(len(strconv.FormatInt(n, 10))) }
 
-func writeClaimReply(c *store.Ctx, v *claimVerdict) {
-	c.W.Array(len(v.Jobs))
-	for i := range v.Jobs {
-		j := &v.Jobs[i]
+// writeClaimJobs writes a claim's reply: an array of [id, payload, token,
+// failures].
+func writeClaimJobs(c *store.Ctx, jobs []ClaimedJob) {
+	c.W.Array(len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
 		c.W.Array(4)
 		c.W.BulkString(j.ID)
 		c.W.Bulk(j.Payload)
@@ -447,17 +502,19 @@ func writeClaimReply(c *store.Ctx, v *claimVerdict) {
 	}
 }
 
+// EMQ.CLAIM q lease_ms [COUNT count] [BLOCK block_ms]
 func (vs *Verbs) cmdClaim(c *store.Ctx) {
 	var args claimArgs
 	if !vs.parseClaim(c, &args) {
 		return
 	}
-	v, refused := vs.claimOnce(c, &args)
-	if refused {
+	v, err := vs.claimOnce(c, &args)
+	if err != nil {
+		replyRefusal(c, err)
 		return
 	}
 	if len(v.Jobs) > 0 || !args.Block {
-		writeClaimReply(c, &v)
+		writeClaimJobs(c, v.Jobs)
 		return
 	}
 	if c.InMulti {
@@ -477,14 +534,15 @@ func (vs *Verbs) cmdClaim(c *store.Ctx) {
 			if rc.DB == nil || rc.DB.Index != db {
 				rc.DB = rc.S.DB(db)
 			}
-			v, refused := vs.claimOnce(rc, a)
-			if refused {
-				return true // the error ends the wait
+			v, err := vs.claimOnce(rc, a)
+			if err != nil {
+				replyRefusal(rc, err) // the error ends the wait
+				return true
 			}
 			if len(v.Jobs) == 0 {
 				return false
 			}
-			writeClaimReply(rc, &v)
+			writeClaimJobs(rc, v.Jobs)
 			return true
 		},
 		Due: func(rc *store.Ctx) (int64, bool) { return nextWake(rc.S.DB(db), a.K) },

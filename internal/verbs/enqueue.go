@@ -96,26 +96,131 @@ func (o *jobOpts) row() *jobRow {
 	return &jobRow{LaneName: rowField{Val: []byte(o.Lane), Present: true}}
 }
 
+// JobOptions are the options EMQ.ENQUEUE and EMQ.ENQUEUE.MANY share
+// (docs/verbs.md §4.2): where the job goes (HasDelay: DELAY DelayMs >= 0,
+// due at now+DelayMs; HasAt: AT AtMs, a Unix ms time >= 0; at most one of
+// the two; neither: pending now), its Priority (0: none; a PRIORITY
+// value, docs/verbs.md §2.13) and its Lane ("" or DefaultLane: the
+// default lane; else a valid lane name, §4.26).
+type JobOptions struct {
+	HasDelay bool
+	DelayMs  int64
+	HasAt    bool
+	AtMs     int64
+	Priority int64
+	Lane     string
+}
+
+// jobOptsOf is the judgement's view of o.
+func jobOptsOf(o *JobOptions) jobOpts {
+	j := jobOpts{Prio: o.Priority, HasPrio: o.Priority != 0}
+	switch {
+	case o.HasDelay:
+		j.Sched, j.Ms = schedDelay, o.DelayMs
+	case o.HasAt:
+		j.Sched, j.Ms = schedAt, o.AtMs
+	}
+	if o.Lane != "" && o.Lane != DefaultLane {
+		j.HasLane, j.Lane = true, o.Lane
+	}
+	return j
+}
+
+// public is the JobOptions of parsed options j.
+func (j *jobOpts) public() JobOptions {
+	o := JobOptions{Priority: j.Prio, Lane: j.Lane}
+	switch j.Sched {
+	case schedDelay:
+		o.HasDelay, o.DelayMs = true, j.Ms
+	case schedAt:
+		o.HasAt, o.AtMs = true, j.Ms
+	}
+	return o
+}
+
+// argv appends o's options as the command line spells them.
+func (o *JobOptions) argv(argv [][]byte) [][]byte {
+	switch {
+	case o.HasDelay:
+		argv = append(argv, []byte("DELAY"), []byte(itoa(o.DelayMs)))
+	case o.HasAt:
+		argv = append(argv, []byte("AT"), []byte(itoa(o.AtMs)))
+	}
+	if o.Priority != 0 {
+		argv = append(argv, []byte("PRIORITY"), []byte(itoa(o.Priority)))
+	}
+	if o.Lane != "" && o.Lane != DefaultLane {
+		argv = append(argv, []byte("LANE"), []byte(o.Lane))
+	}
+	return argv
+}
+
+// EnqueueArgs are EMQ.ENQUEUE's arguments (docs/verbs.md §4.2): Queue
+// (valid), ID (a job id, ValidID, or "*": the server mints one, §1.4),
+// Payload (the method keeps its own copy) and the options.
+type EnqueueArgs struct {
+	Queue   string
+	ID      string
+	Payload []byte
+	JobOptions
+	// row is the row key the wire adapter built with ID.
+	row string
+}
+
+// Argv is the canonical command line: EMQ.ENQUEUE q id payload [DELAY
+// delay_ms | AT run_at_ms] [PRIORITY p] [LANE name].
+func (a *EnqueueArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.ENQUEUE", a.Queue, a.ID)
+	argv = append(argv, a.Payload)
+	return a.JobOptions.argv(argv)
+}
+
+// EnqueueResult is the admitted job's id (minted or the caller's), or
+// Duplicate: a job of that id exists, nothing was written (the wire
+// reply is nil).
+type EnqueueResult struct {
+	ID        string
+	Duplicate bool
+}
+
+// EMQ.ENQUEUE q id payload [DELAY delay_ms | AT run_at_ms] [PRIORITY p] [LANE name]
 func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
-	a := enqueueArgs{K: k}
+	var o jobOpts
 	argv := c.Argv
 	for i := 4; i < len(argv); i += 2 {
-		if !parseJobOpt(argv, i, &a.jobOpts, c) {
+		if !parseJobOpt(argv, i, &o, c) {
 			return
 		}
 	}
-	if len(argv[2]) == 1 && argv[2][0] == '*' {
-		a.Mint = true
-	} else if !ValidID(argv[2]) {
-		c.W.Error(ErrKind)
-		return
+	ea := EnqueueArgs{Queue: k.Queue, ID: "*", Payload: argv[3], JobOptions: o.public()}
+	if len(argv[2]) != 1 || argv[2][0] != '*' {
+		if !ValidID(argv[2]) {
+			c.W.Error(ErrKind)
+			return
+		}
+		ea.row, ea.ID = k.rowOf(argv[2])
 	}
-	a.Payload = argv[3] // cloned below once admission is certain
+	res, err := vs.Enqueue(c, &ea)
+	switch {
+	case err != nil:
+		replyRefusal(c, err)
+	case res.Duplicate:
+		c.W.Nil()
+	default:
+		c.W.BulkString(res.ID)
+	}
+}
 
+// Enqueue is EMQ.ENQUEUE (docs/verbs.md §4.2): a new job row, pending (or
+// scheduled with DELAY or AT), unless a job of that id exists (Duplicate,
+// nothing written). A *Refusal wrote nothing.
+func (vs *Verbs) Enqueue(c *store.Ctx, ea *EnqueueArgs) (EnqueueResult, error) {
+	k := vs.keysOf(ea.Queue)
+	a := enqueueArgs{K: k, Mint: ea.ID == "*", Payload: ea.Payload, jobOpts: jobOptsOf(&ea.JobOptions)}
 	// Read pass.
 	d := c.DB
 	var r enqueueRead
@@ -129,8 +234,7 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 		}
 		n, ref := judgeMint(m, c.NowMs)
 		if ref.Refused() {
-			vs.refuseReply(c, ref)
-			return
+			return EnqueueResult{}, vs.refused(c, ref)
 		}
 		// Skip numbers a client already used as its own id.
 		var idb [idLen]byte
@@ -141,14 +245,17 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 				break
 			}
 			if n == maxMintNum {
-				vs.refuseReply(c, badRow(ErrMintExhausted, MintKey))
-				return
+				return EnqueueResult{}, vs.refused(c, badRow(ErrMintExhausted, MintKey))
 			}
 			n++
 		}
 		r.Row = keyAbsent
 	} else {
-		rowKey, a.ID = k.rowOf(argv[2])
+		rowKey = ea.row
+		if n := len(k.JobPrefix); len(rowKey) != n+len(ea.ID) || rowKey[n:] != ea.ID || rowKey[:n] != k.JobPrefix {
+			rowKey = k.Row(ea.ID)
+		}
+		a.ID = ea.ID
 		r.ID = a.ID
 		_, r.Row = hashKind(d, rowKey)
 	}
@@ -165,18 +272,15 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	lb := vs.laneScratch()
 	if r.Row == keyAbsent && a.Sched == schedNone {
 		if r.Lanes, ref = readLanesInto(lb, d, k, c.NowMs); ref.Refused() {
-			vs.refuseReply(c, ref)
-			return
+			return EnqueueResult{}, vs.refused(c, ref)
 		}
 	}
 	v, p, ref := judgeEnqueue(&r, c.NowMs, &a)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return EnqueueResult{}, vs.refused(c, ref)
 	}
 	if v.Dup {
-		c.W.Nil()
-		return
+		return EnqueueResult{ID: v.ID, Duplicate: true}, nil
 	}
 	p = r.Lanes.flush(p)
 	apply(c, p)
@@ -186,7 +290,7 @@ func (vs *Verbs) cmdEnqueue(c *store.Ctx) {
 	// re-reads the earliest due time (and a run_at_ms in the past is
 	// claimable at once: EMQ.CLAIM promotes it).
 	vs.wake(c, k)
-	c.W.BulkString(v.ID)
+	return EnqueueResult{ID: v.ID}, nil
 }
 
 // mintRead is the {emq}:mint hash as read.
@@ -312,6 +416,48 @@ func jobDest(k *Keys, sched uint8, ms, now int64) (dest string, state []byte, sc
 // ---------------------------------------------------------------------------
 // EMQ.ENQUEUE.MANY q [DELAY delay_ms | AT run_at_ms] [PRIORITY p] JOBS id payload [id payload ...]
 
+// NewJob is one job of EMQ.ENQUEUE.MANY: its ID (ValidID, or "*": the
+// server mints one) and Payload.
+type NewJob struct {
+	ID      string
+	Payload []byte
+	// row is the row key the wire adapter built with ID.
+	row string
+}
+
+// rowKey is j's row key in k's queue.
+func (j *NewJob) rowKey(k *Keys) string {
+	if n := len(k.JobPrefix); len(j.row) == n+len(j.ID) && j.row[n:] == j.ID && j.row[:n] == k.JobPrefix {
+		return j.row
+	}
+	return k.Row(j.ID)
+}
+
+// EnqueueManyArgs are EMQ.ENQUEUE.MANY's arguments (docs/verbs.md
+// §4.2.1): Queue (valid), the options every job gets, and the jobs (at
+// least one), in order.
+type EnqueueManyArgs struct {
+	Queue string
+	JobOptions
+	Jobs []NewJob
+}
+
+// Argv is the canonical command line: EMQ.ENQUEUE.MANY q [options] JOBS id
+// payload [id payload ...].
+func (a *EnqueueManyArgs) Argv() [][]byte {
+	argv := a.JobOptions.argv(argvOf("EMQ.ENQUEUE.MANY", a.Queue))
+	argv = append(argv, []byte("JOBS"))
+	for i := range a.Jobs {
+		argv = append(argv, []byte(a.Jobs[i].ID), a.Jobs[i].Payload)
+	}
+	return argv
+}
+
+// EnqueueManyResult is the id of each job in argument order, "" for a
+// duplicate (an existing job, or an id an earlier job of the call took;
+// the wire reply has nil there).
+type EnqueueManyResult struct{ IDs []string }
+
 // cmdEnqueueMany admits many jobs in one atomic plan (docs/verbs.md §4.2.1):
 // the same as EMQ.ENQUEUE of each pair in order with the same options, all
 // or nothing.
@@ -328,20 +474,55 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 			return
 		}
 	}
-	sched, ms := o.Sched, o.Ms
 	pairs := argv[min(i+1, len(argv)):]
 	if i >= len(argv) || len(pairs) == 0 || len(pairs)%2 != 0 {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
-	n := len(pairs) / 2
-	mints := 0
 	for j := 0; j < len(pairs); j += 2 {
-		if len(pairs[j]) == 1 && pairs[j][0] == '*' {
-			mints++
-		} else if !ValidID(pairs[j]) {
+		if !(len(pairs[j]) == 1 && pairs[j][0] == '*') && !ValidID(pairs[j]) {
 			c.W.Error(ErrKind)
 			return
+		}
+	}
+	a := EnqueueManyArgs{Queue: k.Queue, JobOptions: o.public(), Jobs: make([]NewJob, len(pairs)/2)}
+	for j := range a.Jobs {
+		raw := pairs[2*j]
+		a.Jobs[j].Payload = pairs[2*j+1]
+		if len(raw) == 1 && raw[0] == '*' {
+			a.Jobs[j].ID = "*"
+		} else {
+			a.Jobs[j].row, a.Jobs[j].ID = k.rowOf(raw)
+		}
+	}
+	res, err := vs.EnqueueMany(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Array(len(res.IDs))
+	for _, id := range res.IDs {
+		if id == "" {
+			c.W.Nil()
+		} else {
+			c.W.BulkString(id)
+		}
+	}
+}
+
+// EnqueueMany is EMQ.ENQUEUE.MANY (docs/verbs.md §4.2.1): EMQ.ENQUEUE of
+// each job in order with the same options, in one plan, all or nothing. A
+// *Refusal wrote nothing.
+func (vs *Verbs) EnqueueMany(c *store.Ctx, a *EnqueueManyArgs) (EnqueueManyResult, error) {
+	k := vs.keysOf(a.Queue)
+	o := jobOptsOf(&a.JobOptions)
+	sched, ms := o.Sched, o.Ms
+	jobs := a.Jobs
+	n := len(jobs)
+	mints := 0
+	for j := range jobs {
+		if jobs[j].ID == "*" {
+			mints++
 		}
 	}
 
@@ -349,8 +530,7 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 	d := c.DB
 	dest, state, score := jobDest(k, sched, ms, c.NowMs)
 	if _, kind := zsetKind(d, dest); kind == keyWrong {
-		vs.refuseReply(c, wrongType(dest))
-		return
+		return EnqueueManyResult{}, vs.refused(c, wrongType(dest))
 	}
 	var next int64 // the next number to mint
 	if mints > 0 {
@@ -362,8 +542,7 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 		}
 		var ref refusal
 		if next, ref = judgeMint(m, c.NowMs); ref.Refused() {
-			vs.refuseReply(c, ref)
-			return
+			return EnqueueManyResult{}, vs.refused(c, ref)
 		}
 	}
 	ids := make([]string, n) // "" for a duplicate
@@ -373,12 +552,10 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 	var idb [idLen]byte
 	exhausted := false // the last number was minted
 	for j := 0; j < n; j++ {
-		raw := pairs[2*j]
-		if len(raw) == 1 && raw[0] == '*' {
+		if jobs[j].ID == "*" {
 			for {
 				if exhausted {
-					vs.refuseReply(c, badRow(ErrMintExhausted, MintKey))
-					return
+					return EnqueueManyResult{}, vs.refused(c, badRow(ErrMintExhausted, MintKey))
 				}
 				encodeID(next, &idb)
 				rowKey, id := k.rowOf(idb[:])
@@ -395,15 +572,15 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 			taken[ids[j]] = true
 			continue
 		}
-		rowKey, id := k.rowOf(raw)
+		id := jobs[j].ID
+		rowKey := jobs[j].rowKey(k)
 		if taken[id] {
 			continue // admitted by an earlier pair: a duplicate
 		}
 		_, kind := hashKind(d, rowKey)
 		switch kind {
 		case keyWrong:
-			vs.refuseReply(c, wrongType(rowKey))
-			return
+			return EnqueueManyResult{}, vs.refused(c, wrongType(rowKey))
 		case keyAbsent:
 			ids[j], keys[j] = id, rowKey
 			taken[id] = true
@@ -415,13 +592,11 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 	if len(taken) > 0 && sched == schedNone {
 		var ref refusal
 		if lt, ref = readLanesInto(lb, d, k, c.NowMs); ref.Refused() {
-			vs.refuseReply(c, ref)
-			return
+			return EnqueueManyResult{}, vs.refused(c, ref)
 		}
 		if o.Lane != "" || lt.on {
 			if _, ref = lt.lane(laneOf(o.row())); ref.Refused() {
-				vs.refuseReply(c, ref)
-				return
+				return EnqueueManyResult{}, vs.refused(c, ref)
 			}
 		}
 	}
@@ -430,7 +605,7 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 	admitted := 0
 	for j := 0; j < n; j++ {
 		if ids[j] != "" {
-			addJobRow(p, k, lt, keys[j], ids[j], state, c.KeepArg(pairs[2*j+1]), c.NowMs, dest, score, &o, extra...)
+			addJobRow(p, k, lt, keys[j], ids[j], state, c.KeepArg(jobs[j].Payload), c.NowMs, dest, score, &o, extra...)
 			admitted++
 		}
 	}
@@ -454,12 +629,5 @@ func (vs *Verbs) cmdEnqueueMany(c *store.Ctx) {
 			}
 		}
 	}
-	c.W.Array(n)
-	for _, id := range ids {
-		if id == "" {
-			c.W.Nil()
-		} else {
-			c.W.BulkString(id)
-		}
-	}
+	return EnqueueManyResult{IDs: ids}, nil
 }

@@ -80,9 +80,8 @@ func TestClaimReplyBytes(t *testing.T) {
 			t.Fatalf("judge: %v %d", ref, len(v.Jobs))
 		}
 		for i := range v.Jobs {
-			one := claimVerdict{Jobs: v.Jobs[i : i+1]}
 			c := h.ctx(nil)
-			writeClaimReply(c, &one)
+			writeClaimJobs(c, v.Jobs[i:i+1])
 			if got, want := int64(c.W.Len()), arrayHeaderBytes(1)+v.Jobs[i].replyBytes(); got != want {
 				t.Errorf("RESP%d job %d: %d bytes written, %d counted", proto, i, got, want)
 			}

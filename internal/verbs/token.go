@@ -32,14 +32,45 @@ type tokenRead struct {
 	LanesRef refusal
 }
 
-// parseTokenArgs parses `q id token` (argv[1..3]).
-func (vs *Verbs) parseTokenArgs(c *store.Ctx) (tokenArgs, bool) {
+// Lease names the claimed job a token verb acts on (docs/verbs.md §4.4):
+// its queue (a valid name), its id and the token EMQ.CLAIM handed out
+// (the attempts value, compared as bytes, docs/verbs.md §2.6). It starts
+// the arguments of the six token verbs.
+type Lease struct {
+	Queue string
+	ID    string
+	Token []byte
+	// row is the row key the wire adapter built with ID (one string for
+	// both); tokenArgsOf uses it only while it is still ID's.
+	row string
+}
+
+// parseLease parses `q id token` (argv[1..3]); on an error it has written
+// the reply.
+func (vs *Verbs) parseLease(c *store.Ctx) (Lease, bool) {
 	k := vs.queueArg(c)
 	if k == nil {
-		return tokenArgs{}, false
+		return Lease{}, false
 	}
 	rowKey, id := k.rowOf(c.Argv[2])
-	return tokenArgs{K: k, ID: id, RowKey: rowKey, Token: c.Argv[3]}, true
+	return Lease{Queue: k.Queue, ID: id, Token: c.Argv[3], row: rowKey}, true
+}
+
+// tokenArgsOf is the guard's view of l.
+func (vs *Verbs) tokenArgsOf(l *Lease) tokenArgs {
+	k := vs.keysOf(l.Queue)
+	rk := l.row
+	if n := len(k.JobPrefix); len(rk) != n+len(l.ID) || rk[n:] != l.ID || rk[:n] != k.JobPrefix {
+		rk = k.Row(l.ID)
+	}
+	return tokenArgs{K: k, ID: l.ID, RowKey: rk, Token: l.Token}
+}
+
+// leaseArgv is the command line name q id token, then rest.
+func leaseArgv(name string, l *Lease, rest ...[]byte) [][]byte {
+	argv := make([][]byte, 0, 4+len(rest))
+	argv = append(argv, []byte(name), []byte(l.Queue), []byte(l.ID), l.Token)
+	return append(argv, rest...)
 }
 
 // readToken is the common guard's read pass, the lane state read into lb
@@ -102,17 +133,72 @@ type completeArgs struct {
 	HasResult bool
 }
 
+// CompleteArgs are EMQ.COMPLETE's arguments (docs/verbs.md §4.5): the
+// lease, RESULT (HasResult; Result at most MaxResult bytes, the method
+// keeps its own copy) and NEXT (Next.LeaseMs 0: none), the claim that
+// follows in the same plan (§4.5.1; Next.Queue is the lease's queue).
+type CompleteArgs struct {
+	Lease
+	Result    []byte
+	HasResult bool
+	Next      ClaimArgs
+}
+
+// Argv is the canonical command line: EMQ.COMPLETE q id token [RESULT
+// value] [NEXT lease_ms [COUNT count]].
+func (a *CompleteArgs) Argv() [][]byte {
+	argv := leaseArgv("EMQ.COMPLETE", &a.Lease)
+	if a.HasResult {
+		argv = append(argv, []byte("RESULT"), a.Result)
+	}
+	return a.Next.nextArgv(argv)
+}
+
+// CompleteResult is NEXT's claim (empty without NEXT; the wire reply is
+// then 1).
+type CompleteResult struct{ Next ClaimResult }
+
 // EMQ.COMPLETE q id token [RESULT value] [NEXT lease_ms [COUNT count]]
 func (vs *Verbs) cmdComplete(c *store.Ctx) {
-	a, ok := vs.parseTokenArgs(c)
+	l, ok := vs.parseLease(c)
 	if !ok {
 		return
 	}
+	a := CompleteArgs{Lease: l}
 	var ca completeArgs
-	var na claimArgs
-	next, ok := vs.parseNext(c, a.K, 4, &na, &ca)
+	var na ClaimArgs
+	next, ok := vs.parseNext(c, l.Queue, 4, &na, &ca)
 	if !ok {
 		return
+	}
+	a.Result, a.HasResult = ca.Result, ca.HasResult
+	if next {
+		a.Next = na
+	}
+	res, err := vs.Complete(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	if !next {
+		c.W.Int(1)
+		return
+	}
+	writeClaimJobs(c, res.Next.Jobs)
+}
+
+// Complete is EMQ.COMPLETE (docs/verbs.md §4.5): the token guard, then the
+// job leaves active, deleted or kept in the completed set (EMQ.RETAIN), a
+// flow child's end goes to its parent, and with Next a claim follows in
+// the same plan. A *Refusal (of the completion or of NEXT's claim) wrote
+// nothing.
+func (vs *Verbs) Complete(c *store.Ctx, ta *CompleteArgs) (CompleteResult, error) {
+	a := vs.tokenArgsOf(&ta.Lease)
+	ca := completeArgs{Result: ta.Result, HasResult: ta.HasResult}
+	next := ta.Next.LeaseMs > 0
+	var na claimArgs
+	if next {
+		na = vs.claimArgsOf(&ta.Next)
 	}
 	d := c.DB
 	lb := vs.laneScratch()
@@ -128,8 +214,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	}
 	p, ref := judgeComplete(&r, &a, &ca)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return CompleteResult{}, vs.refused(c, ref)
 	}
 	var fe *flowEnds
 	if r.Row.Parent.Present {
@@ -148,8 +233,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 		ov := &rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}, Released: fe.releasedIn(a.K)}
 		if v, p2, ref = vs.judgeNext(c, &na, p, ov, r.Lanes); ref.Refused() {
 			plan.Put(p)
-			vs.refuseReply(c, ref)
-			return
+			return CompleteResult{}, vs.refused(c, ref)
 		}
 	}
 	vs.flushApply(c, a.K, r.Lanes, p)
@@ -159,11 +243,10 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	vs.trimmed(c, a.K, TrimmedCompleted, r.Trim)
 	fe.after(c)
 	if !next {
-		c.W.Int(1)
-		return
+		return CompleteResult{}, nil
 	}
 	vs.claimed(c, &na, &v)
-	writeClaimReply(c, &v)
+	return CompleteResult{Next: ClaimResult{Jobs: v.Jobs}}, nil
 }
 
 // parseNext parses the options of EMQ.COMPLETE and EMQ.FAIL from argv[from]
@@ -172,9 +255,9 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 // not nil) `RESULT value` (docs/verbs.md §4.5) in any place among them. It
 // fills na as EMQ.CLAIM q lease_ms COUNT count would be parsed and reports
 // whether NEXT was given; on an error it has written the reply (ok false).
-func (vs *Verbs) parseNext(c *store.Ctx, k *Keys, from int, na *claimArgs, ca *completeArgs) (next, ok bool) {
+func (vs *Verbs) parseNext(c *store.Ctx, q string, from int, na *ClaimArgs, ca *completeArgs) (next, ok bool) {
 	argv := c.Argv
-	*na = claimArgs{K: k, Count: 1}
+	*na = ClaimArgs{Queue: q, Count: 1}
 	var haveCount bool
 	for i := from; i < len(argv); i += 2 {
 		if i+1 >= len(argv) {
@@ -286,21 +369,92 @@ func judgeComplete(r *completeRead, a *tokenArgs, ca *completeArgs) (*plan.Plan,
 // ---------------------------------------------------------------------------
 // EMQ.FAIL q id token max_attempts delay_ms error
 
-// EMQ.FAIL q id token max_attempts delay_ms error
+// FailArgs are EMQ.FAIL's arguments (docs/verbs.md §4.6): the lease,
+// MaxAttempts (>= 1: the failures count that dead-letters), DelayMs (>= 0:
+// the retry's delay), Error (the job's last_error; the method keeps its own
+// copy, at most ErrorCapAtLimit bytes of it while memory is at the limit)
+// and NEXT (Next.LeaseMs 0: none, §4.5.1).
+type FailArgs struct {
+	Lease
+	MaxAttempts int64
+	DelayMs     int64
+	Error       []byte
+	Next        ClaimArgs
+}
+
+// Argv is the canonical command line: EMQ.FAIL q id token max_attempts
+// delay_ms error [NEXT lease_ms [COUNT count]].
+func (a *FailArgs) Argv() [][]byte {
+	argv := leaseArgv("EMQ.FAIL", &a.Lease, []byte(itoa(a.MaxAttempts)), []byte(itoa(a.DelayMs)), a.Error)
+	return a.Next.nextArgv(argv)
+}
+
+// FailResult is EMQ.FAIL's verdict: Dead (dead-lettered) or retried
+// (scheduled), Failures the failures count after this failure, and NEXT's
+// claim.
+type FailResult struct {
+	Dead     bool
+	Failures int64
+	Next     ClaimResult
+}
+
+// EMQ.FAIL q id token max_attempts delay_ms error [NEXT lease_ms [COUNT count]]
 func (vs *Verbs) cmdFail(c *store.Ctx) {
-	a, ok := vs.parseTokenArgs(c)
+	l, ok := vs.parseLease(c)
 	if !ok {
 		return
 	}
-	var fa failArgs
+	a := FailArgs{Lease: l}
 	var e string
-	if fa.MaxAttempts, e = intArg(c.Argv[4], 1, errPosMaxAttempts); e != "" {
+	if a.MaxAttempts, e = intArg(c.Argv[4], 1, errPosMaxAttempts); e != "" {
 		c.W.Error(e)
 		return
 	}
-	if fa.DelayMs, e = intArg(c.Argv[5], 0, errNonNegDelay); e != "" {
+	if a.DelayMs, e = intArg(c.Argv[5], 0, errNonNegDelay); e != "" {
 		c.W.Error(e)
 		return
+	}
+	var na ClaimArgs
+	next, ok := vs.parseNext(c, l.Queue, 7, &na, nil)
+	if !ok {
+		return
+	}
+	if next {
+		a.Next = na
+	}
+	a.Error = c.Argv[6]
+	res, err := vs.Fail(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	if next {
+		c.W.Array(3)
+	} else {
+		c.W.Array(2)
+	}
+	if res.Dead {
+		c.W.BulkString("dead")
+	} else {
+		c.W.BulkString("scheduled")
+	}
+	c.W.Int(res.Failures)
+	if next {
+		writeClaimJobs(c, res.Next.Jobs)
+	}
+}
+
+// Fail is EMQ.FAIL (docs/verbs.md §4.6): the token guard, then the job is
+// retried (scheduled at now+DelayMs) or, once its failures reach
+// MaxAttempts, dead-lettered; with Next a claim follows in the same plan.
+// A *Refusal wrote nothing.
+func (vs *Verbs) Fail(c *store.Ctx, ta *FailArgs) (FailResult, error) {
+	a := vs.tokenArgsOf(&ta.Lease)
+	fa := failArgs{MaxAttempts: ta.MaxAttempts, DelayMs: ta.DelayMs}
+	next := ta.Next.LeaseMs > 0
+	var na claimArgs
+	if next {
+		na = vs.claimArgsOf(&ta.Next)
 	}
 	d := c.DB
 	lb := vs.laneScratch()
@@ -308,12 +462,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	_, r.Schedule = zsetKind(d, a.K.Schedule)
 	_, r.Dead = zsetKind(d, a.K.Dead)
 	r.Failed = readCounter(d, a.K.Failed)
-	var na claimArgs
-	next, ok := vs.parseNext(c, a.K, 7, &na, nil)
-	if !ok {
-		return
-	}
-	fa.Error = clone(storedError(c, c.Argv[6]))
+	fa.Error = clone(storedError(c, ta.Error))
 	r.Retain, r.RetainRef = readRetain(d, a.K)
 	if r.RetainRef == noRefusal && r.Retain.Dead.on() {
 		z, _ := zsetKind(d, a.K.Dead)
@@ -321,8 +470,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	}
 	v, p, ref := judgeFail(&r, c.NowMs, &a, &fa)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return FailResult{}, vs.refused(c, ref)
 	}
 	var fe *flowEnds
 	if v.Dead && r.Row.Parent.Present {
@@ -340,8 +488,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		ov := &rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs, Released: fe.releasedIn(a.K)}
 		if nv, p2, ref = vs.judgeNext(c, &na, p, ov, r.Lanes); ref.Refused() {
 			plan.Put(p)
-			vs.refuseReply(c, ref)
-			return
+			return FailResult{}, vs.refused(c, ref)
 		}
 	}
 	vs.flushApply(c, a.K, r.Lanes, p)
@@ -356,21 +503,11 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 		vs.event(c, a.K, EvFailed, a.ID)
 		vs.wake(c, a.K) // the retry's due time (see cmdEnqueue)
 	}
-	if next {
-		vs.claimed(c, &na, &nv)
-		c.W.Array(3)
-	} else {
-		c.W.Array(2)
+	if !next {
+		return FailResult{Dead: v.Dead, Failures: v.F}, nil
 	}
-	if v.Dead {
-		c.W.BulkString("dead")
-	} else {
-		c.W.BulkString("scheduled")
-	}
-	c.W.Int(v.F)
-	if next {
-		writeClaimReply(c, &nv)
-	}
+	vs.claimed(c, &na, &nv)
+	return FailResult{Dead: v.Dead, Failures: v.F, Next: ClaimResult{Jobs: nv.Jobs}}, nil
 }
 
 // failArgs are EMQ.FAIL's arguments after `q id token`.
@@ -464,23 +601,38 @@ func storedError(c *store.Ctx, e []byte) []byte {
 
 // EMQ.REQUEUE q id token
 func (vs *Verbs) cmdRequeue(c *store.Ctx) {
-	a, ok := vs.parseTokenArgs(c)
+	l, ok := vs.parseLease(c)
 	if !ok {
 		return
 	}
+	if err := vs.Requeue(c, &l); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Int(1)
+}
+
+// RequeueArgv is EMQ.REQUEUE's canonical command line: EMQ.REQUEUE q id
+// token.
+func RequeueArgv(l *Lease) [][]byte { return leaseArgv("EMQ.REQUEUE", l) }
+
+// Requeue is EMQ.REQUEUE (docs/verbs.md §4.7): the token guard, then the
+// job goes back to pending at its priority, attempts unchanged. The wire
+// reply is 1. A *Refusal wrote nothing.
+func (vs *Verbs) Requeue(c *store.Ctx, l *Lease) error {
+	a := vs.tokenArgsOf(l)
 	lb := vs.laneScratch()
 	r := requeueRead{tokenRead: readToken(c.DB, &a, c.NowMs, lb)}
 	_, r.Pending = zsetKind(c.DB, a.K.Pending)
 	p, ref := judgeRequeue(&r, &a)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	vs.flushApply(c, a.K, r.Lanes, p)
 	vs.count(c, a.K, Requeued, 1)
 	vs.event(c, a.K, EvRequeued, a.ID)
 	vs.wake(c, a.K)
-	c.W.Int(1)
+	return nil
 }
 
 // requeueRead adds pending to the guard's read.
@@ -516,9 +668,21 @@ func judgeRequeue(r *requeueRead, a *tokenArgs) (*plan.Plan, refusal) {
 // ---------------------------------------------------------------------------
 // EMQ.EXTEND q id token lease_ms
 
+// ExtendArgs are EMQ.EXTEND's arguments (docs/verbs.md §4.8): the lease
+// and LeaseMs (>= 1), the new lease from now.
+type ExtendArgs struct {
+	Lease
+	LeaseMs int64
+}
+
+// Argv is the canonical command line: EMQ.EXTEND q id token lease_ms.
+func (a *ExtendArgs) Argv() [][]byte {
+	return leaseArgv("EMQ.EXTEND", &a.Lease, []byte(itoa(a.LeaseMs)))
+}
+
 // EMQ.EXTEND q id token lease_ms
 func (vs *Verbs) cmdExtend(c *store.Ctx) {
-	a, ok := vs.parseTokenArgs(c)
+	l, ok := vs.parseLease(c)
 	if !ok {
 		return
 	}
@@ -527,15 +691,26 @@ func (vs *Verbs) cmdExtend(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
-	lb := vs.laneScratch()
-	r := readToken(c.DB, &a, c.NowMs, lb)
-	p, ref := judgeExtend(&r, c.NowMs, []byte(c.RunID), &a, lease)
-	if ref.Refused() {
-		vs.refuseReply(c, ref)
+	if err := vs.Extend(c, &ExtendArgs{Lease: l, LeaseMs: lease}); err != nil {
+		replyRefusal(c, err)
 		return
 	}
-	apply(c, p)
 	c.W.Int(1)
+}
+
+// Extend is EMQ.EXTEND (docs/verbs.md §4.8): the token guard, then the
+// lease ends at now+LeaseMs and belongs to this run. The wire reply is 1.
+// A *Refusal wrote nothing.
+func (vs *Verbs) Extend(c *store.Ctx, ea *ExtendArgs) error {
+	a := vs.tokenArgsOf(&ea.Lease)
+	lb := vs.laneScratch()
+	r := readToken(c.DB, &a, c.NowMs, lb)
+	p, ref := judgeExtend(&r, c.NowMs, []byte(c.RunID), &a, ea.LeaseMs)
+	if ref.Refused() {
+		return vs.refused(c, ref)
+	}
+	apply(c, p)
+	return nil
 }
 
 // judgeExtend is EMQ.EXTEND: ZADD active now+lease_ms, HSET lease_epoch
@@ -554,22 +729,39 @@ func judgeExtend(r *tokenRead, now int64, runID []byte, a *tokenArgs, leaseMs in
 // ---------------------------------------------------------------------------
 // EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
 
+// DelayArgs are EMQ.DELAY's arguments (docs/verbs.md §4.9): the lease and
+// the new due time, At (a Unix ms time, AT run_at_ms) or else now+Ms (IN
+// delay_ms); Ms >= 0.
+type DelayArgs struct {
+	Lease
+	At bool
+	Ms int64
+}
+
+// Argv is the canonical command line: EMQ.DELAY q id token (IN delay_ms |
+// AT run_at_ms).
+func (a *DelayArgs) Argv() [][]byte {
+	word := "IN"
+	if a.At {
+		word = "AT"
+	}
+	return leaseArgv("EMQ.DELAY", &a.Lease, []byte(word), []byte(itoa(a.Ms)))
+}
+
 // EMQ.DELAY q id token (IN delay_ms | AT run_at_ms)
 func (vs *Verbs) cmdDelay(c *store.Ctx) {
-	a, ok := vs.parseTokenArgs(c)
+	l, ok := vs.parseLease(c)
 	if !ok {
 		return
 	}
-	var sched uint8
-	var ms int64
+	a := DelayArgs{Lease: l}
 	var e string
 	switch {
 	case eqFold(c.Argv[4], "IN"):
-		sched = schedDelay
-		ms, e = intArg(c.Argv[5], 0, errNonNegDelay)
+		a.Ms, e = intArg(c.Argv[5], 0, errNonNegDelay)
 	case eqFold(c.Argv[4], "AT"):
-		sched = schedAt
-		ms, e = intArg(c.Argv[5], 0, errNonNegRunAt)
+		a.At = true
+		a.Ms, e = intArg(c.Argv[5], 0, errNonNegRunAt)
 	default:
 		e = store.ErrSyntax
 	}
@@ -577,19 +769,34 @@ func (vs *Verbs) cmdDelay(c *store.Ctx) {
 		c.W.Error(e)
 		return
 	}
+	if err := vs.Delay(c, &a); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Int(1)
+}
+
+// Delay is EMQ.DELAY (docs/verbs.md §4.9): the token guard, then the job
+// leaves active for the schedule at its new due time. The wire reply is 1.
+// A *Refusal wrote nothing.
+func (vs *Verbs) Delay(c *store.Ctx, da *DelayArgs) error {
+	a := vs.tokenArgsOf(&da.Lease)
+	sched := schedDelay
+	if da.At {
+		sched = schedAt
+	}
 	lb := vs.laneScratch()
 	r := delayRead{tokenRead: readToken(c.DB, &a, c.NowMs, lb)}
 	_, r.Schedule = zsetKind(c.DB, a.K.Schedule)
-	p, ref := judgeDelay(&r, c.NowMs, &a, sched, ms)
+	p, ref := judgeDelay(&r, c.NowMs, &a, sched, da.Ms)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	vs.flushApply(c, a.K, r.Lanes, p)
 	vs.count(c, a.K, Delayed, 1)
 	vs.event(c, a.K, EvDelayed, a.ID)
-	vs.wake(c, a.K) // the new due time (see cmdEnqueue)
-	c.W.Int(1)
+	vs.wake(c, a.K) // the new due time (see Enqueue)
+	return nil
 }
 
 // delayRead adds schedule to the guard's read.
@@ -625,22 +832,43 @@ func judgeDelay(r *delayRead, now int64, a *tokenArgs, sched uint8, ms int64) (*
 // ---------------------------------------------------------------------------
 // EMQ.PROGRESS q id token value
 
+// ProgressArgs are EMQ.PROGRESS's arguments (docs/verbs.md §4.10): the
+// lease and Value, the progress to store (the method keeps its own copy).
+type ProgressArgs struct {
+	Lease
+	Value []byte
+}
+
+// Argv is the canonical command line: EMQ.PROGRESS q id token value.
+func (a *ProgressArgs) Argv() [][]byte { return leaseArgv("EMQ.PROGRESS", &a.Lease, a.Value) }
+
 // EMQ.PROGRESS q id token value
 func (vs *Verbs) cmdProgress(c *store.Ctx) {
-	a, ok := vs.parseTokenArgs(c)
+	l, ok := vs.parseLease(c)
 	if !ok {
 		return
 	}
+	if err := vs.Progress(c, &ProgressArgs{Lease: l, Value: c.Argv[4]}); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Int(1)
+}
+
+// Progress is EMQ.PROGRESS (docs/verbs.md §4.10): the token guard, then
+// the row's progress field is Value. The wire reply is 1. A *Refusal wrote
+// nothing.
+func (vs *Verbs) Progress(c *store.Ctx, pa *ProgressArgs) error {
+	a := vs.tokenArgsOf(&pa.Lease)
 	lb := vs.laneScratch()
 	r := readToken(c.DB, &a, c.NowMs, lb)
-	p, ref := judgeProgress(&r, &a, clone(c.Argv[4]))
+	p, ref := judgeProgress(&r, &a, clone(pa.Value))
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	apply(c, p)
 	vs.event(c, a.K, EvProgress, a.ID)
-	c.W.Int(1)
+	return nil
 }
 
 // judgeProgress is EMQ.PROGRESS: HSET progress value.

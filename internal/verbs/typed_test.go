@@ -263,3 +263,233 @@ func TestTypedDebugClockAdvance(t *testing.T) {
 		t.Fatalf("no clock: %v", err)
 	}
 }
+
+// typedCase is one call of a job-core verb: its typed arguments (whose
+// Argv is sent on the wire twin), the command line Argv must give, the
+// typed call, and the wire reply its result must equal (parseReply's
+// form).
+type typedCase struct {
+	name  string
+	setup [][]string // commands run on both twins first
+	argv  interface{ Argv() [][]byte }
+	want  string // strings.Join(Argv, " ")
+	call  func(vs *Verbs, c *store.Ctx) (reply any, err error)
+}
+
+// claimReply is a ClaimResult as the wire's parsed reply.
+func claimReply(r ClaimResult) any {
+	out := []any{}
+	for _, j := range r.Jobs {
+		out = append(out, []any{j.ID, string(j.Payload), string(j.Token), j.Failures})
+	}
+	return out
+}
+
+// requeueArgs gives a Lease the Argv of EMQ.REQUEUE.
+type requeueArgs struct{ Lease }
+
+func (a *requeueArgs) Argv() [][]byte { return RequeueArgv(&a.Lease) }
+
+func TestTypedJobCore(t *testing.T) {
+	enq := func(id string, more ...string) []string {
+		return append([]string{"EMQ.ENQUEUE", "q", id, "p-" + id}, more...)
+	}
+	claim2 := []string{"EMQ.CLAIM", "q", "1000", "COUNT", "2"}
+	lease := Lease{Queue: "q", ID: tID, Token: []byte("1")}
+	cases := []typedCase{
+		{name: "enqueue", argv: &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("x")}, want: "EMQ.ENQUEUE q " + tID + " x",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Enqueue(c, &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("x")})
+				return r.ID, err
+			}},
+		{name: "enqueue options", argv: &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("x"), JobOptions: JobOptions{HasDelay: true, DelayMs: 50, Priority: 3, Lane: "a"}},
+			want: "EMQ.ENQUEUE q " + tID + " x DELAY 50 PRIORITY 3 LANE a",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Enqueue(c, &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("x"), JobOptions: JobOptions{HasDelay: true, DelayMs: 50, Priority: 3, Lane: "a"}})
+				return r.ID, err
+			}},
+		{name: "enqueue at", argv: &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("x"), JobOptions: JobOptions{HasAt: true, AtMs: tNow + 9}},
+			want: "EMQ.ENQUEUE q " + tID + " x AT " + itoa(tNow+9),
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Enqueue(c, &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("x"), JobOptions: JobOptions{HasAt: true, AtMs: tNow + 9}})
+				return r.ID, err
+			}},
+		{name: "enqueue mint", setup: [][]string{enq(tID)}, argv: &EnqueueArgs{Queue: "q", ID: "*", Payload: []byte("x")}, want: "EMQ.ENQUEUE q * x",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Enqueue(c, &EnqueueArgs{Queue: "q", ID: "*", Payload: []byte("x")})
+				if r.Duplicate || !ValidID([]byte(r.ID)) {
+					t.Fatalf("minted %+v", r)
+				}
+				return r.ID, err
+			}},
+		{name: "enqueue duplicate", setup: [][]string{enq(tID)}, argv: &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("y")}, want: "EMQ.ENQUEUE q " + tID + " y",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Enqueue(c, &EnqueueArgs{Queue: "q", ID: tID, Payload: []byte("y")})
+				if !r.Duplicate {
+					t.Fatalf("duplicate: %+v", r)
+				}
+				return nil, err
+			}},
+		{name: "enqueue many", setup: [][]string{enq(tID)},
+			argv: &EnqueueManyArgs{Queue: "q", JobOptions: JobOptions{Priority: -2}, Jobs: []NewJob{{ID: tID, Payload: []byte("a")}, {ID: "*", Payload: []byte("b")}, {ID: tID2, Payload: []byte("c")}, {ID: tID2, Payload: []byte("d")}}},
+			want: "EMQ.ENQUEUE.MANY q PRIORITY -2 JOBS " + tID + " a * b " + tID2 + " c " + tID2 + " d",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.EnqueueMany(c, &EnqueueManyArgs{Queue: "q", JobOptions: JobOptions{Priority: -2}, Jobs: []NewJob{{ID: tID, Payload: []byte("a")}, {ID: "*", Payload: []byte("b")}, {ID: tID2, Payload: []byte("c")}, {ID: tID2, Payload: []byte("d")}}})
+				out := []any{}
+				for _, id := range r.IDs {
+					if id == "" {
+						out = append(out, nil)
+					} else {
+						out = append(out, id)
+					}
+				}
+				if len(r.IDs) != 4 || r.IDs[0] != "" || r.IDs[2] != tID2 || r.IDs[3] != "" {
+					t.Fatalf("many: %q", r.IDs)
+				}
+				return out, err
+			}},
+		{name: "claim", setup: [][]string{enq(tID), enq(tID2)}, argv: &ClaimArgs{Queue: "q", LeaseMs: 500, Count: 2}, want: "EMQ.CLAIM q 500 COUNT 2",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Claim(c, &ClaimArgs{Queue: "q", LeaseMs: 500, Count: 2})
+				if len(r.Jobs) != 2 || r.Jobs[0].ID != tID || string(r.Jobs[1].Payload) != "p-"+tID2 {
+					t.Fatalf("claim: %+v", r)
+				}
+				return claimReply(r), err
+			}},
+		{name: "claim empty", argv: &ClaimArgs{Queue: "q", LeaseMs: 500}, want: "EMQ.CLAIM q 500",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Claim(c, &ClaimArgs{Queue: "q", LeaseMs: 500})
+				return claimReply(r), err
+			}},
+		{name: "complete", setup: [][]string{enq(tID), claim2}, argv: &CompleteArgs{Lease: lease}, want: "EMQ.COMPLETE q " + tID + " 1",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				_, err := vs.Complete(c, &CompleteArgs{Lease: lease})
+				return int64(1), err
+			}},
+		{name: "complete result next", setup: [][]string{{"EMQ.RETAIN", "q", "COMPLETED", "10", "100000"}, enq(tID), enq(tID2), {"EMQ.CLAIM", "q", "1000"}},
+			argv: &CompleteArgs{Lease: lease, Result: []byte("r"), HasResult: true, Next: ClaimArgs{Queue: "q", LeaseMs: 700}},
+			want: "EMQ.COMPLETE q " + tID + " 1 RESULT r NEXT 700",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Complete(c, &CompleteArgs{Lease: lease, Result: []byte("r"), HasResult: true, Next: ClaimArgs{Queue: "q", LeaseMs: 700}})
+				if len(r.Next.Jobs) != 1 || r.Next.Jobs[0].ID != tID2 {
+					t.Fatalf("next: %+v", r)
+				}
+				return claimReply(r.Next), err
+			}},
+		{name: "fail scheduled", setup: [][]string{enq(tID), claim2}, argv: &FailArgs{Lease: lease, MaxAttempts: 3, DelayMs: 10, Error: []byte("boom")},
+			want: "EMQ.FAIL q " + tID + " 1 3 10 boom",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Fail(c, &FailArgs{Lease: lease, MaxAttempts: 3, DelayMs: 10, Error: []byte("boom")})
+				return []any{map[bool]string{true: "dead", false: "scheduled"}[r.Dead], r.Failures}, err
+			}},
+		{name: "fail dead next", setup: [][]string{enq(tID), enq(tID2), {"EMQ.CLAIM", "q", "1000"}},
+			argv: &FailArgs{Lease: lease, MaxAttempts: 1, Error: []byte("e"), Next: ClaimArgs{Queue: "q", LeaseMs: 900, Count: 3}},
+			want: "EMQ.FAIL q " + tID + " 1 1 0 e NEXT 900 COUNT 3",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Fail(c, &FailArgs{Lease: lease, MaxAttempts: 1, Error: []byte("e"), Next: ClaimArgs{Queue: "q", LeaseMs: 900, Count: 3}})
+				if !r.Dead || r.Failures != 1 {
+					t.Fatalf("fail: %+v", r)
+				}
+				return []any{"dead", r.Failures, claimReply(r.Next)}, err
+			}},
+		{name: "requeue", setup: [][]string{enq(tID), claim2}, argv: &requeueArgs{lease}, want: "EMQ.REQUEUE q " + tID + " 1",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) { return int64(1), vs.Requeue(c, &lease) }},
+		{name: "extend", setup: [][]string{enq(tID), claim2}, argv: &ExtendArgs{Lease: lease, LeaseMs: 5000}, want: "EMQ.EXTEND q " + tID + " 1 5000",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return int64(1), vs.Extend(c, &ExtendArgs{Lease: lease, LeaseMs: 5000})
+			}},
+		{name: "delay in", setup: [][]string{enq(tID), claim2}, argv: &DelayArgs{Lease: lease, Ms: 40}, want: "EMQ.DELAY q " + tID + " 1 IN 40",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return int64(1), vs.Delay(c, &DelayArgs{Lease: lease, Ms: 40})
+			}},
+		{name: "delay at", setup: [][]string{enq(tID), claim2}, argv: &DelayArgs{Lease: lease, At: true, Ms: tNow + 40}, want: "EMQ.DELAY q " + tID + " 1 AT " + itoa(tNow+40),
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return int64(1), vs.Delay(c, &DelayArgs{Lease: lease, At: true, Ms: tNow + 40})
+			}},
+		{name: "progress", setup: [][]string{enq(tID), claim2}, argv: &ProgressArgs{Lease: lease, Value: []byte("50%")}, want: "EMQ.PROGRESS q " + tID + " 1 50%",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return int64(1), vs.Progress(c, &ProgressArgs{Lease: lease, Value: []byte("50%")})
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTwins(t)
+			w.a.listen, w.b.listen = true, true
+			for _, s := range tc.setup {
+				w.both(s...)
+			}
+			var parts []string
+			for _, a := range tc.argv.Argv() {
+				parts = append(parts, string(a))
+			}
+			if got := strings.Join(parts, " "); got != tc.want {
+				t.Fatalf("Argv %q, want %q", got, tc.want)
+			}
+			wire := w.a.do(parts...)
+			if e, refused := wire.(replyErr); refused {
+				t.Fatalf("wire %q refused: %s", tc.want, e)
+			}
+			got, err := tc.call(w.b.v, w.b.ctx(nil))
+			if err != nil {
+				t.Fatalf("typed: %v", err)
+			}
+			if !reflect.DeepEqual(got, wire) {
+				t.Fatalf("typed result %#v, wire reply %#v", got, wire)
+			}
+			w.same(tc.name)
+			if strings.Join(w.a.pub, "\n") != strings.Join(w.b.pub, "\n") {
+				t.Fatalf("events %v by the command, %v by the typed call", w.a.pub, w.b.pub)
+			}
+		})
+	}
+}
+
+// TestTypedJobCoreRefusals: each token verb's refusal is a *Refusal with
+// the wire's text and writes nothing; a wrong token, a gone job, a lost
+// lease, stored data of the wrong type.
+func TestTypedJobCoreRefusals(t *testing.T) {
+	h := newTH(t)
+	h.ok("EMQ.ENQUEUE", "q", tID, "a")
+	h.ok("EMQ.CLAIM", "q", "1000")
+	bad := Lease{Queue: "q", ID: tID, Token: []byte("2")}
+	gone := Lease{Queue: "q", ID: tID2, Token: []byte("1")}
+	calls := []struct {
+		text string
+		f    func() error
+		wire []string
+	}{
+		{errStale("complete"), func() error { _, err := h.v.Complete(h.ctx(nil), &CompleteArgs{Lease: bad}); return err }, []string{"EMQ.COMPLETE", "q", tID, "2"}},
+		{errStale("fail"), func() error {
+			_, err := h.v.Fail(h.ctx(nil), &FailArgs{Lease: bad, MaxAttempts: 1, Error: []byte("e")})
+			return err
+		}, []string{"EMQ.FAIL", "q", tID, "2", "1", "0", "e"}},
+		{errStale("requeue"), func() error { return h.v.Requeue(h.ctx(nil), &bad) }, []string{"EMQ.REQUEUE", "q", tID, "2"}},
+		{errStale("extend"), func() error { return h.v.Extend(h.ctx(nil), &ExtendArgs{Lease: bad, LeaseMs: 1}) }, []string{"EMQ.EXTEND", "q", tID, "2", "1"}},
+		{errStale("delay"), func() error { return h.v.Delay(h.ctx(nil), &DelayArgs{Lease: bad, Ms: 1}) }, []string{"EMQ.DELAY", "q", tID, "2", "IN", "1"}},
+		{errStale("progress"), func() error { return h.v.Progress(h.ctx(nil), &ProgressArgs{Lease: bad, Value: []byte("v")}) }, []string{"EMQ.PROGRESS", "q", tID, "2", "v"}},
+		{ErrGone, func() error { _, err := h.v.Complete(h.ctx(nil), &CompleteArgs{Lease: gone}); return err }, []string{"EMQ.COMPLETE", "q", tID2, "1"}},
+	}
+	for _, c := range calls {
+		untouched(t, h, c.text, c.f)
+		if got := h.do(c.wire...); got != replyErr(c.text) {
+			t.Fatalf("wire %v: %v, want %q", c.wire, got, c.text)
+		}
+	}
+	// NEXT's claim refusing refuses the completion too.
+	h.setString(tk.Pending, "x")
+	untouched(t, h, store.ErrWrongType, func() error {
+		_, err := h.v.Complete(h.ctx(nil), &CompleteArgs{Lease: Lease{Queue: "q", ID: tID, Token: []byte("1")}, Next: ClaimArgs{Queue: "q", LeaseMs: 10}})
+		return err
+	})
+	untouched(t, h, store.ErrWrongType, func() error {
+		_, err := h.v.Enqueue(h.ctx(nil), &EnqueueArgs{Queue: "q", ID: tID2, Payload: []byte("p")})
+		return err
+	})
+	untouched(t, h, store.ErrWrongType, func() error {
+		_, err := h.v.Claim(h.ctx(nil), &ClaimArgs{Queue: "q", LeaseMs: 10})
+		return err
+	})
+	if h.field("q", tID, "state") != "active" {
+		t.Fatalf("state %q after the refusals", h.field("q", tID, "state"))
+	}
+}
