@@ -10,19 +10,30 @@ import (
 // ---------------------------------------------------------------------------
 // EMQ.PAUSE q, EMQ.RESUME q
 
+// EMQ.PAUSE q
 func (vs *Verbs) cmdPause(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
+	if err := vs.Pause(c, k.Queue); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.OK()
+}
+
+// Pause is EMQ.PAUSE q (docs/verbs.md §4.14): claims of q hand out
+// nothing until Resume. A *Refusal wrote nothing.
+func (vs *Verbs) Pause(c *store.Ctx, q string) error {
+	k := vs.keysOf(q)
 	_, kind := hashKind(c.DB, k.Meta)
 	p, ref := judgePause(kind, k)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	apply(c, p)
-	c.W.OK()
+	return nil
 }
 
 // judgePause is EMQ.PAUSE: HSET meta paused 1.
@@ -35,11 +46,24 @@ func judgePause(meta keyKind, k *Keys) (*plan.Plan, refusal) {
 	return p, noRefusal
 }
 
+// EMQ.RESUME q
 func (vs *Verbs) cmdResume(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
+	if err := vs.Resume(c, k.Queue); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.OK()
+}
+
+// Resume is EMQ.RESUME q (docs/verbs.md §4.14): claims of q hand out jobs
+// again (nothing to write when q is not paused). A *Refusal wrote
+// nothing.
+func (vs *Verbs) Resume(c *store.Ctx, q string) error {
+	k := vs.keysOf(q)
 	h, kind := hashKind(c.DB, k.Meta)
 	paused := false
 	if h != nil {
@@ -47,12 +71,11 @@ func (vs *Verbs) cmdResume(c *store.Ctx) {
 	}
 	p, ref := judgeResume(kind, paused, k)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	apply(c, p)
 	vs.wake(c, k)
-	c.W.OK()
+	return nil
 }
 
 // judgeResume is EMQ.RESUME: HDEL meta paused (nothing to write when the
@@ -72,21 +95,38 @@ func judgeResume(meta keyKind, paused bool, k *Keys) (*plan.Plan, refusal) {
 // ---------------------------------------------------------------------------
 // EMQ.REMOVE q id
 
+// EMQ.REMOVE q id
 func (vs *Verbs) cmdRemove(c *store.Ctx) {
-	k := vs.queueArg(c)
-	if k == nil {
+	j, ok := vs.parseJobRef(c)
+	if !ok {
 		return
 	}
-	rowKey, id := k.rowOf(c.Argv[2])
+	removed, err := vs.Remove(c, &j)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	if removed {
+		c.W.Int(1)
+	} else {
+		c.W.Int(0)
+	}
+}
+
+// Remove is EMQ.REMOVE q id (docs/verbs.md §4.15): the job is deleted
+// from every set and its row, unless it is active (ErrActive). It reports
+// whether there was a job to remove (the wire reply 1 or 0). A *Refusal
+// wrote nothing.
+func (vs *Verbs) Remove(c *store.Ctx, j *JobRef) (bool, error) {
+	k, rowKey := vs.jobRefKeys(j)
+	id := j.ID
 	r := readRemove(c.DB, k, id, rowKey)
 	p, ref := judgeRemove(&r, k, id, rowKey)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return false, vs.refused(c, ref)
 	}
 	if p == nil {
-		c.W.Int(0)
-		return
+		return false, nil
 	}
 	lt, ref := removeLanes(vs.laneScratch(), c.DB, k, c.NowMs)
 	if !ref.Refused() {
@@ -94,8 +134,7 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 	}
 	if ref.Refused() {
 		plan.Put(p)
-		vs.refuseReply(c, ref)
-		return
+		return false, vs.refused(c, ref)
 	}
 	var fe *flowEnds
 	if r.Row.Kind == keyOK && r.Row.Parent.Present {
@@ -107,7 +146,7 @@ func (vs *Verbs) cmdRemove(c *store.Ctx) {
 	fe.after(c)
 	vs.count(c, k, Removed, 1)
 	vs.event(c, k, EvRemoved, id)
-	c.W.Int(1)
+	return true, nil
 }
 
 // removeRead is what EMQ.REMOVE's read pass saw: the row and the id's

@@ -98,37 +98,69 @@ func appendPlan(p, q *plan.Plan) {
 // ---------------------------------------------------------------------------
 // EMQ.REPROCESS.ALL q [RESET] [LIMIT n]
 
+// ReprocessAllArgs are EMQ.REPROCESS.ALL's arguments (docs/verbs.md
+// §4.24): Queue (valid), Reset (as EMQ.REPROCESS RESET) and Limit (1 to
+// BulkMax; 0: BulkDefault), the most dead jobs one call brings back.
+type ReprocessAllArgs struct {
+	Queue string
+	Reset bool
+	Limit int64
+}
+
+// Argv is the canonical command line: EMQ.REPROCESS.ALL q [RESET] [LIMIT n].
+func (a *ReprocessAllArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.REPROCESS.ALL", a.Queue)
+	if a.Reset {
+		argv = append(argv, []byte("RESET"))
+	}
+	return limitArgv(argv, a.Limit)
+}
+
+// EMQ.REPROCESS.ALL q [RESET] [LIMIT n]
 func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
-	var reset bool
-	limit, e := bulkLimit(c.Argv, 2, &reset)
-	if e != "" {
+	a := ReprocessAllArgs{Queue: k.Queue}
+	var e string
+	if a.Limit, e = bulkLimit(c.Argv, 2, &a.Reset); e != "" {
 		c.W.Error(e)
 		return
+	}
+	res, err := vs.ReprocessAll(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	writeBulk(c, res)
+}
+
+// ReprocessAll is EMQ.REPROCESS.ALL (docs/verbs.md §4.24): the first Limit
+// dead jobs, each as EMQ.REPROCESS brings it back, in one plan. A
+// *Refusal wrote nothing.
+func (vs *Verbs) ReprocessAll(c *store.Ctx, a *ReprocessAllArgs) (BulkResult, error) {
+	k := vs.keysOf(a.Queue)
+	limit := a.Limit
+	if limit <= 0 {
+		limit = BulkDefault
 	}
 	d := c.DB
 	z, kind := zsetKind(d, k.Dead)
 	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(k.Dead))
-		return
+		return BulkResult{}, vs.refused(c, wrongType(k.Dead))
 	}
 	head := readHead(d, k, z, limit)
 	if len(head) == 0 {
-		bulkReply(c, 0, 0)
-		return
+		return BulkResult{}, nil
 	}
 	lt, ref := readLanes(d, k, c.NowMs)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return BulkResult{}, vs.refused(c, ref)
 	}
-	p, ids, ref := judgeReprocessAll(d, k, head, reset, lt)
+	p, ids, ref := judgeReprocessAll(d, k, head, a.Reset, lt)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return BulkResult{}, vs.refused(c, ref)
 	}
 	// Dead flow children reopen their waiting parents' waits (docs/verbs.md
 	// §4.25.3). Decision: a child whose parent is dead does not refuse the
@@ -152,7 +184,7 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 	if len(ids) > 0 {
 		vs.wake(c, k)
 	}
-	bulkReply(c, len(ids), left)
+	return BulkResult{Done: ids, Left: left}, nil
 }
 
 // judgeReprocessAll judges each selected dead member as EMQ.REPROCESS q id
@@ -196,42 +228,75 @@ func removeSet(k *Keys, b []byte) (string, bool) {
 	return key, true
 }
 
+// RemoveAllArgs are EMQ.REMOVE.ALL's arguments (docs/verbs.md §4.24):
+// Queue (valid), State (pending, scheduled, dead or completed, any case)
+// and Limit (1 to BulkMax; 0: BulkDefault).
+type RemoveAllArgs struct {
+	Queue string
+	State string
+	Limit int64
+}
+
+// Argv is the canonical command line: EMQ.REMOVE.ALL q state [LIMIT n].
+func (a *RemoveAllArgs) Argv() [][]byte {
+	return limitArgv(argvOf("EMQ.REMOVE.ALL", a.Queue, a.State), a.Limit)
+}
+
+// EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n]
 func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
-	set, ok := removeSet(k, c.Argv[2])
-	if !ok {
+	if _, ok := removeSet(k, c.Argv[2]); !ok {
 		c.W.Error(ErrRemoveState)
 		return
 	}
-	limit, e := bulkLimit(c.Argv, 3, nil)
-	if e != "" {
+	a := RemoveAllArgs{Queue: k.Queue, State: string(c.Argv[2])}
+	var e string
+	if a.Limit, e = bulkLimit(c.Argv, 3, nil); e != "" {
 		c.W.Error(e)
 		return
+	}
+	res, err := vs.RemoveAll(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	writeBulk(c, res)
+}
+
+// RemoveAll is EMQ.REMOVE.ALL (docs/verbs.md §4.24): the first Limit
+// members of the state's set, each as EMQ.REMOVE removes it, in one plan.
+// A State that is not one of the four is refused with ErrRemoveState. A
+// *Refusal wrote nothing.
+func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
+	k := vs.keysOf(a.Queue)
+	set, ok := removeSet(k, []byte(a.State))
+	if !ok {
+		return BulkResult{}, &Refusal{Text: ErrRemoveState}
+	}
+	limit := a.Limit
+	if limit <= 0 {
+		limit = BulkDefault
 	}
 	d := c.DB
 	z, kind := zsetKind(d, set)
 	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(set))
-		return
+		return BulkResult{}, vs.refused(c, wrongType(set))
 	}
 	head := readHead(d, k, z, limit)
 	if len(head) == 0 {
-		bulkReply(c, 0, 0)
-		return
+		return BulkResult{}, nil
 	}
 	// Pending jobs leave their lanes (docs/verbs.md §4.26.4).
 	lt, ref := removeLanes(vs.laneScratch(), d, k, c.NowMs)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return BulkResult{}, vs.refused(c, ref)
 	}
 	p, ids, ref := judgeRemoveAll(d, k, head, lt)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return BulkResult{}, vs.refused(c, ref)
 	}
 	// Removed flow children have ended (docs/verbs.md §4.25.2); a parent
 	// removed by the same call is gone for the seam.
@@ -247,7 +312,7 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 	fe.after(c)
 	vs.count(c, k, Removed, len(ids))
 	vs.events(c, k, EvRemoved, ids)
-	bulkReply(c, len(ids), left)
+	return BulkResult{Done: ids, Left: left}, nil
 }
 
 // judgeRemoveAll judges each selected member exactly as EMQ.REMOVE q id
@@ -288,33 +353,61 @@ func judgeRemoveAll(d *store.DB, k *Keys, head []dueJob, lt *laneTx) (*plan.Plan
 // ---------------------------------------------------------------------------
 // EMQ.PROMOTE.ALL q [LIMIT n]: scheduled jobs to pending now, due or not.
 
+// PromoteAllArgs are EMQ.PROMOTE.ALL's arguments (docs/verbs.md §4.24):
+// Queue (valid) and Limit (1 to BulkMax; 0: BulkDefault).
+type PromoteAllArgs struct {
+	Queue string
+	Limit int64
+}
+
+// Argv is the canonical command line: EMQ.PROMOTE.ALL q [LIMIT n].
+func (a *PromoteAllArgs) Argv() [][]byte {
+	return limitArgv(argvOf("EMQ.PROMOTE.ALL", a.Queue), a.Limit)
+}
+
+// EMQ.PROMOTE.ALL q [LIMIT n]
 func (vs *Verbs) cmdPromoteAll(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
 		return
 	}
-	limit, e := bulkLimit(c.Argv, 2, nil)
-	if e != "" {
+	a := PromoteAllArgs{Queue: k.Queue}
+	var e string
+	if a.Limit, e = bulkLimit(c.Argv, 2, nil); e != "" {
 		c.W.Error(e)
 		return
+	}
+	res, err := vs.PromoteAll(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	writeBulk(c, res)
+}
+
+// PromoteAll is EMQ.PROMOTE.ALL (docs/verbs.md §4.24): the first Limit
+// scheduled jobs to pending now, due or not, as EMQ.PROMOTE moves a due
+// one. A *Refusal wrote nothing.
+func (vs *Verbs) PromoteAll(c *store.Ctx, a *PromoteAllArgs) (BulkResult, error) {
+	k := vs.keysOf(a.Queue)
+	limit := a.Limit
+	if limit <= 0 {
+		limit = BulkDefault
 	}
 	d := c.DB
 	z, kind := zsetKind(d, k.Schedule)
 	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(k.Schedule))
-		return
+		return BulkResult{}, vs.refused(c, wrongType(k.Schedule))
 	}
 	head := readHead(d, k, z, limit)
 	if len(head) == 0 {
-		bulkReply(c, 0, 0)
-		return
+		return BulkResult{}, nil
 	}
 	_, pending := zsetKind(d, k.Pending)
 	lt, lref := readLanes(d, k, c.NowMs)
 	ids, p, ref := judgePromote(&promoteRead{Schedule: keyOK, Due: head, Pending: pending, Lanes: lt, LanesRef: lref}, k)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return BulkResult{}, vs.refused(c, ref)
 	}
 	left := z.Len() - len(head)
 	vs.flushApply(c, k, lt, p)
@@ -323,18 +416,31 @@ func (vs *Verbs) cmdPromoteAll(c *store.Ctx) {
 	if len(ids) > 0 {
 		vs.wake(c, k)
 	}
-	bulkReply(c, len(ids), left)
+	return BulkResult{Done: ids, Left: left}, nil
 }
 
 // ---------------------------------------------------------------------------
 // EMQ.PROMOTE.JOB q id: "run now" for one scheduled job.
 
+// EMQ.PROMOTE.JOB q id
 func (vs *Verbs) cmdPromoteJob(c *store.Ctx) {
-	k := vs.queueArg(c)
-	if k == nil {
+	j, ok := vs.parseJobRef(c)
+	if !ok {
 		return
 	}
-	rowKey, id := k.rowOf(c.Argv[2])
+	if err := vs.PromoteJob(c, &j); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.Int(1)
+}
+
+// PromoteJob is EMQ.PROMOTE.JOB (docs/verbs.md §4.24): "run now" for one
+// scheduled job, to pending at its priority. The wire reply is 1. A
+// *Refusal wrote nothing.
+func (vs *Verbs) PromoteJob(c *store.Ctx, j *JobRef) error {
+	k, rowKey := vs.jobRefKeys(j)
+	id := j.ID
 	d := c.DB
 	var r promoteJobRead
 	r.Schedule, r.InSchedule, _ = member(d, k.Schedule, id)
@@ -343,14 +449,13 @@ func (vs *Verbs) cmdPromoteJob(c *store.Ctx) {
 	r.Lanes, r.LanesRef = readLanes(d, k, c.NowMs)
 	p, ref := judgePromoteJob(&r, k, id, rowKey)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	vs.flushApply(c, k, r.Lanes, p)
 	vs.count(c, k, Promoted, 1)
 	vs.event(c, k, EvPromoted, id)
 	vs.wake(c, k)
-	c.W.Int(1)
+	return nil
 }
 
 // promoteJobRead is what EMQ.PROMOTE.JOB's read pass saw.

@@ -610,24 +610,50 @@ func judgePromote(r *promoteRead, k *Keys) ([]string, *plan.Plan, refusal) {
 // ---------------------------------------------------------------------------
 // EMQ.REPROCESS q id [RESET]
 
+// ReprocessArgs are EMQ.REPROCESS's arguments (docs/verbs.md §4.13): the
+// dead job and Reset (RESET: failures and stalled start again).
+type ReprocessArgs struct {
+	JobRef
+	Reset bool
+}
+
+// Argv is the canonical command line: EMQ.REPROCESS q id [RESET].
+func (a *ReprocessArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.REPROCESS", a.Queue, a.ID)
+	if a.Reset {
+		argv = append(argv, []byte("RESET"))
+	}
+	return argv
+}
+
+// EMQ.REPROCESS q id [RESET]
 func (vs *Verbs) cmdReprocess(c *store.Ctx) {
-	k := vs.queueArg(c)
-	if k == nil {
+	j, ok := vs.parseJobRef(c)
+	if !ok {
 		return
 	}
 	argv := c.Argv
-	reset := false
 	if len(argv) > 4 || (len(argv) == 4 && !eqFold(argv[3], "RESET")) {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
-	reset = len(argv) == 4
-	rowKey, id := k.rowOf(argv[2])
-	r := readReprocess(c.DB, k, id, rowKey, nil, c.NowMs)
-	p, ref := judgeReprocess(&r, k, id, rowKey, reset)
-	if ref.Refused() {
-		vs.refuseReply(c, ref)
+	if err := vs.Reprocess(c, &ReprocessArgs{JobRef: j, Reset: len(argv) == 4}); err != nil {
+		replyRefusal(c, err)
 		return
+	}
+	c.W.Int(1)
+}
+
+// Reprocess is EMQ.REPROCESS (docs/verbs.md §4.13): a dead job back to
+// pending at its priority; a dead flow child reopens its parent's wait.
+// The wire reply is 1. A *Refusal wrote nothing.
+func (vs *Verbs) Reprocess(c *store.Ctx, a *ReprocessArgs) error {
+	k, rowKey := vs.jobRefKeys(&a.JobRef)
+	id := a.ID
+	r := readReprocess(c.DB, k, id, rowKey, nil, c.NowMs)
+	p, ref := judgeReprocess(&r, k, id, rowKey, a.Reset)
+	if ref.Refused() {
+		return vs.refused(c, ref)
 	}
 	if r.Row.Parent.Present {
 		// A dead flow child (docs/verbs.md §4.25.3): reopen its parent's
@@ -635,8 +661,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 		fe := newFlowEnds(vs, c, p, r.Lanes)
 		if ref := fe.reopen(r.Row.Parent.Val, flowRef(k.Queue, id)); ref.Refused() {
 			plan.Put(p)
-			vs.refuseReply(c, ref)
-			return
+			return vs.refused(c, ref)
 		}
 		planFlow(fe, p)
 	}
@@ -644,7 +669,7 @@ func (vs *Verbs) cmdReprocess(c *store.Ctx) {
 	vs.count(c, k, Reprocessed, 1)
 	vs.event(c, k, EvReprocessed, id)
 	vs.wake(c, k)
-	c.W.Int(1)
+	return nil
 }
 
 // reprocessRead is what EMQ.REPROCESS's read pass saw.

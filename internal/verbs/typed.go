@@ -50,3 +50,51 @@ func argvOf(name string, args ...string) [][]byte {
 
 // itoa is the decimal spelling of n, as a command line argument.
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// JobRef names one job of a queue for the operator verbs that take `q id`
+// (EMQ.REMOVE, EMQ.REPROCESS, EMQ.PROMOTE.JOB): Queue (valid) and ID.
+type JobRef struct {
+	Queue string
+	ID    string
+	// row is the row key the wire adapter built with ID.
+	row string
+}
+
+// parseJobRef parses `q id` (argv[1..2]); on an error it has written the
+// reply.
+func (vs *Verbs) parseJobRef(c *store.Ctx) (JobRef, bool) {
+	k := vs.queueArg(c)
+	if k == nil {
+		return JobRef{}, false
+	}
+	rowKey, id := k.rowOf(c.Argv[2])
+	return JobRef{Queue: k.Queue, ID: id, row: rowKey}, true
+}
+
+// keys are j's queue keys and its row key.
+func (vs *Verbs) jobRefKeys(j *JobRef) (*Keys, string) {
+	k := vs.keysOf(j.Queue)
+	if n := len(k.JobPrefix); len(j.row) == n+len(j.ID) && j.row[n:] == j.ID && j.row[:n] == k.JobPrefix {
+		return k, j.row
+	}
+	return k, k.Row(j.ID)
+}
+
+// BulkResult is what an operator bulk verb did (docs/verbs.md §4.24): the
+// ids it acted on, in selection order, and Left, the members of the set
+// beyond the selection (the wire reply is [len(Done), Left]).
+type BulkResult struct {
+	Done []string
+	Left int
+}
+
+// writeBulk answers [done, left].
+func writeBulk(c *store.Ctx, r BulkResult) { bulkReply(c, len(r.Done), r.Left) }
+
+// limitArgv appends LIMIT n when n > 0.
+func limitArgv(argv [][]byte, n int64) [][]byte {
+	if n > 0 {
+		argv = append(argv, []byte("LIMIT"), []byte(itoa(n)))
+	}
+	return argv
+}

@@ -493,3 +493,125 @@ func TestTypedJobCoreRefusals(t *testing.T) {
 		t.Fatalf("state %q after the refusals", h.field("q", tID, "state"))
 	}
 }
+
+// argvFunc gives a literal command line an Argv method (the verbs whose
+// typed arguments are a bare queue or JobRef).
+type argvFunc func() [][]byte
+
+func (f argvFunc) Argv() [][]byte { return f() }
+
+func TestTypedAdmin(t *testing.T) {
+	enq := func(id string, more ...string) []string {
+		return append([]string{"EMQ.ENQUEUE", "q", id, "p-" + id}, more...)
+	}
+	line := func(args ...string) argvFunc {
+		return func() [][]byte { return argvOf(args[0], args[1:]...) }
+	}
+	ref := JobRef{Queue: "q", ID: tID}
+	deadBoth := [][]string{enq(tID), enq(tID2), {"EMQ.CLAIM", "q", "1000", "COUNT", "2"},
+		{"EMQ.FAIL", "q", tID, "1", "1", "0", "e1"}, {"EMQ.FAIL", "q", tID2, "1", "1", "0", "e2"}}
+	bulk := func(r BulkResult, err error) (any, error) { return []any{int64(len(r.Done)), int64(r.Left)}, err }
+	cases := []typedCase{
+		{name: "pause", argv: line("EMQ.PAUSE", "q"), want: "EMQ.PAUSE q",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) { return "OK", vs.Pause(c, "q") }},
+		{name: "resume", setup: [][]string{{"EMQ.PAUSE", "q"}}, argv: line("EMQ.RESUME", "q"), want: "EMQ.RESUME q",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) { return "OK", vs.Resume(c, "q") }},
+		{name: "remove", setup: [][]string{enq(tID)}, argv: line("EMQ.REMOVE", "q", tID), want: "EMQ.REMOVE q " + tID,
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				ok, err := vs.Remove(c, &ref)
+				if !ok {
+					t.Fatal("nothing removed")
+				}
+				return int64(1), err
+			}},
+		{name: "remove absent", argv: line("EMQ.REMOVE", "q", tID), want: "EMQ.REMOVE q " + tID,
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				ok, err := vs.Remove(c, &ref)
+				if ok {
+					t.Fatal("removed an absent job")
+				}
+				return int64(0), err
+			}},
+		{name: "reprocess reset", setup: deadBoth, argv: &ReprocessArgs{JobRef: ref, Reset: true}, want: "EMQ.REPROCESS q " + tID + " RESET",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return int64(1), vs.Reprocess(c, &ReprocessArgs{JobRef: ref, Reset: true})
+			}},
+		{name: "reprocess all", setup: deadBoth, argv: &ReprocessAllArgs{Queue: "q", Limit: 1}, want: "EMQ.REPROCESS.ALL q LIMIT 1",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.ReprocessAll(c, &ReprocessAllArgs{Queue: "q", Limit: 1})
+				if len(r.Done) != 1 || r.Left != 1 {
+					t.Fatalf("reprocess all: %+v", r)
+				}
+				return bulk(r, err)
+			}},
+		{name: "remove all", setup: deadBoth, argv: &RemoveAllArgs{Queue: "q", State: "DEAD"}, want: "EMQ.REMOVE.ALL q DEAD",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return bulk(vs.RemoveAll(c, &RemoveAllArgs{Queue: "q", State: "DEAD"}))
+			}},
+		{name: "promote all", setup: [][]string{enq(tID, "DELAY", "9000"), enq(tID2, "DELAY", "1")}, argv: &PromoteAllArgs{Queue: "q"}, want: "EMQ.PROMOTE.ALL q",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.PromoteAll(c, &PromoteAllArgs{Queue: "q"})
+				if !reflect.DeepEqual(r.Done, []string{tID2, tID}) {
+					t.Fatalf("promote all: %+v", r)
+				}
+				return bulk(r, err)
+			}},
+		{name: "promote job", setup: [][]string{enq(tID, "DELAY", "9000")}, argv: line("EMQ.PROMOTE.JOB", "q", tID), want: "EMQ.PROMOTE.JOB q " + tID,
+			call: func(vs *Verbs, c *store.Ctx) (any, error) { return int64(1), vs.PromoteJob(c, &ref) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTwins(t)
+			w.a.listen, w.b.listen = true, true
+			for _, s := range tc.setup {
+				w.both(s...)
+			}
+			var parts []string
+			for _, a := range tc.argv.Argv() {
+				parts = append(parts, string(a))
+			}
+			if got := strings.Join(parts, " "); got != tc.want {
+				t.Fatalf("Argv %q, want %q", got, tc.want)
+			}
+			wire := w.a.do(parts...)
+			if e, refused := wire.(replyErr); refused {
+				t.Fatalf("wire %q refused: %s", tc.want, e)
+			}
+			got, err := tc.call(w.b.v, w.b.ctx(nil))
+			if err != nil {
+				t.Fatalf("typed: %v", err)
+			}
+			if !reflect.DeepEqual(got, wire) {
+				t.Fatalf("typed result %#v, wire reply %#v", got, wire)
+			}
+			w.same(tc.name)
+			if strings.Join(w.a.pub, "\n") != strings.Join(w.b.pub, "\n") {
+				t.Fatalf("events %v by the command, %v by the typed call", w.a.pub, w.b.pub)
+			}
+		})
+	}
+	// Refusals: the wire's texts, nothing written.
+	h := newTH(t)
+	h.ok("EMQ.ENQUEUE", "q", tID, "a")
+	h.ok("EMQ.CLAIM", "q", "1000")
+	untouched(t, h, ErrActive, func() error { _, err := h.v.Remove(h.ctx(nil), &ref); return err })
+	untouched(t, h, ErrNotDead, func() error { return h.v.Reprocess(h.ctx(nil), &ReprocessArgs{JobRef: ref}) })
+	untouched(t, h, ErrNotScheduled, func() error { return h.v.PromoteJob(h.ctx(nil), &ref) })
+	untouched(t, h, ErrRemoveState, func() error {
+		_, err := h.v.RemoveAll(h.ctx(nil), &RemoveAllArgs{Queue: "q", State: "active"})
+		return err
+	})
+	h.setString(tk.Meta, "x")
+	untouched(t, h, store.ErrWrongType, func() error { return h.v.Pause(h.ctx(nil), "q") })
+	untouched(t, h, store.ErrWrongType, func() error { return h.v.Resume(h.ctx(nil), "q") })
+	h.setString(tk.Dead, "x")
+	untouched(t, h, store.ErrWrongType, func() error {
+		_, err := h.v.ReprocessAll(h.ctx(nil), &ReprocessAllArgs{Queue: "q"})
+		return err
+	})
+	h.setString(tk.Schedule, "x")
+	untouched(t, h, store.ErrWrongType, func() error {
+		_, err := h.v.PromoteAll(h.ctx(nil), &PromoteAllArgs{Queue: "q"})
+		return err
+	})
+}
