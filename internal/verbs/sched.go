@@ -644,30 +644,53 @@ func (vs *Verbs) cmdScheduleList(c *store.Ctx) {
 // ---------------------------------------------------------------------------
 // EMQ.SCHEDULE.DEL q name, EMQ.SCHEDULE.PAUSE q name, EMQ.SCHEDULE.RESUME q name
 
+// ScheduleRef names one schedule (docs/verbs.md §4.22): Queue (valid) and
+// Name (a valid schedule name; the wire adapter checks both).
+type ScheduleRef struct {
+	Queue string
+	Name  string
+}
+
+// EMQ.SCHEDULE.DEL q name
 func (vs *Verbs) cmdScheduleDel(c *store.Ctx) {
 	k, name, ok := vs.schedArgs(c)
 	if !ok {
 		return
 	}
+	deleted, err := vs.ScheduleDel(c, &ScheduleRef{Queue: k.Queue, Name: name})
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	if deleted {
+		c.W.Int(1)
+	} else {
+		c.W.Int(0)
+	}
+}
+
+// ScheduleDel is EMQ.SCHEDULE.DEL (docs/verbs.md §4.22): the schedule's
+// hash and its member of the sched set go; occurrences already enqueued
+// stay. It reports whether there was one (the wire reply 1 or 0). A
+// *Refusal wrote nothing.
+func (vs *Verbs) ScheduleDel(c *store.Ctx, r *ScheduleRef) (bool, error) {
+	k, name := vs.keysOf(r.Queue), r.Name
 	d := c.DB
 	key := k.SchedPref + name
 	z, zk := zsetKind(d, k.Sched)
 	if zk == keyWrong {
-		vs.refuseReply(c, wrongType(k.Sched))
-		return
+		return false, vs.refused(c, wrongType(k.Sched))
 	}
 	_, hk := hashKind(d, key)
 	if hk == keyWrong {
-		vs.refuseReply(c, wrongType(key))
-		return
+		return false, vs.refused(c, wrongType(key))
 	}
 	inSet := false
 	if z != nil {
 		_, inSet = z.Score(name)
 	}
 	if hk == keyAbsent && !inSet {
-		c.W.Int(0)
-		return
+		return false, nil
 	}
 	p := newPlan(2)
 	if hk == keyOK {
@@ -677,35 +700,53 @@ func (vs *Verbs) cmdScheduleDel(c *store.Ctx) {
 		p.ZRem(k.Sched, name)
 	}
 	apply(c, p)
-	c.W.Int(1)
+	return true, nil
 }
 
-func (vs *Verbs) cmdSchedulePause(c *store.Ctx)  { vs.pauseResume(c, true) }
-func (vs *Verbs) cmdScheduleResume(c *store.Ctx) { vs.pauseResume(c, false) }
+// EMQ.SCHEDULE.PAUSE q name, EMQ.SCHEDULE.RESUME q name
+func (vs *Verbs) cmdSchedulePause(c *store.Ctx)  { vs.cmdPauseResume(c, true) }
+func (vs *Verbs) cmdScheduleResume(c *store.Ctx) { vs.cmdPauseResume(c, false) }
 
-// pauseResume: PAUSE makes an active schedule paused (score never);
-// RESUME makes a paused one active again at its first slot at or after
-// now, counted from its previous target (slots that passed while paused
-// are not fired, docs/verbs.md §4.22.6). Anything else: OK, nothing
-// written.
-func (vs *Verbs) pauseResume(c *store.Ctx, pause bool) {
+func (vs *Verbs) cmdPauseResume(c *store.Ctx, pause bool) {
 	k, name, ok := vs.schedArgs(c)
 	if !ok {
 		return
 	}
+	if err := vs.pauseResume(c, &ScheduleRef{Queue: k.Queue, Name: name}, pause); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.OK()
+}
+
+// SchedulePause is EMQ.SCHEDULE.PAUSE (docs/verbs.md §4.22.6): an active
+// schedule stops firing (a paused one stays so). A missing schedule is
+// refused with ErrNoSchedule. A *Refusal wrote nothing.
+func (vs *Verbs) SchedulePause(c *store.Ctx, r *ScheduleRef) error { return vs.pauseResume(c, r, true) }
+
+// ScheduleResume is EMQ.SCHEDULE.RESUME (docs/verbs.md §4.22.6): a paused
+// schedule fires again from its first slot at or after now. A missing
+// schedule is refused with ErrNoSchedule. A *Refusal wrote nothing.
+func (vs *Verbs) ScheduleResume(c *store.Ctx, r *ScheduleRef) error {
+	return vs.pauseResume(c, r, false)
+}
+
+// pauseResume: PAUSE makes an active schedule paused (score never);
+// RESUME makes a paused one active again at its first slot at or after
+// now, counted from its previous target (slots that passed while paused
+// are not fired, docs/verbs.md §4.22.6). Anything else: nothing written.
+func (vs *Verbs) pauseResume(c *store.Ctx, r *ScheduleRef, pause bool) error {
+	k, name := vs.keysOf(r.Queue), r.Name
 	d := c.DB
 	if _, zk := zsetKind(d, k.Sched); zk == keyWrong {
-		vs.refuseReply(c, wrongType(k.Sched))
-		return
+		return vs.refused(c, wrongType(k.Sched))
 	}
 	s, had, ref := vs.readSchedule(d, k.SchedPref+name, name)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	if !had {
-		c.W.Error(ErrNoSchedule)
-		return
+		return &Refusal{Text: ErrNoSchedule}
 	}
 	switch {
 	case pause && s.State == "active":
@@ -716,13 +757,12 @@ func (vs *Verbs) pauseResume(c *store.Ctx, pause bool) {
 			s.setNext(s.slotAfter(c.NowMs - 1))
 		}
 	default:
-		c.W.OK()
-		return
+		return nil
 	}
 	p := newPlan(3)
 	s.writeProgress(p, k)
 	apply(c, p)
-	c.W.OK()
+	return nil
 }
 
 // ---------------------------------------------------------------------------

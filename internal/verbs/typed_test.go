@@ -556,6 +556,23 @@ func TestTypedAdmin(t *testing.T) {
 				}
 				return bulk(r, err)
 			}},
+		{name: "schedule pause", setup: [][]string{{"EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p"}}, argv: line("EMQ.SCHEDULE.PAUSE", "q", "tick"), want: "EMQ.SCHEDULE.PAUSE q tick",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return "OK", vs.SchedulePause(c, &ScheduleRef{Queue: "q", Name: "tick"})
+			}},
+		{name: "schedule resume", setup: [][]string{{"EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p"}, {"EMQ.SCHEDULE.PAUSE", "q", "tick"}},
+			argv: line("EMQ.SCHEDULE.RESUME", "q", "tick"), want: "EMQ.SCHEDULE.RESUME q tick",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return "OK", vs.ScheduleResume(c, &ScheduleRef{Queue: "q", Name: "tick"})
+			}},
+		{name: "schedule del", setup: [][]string{{"EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p"}}, argv: line("EMQ.SCHEDULE.DEL", "q", "tick"), want: "EMQ.SCHEDULE.DEL q tick",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				ok, err := vs.ScheduleDel(c, &ScheduleRef{Queue: "q", Name: "tick"})
+				if !ok {
+					t.Fatal("nothing deleted")
+				}
+				return int64(1), err
+			}},
 		{name: "promote job", setup: [][]string{enq(tID, "DELAY", "9000")}, argv: line("EMQ.PROMOTE.JOB", "q", tID), want: "EMQ.PROMOTE.JOB q " + tID,
 			call: func(vs *Verbs, c *store.Ctx) (any, error) { return int64(1), vs.PromoteJob(c, &ref) }},
 	}
@@ -597,6 +614,7 @@ func TestTypedAdmin(t *testing.T) {
 	untouched(t, h, ErrActive, func() error { _, err := h.v.Remove(h.ctx(nil), &ref); return err })
 	untouched(t, h, ErrNotDead, func() error { return h.v.Reprocess(h.ctx(nil), &ReprocessArgs{JobRef: ref}) })
 	untouched(t, h, ErrNotScheduled, func() error { return h.v.PromoteJob(h.ctx(nil), &ref) })
+	untouched(t, h, ErrNoSchedule, func() error { return h.v.SchedulePause(h.ctx(nil), &ScheduleRef{Queue: "q", Name: "none"}) })
 	untouched(t, h, ErrRemoveState, func() error {
 		_, err := h.v.RemoveAll(h.ctx(nil), &RemoveAllArgs{Queue: "q", State: "active"})
 		return err
@@ -604,6 +622,11 @@ func TestTypedAdmin(t *testing.T) {
 	h.setString(tk.Meta, "x")
 	untouched(t, h, store.ErrWrongType, func() error { return h.v.Pause(h.ctx(nil), "q") })
 	untouched(t, h, store.ErrWrongType, func() error { return h.v.Resume(h.ctx(nil), "q") })
+	h.setString(tk.Sched, "x")
+	untouched(t, h, store.ErrWrongType, func() error {
+		_, err := h.v.ScheduleDel(h.ctx(nil), &ScheduleRef{Queue: "q", Name: "tick"})
+		return err
+	})
 	h.setString(tk.Dead, "x")
 	untouched(t, h, store.ErrWrongType, func() error {
 		_, err := h.v.ReprocessAll(h.ctx(nil), &ReprocessAllArgs{Queue: "q"})
