@@ -31,6 +31,7 @@ import (
 //	emqd_jobs_total{db,queue,transition}       counter: verbs.Transition names, since start
 //	emqd_command_duration_seconds{command}     histogram: handler time per command (commandstats names)
 //	emqd_connected_clients, emqd_blocked_clients               gauges
+//	emqd_clients_memory_bytes                  gauge: what the clients hold (INFO mem_clients_normal)
 //	emqd_connections_received_total, emqd_rejected_connections_total
 //	emqd_bad_row_refusals_total                counter: docs/verbs.md §2.11
 //	emqd_sweep_jobs_total{result}              counter: the opt-in sweeper's recovered / dead
@@ -114,6 +115,11 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 			s.clientsMu.Lock()
 			defer s.clientsMu.Unlock()
 			return float64(len(s.clients))
+		}),
+		gaugeFunc("emqd_clients_memory_bytes", "Memory the connected clients hold: their state, read buffers, requests not yet run and unsent replies (INFO mem_clients_normal, MEMORY STATS clients.normal; docs/operations.md §4).", func() float64 {
+			s.store.Lock()
+			defer s.store.Unlock()
+			return float64(s.clientsMemory(nil))
 		}),
 		gaugeFunc("emqd_blocked_clients", "Clients parked in a blocking command (EMQ.CLAIM BLOCK, EMQ.WAIT; INFO blocked_clients).", func() float64 {
 			s.store.Lock()

@@ -550,3 +550,32 @@ func TestFlowMetrics(t *testing.T) {
 		t.Fatalf("pending gauge %v %v", got, ok)
 	}
 }
+
+// TestClientsMemoryMetric: /metrics' emqd_clients_memory_bytes is INFO
+// memory's mem_clients_normal, and counts a client's half-sent request
+// (50,000 bytes of a 100,000-byte SET).
+func TestClientsMemoryMetric(t *testing.T) {
+	s := server.StartTest(t, server.Options{Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n" + strings.Repeat("x", 50000))); err != nil {
+		t.Fatal(err)
+	}
+	info := func() float64 {
+		for _, l := range strings.Split(s.InfoText("memory"), "\r\n") {
+			if v, ok := strings.CutPrefix(l, "mem_clients_normal:"); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				return n
+			}
+		}
+		t.Fatal("no mem_clients_normal")
+		return 0
+	}
+	waitFor(t, func() bool { return info() >= 50000 })
+	if v, ok := metric(scrape(t, s), "emqd_clients_memory_bytes"); !ok || v != info() {
+		t.Fatalf("emqd_clients_memory_bytes %v (%v), mem_clients_normal %v", v, ok, info())
+	}
+}
