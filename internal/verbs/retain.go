@@ -195,6 +195,33 @@ func deadScore(s retainSettings, now int64) int64 {
 // ---------------------------------------------------------------------------
 // EMQ.RETAIN q [(COMPLETED|DEAD) max_count max_age_ms]
 
+// RetainArgs are EMQ.RETAIN's setting form (docs/verbs.md §4.21): Queue
+// (valid), Dead (the DEAD setting; else COMPLETED), MaxCount and MaxAgeMs
+// (>= 0; both 0: no retention of that kind).
+type RetainArgs struct {
+	Queue    string
+	Dead     bool
+	MaxCount int64
+	MaxAgeMs int64
+}
+
+// Argv is the canonical command line: EMQ.RETAIN q (COMPLETED | DEAD)
+// max_count max_age_ms.
+func (a *RetainArgs) Argv() [][]byte {
+	kind := "COMPLETED"
+	if a.Dead {
+		kind = "DEAD"
+	}
+	return argvOf("EMQ.RETAIN", a.Queue, kind, itoa(a.MaxCount), itoa(a.MaxAgeMs))
+}
+
+// RetainSettings are a queue's retention settings (EMQ.RETAIN q; 0: none).
+type RetainSettings struct {
+	CompletedMaxCount, CompletedMaxAgeMs int64
+	DeadMaxCount, DeadMaxAgeMs           int64
+}
+
+// EMQ.RETAIN q [(COMPLETED|DEAD) max_count max_age_ms]
 func (vs *Verbs) cmdRetain(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
@@ -206,51 +233,74 @@ func (vs *Verbs) cmdRetain(c *store.Ctx) {
 		return
 	}
 	if len(argv) == 2 {
-		s, ref := readRetain(c.DB, k)
-		if ref.Refused() {
-			vs.refuseReply(c, ref)
+		s, err := vs.Retention(c, k.Queue)
+		if err != nil {
+			replyRefusal(c, err)
 			return
 		}
 		w := c.W
 		w.Map(4)
 		w.BulkString("completed_max_count")
-		w.Int(s.Completed.MaxCount)
+		w.Int(s.CompletedMaxCount)
 		w.BulkString("completed_max_age_ms")
-		w.Int(s.Completed.MaxAgeMs)
+		w.Int(s.CompletedMaxAgeMs)
 		w.BulkString("dead_max_count")
-		w.Int(s.Dead.MaxCount)
+		w.Int(s.DeadMaxCount)
 		w.BulkString("dead_max_age_ms")
-		w.Int(s.Dead.MaxAgeMs)
+		w.Int(s.DeadMaxAgeMs)
 		return
 	}
-	var fc, fa []byte
+	a := RetainArgs{Queue: k.Queue}
 	switch {
 	case eqFold(argv[2], "COMPLETED"):
-		fc, fa = fCompletedMaxCount, fCompletedMaxAge
 	case eqFold(argv[2], "DEAD"):
-		fc, fa = fDeadMaxCount, fDeadMaxAge
+		a.Dead = true
 	default:
 		c.W.Error(ErrRetainKind)
 		return
 	}
-	var r retention
 	var e string
-	if r.MaxCount, e = intArg(argv[3], 0, errNonNegMaxCount); e != "" {
+	if a.MaxCount, e = intArg(argv[3], 0, errNonNegMaxCount); e != "" {
 		c.W.Error(e)
 		return
 	}
-	if r.MaxAgeMs, e = intArg(argv[4], 0, errNonNegMaxAge); e != "" {
+	if a.MaxAgeMs, e = intArg(argv[4], 0, errNonNegMaxAge); e != "" {
 		c.W.Error(e)
 		return
+	}
+	if err := vs.Retain(c, &a); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.OK()
+}
+
+// Retention is EMQ.RETAIN q (docs/verbs.md §4.21): the queue's settings.
+// A *Refusal (the meta hash unreadable) wrote nothing.
+func (vs *Verbs) Retention(c *store.Ctx, q string) (RetainSettings, error) {
+	s, ref := readRetain(c.DB, vs.keysOf(q))
+	if ref.Refused() {
+		return RetainSettings{}, vs.refused(c, ref)
+	}
+	return RetainSettings{s.Completed.MaxCount, s.Completed.MaxAgeMs, s.Dead.MaxCount, s.Dead.MaxAgeMs}, nil
+}
+
+// Retain is EMQ.RETAIN q (COMPLETED | DEAD) max_count max_age_ms
+// (docs/verbs.md §4.21): the setting of one kind (nothing written when it
+// is already so). A *Refusal wrote nothing.
+func (vs *Verbs) Retain(c *store.Ctx, a *RetainArgs) error {
+	k := vs.keysOf(a.Queue)
+	fc, fa := fCompletedMaxCount, fCompletedMaxAge
+	if a.Dead {
+		fc, fa = fDeadMaxCount, fDeadMaxAge
 	}
 	h, kind := hashKind(c.DB, k.Meta)
 	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(k.Meta))
-		return
+		return vs.refused(c, wrongType(k.Meta))
 	}
-	p := judgeRetain(h, k, fc, fa, r)
+	p := judgeRetain(h, k, fc, fa, retention{MaxCount: a.MaxCount, MaxAgeMs: a.MaxAgeMs})
 	apply(c, p)
-	c.W.OK()
+	return nil
 }
 
 // judgeRetain is EMQ.RETAIN's plan: the two fields of the kind set to the

@@ -573,6 +573,19 @@ func TestTypedAdmin(t *testing.T) {
 				}
 				return int64(1), err
 			}},
+		{name: "retain", argv: &RetainArgs{Queue: "q", Dead: true, MaxCount: 5, MaxAgeMs: 60000}, want: "EMQ.RETAIN q DEAD 5 60000",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				return "OK", vs.Retain(c, &RetainArgs{Queue: "q", Dead: true, MaxCount: 5, MaxAgeMs: 60000})
+			}},
+		{name: "retention", setup: [][]string{{"EMQ.RETAIN", "q", "COMPLETED", "7", "0"}}, argv: line("EMQ.RETAIN", "q"), want: "EMQ.RETAIN q",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.Retention(c, "q")
+				if r != (RetainSettings{CompletedMaxCount: 7}) {
+					t.Fatalf("retention %+v", r)
+				}
+				return []any{"completed_max_count", r.CompletedMaxCount, "completed_max_age_ms", r.CompletedMaxAgeMs,
+					"dead_max_count", r.DeadMaxCount, "dead_max_age_ms", r.DeadMaxAgeMs}, err
+			}},
 		{name: "promote job", setup: [][]string{enq(tID, "DELAY", "9000")}, argv: line("EMQ.PROMOTE.JOB", "q", tID), want: "EMQ.PROMOTE.JOB q " + tID,
 			call: func(vs *Verbs, c *store.Ctx) (any, error) { return int64(1), vs.PromoteJob(c, &ref) }},
 	}
@@ -621,6 +634,8 @@ func TestTypedAdmin(t *testing.T) {
 	})
 	h.setString(tk.Meta, "x")
 	untouched(t, h, store.ErrWrongType, func() error { return h.v.Pause(h.ctx(nil), "q") })
+	untouched(t, h, store.ErrWrongType, func() error { return h.v.Retain(h.ctx(nil), &RetainArgs{Queue: "q", MaxCount: 1}) })
+	untouched(t, h, store.ErrWrongType, func() error { _, err := h.v.Retention(h.ctx(nil), "q"); return err })
 	untouched(t, h, store.ErrWrongType, func() error { return h.v.Resume(h.ctx(nil), "q") })
 	h.setString(tk.Sched, "x")
 	untouched(t, h, store.ErrWrongType, func() error {
