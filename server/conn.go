@@ -660,9 +660,15 @@ func (c *client) flush(parked bool) {
 		c.writing = true
 		c.inWrite = len(data)
 		c.outMu.Unlock()
+		// The time is read before the write: a clock moved while the
+		// reply was on its way (clock.Manual in tests) must not make the
+		// client look active after the moment its last reply went out
+		// (TestIdleSubscribersStay failed 1 in 5 under -race when the
+		// test's clock jump landed between the reply and this store).
+		wrote := c.s.clock.NowMs()
 		n, err := c.nc.Write(data)
 		if n > 0 {
-			c.lastIO.Store(c.s.clock.NowMs())
+			c.lastIO.Store(wrote)
 		}
 		c.netOut.Add(int64(n))
 		c.s.statNetOut.Add(int64(n))

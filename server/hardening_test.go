@@ -171,7 +171,14 @@ func TestSubscribeManyChannelsLinear(t *testing.T) {
 	readN := func(c *testsupport.Conn, k int) string {
 		var last string
 		for i := 0; i < k; i++ {
-			last = c.Read()
+			// A generous deadline: this test counts work, not time, and
+			// 100,000 frames under -race on a loaded machine took more
+			// than Read's 5 s once.
+			f, err := c.ReadTimeout(60 * time.Second)
+			if err != nil {
+				t.Fatalf("frame %d of %d: %v", i+1, k, err)
+			}
+			last = f
 		}
 		return last
 	}
@@ -192,7 +199,7 @@ func TestSubscribeManyChannelsLinear(t *testing.T) {
 	}
 	// UNSUBSCRIBE without names: one frame per channel, first subscribed first.
 	c.Write(encode("UNSUBSCRIBE"))
-	if first := c.Read(); first != "*3\r\n$11\r\nunsubscribe\r\n$4\r\nch:0\r\n:99999\r\n" {
+	if first := readN(c, 1); first != "*3\r\n$11\r\nunsubscribe\r\n$4\r\nch:0\r\n:99999\r\n" {
 		t.Fatalf("first unsubscribe frame %q", first)
 	}
 	if last := readN(c, n-1); last != "*3\r\n$11\r\nunsubscribe\r\n$8\r\nch:99999\r\n:0\r\n" {
