@@ -1089,6 +1089,41 @@ local function lane_next(ls, k)
   return st
 end
 
+-- lanes_turned_on readies a claim whose promotion turned lanes on (the
+-- queue had no lanes when read) for the lane selection (lanesTurnedOn,
+-- docs/verbs.md §4.26.4): the default lane is loaded with the jobs this
+-- call put into pending while lanes were still off (the promoted jobs of
+-- the default lane, the flow parents a finishing verb released), which the
+-- store does not hold yet. Returns the refusal text or nil.
+local function lanes_turned_on(lt, k, promoted, ov)
+  local ls, e = lt_lane(lt, DEFAULT_LANE)
+  if not ls then
+    return e
+  end
+  local function add(id, score, row)
+    if not ls.in_added[id] then
+      ls.in_added[id] = true
+      ls.added[#ls.added + 1] = { id = id, score = score, row = row, key = k.job .. id }
+    end
+  end
+  for j = 1, #promoted do
+    local d = promoted[j]
+    if lane_of(d.row) == DEFAULT_LANE then
+      add(d.id, row_priority(d.row) or 0, d.row)
+    end
+  end
+  if ov and ov.released then
+    for _, pid in ipairs(ov.released) do
+      local row = read_row(k.job .. pid)
+      add(pid, row_priority(row) or 0, row)
+    end
+  end
+  if ls.pend > 0 and ls.pass < lt.vt then
+    ls.pass = lt.vt
+    ls.dirty = true
+  end
+end
+
 -- lane_claim_judge is EMQ.CLAIM's picks on a queue with lanes
 -- (judgeClaimLanes): count fair picks, each the eligible lane of lowest
 -- pass, its best pending job, the lane's pass advanced by its stride, a
@@ -1097,11 +1132,13 @@ end
 -- and the ghosts ({key, id}), or nil and the refusal.
 local function lane_claim_judge(lt, k, count, now, ov)
   -- Lanes whose next token came due re-enter the selection.
-  local due = redis.call('ZRANGEBYSCORE', k.lanes_limited, '-inf', score_str(now))
-  for _, name in ipairs(due) do
-    local ls, e = lt_lane(lt, name)
-    if not ls then
-      return nil, e
+  if lt.on then
+    local due = redis.call('ZRANGEBYSCORE', k.lanes_limited, '-inf', score_str(now))
+    for _, name in ipairs(due) do
+      local ls, e = lt_lane(lt, name)
+      if not ls then
+        return nil, e
+      end
     end
   end
   local jobs, ghosts = {}, {}
@@ -2423,7 +2460,16 @@ claim_judge = function(k, lease, count, now, ov, lt)
   if not promoted then
     return nil, e
   end
-  if lt.on then
+  if not lt.on and lt.turn_on then
+    -- A promoted job of a lane turned lanes on in this call: the rest of
+    -- the call is the lane selection, the default lane in it with the
+    -- jobs this call put into pending (docs/verbs.md §4.26.4).
+    e = lanes_turned_on(lt, k, promoted, ov)
+    if e then
+      return nil, e
+    end
+  end
+  if lt.on or lt.turn_on then
     -- With lanes on: count fair picks (docs/verbs.md §4.26.2).
     local jobs, ghosts = lane_claim_judge(lt, k, count, now, ov)
     if not jobs then
@@ -2431,17 +2477,7 @@ claim_judge = function(k, lease, count, now, ov, lt)
     end
     return { due = due, ghosts = ghosts, jobs = jobs, lt = lt, lanes = true }
   end
-  -- A promoted job of another lane went to its lane's set (and turned
-  -- lanes on): the next claim serves it.
-  do
-    local plain = {}
-    for j = 1, #promoted do
-      if lane_of(promoted[j].row) == DEFAULT_LANE then
-        plain[#plain + 1] = promoted[j]
-      end
-    end
-    promoted = plain
-  end
+  -- Lanes are off, so every promoted job is of the default lane.
   -- The promoted ids join pending at score 0, so they sort by id among the
   -- score-0 members (bytes); a promoted id already in pending moves to 0.
   -- Flow parents a finishing verb releases (ov.released, docs/verbs.md
@@ -2561,16 +2597,6 @@ claim_judge = function(k, lease, count, now, ov, lt)
       end
     end
   end
-  if lt.turn_on then
-    -- A promoted job of a lane turned lanes on in this claim: the default
-    -- lane joins the selection with what this claim leaves of pending
-    -- (docs/verbs.md §4.26.4).
-    local ls = lt_lane(lt, DEFAULT_LANE)
-    if ls then
-      ls.pend = ls.pend - (#jobs + #ghosts)
-    end
-  end
-
   return { due = due, ghosts = ghosts, jobs = jobs, lt = lt }
 end
 

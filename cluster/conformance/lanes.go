@@ -22,6 +22,7 @@ func lanesScenario(t *testing.T, tg Target) {
 	}{
 		{"first", lanesFirst}, {"shares", lanesShares}, {"max_active", lanesMaxActive},
 		{"rate_pause", lanesRatePause}, {"refusals", lanesRefusals}, {"flows_schedules", lanesFlowsSchedules},
+		{"turn_on", lanesTurnOn},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			newEnv(t, tg).ok("FLUSHALL")
@@ -470,5 +471,64 @@ func lanesFlowsSchedules(t *testing.T, tg Target) {
 	}
 	if got := e.zscore("emq:{q}:lanes", "default"); got != "" {
 		t.Fatalf("a full default lane is in the selection (pass %s)", got)
+	}
+}
+
+// lanesTurnOn: on a queue whose lanes all emptied and were deleted
+// (§4.26.4), a claim whose promotion turns lanes on serves the rest of the
+// call with the lane selection, so it hands out the lane job it promoted
+// (issue 23: no call answers empty while a lane has work): a lane job
+// failed with delay 0; a due ENQUEUE ... DELAY ... LANE beside plain
+// pending jobs (the stride rule interleaves them, ties by name: default
+// before x); and COMPLETE ... NEXT of a flow's last child, whose released
+// parent and the due lane job are served by the same call.
+func lanesTurnOn(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.ENQUEUE", "q", idA, "lanejob", "LANE", "x")
+	id, tok, _ := e.claim("q", 60000)
+	if id != idA {
+		t.Fatalf("claimed %q", id)
+	}
+	e.ok("EMQ.FAIL", "q", idA, tok, 5, 0, "e")
+	if k := e.laneKeys("q"); len(k) != 0 {
+		t.Fatalf("lane keys after the lane's last job failed: %v", k)
+	}
+	if got := e.claimIDs("q", 1); !reflect.DeepEqual(got, []string{idA}) {
+		t.Fatalf("claim after the retry came due: %v", got)
+	}
+	if f := e.field("q", idA, "lane_slot"); f != "1" {
+		t.Fatalf("lane_slot %q", f)
+	}
+
+	e.ok("EMQ.ENQUEUE", "d", idA, "p1")
+	e.ok("EMQ.ENQUEUE", "d", idB, "p2")
+	e.ok("EMQ.ENQUEUE", "d", idC, "lanejob", "DELAY", 100, "LANE", "x")
+	if k := e.laneKeys("d"); len(k) != 0 {
+		t.Fatalf("lane keys before the delayed job is due: %v", k)
+	}
+	tg.Advance(100)
+	if got := e.claimIDs("d", 3); !reflect.DeepEqual(got, []string{idA, idC, idB}) {
+		t.Fatalf("claim of the due lane job beside plain jobs: %v", got)
+	}
+	if v := e.laneView("d", "default"); v == nil || v["active"] != int64(2) {
+		t.Fatalf("default lane %v", v)
+	}
+	if v := e.laneView("d", "x"); v == nil || v["active"] != int64(1) {
+		t.Fatalf("lane x %v", v)
+	}
+
+	e.ok("EMQ.FLOW", "f", idA, "parent", "CHILD", "f", idB, "c1")
+	e.ok("EMQ.ENQUEUE", "f", idC, "lanejob", "DELAY", 100, "LANE", "x")
+	if id, _, _ := e.claim("f", 60000); id != idB {
+		t.Fatalf("claimed %q", id)
+	}
+	tg.Advance(100)
+	got := e.ok("EMQ.COMPLETE", "f", idB, "1", "NEXT", 60000, "COUNT", 2).([]any)
+	var ids []string
+	for _, j := range got {
+		ids = append(ids, j.([]any)[0].(string))
+	}
+	if !reflect.DeepEqual(ids, []string{idA, idC}) {
+		t.Fatalf("NEXT after the last child with a due lane job: %v", ids)
 	}
 }

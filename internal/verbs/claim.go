@@ -248,6 +248,15 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	if r.Lanes != nil && r.Lanes.on {
 		return judgeClaimLanes(r, now, runID, a, p, promoted)
 	}
+	if r.Lanes != nil && r.Lanes.turnOn {
+		// A promoted job of a lane turned lanes on in this claim: the rest
+		// of the call is the lane selection, the default lane in it with
+		// the jobs this call put into pending (docs/verbs.md §4.26.4).
+		if ref := r.Lanes.lanesTurnedOn(r.Due, r.Ov); ref.Refused() {
+			return v, nil, ref
+		}
+		return judgeClaimLanes(r, now, runID, a, p, promoted)
+	}
 	// The promoted ids join pending at their priority (seam 1), so they
 	// sort by (priority, id) among the pending members; a promoted id
 	// already in pending moves to that score.
@@ -258,9 +267,8 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		prom = make([]*dueJob, 0, len(promoted))
 		inProm = make(map[string]bool, len(promoted))
 		for i := range r.Due {
-			// A promoted job of another lane went to its lane's set (and
-			// turned lanes on): the next claim serves it.
-			if r.Due[i].Row.Kind == keyOK && laneOf(&r.Due[i].Row) == DefaultLane {
+			// Lanes are off, so every promoted job is of the default lane.
+			if r.Due[i].Row.Kind == keyOK {
 				prom = append(prom, &r.Due[i])
 				inProm[r.Due[i].ID] = true
 			}
@@ -366,14 +374,6 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	}
 	for _, id := range ghosts {
 		p.ZRem(k.Pending, id)
-	}
-	if lt := r.Lanes; lt != nil && lt.turnOn {
-		// A promoted job of a lane turned lanes on in this claim: the
-		// default lane joins the selection with what this claim leaves
-		// of pending (docs/verbs.md §4.26.4).
-		if ls, ref := lt.lane(DefaultLane); !ref.Refused() {
-			ls.pend -= int64(len(v.Jobs) + len(ghosts))
-		}
 	}
 	deadline := addMs(now, a.LeaseMs)
 	var claimedAt []byte

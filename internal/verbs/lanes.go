@@ -689,6 +689,47 @@ func (ls *laneState) nextJob(d *store.DB, k *Keys) (pendItem, bool) {
 	return st, true
 }
 
+// lanesTurnedOn readies a claim whose promotion turned lanes on (the queue
+// had no lanes when read) for the lane selection (docs/verbs.md §4.26.4):
+// it loads the default lane with the jobs this call put into pending
+// while lanes were still off, which the store does not hold yet: the
+// promoted jobs of the default lane (due, at their priority) and the flow
+// parents a finishing verb released (ov.Released, at their pending
+// score). A refusal: the default lane's state is unreadable.
+func (lt *laneTx) lanesTurnedOn(due []dueJob, ov *rowOverlay) refusal {
+	ls, ref := lt.lane(DefaultLane)
+	if ref.Refused() {
+		return ref
+	}
+	add := func(id string, score float64, row jobRow) {
+		if ls.inAdded == nil {
+			ls.inAdded = map[string]bool{}
+		}
+		if ls.inAdded[id] {
+			return
+		}
+		ls.inAdded[id] = true
+		ls.added = append(ls.added, pendItem{id: id, score: score, row: row, key: lt.k.Row(id)})
+	}
+	for i := range due {
+		d := &due[i]
+		if d.Row.Kind == keyOK && laneOf(&d.Row) == DefaultLane {
+			prio, _ := rowPriority(&d.Row, "")
+			add(d.ID, float64(prio), d.Row)
+		}
+	}
+	if ov != nil {
+		for _, it := range ov.Released {
+			add(it.Member, it.Score, readRow(lt.d, lt.k.Row(it.Member)))
+		}
+	}
+	if ls.pend > 0 && ls.pass < lt.vt {
+		ls.pass = lt.vt
+		ls.dirty = true
+	}
+	return noRefusal
+}
+
 // laneClaimed is one job the lane claim takes, with its lane.
 type laneClaimed struct {
 	claimedJob

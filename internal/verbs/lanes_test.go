@@ -523,3 +523,83 @@ func TestLaneRegistryDeletedByHand(t *testing.T) {
 		})
 	}
 }
+
+// TestLaneClaimAfterTurnOn: on a queue whose lanes have all emptied and
+// been deleted (§4.26.4), a claim whose promotion moves a lane job from
+// the schedule into pending turns lanes on and serves the rest of the call
+// with the lane selection: the job is handed out by this call, not the
+// next one (issue 23: no call answers empty while a lane has work). The
+// three shapes: a lane job failed with delay 0, a due ENQUEUE ... DELAY
+// ... LANE, and COMPLETE ... NEXT's claim; each with plain jobs pending
+// beside it, which the stride rule interleaves (ties by name: default
+// before x).
+func TestLaneClaimAfterTurnOn(t *testing.T) {
+	claimIDs := func(r any) []string {
+		var ids []string
+		for _, j := range r.([]any) {
+			ids = append(ids, j.([]any)[0].(string))
+		}
+		return ids
+	}
+	t.Run("fail-delay-0", func(t *testing.T) {
+		h := newTH(t)
+		lj := h.ok("EMQ.ENQUEUE", "q", "*", "lanejob", "LANE", "x").(string)
+		c := claimN(h, "q", 1, 1)
+		if len(c) != 1 || c[0].id != lj {
+			t.Fatalf("claimed %v", c)
+		}
+		h.ok("EMQ.FAIL", "q", lj, c[0].token, "5", "0", "e")
+		if k := laneKeys(h, "q"); len(k) != 0 {
+			t.Fatalf("lanes not deleted after the fail: %v", k)
+		}
+		got := claimIDs(h.ok("EMQ.CLAIM", "q", "1000"))
+		if !reflect.DeepEqual(got, []string{lj}) {
+			t.Fatalf("claim after the lane job's retry came due: %v, want [%s]", got, lj)
+		}
+		if f := h.field("q", lj, "lane_slot"); f != "1" {
+			t.Fatalf("lane_slot %q: the job was not claimed under lanes", f)
+		}
+		if m := laneRow(h, "q", "x"); m == nil || m["active"] != int64(1) {
+			t.Fatalf("lane x %v", m)
+		}
+	})
+	t.Run("due-delay-lane", func(t *testing.T) {
+		h := newTH(t)
+		p1 := h.ok("EMQ.ENQUEUE", "q", "*", "plain1").(string)
+		p2 := h.ok("EMQ.ENQUEUE", "q", "*", "plain2").(string)
+		lj := h.ok("EMQ.ENQUEUE", "q", "*", "lanejob", "DELAY", "100", "LANE", "x").(string)
+		if k := laneKeys(h, "q"); len(k) != 0 {
+			t.Fatalf("lane keys before the job is due: %v", k)
+		}
+		h.clk.Advance(100)
+		got := claimIDs(h.ok("EMQ.CLAIM", "q", "1000", "COUNT", "3"))
+		if !reflect.DeepEqual(got, []string{p1, lj, p2}) {
+			t.Fatalf("claim %v, want [%s %s %s] (default, x, default)", got, p1, lj, p2)
+		}
+		for _, id := range got {
+			if f := h.field("q", id, "lane_slot"); f != "1" {
+				t.Fatalf("%s lane_slot %q", id, f)
+			}
+		}
+		if m := laneRow(h, "q", DefaultLane); m == nil || m["active"] != int64(2) {
+			t.Fatalf("default lane %v", m)
+		}
+		if m := laneRow(h, "q", "x"); m == nil || m["active"] != int64(1) {
+			t.Fatalf("lane x %v", m)
+		}
+	})
+	t.Run("complete-next", func(t *testing.T) {
+		h := newTH(t)
+		a := h.ok("EMQ.ENQUEUE", "q", "*", "a").(string)
+		lj := h.ok("EMQ.ENQUEUE", "q", "*", "lanejob", "DELAY", "100", "LANE", "x").(string)
+		c := claimN(h, "q", 1, 1)
+		if len(c) != 1 || c[0].id != a {
+			t.Fatalf("claimed %v", c)
+		}
+		h.clk.Advance(100)
+		got := claimIDs(h.ok("EMQ.COMPLETE", "q", a, c[0].token, "NEXT", "1000"))
+		if !reflect.DeepEqual(got, []string{lj}) {
+			t.Fatalf("NEXT %v, want [%s]", got, lj)
+		}
+	})
+}
