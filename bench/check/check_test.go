@@ -1077,3 +1077,110 @@ func TestClusterIsolated(t *testing.T) {
 		t.Fatalf("%d violations (%s):\n%s", len(vs), Summary(vs), b.String())
 	}
 }
+
+// lostOne is a history of one acknowledged enqueue (reply at 1 ms) whose
+// job is gone at the end, with a power cut at cutMs.
+func lostOne(fsync string, cutMs int64) *History {
+	return &History{Fsync: fsync, MaxStalled: 3, MaxAttempts: 3,
+		Ops:    []Op{{Client: 0, Kind: Enqueue, ID: "JOB1", Call: ms(0), Return: ms(1), Status: OK, Epoch: e1}},
+		Final:  map[string]Row{},
+		Faults: []Fault{{Kind: "power", At: ms(cutMs), End: ms(cutMs + 50), Note: "power cut"}}}
+}
+
+// TestPowerWindowDoctored: under everysec a lost acknowledged enqueue
+// older than PowerBound at the cut is a violation, one inside it is
+// counted with the window's size; under always either is lost.
+func TestPowerWindowDoctored(t *testing.T) {
+	var st Stats
+	vs := CheckRun(lostOne("everysec", 2500), &st)
+	if len(vs) != 1 || vs[0].Kind != VLostBeyond || vs[0].ID != "JOB1" {
+		t.Fatalf("a lost ack 2.499 s before the cut: want one %s, got %v", VLostBeyond, vs)
+	}
+	if len(st.PowerCuts) != 1 || st.PowerCuts[0].Lost != 0 {
+		t.Fatalf("cuts %+v: the loss beyond the bound is not counted inside the window", st.PowerCuts)
+	}
+	st = Stats{}
+	if vs := CheckRun(lostOne("everysec", 801), &st); len(vs) != 0 {
+		t.Fatalf("a lost ack 800 ms before the cut under everysec: want no violation, got %v", vs)
+	}
+	if len(st.PowerCuts) != 1 || st.PowerCuts[0].Lost != 1 || st.PowerCuts[0].Window != 800*time.Millisecond || st.RolledBack != 1 {
+		t.Fatalf("cuts %+v, rolled back %d: want one loss, window 800ms", st.PowerCuts, st.RolledBack)
+	}
+	if s := st.String(); !strings.Contains(s, "1 acknowledged enqueues lost, window 800ms") {
+		t.Fatalf("the figures do not report the window: %s", s)
+	}
+	if vs := Check(lostOne("always", 801)); !kinds(vs)[VLost] || kinds(vs)[VLostBeyond] {
+		t.Fatalf("the same loss under always: want one %s, got %v", VLost, vs)
+	}
+	// A job no operation inside the window touched is judged in full: a
+	// double grant at 1 s with a cut at 4 s stays a violation.
+	h := base()
+	h.Fsync = "everysec"
+	h.Ops = append(h.Ops, Op{Client: 2, Kind: Claim, Call: ms(6), Return: ms(7), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 1, 0}}})
+	h.Faults = []Fault{{Kind: "power", At: ms(4000), End: ms(4050)}}
+	if !kinds(Check(h))[VDoubleGrant] {
+		t.Fatalf("a double grant 4 s before the cut was excused: %v", Check(h))
+	}
+}
+
+// powerRun runs the clients for 7 s with a power cut every 3 s
+// (two cuts) on the FUSE loopback.
+func powerRun(t *testing.T, fsync string) (*History, Stats, []Violation) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds emqd and cuts its power")
+	}
+	fuseOrSkip(t)
+	tmp := t.TempDir()
+	bin := testsupport.BuildEmqd(t)
+	cfg := Config{Bin: bin, Dir: filepath.Join(tmp, "data"), Duration: 7 * time.Second, FaultEvery: 3 * time.Second,
+		Faults: []string{"power"}, FsyncFault: true, Fsync: fsync, NoSchedules: true, NoLanes: true,
+		Seed: uint64(time.Now().UnixNano()), Log: t.Logf}
+	h, st, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := CheckRun(h, &st)
+	t.Logf("%s", st)
+	if st.Faults["power"] < 2 || len(st.PowerCuts) < 2 {
+		t.Fatalf("faults %v, cuts %+v: want two power cuts", st.Faults, st.PowerCuts)
+	}
+	if len(vs) > 0 {
+		var b strings.Builder
+		for _, v := range vs {
+			b.WriteString(v.String() + "\n")
+		}
+		t.Fatalf("%d violations (%s):\n%s", len(vs), Summary(vs), b.String())
+	}
+	return h, st, vs
+}
+
+// TestPowerCutEverysec: two power cuts under appendfsync everysec (SIGKILL
+// and every file cut back to its last good fsync): what is lost was
+// acknowledged inside PowerBound before its cut, and the figures say how
+// much and how wide the window was (or that a cut lost nothing).
+func TestPowerCutEverysec(t *testing.T) {
+	_, st, _ := powerRun(t, "everysec")
+	lost := 0
+	for _, c := range st.PowerCuts {
+		lost += c.Lost
+		if (c.Lost == 0) != (c.Window == 0) || c.Window > PowerBound {
+			t.Errorf("cut %+v: a window of %v for %d losses (bound %v)", c, c.Window, c.Lost, PowerBound)
+		}
+	}
+	t.Logf("lost %d acknowledged enqueues over %d cuts, max window %v", lost, len(st.PowerCuts), MaxWindow(st.PowerCuts))
+}
+
+// TestPowerCutAlways: the same cuts under appendfsync always lose nothing
+// acknowledged: every property is judged, no job excused.
+func TestPowerCutAlways(t *testing.T) {
+	_, st, _ := powerRun(t, "always")
+	if st.RolledBack != 0 {
+		t.Fatalf("%d jobs excused under always", st.RolledBack)
+	}
+	for _, c := range st.PowerCuts {
+		if c.Lost != 0 {
+			t.Fatalf("cut %+v lost under always", c)
+		}
+	}
+}

@@ -102,11 +102,17 @@ type Stats struct {
 	// LanePeak each lane's most leases certainly held at once.
 	LaneLeases int
 	LanePeak   map[string]int
+	// PowerCuts are the fault "power"'s cuts with what each lost inside
+	// the everysec window (power.go; nil under always, where a cut may
+	// lose nothing); RolledBack counts the jobs an operation acknowledged
+	// inside a window touched, whose other properties were not judged.
+	PowerCuts  []CutLoss
+	RolledBack int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed (%d with RESET), %d flows (%d parents claimed), %d results compared, %d EMQ.JOB reads, schedule slots %d (%d occurrences, %d missed), faults %v, %d fsyncs answered EIO, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)",
-		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Resets, s.Flows, s.Released, s.Results, s.Reads, s.Slots, s.Occurrences, s.Missed, s.Faults, s.FsyncEIO, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak)
+	return fmt.Sprintf("%d ops (%d unanswered, %d refused), %d enqueues acknowledged, %d completes accepted, %d progress, %d removed, %d reprocessed (%d with RESET), %d flows (%d parents claimed), %d results compared, %d EMQ.JOB reads, schedule slots %d (%d occurrences, %d missed), faults %v, %d fsyncs answered EIO, %d server processes, %d jobs linearized (%d searches timed out), sweep listings: %d counted, %d exempt, %d undecided, lane leases %d (peaks %v)%s",
+		s.Ops, s.Unknown, s.Refused, s.Enqueued, s.Completed, s.Progress, s.Removed, s.Revived, s.Resets, s.Flows, s.Released, s.Results, s.Reads, s.Slots, s.Occurrences, s.Missed, s.Faults, s.FsyncEIO, s.Epochs, s.LinJobs, s.LinTimedOut, s.Counted, s.Exempt, s.Undecided, s.LaneLeases, s.LanePeak, powerSummary(s.PowerCuts, s.RolledBack))
 }
 
 const queue = "chk"
@@ -171,6 +177,10 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	for _, f := range cfg.Faults {
 		switch f {
 		case "kill", "pause", "cut", "clock", "freeze", "partition":
+		case "power":
+			if !cfg.FsyncFault || cfg.Cluster != nil {
+				return nil, Stats{}, errors.New("check: fault power needs an emqd run with FsyncFault (the AOF on the checker's FUSE loopback, which drops the unsynced bytes)")
+			}
 		case "fsync":
 			if !cfg.FsyncFault || cfg.Cluster != nil {
 				return nil, Stats{}, errors.New("check: fault fsync needs an emqd run with FsyncFault (the AOF on the checker's FUSE loopback)")
@@ -188,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 				return nil, Stats{}, errors.New("check: fault stale (a failover to a replica that missed writes) needs a cluster run")
 			}
 		default:
-			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition; diskfull, fsync; stale on a cluster)", f)
+			return nil, Stats{}, fmt.Errorf("check: unknown fault %q (kill, pause, cut, clock, freeze, partition; diskfull, fsync, power; stale on a cluster)", f)
 		}
 		if f == "clock" && cfg.Cluster != nil {
 			return nil, Stats{}, errors.New("check: fault clock is emqd's (EMQ.DEBUG CLOCK); on a cluster the test clock lives in one node's Lua state and a failover would undo it (docs/cluster.md §8)")
@@ -321,7 +331,7 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	h := &History{Ops: r.ops, Final: final, PendingOrder: order, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts,
+	h := &History{Fsync: cfg.Fsync, Ops: r.ops, Final: final, PendingOrder: order, Faults: r.faults, MaxStalled: maxStalled, MaxAttempts: maxAttempts,
 		Retain: !cfg.NoRetain, Schedules: scheds, Clock: r.clock}
 	if len(scheds) > 0 {
 		if h.EndMs, err = r.serverMs(ctx); err != nil {
@@ -392,7 +402,8 @@ func Run(ctx context.Context, cfg Config) (*History, Stats, error) {
 // CheckRun is Check with the figures of the linearizability search added
 // to st.
 func CheckRun(h *History, st *Stats) []Violation {
-	v := Check(h)
+	v, cuts, rolled := powerFilter(h, checkAll(h))
+	st.PowerCuts, st.RolledBack = cuts, rolled
 	_, ls := linearizable(h)
 	st.LinJobs, st.LinTimedOut = ls.Jobs, ls.TimedOut
 	jobs, _, unknownSweeps := index(h)
@@ -1085,6 +1096,22 @@ func (r *run) faulter(ctx context.Context, id int) {
 		}
 		at := r.now()
 		switch kind {
+		case "power":
+			// A power loss: SIGKILL and, at the same instant, every file cut
+			// back to its last good fsync (fsyncfault.go), then a restart.
+			r.procMu.Lock()
+			r.addr.Store("127.0.0.1:0")
+			at = r.now()
+			dropped, err := r.ff.powerCut(r.proc.Kill)
+			if err == nil {
+				err = r.startServer()
+			}
+			r.procMu.Unlock()
+			if err != nil {
+				r.fault("power", "restart failed: "+err.Error())
+				return
+			}
+			r.faultFrom("power", fmt.Sprintf("power cut: SIGKILL, %d unsynced bytes dropped, restarted", dropped), at)
 		case "kill":
 			// One job held across the kill for certain: the faulter claims it
 			// and never answers, so the new process's sweep must recover it

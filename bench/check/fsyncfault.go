@@ -42,7 +42,44 @@ type fsyncFS struct {
 	injected atomic.Int64
 
 	mu     sync.Mutex
-	synced map[uint64]int64 // inode -> length at its last good fsync
+	synced map[uint64]int64 // backing inode -> length at its last good fsync
+	// cut: the power is off (powerCut to resume): an fsync answering now
+	// makes nothing durable and answers EIO (no process is left to see it).
+	cut bool
+}
+
+// powerCut is a power loss under the running server: from this instant no
+// fsync makes anything durable, kill (SIGKILL, waits for the exit) ends
+// the process, then every regular file of the backing directory is
+// truncated to its length at its last good fsync (0 if never fsynced
+// through the mount), what a power loss leaves of a file whose unsynced
+// pages were lost. Directory entries are not rolled back (a rename is
+// kept even when its directory was not fsynced): the fault is about the
+// AOF's bytes, not the file system's metadata. It returns the bytes
+// dropped, and makes fsync work again for the next process.
+func (ff *fsyncFS) powerCut(kill func()) (dropped int64, err error) {
+	ff.mu.Lock()
+	ff.cut = true
+	ff.mu.Unlock()
+	kill()
+	ff.mu.Lock()
+	defer ff.mu.Unlock()
+	err = filepath.WalkDir(ff.backing, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			return err
+		}
+		if keep := ff.synced[st.Ino]; keep < st.Size {
+			dropped += st.Size - keep
+			return os.Truncate(path, keep)
+		}
+		return nil
+	})
+	ff.cut = false
+	return dropped, err
 }
 
 // FuseAvailable says whether the fsync fault can run here: root and
@@ -122,9 +159,15 @@ func (n *fsyncNode) backingPath() string {
 // directory: FSYNCDIR comes here too; a directory is not truncated).
 func (n *fsyncNode) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
 	path := n.backingPath()
-	ino := n.EmbeddedInode().StableAttr().Ino
 	var st syscall.Stat_t
 	isFile := syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG
+	ino := st.Ino
+	n.ff.mu.Lock()
+	cut := n.ff.cut
+	n.ff.mu.Unlock()
+	if cut {
+		return syscall.EIO
+	}
 	if n.ff.failing.Load() {
 		n.ff.injected.Add(1)
 		if isFile {
@@ -153,9 +196,14 @@ func (n *fsyncNode) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) sy
 	}
 	if errno == 0 && isFile {
 		// What was written before the fsync began is durable now (the size
-		// was read before it: writes racing it stay undecided, kept).
+		// was read before it: writes racing it stay undecided, kept), unless
+		// the power went off before it answered.
 		n.ff.mu.Lock()
-		n.ff.synced[ino] = st.Size
+		if n.ff.cut {
+			errno = syscall.EIO
+		} else {
+			n.ff.synced[ino] = st.Size
+		}
 		n.ff.mu.Unlock()
 	}
 	return errno

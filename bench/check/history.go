@@ -183,6 +183,10 @@ type Fault struct {
 // job still in the keyspace (a job without a row completed, docs/verbs.md
 // §4.5; the clients never remove one), and the faults.
 type History struct {
+	// Fsync is the run's appendfsync (always or everysec; "": always).
+	// Under everysec a fault "power" may undo what was acknowledged inside
+	// the policy's window (power.go).
+	Fsync string
 	Ops   []Op
 	Final map[string]Row
 	// PendingOrder is the pending set at the end in EMQ.LIST's order (by

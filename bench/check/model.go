@@ -171,6 +171,12 @@ func isTokenVerb(k Kind) bool { return isTerminalVerb(k) || k == Extend || k == 
 // checker"); the linearizability of each job's state machine is checked
 // by Linearizable, which Check calls.
 func Check(h *History) []Violation {
+	v, _, _ := powerFilter(h, checkAll(h))
+	return v
+}
+
+// checkAll is Check without the power-cut window (power.go).
+func checkAll(h *History) []Violation {
 	jobs, unknownClaims, unknownSweeps := index(h)
 	var out []Violation
 	add := func(kind, id, detail string, ops ...*Op) {
