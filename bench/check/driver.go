@@ -35,7 +35,10 @@ type Config struct {
 	// Fsync is emqd's appendfsync: always (the default) or everysec. A
 	// SIGKILL loses nothing acknowledged under either (the page cache
 	// survives a process crash, docs/durability.md §2.3), so the checker
-	// holds both to the same properties; a power loss is not simulated.
+	// holds both to the same properties. The fault "power" (FsyncFault)
+	// is a power loss: under always it must lose nothing acknowledged;
+	// under everysec what was acknowledged within PowerBound before a cut
+	// may be lost, and CheckRun reports it (power.go).
 	Fsync string
 	// Cluster, when set, runs against a Valkey or Redis Cluster with the emq
 	// FUNCTION library instead of emqd (Bin unused; faults kill, pause,
@@ -52,8 +55,9 @@ type Config struct {
 	// file takes every free byte for two leases and a half, then goes.
 	TmpfsMB int
 	// FsyncFault mounts a FUSE loopback on Dir (root and /dev/fuse:
-	// FuseAvailable), over Dir+".backing", whose fsync the fault "fsync"
-	// makes answer EIO for two leases and a half (fsyncfault.go).
+	// FuseAvailable), over Dir+".backing": the fault "fsync" makes its
+	// fsync answer EIO for two leases and a half, the fault "power" cuts
+	// every file back to its last good fsync (fsyncfault.go).
 	FsyncFault bool
 	fsyncLies  bool // tests: the fsync fault drops the bytes and answers success
 	// NoFlows leaves the flow producer out (a server without EMQ.FLOW).

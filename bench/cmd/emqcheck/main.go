@@ -33,9 +33,9 @@ func main() {
 	fs.IntVar(&c.Workers, "workers", 4, "clients claiming and releasing jobs")
 	fs.DurationVar(&c.Lease, "lease", 800*time.Millisecond, "lease_ms of every claim")
 	fs.DurationVar(&c.FaultEvery, "fault-every", 4*time.Second, "time between two faults (0: none)")
-	faults := fs.String("faults", "kill,pause,cut,clock,freeze,partition", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs), partition (half the workers' bytes held for two leases while the sweeper still reaches the server); on a cluster (--cluster-server) the default is kill,pause,cut,freeze,partition, where kill and pause act on the queue's primary and wait for its replica's failover, and stale (the replica stopped 1 s while the primary acknowledges writes, then the primary killed) is available; diskfull needs --tmpfs, fsync needs --fuse")
+	faults := fs.String("faults", "kill,pause,cut,clock,freeze,partition", "the faults, in turn: kill (SIGKILL and restart), pause (SIGSTOP for two leases), cut (close every client connection), clock (EMQ.DEBUG CLOCK ADVANCE two leases), freeze (workers holding jobs stop for two leases, then send their verbs), partition (half the workers' bytes held for two leases while the sweeper still reaches the server); on a cluster (--cluster-server) the default is kill,pause,cut,freeze,partition, where kill and pause act on the queue's primary and wait for its replica's failover, and stale (the replica stopped 1 s while the primary acknowledges writes, then the primary killed) is available; diskfull needs --tmpfs, fsync needs --fuse, power (SIGKILL and every file cut back to its last good fsync, then a restart) needs --fuse")
 	fs.Uint64Var(&c.Seed, "seed", uint64(time.Now().UnixNano()), "seed of the workers' choices")
-	fs.StringVar(&c.Fsync, "appendfsync", "always", "emqd's appendfsync: always or everysec (a SIGKILL loses nothing acknowledged under either; docs/durability.md §2.3)")
+	fs.StringVar(&c.Fsync, "appendfsync", "always", "emqd's appendfsync: always or everysec (a SIGKILL loses nothing acknowledged under either; the power fault under everysec may lose what was acknowledged within check.PowerBound before each cut, and the run reports it; docs/durability.md §2.3)")
 	server := fs.String("cluster-server", "", "run against a Valkey or Redis Cluster with the emq FUNCTION library instead of emqd: this valkey-server or redis-server binary (three primaries with a replica each on loopback ports; docs/cluster.md §8)")
 	cli := fs.String("cluster-cli", "", "with --cluster-server: the valkey-cli or redis-cli binary (default: beside the server, or in PATH)")
 	wait := fs.Bool("wait", false, "with --cluster-server: WAIT 1 after every call; a reply counts only when the replica has it")
@@ -43,7 +43,7 @@ func main() {
 	nodeTimeout := fs.Duration("node-timeout", time.Second, "with --cluster-server: cluster-node-timeout")
 	fs.BoolVar(&c.Netns, "netns", false, "run emqd in a network namespace of its own (root, iproute2) and make the partition fault a link taken down and up")
 	fs.IntVar(&c.TmpfsMB, "tmpfs", 0, "mount a tmpfs of this many MB on the data directory (root) so the diskfull fault can fill it (a filler file takes every free byte for two leases and a half)")
-	fs.BoolVar(&c.FsyncFault, "fuse", false, "put the data directory on a FUSE loopback (root, /dev/fuse) so the fsync fault can make every fsync answer EIO for two leases and a half")
+	fs.BoolVar(&c.FsyncFault, "fuse", false, "put the data directory on a FUSE loopback (root, /dev/fuse) so the fsync fault can make every fsync answer EIO for two leases and a half, and the power fault can drop the unsynced bytes")
 	fs.BoolVar(&c.NoFlows, "no-flows", false, "leave out the flow producer (EMQ.FLOW), for a server without flows")
 	fs.BoolVar(&c.NoLanes, "no-lanes", false, "leave out the two capped lanes (EMQ.LANE ... MAX_ACTIVE), for a server without lanes (always left out on a cluster)")
 	fs.BoolVar(&c.NoRetain, "no-retain", false, "leave the queue at the default retention (completed rows deleted) instead of EMQ.RETAIN q COMPLETED 1000000 0 with every result checked")
@@ -53,11 +53,11 @@ func main() {
 	redis.SetLogger(quietLog{})
 	for _, f := range strings.Split(*faults, ",") {
 		switch f = strings.TrimSpace(f); f {
-		case "kill", "pause", "cut", "clock", "freeze", "partition", "stale", "diskfull", "fsync", "isolate":
+		case "kill", "pause", "cut", "clock", "freeze", "partition", "stale", "diskfull", "fsync", "power", "isolate":
 			c.Faults = append(c.Faults, f)
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition, stale, diskfull, fsync, isolate)\n", f)
+			fmt.Fprintf(os.Stderr, "emqcheck: unknown fault %q (kill, pause, cut, clock, freeze, partition, stale, diskfull, fsync, power, isolate)\n", f)
 			os.Exit(2)
 		}
 	}
