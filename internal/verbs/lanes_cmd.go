@@ -14,15 +14,48 @@ var (
 	errPosRatePer      = errPositive("per_ms")
 )
 
-// laneArgs are EMQ.LANE's parsed options (has*: given).
-type laneArgs struct {
-	name               string
-	reset              bool
-	hasWeight, hasMax  bool
-	hasRate, hasPause  bool
-	weight, maxActive  int64
-	rateCount, ratePer int64
-	pause              bool
+// LaneArgs are EMQ.LANE's arguments (docs/verbs.md §4.26.1): Queue (valid)
+// and Name (a valid lane name), then the options, at least one (the wire
+// answers a bare EMQ.LANE q name with a syntax error): Reset (the lane's
+// defaults first), Weight (1..MaxLaneWeight; 0: left out), MaxActive (>=
+// 0, with HasMaxActive: 0 is a value, no limit), RateCount (>= 0) and
+// RatePerMs (>= 1) with HasRate (RateCount 0: no rate limit), and Pause or
+// Resume (at most one).
+type LaneArgs struct {
+	Queue, Name          string
+	Reset                bool
+	Weight               int64
+	HasMaxActive         bool
+	MaxActive            int64
+	HasRate              bool
+	RateCount, RatePerMs int64
+	Pause, Resume        bool
+}
+
+// Argv is EMQ.LANE q name with the options given, in the order RESET,
+// WEIGHT, MAX_ACTIVE, RATE, PAUSE or RESUME (the command takes them in any
+// order; RESET applies first wherever it stands).
+func (a *LaneArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.LANE", a.Queue, a.Name)
+	if a.Reset {
+		argv = append(argv, []byte("RESET"))
+	}
+	if a.Weight != 0 {
+		argv = append(argv, []byte("WEIGHT"), []byte(itoa(a.Weight)))
+	}
+	if a.HasMaxActive {
+		argv = append(argv, []byte("MAX_ACTIVE"), []byte(itoa(a.MaxActive)))
+	}
+	if a.HasRate {
+		argv = append(argv, []byte("RATE"), []byte(itoa(a.RateCount)), []byte(itoa(a.RatePerMs)))
+	}
+	switch {
+	case a.Pause:
+		argv = append(argv, []byte("PAUSE"))
+	case a.Resume:
+		argv = append(argv, []byte("RESUME"))
+	}
+	return argv
 }
 
 // cmdLane configures one lane of a queue (docs/verbs.md §4.26.1).
@@ -36,24 +69,25 @@ func (vs *Verbs) cmdLane(c *store.Ctx) {
 		c.W.Error(ErrLaneName)
 		return
 	}
-	a := laneArgs{name: string(argv[2])}
+	a := LaneArgs{Queue: k.Queue, Name: string(argv[2])}
 	if len(argv) == 3 {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
+	hasWeight := false
 	for i := 3; i < len(argv); {
 		var e string
 		switch w := argv[i]; {
-		case eqFold(w, "RESET") && !a.reset:
-			a.reset = true
+		case eqFold(w, "RESET") && !a.Reset:
+			a.Reset = true
 			i++
 			continue
-		case (eqFold(w, "PAUSE") || eqFold(w, "RESUME")) && !a.hasPause:
-			a.hasPause, a.pause = true, eqFold(w, "PAUSE")
+		case (eqFold(w, "PAUSE") || eqFold(w, "RESUME")) && !a.Pause && !a.Resume:
+			a.Pause, a.Resume = eqFold(w, "PAUSE"), eqFold(w, "RESUME")
 			i++
 			continue
-		case eqFold(w, "WEIGHT") && !a.hasWeight && i+1 < len(argv):
-			a.hasWeight = true
+		case eqFold(w, "WEIGHT") && !hasWeight && i+1 < len(argv):
+			hasWeight = true
 			n, ok := num.ParseInt(argv[i+1])
 			switch {
 			case !ok:
@@ -61,16 +95,16 @@ func (vs *Verbs) cmdLane(c *store.Ctx) {
 			case n < 1 || n > MaxLaneWeight:
 				e = ErrLaneWeight
 			}
-			a.weight = n
+			a.Weight = n
 			i += 2
-		case eqFold(w, "MAX_ACTIVE") && !a.hasMax && i+1 < len(argv):
-			a.hasMax = true
-			a.maxActive, e = intArg(argv[i+1], 0, errNonNegMaxActive)
+		case eqFold(w, "MAX_ACTIVE") && !a.HasMaxActive && i+1 < len(argv):
+			a.HasMaxActive = true
+			a.MaxActive, e = intArg(argv[i+1], 0, errNonNegMaxActive)
 			i += 2
-		case eqFold(w, "RATE") && !a.hasRate && i+2 < len(argv):
-			a.hasRate = true
-			if a.rateCount, e = intArg(argv[i+1], 0, errNonNegRateCount); e == "" {
-				a.ratePer, e = intArg(argv[i+2], 1, errPosRatePer)
+		case eqFold(w, "RATE") && !a.HasRate && i+2 < len(argv):
+			a.HasRate = true
+			if a.RateCount, e = intArg(argv[i+1], 0, errNonNegRateCount); e == "" {
+				a.RatePerMs, e = intArg(argv[i+2], 1, errPosRatePer)
 			}
 			i += 3
 		default:
@@ -81,34 +115,46 @@ func (vs *Verbs) cmdLane(c *store.Ctx) {
 			return
 		}
 	}
+	if err := vs.Lane(c, &a); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.OK()
+}
+
+// Lane is EMQ.LANE (docs/verbs.md §4.26.1): it sets lane a.Name of
+// a.Queue's options, registering the lane (and turning lanes on for the
+// queue) when it becomes configured. A lanes key, or the lane's hash,
+// pending set or rate log, of the wrong type (or a lane field that is not
+// an integer) refuses.
+func (vs *Verbs) Lane(c *store.Ctx, a *LaneArgs) error {
+	k := vs.keysOf(a.Queue)
 	lt, ref := readLanes(c.DB, k, c.NowMs)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
-	ls, ref := lt.lane(a.name)
+	ls, ref := lt.lane(a.Name)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	before := [5]int64{ls.weight, ls.maxActive, ls.rateCount, ls.ratePer, b2i(ls.paused)}
-	if a.reset {
+	if a.Reset {
 		ls.weight, ls.maxActive, ls.rateCount, ls.ratePer, ls.paused = 1, 0, 0, 0, false
 	}
-	if a.hasWeight {
-		ls.weight = a.weight
+	if a.Weight != 0 {
+		ls.weight = a.Weight
 	}
-	if a.hasMax {
-		ls.maxActive = a.maxActive
+	if a.HasMaxActive {
+		ls.maxActive = a.MaxActive
 	}
-	if a.hasRate {
-		ls.rateCount, ls.ratePer = a.rateCount, a.ratePer
-		if a.rateCount == 0 {
+	if a.HasRate {
+		ls.rateCount, ls.ratePer = a.RateCount, a.RatePerMs
+		if a.RateCount == 0 {
 			ls.ratePer = 0
 		}
 	}
-	if a.hasPause {
-		ls.paused = a.pause
+	if a.Pause || a.Resume {
+		ls.paused = a.Pause
 	}
 	if ls.rateCount == 0 {
 		ls.ratePer = 0
@@ -128,7 +174,7 @@ func (vs *Verbs) cmdLane(c *store.Ctx) {
 		ls.recount(lt)
 	}
 	vs.flushApply(c, k, lt, nil)
-	c.W.OK()
+	return nil
 }
 
 func b2i(b bool) int64 {
@@ -231,6 +277,42 @@ const (
 	lanesDefault = listDefault
 )
 
+// LanesArgs are EMQ.LANES' arguments (docs/verbs.md §4.26.5): Queue
+// (valid), Offset (>= 0) and Count (1..LanesMax; 0: the default, 100).
+type LanesArgs struct {
+	Queue         string
+	Offset, Count int64
+}
+
+// Argv is EMQ.LANES q, with offset and count when either is set.
+func (a *LanesArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.LANES", a.Queue)
+	if a.Offset != 0 || a.Count != 0 {
+		n := a.Count
+		if n == 0 {
+			n = lanesDefault
+		}
+		argv = append(argv, []byte(itoa(a.Offset)), []byte(itoa(n)))
+	}
+	return argv
+}
+
+// Lanes is EMQ.LANES (docs/verbs.md §4.26.5): the lanes of ranks Offset
+// to Offset+Count-1 of the queue's registry, by name; none when lanes are
+// off for the queue. A lanes key of the wrong type, or a bad lane of the
+// page, refuses (the first met).
+func (vs *Verbs) Lanes(c *store.Ctx, a *LanesArgs) ([]LaneView, error) {
+	count := a.Count
+	if count == 0 {
+		count = lanesDefault
+	}
+	views, ref := readLaneViews(c.DB, vs.keysOf(a.Queue), c.NowMs, a.Offset, count)
+	if ref.Refused() {
+		return nil, vs.refused(c, ref)
+	}
+	return views, nil
+}
+
 // cmdLanes lists one page of a queue's lanes (docs/verbs.md §4.26.5):
 // EMQ.LANES q [offset count], the arguments and errors of EMQ.LIST's page
 // (§4.18).
@@ -240,15 +322,15 @@ func (vs *Verbs) cmdLanes(c *store.Ctx) {
 		return
 	}
 	argv := c.Argv
-	offset, count := int64(0), int64(lanesDefault)
+	a := LanesArgs{Queue: k.Queue}
 	switch len(argv) {
 	case 2:
 	case 4:
 		var e string
-		if offset, e = intArg(argv[2], 0, errNonNegOffset); e == "" {
-			count, e = intArg(argv[3], 1, errPosCount)
+		if a.Offset, e = intArg(argv[2], 0, errNonNegOffset); e == "" {
+			a.Count, e = intArg(argv[3], 1, errPosCount)
 		}
-		if e == "" && count > LanesMax {
+		if e == "" && a.Count > LanesMax {
 			e = ErrListCount
 		}
 		if e != "" {
@@ -259,9 +341,9 @@ func (vs *Verbs) cmdLanes(c *store.Ctx) {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
-	views, ref := readLaneViews(c.DB, k, c.NowMs, offset, count)
-	if ref.Refused() {
-		vs.refuseReply(c, ref)
+	views, err := vs.Lanes(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
 		return
 	}
 	w := c.W
