@@ -12,7 +12,7 @@ import (
 // EMQ.JOB, EMQ.LIST and EMQ.CHILDREN. They write nothing; a refusal is a
 // wrong type (or a count that is not an integer) in the keys they read,
 // counted in emq_bad_row_refusals as the command's is. Results that hold
-// a row's bytes (JobField) are views of the store: valid while the caller
+// a row's bytes (Field) are views of the store: valid while the caller
 // holds the store lock and nothing writes; copy them to keep them.
 
 // Counts is EMQ.COUNTS q (docs/verbs.md §4.16): the jobs of each state,
@@ -97,8 +97,9 @@ func (vs *Verbs) cmdCounts(c *store.Ctx) {
 // ---------------------------------------------------------------------------
 // EMQ.JOB q id
 
-// JobField is one field of a job's row: a view of the store (see above).
-type JobField struct {
+// Field is one field of a stored hash (a job's row, a schedule's hash): a
+// view of the store (see above).
+type Field struct {
 	Name  string
 	Value []byte
 }
@@ -111,7 +112,7 @@ type JobField struct {
 // reply's lease_deadline_ms and run_at_ms.
 type JobInfo struct {
 	Found           bool
-	Fields          []JobField
+	Fields          []Field
 	InActive        bool
 	LeaseDeadlineMs float64
 	InSchedule      bool
@@ -178,16 +179,16 @@ func readJobView(d *store.DB, k *Keys, rowKey, id string) (jobView, refusal) {
 
 // info is v as a JobInfo, its fields appended to buf (EMQ.LIST shares one
 // buffer among its page); it returns buf grown.
-func (v *jobView) info(buf []JobField) (JobInfo, []JobField) {
+func (v *jobView) info(buf []Field) (JobInfo, []Field) {
 	if v.row == nil {
 		return JobInfo{}, buf
 	}
 	if buf == nil {
-		buf = make([]JobField, 0, v.row.Len())
+		buf = make([]Field, 0, v.row.Len())
 	}
 	start := len(buf)
 	v.row.Range(func(f string, b []byte) bool {
-		buf = append(buf, JobField{f, b})
+		buf = append(buf, Field{f, b})
 		return true
 	})
 	return JobInfo{Found: true, Fields: buf[start:len(buf):len(buf)], InActive: v.inActive, LeaseDeadlineMs: v.deadline,
@@ -310,7 +311,7 @@ func (vs *Verbs) List(c *store.Ctx, a *ListArgs) ([]ListEntry, error) {
 	}
 	n := min(count, int64(z.Len())-a.Offset)
 	out := make([]ListEntry, 0, n)
-	var fields []JobField
+	var fields []Field
 	first, _ := z.At(int(a.Offset))
 	var ref refusal
 	z.Ascend(first, func(it store.ZItem) bool {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/emqd/emqd/internal/num"
 	"github.com/emqd/emqd/internal/plan"
+	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
 )
 
@@ -369,49 +370,96 @@ func (vs *Verbs) schedArgs(c *store.Ctx) (*Keys, string, bool) {
 // EMQ.SCHEDULE q name (EVERY interval_ms | CRON spec [TZ zone]) payload
 //   [START ms] [END ms] [LIMIT n] [OVERLAP allow|skip] [CATCHUP none|one|all]
 
+// ScheduleArgs are EMQ.SCHEDULE's arguments (docs/verbs.md §4.22.1): Queue
+// (valid), Name (a valid schedule name), the series, EveryMs (EVERY
+// interval_ms, 1..MaxScoreMs) or, when EveryMs is 0, Cron and TZ (CRON
+// spec [TZ zone]; TZ "": UTC), Payload, and the options: StartMs and EndMs
+// with HasStart and HasEnd (>= 0, EndMs >= StartMs; 0 is a value), Limit
+// (>= 1; 0: none), Skip (OVERLAP skip; false: allow) and Catchup (none,
+// one or all; "": one, the default).
+type ScheduleArgs struct {
+	Queue, Name      string
+	EveryMs          int64
+	Cron, TZ         string
+	Payload          []byte
+	HasStart, HasEnd bool
+	StartMs, EndMs   int64
+	Limit            int64
+	Skip             bool
+	Catchup          string
+}
+
+// Argv is EMQ.SCHEDULE q name (EVERY ms | CRON spec [TZ zone]) payload,
+// then the options given in the order START, END, LIMIT, OVERLAP,
+// CATCHUP.
+func (a *ScheduleArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.SCHEDULE", a.Queue, a.Name)
+	if a.EveryMs != 0 {
+		argv = append(argv, []byte("EVERY"), []byte(itoa(a.EveryMs)))
+	} else {
+		argv = append(argv, []byte("CRON"), []byte(a.Cron))
+		if a.TZ != "" {
+			argv = append(argv, []byte("TZ"), []byte(a.TZ))
+		}
+	}
+	argv = append(argv, a.Payload)
+	if a.HasStart {
+		argv = append(argv, []byte("START"), []byte(itoa(a.StartMs)))
+	}
+	if a.HasEnd {
+		argv = append(argv, []byte("END"), []byte(itoa(a.EndMs)))
+	}
+	if a.Limit != 0 {
+		argv = append(argv, []byte("LIMIT"), []byte(itoa(a.Limit)))
+	}
+	if a.Skip {
+		argv = append(argv, []byte("OVERLAP"), []byte("skip"))
+	}
+	if a.Catchup != "" {
+		argv = append(argv, []byte("CATCHUP"), []byte(a.Catchup))
+	}
+	return argv
+}
+
 // parseSchedule parses EMQ.SCHEDULE's arguments after q and name (docs/verbs.md
-// §4.22.1); it returns the definition or an error text.
-func (vs *Verbs) parseSchedule(argv [][]byte) (*schedule, string) {
-	s := &schedule{Catchup: "one"}
+// §4.22.1) into a; it returns an error text.
+func (vs *Verbs) parseSchedule(argv [][]byte, a *ScheduleArgs) string {
 	i := 3
 	switch {
 	case eqFold(argv[i], "EVERY"):
 		n, e := intArg(argv[i+1], 1, errPosInterval)
 		if e != "" {
-			return nil, e
+			return e
 		}
 		if n > MaxScoreMs {
-			return nil, errIntervalRange
+			return errIntervalRange
 		}
-		s.Every = n
+		a.EveryMs = n
 		i += 2
 	case eqFold(argv[i], "CRON"):
-		s.Cron = true
-		s.Spec = string(argv[i+1])
+		a.Cron = string(argv[i+1])
 		i += 2
 		if i+2 < len(argv) && eqFold(argv[i], "TZ") {
-			s.TZ = string(argv[i+1])
-			if s.TZ == "" {
-				return nil, errCronPrefix + "unknown time zone \"\""
+			a.TZ = string(argv[i+1])
+			if a.TZ == "" {
+				return errCronPrefix + "unknown time zone \"\""
 			}
 			i += 2
 		}
-		cs, err := vs.cron(s.Spec, s.TZ)
-		if err != nil {
-			return nil, errCronPrefix + err.Error()
+		if _, err := vs.cron(a.Cron, a.TZ); err != nil {
+			return errCronPrefix + err.Error()
 		}
-		s.cs = cs
 	default:
-		return nil, store.ErrSyntax
+		return store.ErrSyntax
 	}
 	if i >= len(argv) {
-		return nil, store.ErrSyntax
+		return store.ErrSyntax
 	}
-	s.Payload = argv[i]
+	a.Payload = argv[i]
 	seen := map[string]bool{}
 	for i++; i < len(argv); i += 2 {
 		if i+1 >= len(argv) {
-			return nil, store.ErrSyntax
+			return store.ErrSyntax
 		}
 		var word string
 		for _, w := range []string{"START", "END", "LIMIT", "OVERLAP", "CATCHUP"} {
@@ -420,49 +468,49 @@ func (vs *Verbs) parseSchedule(argv [][]byte) (*schedule, string) {
 			}
 		}
 		if word == "" || seen[word] {
-			return nil, store.ErrSyntax
+			return store.ErrSyntax
 		}
 		seen[word] = true
 		v := argv[i+1]
 		var e string
 		switch word {
 		case "START":
-			s.Start, e = intArg(v, 0, errNonNegative("start_ms"))
-			s.HasStart = true
+			a.StartMs, e = intArg(v, 0, errNonNegative("start_ms"))
+			a.HasStart = true
 		case "END":
-			s.End, e = intArg(v, 0, errNonNegative("end_ms"))
-			s.HasEnd = true
+			a.EndMs, e = intArg(v, 0, errNonNegative("end_ms"))
+			a.HasEnd = true
 		case "LIMIT":
-			s.Limit, e = intArg(v, 1, errPosLimit)
-			s.HasLimit = true
+			a.Limit, e = intArg(v, 1, errPosLimit)
 		case "OVERLAP":
 			switch {
 			case eqFold(v, "ALLOW"):
+				a.Skip = false
 			case eqFold(v, "SKIP"):
-				s.Skip = true
+				a.Skip = true
 			default:
 				e = store.ErrSyntax
 			}
 		case "CATCHUP":
 			switch {
 			case eqFold(v, "NONE"):
-				s.Catchup = "none"
+				a.Catchup = "none"
 			case eqFold(v, "ONE"):
-				s.Catchup = "one"
+				a.Catchup = "one"
 			case eqFold(v, "ALL"):
-				s.Catchup = "all"
+				a.Catchup = "all"
 			default:
 				e = store.ErrSyntax
 			}
 		}
 		if e != "" {
-			return nil, e
+			return e
 		}
 	}
-	if s.HasStart && s.HasEnd && s.End < s.Start {
-		return nil, ErrSchedEnd
+	if a.HasStart && a.HasEnd && a.EndMs < a.StartMs {
+		return ErrSchedEnd
 	}
-	return s, ""
+	return ""
 }
 
 func (vs *Verbs) cmdSchedule(c *store.Ctx) {
@@ -470,27 +518,52 @@ func (vs *Verbs) cmdSchedule(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	argv := c.Argv
-	s, e := vs.parseSchedule(argv)
-	if e != "" {
+	a := ScheduleArgs{Queue: k.Queue, Name: name}
+	if e := vs.parseSchedule(c.Argv, &a); e != "" {
 		c.W.Error(e)
 		return
 	}
-	s.Name, s.Key = name, k.SchedPref+name
+	if err := vs.Schedule(c, &a); err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	c.W.OK()
+}
+
+// Schedule is EMQ.SCHEDULE (docs/verbs.md §4.22.1): it creates or
+// replaces schedule a.Name of a.Queue (an upsert keeps the schedule's
+// number, its last slot and a pause) and sets its next slot after now.
+// Refusals: the schedules set, the schedule's hash or the meta hash of
+// the wrong type (or a sched_seq that is not an integer), the queue's
+// schedule numbers exhausted (ErrSchedSpace), or a cron spec or zone that
+// does not parse (the adapter's text; the wire refuses it before).
+func (vs *Verbs) Schedule(c *store.Ctx, a *ScheduleArgs) error {
+	k := vs.keysOf(a.Queue)
+	name := a.Name
+	s := &schedule{Name: name, Key: k.SchedPref + name, Cron: a.EveryMs == 0, Every: a.EveryMs,
+		Payload: a.Payload, Start: a.StartMs, End: a.EndMs, Limit: a.Limit, HasStart: a.HasStart,
+		HasEnd: a.HasEnd, HasLimit: a.Limit != 0, Skip: a.Skip, Catchup: a.Catchup}
+	if s.Catchup == "" {
+		s.Catchup = "one"
+	}
+	if s.Cron {
+		cs, err := vs.cron(a.Cron, a.TZ)
+		if err != nil {
+			return vs.refused(c, refusal{Text: errCronPrefix + err.Error()})
+		}
+		s.Spec, s.TZ, s.cs = a.Cron, a.TZ, cs
+	}
 	d := c.DB
 	if _, kind := zsetKind(d, k.Sched); kind == keyWrong {
-		vs.refuseReply(c, wrongType(k.Sched))
-		return
+		return vs.refused(c, wrongType(k.Sched))
 	}
 	old, had, ref := vs.readSchedule(d, s.Key, name)
 	if ref.Refused() {
-		vs.refuseReply(c, ref)
-		return
+		return vs.refused(c, ref)
 	}
 	meta, mk := hashKind(d, k.Meta)
 	if mk == keyWrong {
-		vs.refuseReply(c, wrongType(k.Meta))
-		return
+		return vs.refused(c, wrongType(k.Meta))
 	}
 	p := newPlan(5)
 	now := c.NowMs
@@ -510,15 +583,13 @@ func (vs *Verbs) cmdSchedule(c *store.Ctx) {
 			if v, ok := meta.Get(metaSchedSeq); ok {
 				n, ok := num.ParseInt(v)
 				if !ok || n < 0 {
-					vs.refuseReply(c, badRow(store.ErrHashNotInt, k.Meta))
-					return
+					return vs.refused(c, badRow(store.ErrHashNotInt, k.Meta))
 				}
 				seq = n
 			}
 		}
 		if seq >= maxSID {
-			c.W.Error(ErrSchedSpace)
-			return
+			return vs.refused(c, refusal{Text: ErrSchedSpace})
 		}
 		s.SID = seq + 1
 		p.HSet(k.Meta, metaSchedSeq, strconv.FormatInt(s.SID, 10))
@@ -539,27 +610,68 @@ func (vs *Verbs) cmdSchedule(c *store.Ctx) {
 	p.HSetBytes(s.Key, s.fields()...)
 	p.ZAdd(k.Sched, s.score(), name)
 	apply(c, p)
-	c.W.OK()
+	return nil
 }
 
 // ---------------------------------------------------------------------------
 // EMQ.SCHEDULE.GET q name, EMQ.SCHEDULE.LIST q [offset count]
 
-// writeSchedule replies the hash at key as a map: name first, then its
-// fields in order.
-func writeSchedule(w interface {
-	Map(int)
-	BulkString(string)
-	Bulk([]byte)
-}, name string, h *store.Hash) {
-	w.Map(1 + h.Len())
-	w.BulkString("name")
-	w.BulkString(name)
-	h.Range(func(f string, v []byte) bool {
-		w.BulkString(f)
-		w.Bulk(v)
+// ScheduleView is a schedule as EMQ.SCHEDULE.GET and .LIST show it
+// (docs/verbs.md §4.22.6; the hash: §4.22.2): Name, and Found with the fields of its hash in
+// the hash's order (views of the store, docs/architecture.md §2.5.1).
+// Found is false when there is no hash (GET's nil reply; a LIST entry
+// [name, nil] for a member of the set without one).
+type ScheduleView struct {
+	Name   string
+	Found  bool
+	Fields []Field
+}
+
+// scheduleView reads the schedule name's hash at key: a refusal when it
+// is not a hash.
+func scheduleView(d *store.DB, key, name string) (ScheduleView, refusal) {
+	h, kind := hashKind(d, key)
+	if kind == keyWrong {
+		return ScheduleView{}, wrongType(key)
+	}
+	v := ScheduleView{Name: name}
+	if h == nil {
+		return v, noRefusal
+	}
+	v.Found = true
+	v.Fields = make([]Field, 0, h.Len())
+	h.Range(func(f string, b []byte) bool {
+		v.Fields = append(v.Fields, Field{f, b})
 		return true
 	})
+	return v, noRefusal
+}
+
+// write replies v as a map: name first, then the hash's fields in order
+// (nil when not found).
+func (v *ScheduleView) write(w *resp.Writer) {
+	if !v.Found {
+		w.Nil()
+		return
+	}
+	w.Map(1 + len(v.Fields))
+	w.BulkString("name")
+	w.BulkString(v.Name)
+	for _, f := range v.Fields {
+		w.BulkString(f.Name)
+		w.Bulk(f.Value)
+	}
+}
+
+// ScheduleGet is EMQ.SCHEDULE.GET q name (docs/verbs.md §4.22.6): the
+// schedule's hash; a hash key of the wrong type refuses.
+func (vs *Verbs) ScheduleGet(c *store.Ctx, r *ScheduleRef) (ScheduleView, error) {
+	k := vs.keysOf(r.Queue)
+	v, ref := scheduleView(c.DB, k.SchedPref+r.Name, r.Name)
+	if ref.Refused() {
+		return ScheduleView{}, vs.refused(c, ref)
+	}
+	return v, nil
 }
 
 func (vs *Verbs) cmdScheduleGet(c *store.Ctx) {
@@ -567,17 +679,62 @@ func (vs *Verbs) cmdScheduleGet(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	key := k.SchedPref + name
-	h, kind := hashKind(c.DB, key)
+	v, err := vs.ScheduleGet(c, &ScheduleRef{Queue: k.Queue, Name: name})
+	if err != nil {
+		replyRefusal(c, err)
+		return
+	}
+	v.write(c.W)
+}
+
+// ScheduleListArgs are EMQ.SCHEDULE.LIST's arguments (docs/verbs.md
+// §4.22.6): Queue (valid), Offset (>= 0) and Count (1..1000; 0: the
+// default, 100).
+type ScheduleListArgs struct {
+	Queue         string
+	Offset, Count int64
+}
+
+// Argv is EMQ.SCHEDULE.LIST q, with offset and count when either is set.
+func (a *ScheduleListArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.SCHEDULE.LIST", a.Queue)
+	if a.Offset != 0 || a.Count != 0 {
+		n := a.Count
+		if n == 0 {
+			n = listDefault
+		}
+		argv = append(argv, []byte(itoa(a.Offset)), []byte(itoa(n)))
+	}
+	return argv
+}
+
+// ScheduleList is EMQ.SCHEDULE.LIST (docs/verbs.md §4.22.6): the schedules
+// of ranks Offset to Offset+Count-1 of the queue's schedules set (by next
+// slot). The set, or a selected schedule's hash key, of the wrong type
+// refuses (the first met).
+func (vs *Verbs) ScheduleList(c *store.Ctx, a *ScheduleListArgs) ([]ScheduleView, error) {
+	k := vs.keysOf(a.Queue)
+	count := a.Count
+	if count == 0 {
+		count = listDefault
+	}
+	d := c.DB
+	z, kind := zsetKind(d, k.Sched)
 	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(key))
-		return
+		return nil, vs.refused(c, wrongType(k.Sched))
 	}
-	if h == nil {
-		c.W.Nil()
-		return
+	var out []ScheduleView
+	if z != nil {
+		for i := a.Offset; i < int64(z.Len()) && i < a.Offset+count; i++ {
+			it, _ := z.At(int(i))
+			v, ref := scheduleView(d, k.SchedPref+it.Member, it.Member)
+			if ref.Refused() {
+				return nil, vs.refused(c, ref)
+			}
+			out = append(out, v)
+		}
 	}
-	writeSchedule(c.W, name, h)
+	return out, nil
 }
 
 func (vs *Verbs) cmdScheduleList(c *store.Ctx) {
@@ -586,15 +743,15 @@ func (vs *Verbs) cmdScheduleList(c *store.Ctx) {
 		return
 	}
 	argv := c.Argv
-	offset, count := int64(0), int64(100)
+	a := ScheduleListArgs{Queue: k.Queue}
 	switch len(argv) {
 	case 2:
 	case 4:
 		var e string
-		if offset, e = intArg(argv[2], 0, errNonNegative("offset")); e == "" {
-			count, e = intArg(argv[3], 1, errPosCount)
+		if a.Offset, e = intArg(argv[2], 0, errNonNegative("offset")); e == "" {
+			a.Count, e = intArg(argv[3], 1, errPosCount)
 		}
-		if e == "" && count > 1000 {
+		if e == "" && a.Count > 1000 {
 			e = "ERR count must be at most 1000"
 		}
 		if e != "" {
@@ -605,39 +762,17 @@ func (vs *Verbs) cmdScheduleList(c *store.Ctx) {
 		c.W.Error(store.ErrSyntax)
 		return
 	}
-	d := c.DB
-	z, kind := zsetKind(d, k.Sched)
-	if kind == keyWrong {
-		vs.refuseReply(c, wrongType(k.Sched))
+	out, err := vs.ScheduleList(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
 		return
-	}
-	type ent struct {
-		name string
-		h    *store.Hash
-	}
-	var out []ent
-	if z != nil {
-		for i := offset; i < int64(z.Len()) && i < offset+count; i++ {
-			it, _ := z.At(int(i))
-			key := k.SchedPref + it.Member
-			h, hk := hashKind(d, key)
-			if hk == keyWrong {
-				vs.refuseReply(c, wrongType(key))
-				return
-			}
-			out = append(out, ent{it.Member, h})
-		}
 	}
 	w := c.W
 	w.Array(len(out))
-	for _, e := range out {
+	for i := range out {
 		w.Array(2)
-		w.BulkString(e.name)
-		if e.h == nil {
-			w.Nil()
-		} else {
-			writeSchedule(w, e.name, e.h)
-		}
+		w.BulkString(out[i].Name)
+		out[i].write(w)
 	}
 }
 
