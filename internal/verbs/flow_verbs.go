@@ -129,21 +129,149 @@ func nodePolicy(n *flowNode) []byte {
 	return n.Policy
 }
 
+// FlowChild is one child of an EMQ.FLOW (docs/verbs.md §4.25.1): Queue
+// (valid), ID (a valid job id, new), Payload; UnderQueue and UnderID name
+// the job of the flow it is a child of, one named before it ("": the
+// root; UNDER uq uid); OnChildFail is the policy for its own children
+// (fail, ignore or continue; "": not given, fail; only on a child that has
+// children).
+type FlowChild struct {
+	Queue, ID           string
+	Payload             []byte
+	UnderQueue, UnderID string
+	OnChildFail         string
+}
+
+// FlowArgs are EMQ.FLOW's arguments (docs/verbs.md §4.25.1): the root's
+// Queue, ID, Payload and OnChildFail (as FlowChild's), and Children, at
+// least one, in order. Depth is at most MaxFlowDepth and no job is named
+// twice (the wire adapter has checked all of it).
+type FlowArgs struct {
+	Queue, ID   string
+	Payload     []byte
+	OnChildFail string
+	Children    []FlowChild
+	// nodes is the tree the wire adapter parsed these arguments from.
+	nodes []flowNode
+}
+
+// Argv is EMQ.FLOW q id payload [ON_CHILD_FAIL p], then each child as
+// CHILD cq cid payload [UNDER uq uid] [ON_CHILD_FAIL p].
+func (a *FlowArgs) Argv() [][]byte {
+	argv := argvOf("EMQ.FLOW", a.Queue, a.ID)
+	argv = append(argv, a.Payload)
+	if a.OnChildFail != "" {
+		argv = append(argv, []byte("ON_CHILD_FAIL"), []byte(a.OnChildFail))
+	}
+	for i := range a.Children {
+		ch := &a.Children[i]
+		argv = append(argv, []byte("CHILD"), []byte(ch.Queue), []byte(ch.ID), ch.Payload)
+		if ch.UnderQueue != "" {
+			argv = append(argv, []byte("UNDER"), []byte(ch.UnderQueue), []byte(ch.UnderID))
+		}
+		if ch.OnChildFail != "" {
+			argv = append(argv, []byte("ON_CHILD_FAIL"), []byte(ch.OnChildFail))
+		}
+	}
+	return argv
+}
+
+// FlowResult is what EMQ.FLOW did: Jobs, the jobs of the flow (the reply),
+// and Duplicate, the root existed as this same flow and nothing was
+// written (docs/verbs.md §4.25.1).
+type FlowResult struct {
+	Jobs      int
+	Duplicate bool
+}
+
+// flowNodes builds a's tree (the adapter's, when it parsed a). An UNDER
+// that names no earlier job of the flow refuses with ErrFlowUnder.
+func (vs *Verbs) flowNodes(a *FlowArgs) ([]flowNode, refusal) {
+	if a.nodes != nil {
+		return a.nodes, noRefusal
+	}
+	policy := func(s string) []byte {
+		if s == "" {
+			return nil
+		}
+		return policyArg([]byte(s))
+	}
+	node := func(q, id string, payload []byte) flowNode {
+		k := vs.keysOf(q)
+		return flowNode{K: k, ID: id, RowKey: k.Row(id), Ref: flowRef(k.Queue, id), Payload: clone(payload)}
+	}
+	root := node(a.Queue, a.ID, a.Payload)
+	root.Up, root.Policy = -1, policy(a.OnChildFail)
+	nodes := make([]flowNode, 1, 1+len(a.Children))
+	nodes[0] = root
+	byRef := map[string]int{root.Ref: 0}
+	for i := range a.Children {
+		ch := &a.Children[i]
+		n := node(ch.Queue, ch.ID, ch.Payload)
+		n.Policy = policy(ch.OnChildFail)
+		if ch.UnderQueue != "" {
+			up, ok := byRef[flowRef(ch.UnderQueue, ch.UnderID)]
+			if !ok {
+				return nil, refuse(ErrFlowUnder)
+			}
+			n.Up, n.under = up, true
+		}
+		n.Depth = nodes[n.Up].Depth + 1
+		cur := len(nodes)
+		byRef[n.Ref] = cur
+		nodes = append(nodes, n)
+		nodes[n.Up].Kids = append(nodes[n.Up].Kids, cur)
+	}
+	return nodes, noRefusal
+}
+
+// flowArgs is the typed form of the adapter's parsed nodes.
+func flowArgs(nodes []flowNode) FlowArgs {
+	root := &nodes[0]
+	a := FlowArgs{Queue: root.K.Queue, ID: root.ID, Payload: root.Payload, OnChildFail: string(root.Policy),
+		Children: make([]FlowChild, len(nodes)-1), nodes: nodes}
+	for j := 1; j < len(nodes); j++ {
+		n := &nodes[j]
+		ch := FlowChild{Queue: n.K.Queue, ID: n.ID, Payload: n.Payload, OnChildFail: string(n.Policy)}
+		if n.Up > 0 {
+			ch.UnderQueue, ch.UnderID = nodes[n.Up].K.Queue, nodes[n.Up].ID
+		}
+		a.Children[j-1] = ch
+	}
+	return a
+}
+
 func (vs *Verbs) cmdFlow(c *store.Ctx) {
 	nodes, e := vs.parseFlow(c.Argv)
 	if e != "" {
 		c.W.Error(e)
 		return
 	}
-	d := c.DB
-	dup, p, ref := judgeFlow(d, nodes, c.NowMs)
-	if ref.Refused() {
-		vs.refuseReply(c, ref)
+	a := flowArgs(nodes)
+	r, err := vs.Flow(c, &a)
+	if err != nil {
+		replyRefusal(c, err)
 		return
 	}
+	c.W.Int(int64(r.Jobs))
+}
+
+// Flow is EMQ.FLOW (docs/verbs.md §4.25.1): it enqueues the root waiting
+// for its children and every leaf as pending, or, when the root exists as
+// this same flow, writes nothing (Duplicate). Refusals: the root exists
+// and is not this flow, a child exists (EMQFLOW), or a key read holds the
+// wrong type.
+func (vs *Verbs) Flow(c *store.Ctx, a *FlowArgs) (FlowResult, error) {
+	nodes, ref := vs.flowNodes(a)
+	if ref.Refused() {
+		return FlowResult{}, vs.refused(c, ref)
+	}
+	dup, p, ref := judgeFlow(c.DB, nodes, c.NowMs)
+	if ref.Refused() {
+		return FlowResult{}, vs.refused(c, ref)
+	}
 	if dup {
-		c.W.Int(int64(len(nodes)))
-		return
+		return FlowResult{Jobs: len(nodes), Duplicate: true}, nil
 	}
 	apply(c, p)
 	woken := map[*Keys]bool{}
@@ -156,7 +284,7 @@ func (vs *Verbs) cmdFlow(c *store.Ctx) {
 			vs.wake(c, n.K)
 		}
 	}
-	c.W.Int(int64(len(nodes)))
+	return FlowResult{Jobs: len(nodes)}, nil
 }
 
 // judgeFlow is EMQ.FLOW's read pass and judgement (docs/verbs.md
