@@ -617,10 +617,11 @@ func (vs *Verbs) Schedule(c *store.Ctx, a *ScheduleArgs) error {
 // EMQ.SCHEDULE.GET q name, EMQ.SCHEDULE.LIST q [offset count]
 
 // ScheduleView is a schedule as EMQ.SCHEDULE.GET and .LIST show it
-// (docs/verbs.md §4.22.6; the hash: §4.22.2): Name, and Found with the fields of its hash in
-// the hash's order (views of the store, docs/architecture.md §2.5.1).
-// Found is false when there is no hash (GET's nil reply; a LIST entry
-// [name, nil] for a member of the set without one).
+// (docs/verbs.md §4.22.6; the hash: §4.22.2): Name, and Found with the
+// fields of its hash in the hash's order (views of the store,
+// docs/architecture.md §2.5.1). Found is false when there is no hash
+// (GET's nil reply; a LIST entry [name, nil] for a member of the set
+// without one).
 type ScheduleView struct {
 	Name   string
 	Found  bool
