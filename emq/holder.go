@@ -54,7 +54,8 @@ type ClaimOptions struct {
 	WaitForever bool
 }
 
-// Claim hands out up to MaxJobs jobs of queue q, lowest id first, each
+// Claim hands out up to MaxJobs jobs of queue q, lowest priority first,
+// then lowest id (and fairly across lanes, docs/verbs.md §4.26), each
 // leased for lease (EMQ.CLAIM, docs/verbs.md §4.3; rounded up to whole
 // ms, at least 1). No job (nothing claimable, a paused queue, or a wait
 // that timed out): an empty slice and no error.

@@ -297,13 +297,14 @@ func cmdFunctionFlush(c *client, x *store.Ctx) {
 // (the append-only file is flushed there).
 func cmdShutdown(c *client, x *store.Ctx) {
 	abort, force := false, false
+	nosave, save := false, false
 	mode := int32(0)
 	for _, a := range x.Argv[1:] {
 		switch strings.ToLower(string(a)) {
 		case "nosave":
-			mode = -1
+			mode, nosave = -1, true
 		case "save":
-			mode = 1
+			mode, save = 1, true
 		case "now":
 		case "force":
 			force = true
@@ -313,6 +314,12 @@ func cmdShutdown(c *client, x *store.Ctx) {
 			x.W.Error(store.ErrSyntax)
 			return
 		}
+	}
+	// NOSAVE with SAVE is refused and the server goes on, as Valkey's
+	// shutdownCommand does (the last word does not win).
+	if nosave && save {
+		x.W.Error(store.ErrSyntax)
+		return
 	}
 	if abort {
 		if len(x.Argv) != 2 {

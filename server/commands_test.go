@@ -749,6 +749,11 @@ func TestShutdown(t *testing.T) {
 	expectReplies(t, c, [][2]any{
 		{a("SHUTDOWN", "BOGUS"), errReply("ERR syntax error")},
 		{a("SHUTDOWN", "ABORT"), errReply("ERR No shutdown in progress.")},
+		// Valkey 8.0.1 refuses both words and goes on (the newcomer's
+		// finding: emqd stopped, the last word winning).
+		{a("SHUTDOWN", "NOSAVE", "SAVE"), errReply("ERR syntax error")},
+		{a("SHUTDOWN", "SAVE", "NOSAVE"), errReply("ERR syntax error")},
+		{a("PING"), "+PONG\r\n"},
 	})
 	c.Write(encode("SHUTDOWN", "NOSAVE"))
 	c.ExpectClosed()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"container/heap"
+	"errors"
 	"strings"
 
 	"github.com/emqd/emqd/clock"
@@ -234,7 +235,12 @@ func (s *Server) schedTick(gen uint64) {
 			} else {
 				sc.stuck[k] = now + schedStuckMs
 			}
-			if err != nil {
+			// A refusal caused by stored data (a malformed schedule hash)
+			// is counted and logged by the verbs once per key per minute
+			// (docs/verbs.md §2.11); logging it here too would repeat it
+			// every schedStuckMs for as long as the hash stays broken.
+			var ref *verbs.Refusal
+			if err != nil && !(errors.As(err, &ref) && ref.Bad) {
 				s.log.Warn("schedule fire refused", "db", k.db, "queue", k.queue, "reply", err.Error())
 			}
 		}

@@ -214,6 +214,12 @@ func (d *Dashboard) hostAllowed(host string) bool {
 
 func staticHandler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The folder itself (or any folder) is not a page: no listing
+		// of the embedded files.
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		h.ServeHTTP(w, r)
 	})

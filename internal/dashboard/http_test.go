@@ -215,6 +215,13 @@ func TestBadInput(t *testing.T) {
 	code, page, _ = get(t, c, e.base+"/dashboard/q/0/mail/job/JOB00000000001")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, page, `id="nojob"`)
+	// The static folder is no page: no listing of the embedded files
+	// (the newcomer's finding), while a file is served.
+	code, page, _ = get(t, c, e.base+"/dashboard/static/")
+	require.Equal(t, http.StatusNotFound, code)
+	require.NotContains(t, page, "app.js")
+	code, _, _ = get(t, c, e.base+"/dashboard/static/app.js")
+	require.Equal(t, http.StatusOK, code)
 }
 
 // TestLoginRequired: with requirepass, pages redirect to the login form
