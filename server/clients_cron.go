@@ -48,6 +48,7 @@ func (s *Server) clientsCronTick() {
 	s.closeIdleClientsLocked(now)
 	s.demoteIdleClients(now)
 	s.checkClockLocked(now)
+	s.pruneQueuesLocked(now)
 	s.armClientsCronLocked()
 }
 

@@ -75,6 +75,47 @@ func discoverQueues(s *Server, st *verbs.Stats) {
 	}
 }
 
+// queuePruneEveryMs is how often (server clock) the clients cron forgets
+// the known queues that have no key left (pruneQueuesLocked).
+const queuePruneEveryMs = 10_000
+
+// pruneQueuesLocked forgets, every queuePruneEveryMs, the known queues
+// none of whose set, counter, meta or schedule keys is in the keyspace any
+// more (the keys discoverQueues looks at), and registers the keyspace's
+// queues again when a queue was turned away while MaxTrackedQueues were
+// known (docs/operations.md §2.5). Store lock held; its cost is a few map
+// lookups per known queue (at most 10,000 queues, ~11 keys each).
+func (s *Server) pruneQueuesLocked(now int64) {
+	st := s.EMQStats()
+	if st == nil {
+		return
+	}
+	if s.lastQueuePrune == 0 {
+		s.lastQueuePrune = now // the first prune is a period after boot
+	}
+	if now-s.lastQueuePrune < queuePruneEveryMs {
+		return
+	}
+	s.lastQueuePrune = now
+	_, rescan := st.Prune(func(d int, q string) bool {
+		if d >= s.store.NumDBs() {
+			return true
+		}
+		db := s.store.DB(d)
+		k := verbs.NewKeys(q)
+		for _, key := range [...]string{k.Pending, k.Active, k.Schedule, k.Dead, k.Completed, k.Failed,
+			k.Meta, k.Done, k.Sched, k.Waiting, k.LanesKnown} {
+			if db.Peek(key) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	if rescan {
+		discoverQueues(s, st)
+	}
+}
+
 // emqInfo generates INFO's "# EMQ" section: the queues known (seen by a
 // verb since start, or present at boot), the transition totals since
 // start (names as verbs.Transition), the refusals caused by stored data

@@ -101,16 +101,19 @@ type Server struct {
 	// Guarded by the store lock.
 	statCmds   int64 // total_commands_processed
 	statPanics int64 // panics contained (INFO emq contained_panics)
-	mem        memGuard
-	statErrs   int64            // total_error_replies
-	errStats   map[string]int64 // errorstats by code
-	blk        *blocking
-	sched      *scheduler
-	slowlog    slowlog
-	sweep      periodic // the opt-in sweeper (sweeper.go)
-	exp        *expiry  // the active expire cycle (expiry.go)
-	ccron      clientsCron
-	idle       idlePoller // idle connections' sockets (idlepoll.go)
+	// lastQueuePrune is when (server clock, ms) the clients cron last
+	// forgot the known queues with no key left (pruneQueuesLocked).
+	lastQueuePrune int64
+	mem            memGuard
+	statErrs       int64            // total_error_replies
+	errStats       map[string]int64 // errorstats by code
+	blk            *blocking
+	sched          *scheduler
+	slowlog        slowlog
+	sweep          periodic // the opt-in sweeper (sweeper.go)
+	exp            *expiry  // the active expire cycle (expiry.go)
+	ccron          clientsCron
+	idle           idlePoller // idle connections' sockets (idlepoll.go)
 	// trk is the client-side caching table while some client tracks
 	// (tracking.go); pubsub the channel subscriptions (pubsub.go).
 	trk *tracker

@@ -84,7 +84,10 @@ type queueID struct {
 type Stats struct {
 	mu     sync.Mutex
 	queues map[queueID]*QueueStats
-	total  [NumTransitions]atomic.Int64
+	// overflowed: Known turned a queue away because MaxTrackedQueues were
+	// known (Prune's caller rescans the keyspace once room is made).
+	overflowed bool
+	total      [NumTransitions]atomic.Int64
 	// lag counts fired occurrences by their lag (now - slot, ms) in the
 	// buckets SchedLagBucketsMs (the last one: above them all).
 	lag    [len(SchedLagBucketsMs) + 1]atomic.Int64
@@ -168,11 +171,37 @@ func (s *Stats) Known(db int, q string) *QueueStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	qs := s.queues[id]
-	if qs == nil && len(s.queues) < MaxTrackedQueues {
+	if qs == nil {
+		if len(s.queues) >= MaxTrackedQueues {
+			s.overflowed = true
+			return nil
+		}
 		qs = &QueueStats{DB: db, Queue: q}
 		s.queues[id] = qs
 	}
 	return qs
+}
+
+// Prune forgets every known queue for which gone reports true (the server
+// passes "none of its keys is in the keyspace", docs/operations.md §2.5),
+// and reports how many it forgot and whether a queue was turned away
+// while the table was full since the last Prune that made room (the
+// caller then registers the keyspace's queues again). Without it a client
+// that once touched MaxTrackedQueues names would hide every later queue
+// from INFO, /metrics and the dashboard until a restart.
+func (s *Stats) Prune(gone func(db int, q string) bool) (forgot int, rescan bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.queues {
+		if gone(id.db, id.q) {
+			delete(s.queues, id)
+			forgot++
+		}
+	}
+	if s.overflowed && len(s.queues) < MaxTrackedQueues {
+		s.overflowed, rescan = false, true
+	}
+	return forgot, rescan
 }
 
 // NumQueues is the number of queues known.
