@@ -270,12 +270,9 @@ func readLaneViews(d *store.DB, k *Keys, now, offset, count int64) ([]LaneView, 
 	return out, noRefusal
 }
 
-// LanesMax is the largest count EMQ.LANES accepts, lanesDefault its count
-// when none is given (docs/verbs.md §4.26.5: EMQ.LIST's bounds, §4.18).
-const (
-	LanesMax     = ListMax
-	lanesDefault = listDefault
-)
+// LanesMax is the largest count EMQ.LANES accepts; its default count is
+// EMQ.LIST's (pageCount) (docs/verbs.md §4.26.5: EMQ.LIST's bounds, §4.18).
+const LanesMax = ListMax
 
 // LanesArgs are EMQ.LANES' arguments (docs/verbs.md §4.26.5): Queue
 // (valid), Offset (>= 0) and Count (1..LanesMax; 0: the default, 100).
@@ -287,14 +284,7 @@ type LanesArgs struct {
 // Argv is EMQ.LANES q, with offset and count when either is set.
 func (a *LanesArgs) Argv() [][]byte {
 	argv := argvOf("EMQ.LANES", a.Queue)
-	if a.Offset != 0 || a.Count != 0 {
-		n := a.Count
-		if n == 0 {
-			n = lanesDefault
-		}
-		argv = append(argv, []byte(itoa(a.Offset)), []byte(itoa(n)))
-	}
-	return argv
+	return appendPage(argv, a.Offset, a.Count)
 }
 
 // Lanes is EMQ.LANES (docs/verbs.md §4.26.5): the lanes of ranks Offset
@@ -302,10 +292,7 @@ func (a *LanesArgs) Argv() [][]byte {
 // off for the queue. A lanes key of the wrong type, or a bad lane of the
 // page, refuses (the first met).
 func (vs *Verbs) Lanes(c *store.Ctx, a *LanesArgs) ([]LaneView, error) {
-	count := a.Count
-	if count == 0 {
-		count = lanesDefault
-	}
+	count := pageCount(a.Count)
 	views, ref := readLaneViews(c.DB, vs.keysOf(a.Queue), c.NowMs, a.Offset, count)
 	if ref.Refused() {
 		return nil, vs.refused(c, ref)

@@ -270,17 +270,28 @@ type ListArgs struct {
 	Offset, Count int64
 }
 
+// appendPage appends a listing's `offset count` to argv when either is set
+// (EMQ.LIST, EMQ.SCHEDULE.LIST and EMQ.LANES page alike, docs/verbs.md
+// §4.26.5), a zero count written as the default.
+func appendPage(argv [][]byte, offset, count int64) [][]byte {
+	if offset == 0 && count == 0 {
+		return argv
+	}
+	return append(argv, []byte(itoa(offset)), []byte(itoa(pageCount(count))))
+}
+
+// pageCount is a listing's count: 0 means the default, 100 (listDefault).
+func pageCount(count int64) int64 {
+	if count == 0 {
+		return listDefault
+	}
+	return count
+}
+
 // Argv is EMQ.LIST q state, with offset and count when either is set.
 func (a *ListArgs) Argv() [][]byte {
 	argv := argvOf("EMQ.LIST", a.Queue, a.State)
-	if a.Offset != 0 || a.Count != 0 {
-		n := a.Count
-		if n == 0 {
-			n = listDefault
-		}
-		argv = append(argv, []byte(itoa(a.Offset)), []byte(itoa(n)))
-	}
-	return argv
+	return appendPage(argv, a.Offset, a.Count)
 }
 
 // ListEntry is one member of an EMQ.LIST page: its id and the job as
@@ -297,10 +308,7 @@ type ListEntry struct {
 func (vs *Verbs) List(c *store.Ctx, a *ListArgs) ([]ListEntry, error) {
 	k := vs.keysOf(a.Queue)
 	setKey, _ := listSet(k, []byte(a.State))
-	count := a.Count
-	if count == 0 {
-		count = listDefault
-	}
+	count := pageCount(a.Count)
 	d := c.DB
 	z, kind := zsetKind(d, setKey)
 	if kind == keyWrong {

@@ -699,14 +699,7 @@ type ScheduleListArgs struct {
 // Argv is EMQ.SCHEDULE.LIST q, with offset and count when either is set.
 func (a *ScheduleListArgs) Argv() [][]byte {
 	argv := argvOf("EMQ.SCHEDULE.LIST", a.Queue)
-	if a.Offset != 0 || a.Count != 0 {
-		n := a.Count
-		if n == 0 {
-			n = listDefault
-		}
-		argv = append(argv, []byte(itoa(a.Offset)), []byte(itoa(n)))
-	}
-	return argv
+	return appendPage(argv, a.Offset, a.Count)
 }
 
 // ScheduleList is EMQ.SCHEDULE.LIST (docs/verbs.md §4.22.6): the schedules
@@ -715,10 +708,7 @@ func (a *ScheduleListArgs) Argv() [][]byte {
 // refuses (the first met).
 func (vs *Verbs) ScheduleList(c *store.Ctx, a *ScheduleListArgs) ([]ScheduleView, error) {
 	k := vs.keysOf(a.Queue)
-	count := a.Count
-	if count == 0 {
-		count = listDefault
-	}
+	count := pageCount(a.Count)
 	d := c.DB
 	z, kind := zsetKind(d, k.Sched)
 	if kind == keyWrong {
