@@ -1,8 +1,6 @@
 package verbs
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/emqd/emqd/internal/num"
@@ -149,37 +147,7 @@ func TestTypedRead(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st = t
-			w := newTwins(t)
-			for _, s := range setup {
-				w.both(s...)
-			}
-			for _, s := range tc.setup {
-				w.both(s...)
-			}
-			w.advance(250)
-			var parts []string
-			for _, a := range tc.argv.Argv() {
-				parts = append(parts, string(a))
-			}
-			if got := strings.Join(parts, " "); got != tc.want {
-				t.Fatalf("Argv %q, want %q", got, tc.want)
-			}
-			fa, fb := *w.a.feed, *w.b.feed
-			wire := w.a.do(parts...)
-			if e, refused := wire.(replyErr); refused {
-				t.Fatalf("wire %q refused: %s", tc.want, e)
-			}
-			got, err := tc.call(w.b.v, w.b.ctx(nil))
-			if err != nil {
-				t.Fatalf("typed: %v", err)
-			}
-			if !reflect.DeepEqual(got, wire) {
-				t.Fatalf("typed result %#v, wire reply %#v", got, wire)
-			}
-			w.same(tc.name)
-			if *w.a.feed != fa || *w.b.feed != fb {
-				t.Fatalf("a read verb wrote to the AOF")
-			}
+			runTypedCase(t, tc, setup, 250, true)
 		})
 	}
 }

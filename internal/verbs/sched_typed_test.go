@@ -1,7 +1,6 @@
 package verbs
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
@@ -74,35 +73,7 @@ func TestTypedSchedule(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st = t
-			w := newTwins(t)
-			w.a.listen, w.b.listen = true, true
-			for _, s := range setup {
-				w.both(s...)
-			}
-			w.advance(100)
-			argv := tc.argv.Argv()
-			var parts []string
-			for _, a := range argv {
-				parts = append(parts, string(a))
-			}
-			if got := strings.Join(parts, " "); got != tc.want {
-				t.Fatalf("Argv %q, want %q", got, tc.want)
-			}
-			wire := w.a.do(parts...)
-			if e, refused := wire.(replyErr); refused {
-				t.Fatalf("wire %q refused: %s", tc.want, e)
-			}
-			got, err := tc.call(w.b.v, w.b.ctx(nil))
-			if err != nil {
-				t.Fatalf("typed: %v", err)
-			}
-			if !reflect.DeepEqual(got, wire) {
-				t.Fatalf("typed result %#v, wire reply %#v", got, wire)
-			}
-			w.same(tc.name)
-			if strings.Join(w.a.pub, "\n") != strings.Join(w.b.pub, "\n") {
-				t.Fatalf("events %v by the command, %v by the typed call", w.a.pub, w.b.pub)
-			}
+			runTypedCase(t, tc, setup, 100, false)
 		})
 	}
 	// An upsert by the typed call keeps the number and the pause, as the

@@ -276,6 +276,56 @@ type typedCase struct {
 	call  func(vs *Verbs, c *store.Ctx) (reply any, err error)
 }
 
+// runTypedCase runs tc on a fresh pair of twins: the commands of setup and
+// then tc.setup on both, both clocks advanced by advanceMs, then the
+// command line of tc.argv.Argv() (which must read tc.want) on twin a and
+// tc.call on twin b. The typed result must equal the parsed wire reply and
+// the twins must end identical (keyspace, AOF records, wake-ups); with
+// read, no AOF record at all, otherwise the same published events.
+func runTypedCase(t *testing.T, tc typedCase, setup [][]string, advanceMs int64, read bool) {
+	t.Helper()
+	w := newTwins(t)
+	w.a.listen, w.b.listen = !read, !read
+	for _, s := range setup {
+		w.both(s...)
+	}
+	for _, s := range tc.setup {
+		w.both(s...)
+	}
+	if advanceMs > 0 {
+		w.advance(advanceMs)
+	}
+	var parts []string
+	for _, a := range tc.argv.Argv() {
+		parts = append(parts, string(a))
+	}
+	if got := strings.Join(parts, " "); got != tc.want {
+		t.Fatalf("Argv %q, want %q", got, tc.want)
+	}
+	fa, fb := *w.a.feed, *w.b.feed
+	wire := w.a.do(parts...)
+	if e, refused := wire.(replyErr); refused {
+		t.Fatalf("wire %q refused: %s", tc.want, e)
+	}
+	got, err := tc.call(w.b.v, w.b.ctx(nil))
+	if err != nil {
+		t.Fatalf("typed: %v", err)
+	}
+	if !reflect.DeepEqual(got, wire) {
+		t.Fatalf("typed result %#v, wire reply %#v", got, wire)
+	}
+	w.same(tc.name)
+	if read {
+		if *w.a.feed != fa || *w.b.feed != fb {
+			t.Fatalf("a read verb wrote to the AOF")
+		}
+		return
+	}
+	if strings.Join(w.a.pub, "\n") != strings.Join(w.b.pub, "\n") {
+		t.Fatalf("events %v by the command, %v by the typed call", w.a.pub, w.b.pub)
+	}
+}
+
 // claimReply is a ClaimResult as the wire's parsed reply.
 func claimReply(r ClaimResult) any {
 	out := []any{}
@@ -412,35 +462,7 @@ func TestTypedJobCore(t *testing.T) {
 			}},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newTwins(t)
-			w.a.listen, w.b.listen = true, true
-			for _, s := range tc.setup {
-				w.both(s...)
-			}
-			var parts []string
-			for _, a := range tc.argv.Argv() {
-				parts = append(parts, string(a))
-			}
-			if got := strings.Join(parts, " "); got != tc.want {
-				t.Fatalf("Argv %q, want %q", got, tc.want)
-			}
-			wire := w.a.do(parts...)
-			if e, refused := wire.(replyErr); refused {
-				t.Fatalf("wire %q refused: %s", tc.want, e)
-			}
-			got, err := tc.call(w.b.v, w.b.ctx(nil))
-			if err != nil {
-				t.Fatalf("typed: %v", err)
-			}
-			if !reflect.DeepEqual(got, wire) {
-				t.Fatalf("typed result %#v, wire reply %#v", got, wire)
-			}
-			w.same(tc.name)
-			if strings.Join(w.a.pub, "\n") != strings.Join(w.b.pub, "\n") {
-				t.Fatalf("events %v by the command, %v by the typed call", w.a.pub, w.b.pub)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { runTypedCase(t, tc, nil, 0, false) })
 	}
 }
 
@@ -590,35 +612,7 @@ func TestTypedAdmin(t *testing.T) {
 			call: func(vs *Verbs, c *store.Ctx) (any, error) { return int64(1), vs.PromoteJob(c, &ref) }},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newTwins(t)
-			w.a.listen, w.b.listen = true, true
-			for _, s := range tc.setup {
-				w.both(s...)
-			}
-			var parts []string
-			for _, a := range tc.argv.Argv() {
-				parts = append(parts, string(a))
-			}
-			if got := strings.Join(parts, " "); got != tc.want {
-				t.Fatalf("Argv %q, want %q", got, tc.want)
-			}
-			wire := w.a.do(parts...)
-			if e, refused := wire.(replyErr); refused {
-				t.Fatalf("wire %q refused: %s", tc.want, e)
-			}
-			got, err := tc.call(w.b.v, w.b.ctx(nil))
-			if err != nil {
-				t.Fatalf("typed: %v", err)
-			}
-			if !reflect.DeepEqual(got, wire) {
-				t.Fatalf("typed result %#v, wire reply %#v", got, wire)
-			}
-			w.same(tc.name)
-			if strings.Join(w.a.pub, "\n") != strings.Join(w.b.pub, "\n") {
-				t.Fatalf("events %v by the command, %v by the typed call", w.a.pub, w.b.pub)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { runTypedCase(t, tc, nil, 0, false) })
 	}
 	// Refusals: the wire's texts, nothing written.
 	h := newTH(t)
