@@ -390,13 +390,15 @@ type ListOptions struct {
 	Count int
 }
 
-// page is the OFFSET and COUNT words (none for the default first page).
+// page is the OFFSET and COUNT words (none for the default first page). A
+// negative Offset or Count is sent as it is, so the server refuses it
+// with its own text (docs/verbs.md §4.18) and writes nothing.
 func (o *ListOptions) page() []any {
-	if o == nil || (o.Count <= 0 && o.Offset <= 0) {
+	if o == nil || (o.Count == 0 && o.Offset == 0) {
 		return nil
 	}
 	count := o.Count
-	if count <= 0 {
+	if count == 0 {
 		count = 100
 	}
 	return []any{o.Offset, count}

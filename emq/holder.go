@@ -58,19 +58,29 @@ type ClaimOptions struct {
 // then lowest id (and fairly across lanes, docs/verbs.md §4.26), each
 // leased for lease (EMQ.CLAIM, docs/verbs.md §4.3; rounded up to whole
 // ms, at least 1). No job (nothing claimable, a paused queue, or a wait
-// that timed out): an empty slice and no error.
+// that timed out): an empty slice and no error. A lease that is not
+// positive, or a negative MaxJobs or WaitFor, is the server's refusal.
 func (c *Client) Claim(ctx context.Context, q string, lease time.Duration, o *ClaimOptions) ([]*Lease, error) {
 	if o == nil {
 		o = &ClaimOptions{}
 	}
-	args := []any{posMs(lease)}
-	if o.MaxJobs > 1 {
+	// A lease that is not positive and a negative MaxJobs or WaitFor are
+	// sent as they are, so the server refuses them with its own text and
+	// hands out nothing (they were silently made 1 ms, 1 and no wait).
+	lms := lease.Milliseconds()
+	if lease > 0 {
+		lms = posMs(lease)
+	}
+	args := []any{lms}
+	if o.MaxJobs > 1 || o.MaxJobs < 0 {
 		args = append(args, "COUNT", o.MaxJobs)
 	}
 	if c.target == Native {
 		switch {
 		case o.WaitForever:
 			args = append(args, "BLOCK", 0)
+		case o.WaitFor < 0:
+			args = append(args, "BLOCK", min(o.WaitFor.Milliseconds(), -1))
 		case o.WaitFor > 0:
 			args = append(args, "BLOCK", ms(o.WaitFor))
 		}

@@ -34,6 +34,46 @@ func TestEnqueueOptionsRefused(t *testing.T) {
 	}
 }
 
+// TestNegativeOptionsRefused (the newcomer's finding: a lease of -1 s
+// was claimed as 1 ms, a negative MaxJobs as 1, a negative offset as the
+// first page): each reaches the server as given and comes back as its
+// refusal (docs/verbs.md §4.3, §4.18), nothing handed out.
+func TestNegativeOptionsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.enqueue("q", "a")
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"lease", func() error { _, err := e.c.Claim(e.ctx, "q", -time.Second, nil); return err }, "ERR lease_ms must be a positive integer"},
+		{"zero lease", func() error { _, err := e.c.Claim(e.ctx, "q", 0, nil); return err }, "ERR lease_ms must be a positive integer"},
+		{"MaxJobs", func() error {
+			_, err := e.c.Claim(e.ctx, "q", time.Second, &emq.ClaimOptions{MaxJobs: -5})
+			return err
+		}, "ERR count must be a positive integer"},
+		{"WaitFor", func() error {
+			_, err := e.c.Claim(e.ctx, "q", time.Second, &emq.ClaimOptions{WaitFor: -time.Second})
+			return err
+		}, "ERR block_ms must be a non-negative integer"},
+		{"List offset", func() error {
+			_, err := e.c.Inspector().List(e.ctx, "q", emq.StatePending, &emq.ListOptions{Offset: -1})
+			return err
+		}, "ERR offset must be a non-negative integer"},
+		{"Lanes count", func() error {
+			_, err := e.c.Inspector().LanesPage(e.ctx, "q", &emq.ListOptions{Count: -2})
+			return err
+		}, "ERR count must be a positive integer"},
+	} {
+		if err := tc.call(); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if n := e.counts("q"); n.Pending != 1 || n.Active != 0 {
+		t.Fatalf("counts after refusals %+v", n)
+	}
+}
+
 // TestNewInspector: an Inspector made on its own sees what the client's
 // does, with the client's target.
 func TestNewInspector(t *testing.T) {
