@@ -122,17 +122,3 @@ func TestClientsMemoryAsValkey(t *testing.T) {
 		t.Fatalf("emqd clients.normal %d", n)
 	}
 }
-
-// totMemOf is CLIENT LIST's tot-mem of the client id.
-func totMemOf(t *testing.T, list, id string) int64 {
-	t.Helper()
-	for _, line := range strings.Split(list, "\n") {
-		if strings.HasPrefix(line, "id="+id+" ") {
-			m := regexp.MustCompile(` tot-mem=(\d+) `).FindStringSubmatch(line)
-			n, _ := strconv.ParseInt(m[1], 10, 64)
-			return n
-		}
-	}
-	t.Fatalf("no client %s in %q", id, list)
-	return 0
-}

@@ -1,11 +1,8 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,13 +39,6 @@ func dial(t testing.TB, s *Server) *testsupport.Conn {
 
 // encode renders args as a RESP multibulk request (testsupport.Encode).
 func encode(args ...string) []byte { return testsupport.Encode(args...) }
-
-// readFrame appends one complete reply frame from r to out
-// (testsupport.ReadFrame).
-func readFrame(r *bufio.Reader, out *bytes.Buffer) error { return testsupport.ReadFrame(r, out) }
-
-// ioReadFull is io.ReadFull over r.
-func ioReadFull(r *bufio.Reader, b []byte) (int, error) { return io.ReadFull(r, b) }
 
 // diffNode is a parsed reply that keeps every header, so RESP2 and RESP3
 // nulls, and null bulks and null arrays, stay distinct.

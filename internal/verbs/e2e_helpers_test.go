@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
-	"github.com/emqd/emqd/internal/verbs"
 	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -133,14 +132,6 @@ func (e *env) zmembers(key string) []string {
 		out[i] = x.(string)
 	}
 	return out
-}
-
-// digest is the keyspace digest taken under the store lock.
-func (e *env) digest() string {
-	s := e.srv.Store()
-	s.Lock()
-	defer s.Unlock()
-	return verbs.Digest(s)
 }
 
 // recFeed records the Feed (AOF) records; install with e.recordFeed.

@@ -878,11 +878,8 @@ func nextTokenDue(d *store.DB, k *Keys) (int64, bool) {
 	return int64(math.Ceil(m.Score)), true
 }
 
-// LanesPending is the number of pending jobs of k's lanes other than the
-// default one (EMQ.COUNTS and /metrics add it to pending).
-func LanesPending(d *store.DB, k *Keys) int64 { return lanesPending(d, k) }
-
-// lanesPending is LanesPending.
+// lanesPending is the number of pending jobs of k's lanes other than the
+// default one (EMQ.COUNTS adds it to pending).
 func lanesPending(d *store.DB, k *Keys) int64 {
 	known, _ := zsetKind(d, k.LanesKnown)
 	if known == nil {

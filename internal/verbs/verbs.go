@@ -181,13 +181,6 @@ func (vs *Verbs) Commands() []*store.CommandSpec {
 // Plumbing every family shares. The server has checked a command's arity
 // before its handler runs.
 
-// refuseReply answers r, counting and logging it when stored data caused
-// it.
-func (vs *Verbs) refuseReply(c *store.Ctx, r refusal) {
-	vs.badRows.note(c.DB.Index, r)
-	c.W.Error(r.Text)
-}
-
 // wake tells the server a job of k's queue may have become claimable
 // (blocked claimers).
 func (vs *Verbs) wake(c *store.Ctx, k *Keys) {

@@ -277,11 +277,3 @@ func StartRedisCluster(bin, cli string, n int) ([]*Proc, error) {
 	}
 	return nodes, nil
 }
-
-// Start runs bin with args as is (no port or persistence added: the caller
-// chose them) and waits up to 10 s for addr to answer PING. With bin "ip"
-// and args "netns exec <ns> <server> ..." the server runs in a network
-// namespace (ip execs it, so the process is the server itself).
-func Start(name, bin string, args []string, addr string) (*Proc, error) {
-	return startCPU("", name, bin, args, addr, "", "")
-}
