@@ -114,6 +114,27 @@ func TestCleanHistoriesPass(t *testing.T) {
 	if v := Check(h); len(v) != 0 {
 		t.Fatalf("exempt then counted expiry reported: %v", v)
 	}
+	// A job dead-lettered by its third counted expiry, brought back by
+	// EMQ.REPROCESS without RESET (stalled stays 3), claimed in e1 and
+	// recovered by a sweep in e2: exempt, so recovered although its
+	// counted expiries reach max_stalled (the final .ci/run's one
+	// violation, "recovered after 3 counted expiries: should have died",
+	// was the checker judging an exempt sweep as if it were counted).
+	h = base()
+	h.Ops = append(h.Ops[:2],
+		Op{Client: 2, Kind: Sweep, Call: ms(10), Return: ms(11), Status: OK, Epoch: e1, Recovered: []string{"JOB1"}},
+		Op{Client: 1, Kind: Claim, Call: ms(12), Return: ms(13), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 2, 0}}},
+		Op{Client: 2, Kind: Sweep, Call: ms(20), Return: ms(21), Status: OK, Epoch: e1, Recovered: []string{"JOB1"}},
+		Op{Client: 1, Kind: Claim, Call: ms(22), Return: ms(23), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 3, 0}}},
+		Op{Client: 2, Kind: Sweep, Call: ms(30), Return: ms(31), Status: OK, Epoch: e1, Dead: []string{"JOB1"}},
+		Op{Client: 9, Kind: Revive, ID: "JOB1", Call: ms(32), Return: ms(33), Status: OK, Epoch: e1},
+		Op{Client: 1, Kind: Claim, Call: ms(34), Return: ms(35), Status: OK, Epoch: e1, Grants: []Grant{{"JOB1", 4, 0}}},
+		Op{Client: 2, Kind: Sweep, Call: ms(40), Return: ms(41), Status: OK, Epoch: e2, Recovered: []string{"JOB1"}},
+	)
+	h.Final["JOB1"] = Row{State: "pending", Attempts: 4, Stalled: 3, LeaseEpoch: e1}
+	if v := Check(h); len(v) != 0 {
+		t.Fatalf("exempt recovery after a revived job's counted expiries reported: %v", v)
+	}
 	// The janitor's verbs: a job dead-lettered, brought back by
 	// EMQ.REPROCESS, claimed again and completed; another removed while
 	// pending (no row at the end, nothing lost); a REMOVE of a completed

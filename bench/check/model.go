@@ -438,7 +438,11 @@ func checkAll(h *History) []Violation {
 			if s.dead && hi+hidden < h.MaxStalled {
 				add(VExemption, id, fmt.Sprintf("dead-lettered by the sweep after at most %d counted expiries (max_stalled %d)", hi+hidden, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
 			}
-			if !s.dead && lo >= h.MaxStalled {
+			// Only a counted expiry must kill at the cap: an exempt one
+			// (a lease of an earlier process) is recovered whatever the
+			// count, as a job revived without RESET keeps stalled at the
+			// cap (docs/verbs.md §1.5, §4.13).
+			if !s.dead && lo >= h.MaxStalled && js[i].sure && js[i].counted {
 				add(VExemption, id, fmt.Sprintf("recovered after %d counted expiries (max_stalled %d): should have died", lo, h.MaxStalled), append(leaseOps(j, s.op), s.op)...)
 			}
 		}
