@@ -1133,6 +1133,20 @@ func TestPowerWindowDoctored(t *testing.T) {
 	if vs := Check(lostOne("always", 801)); !kinds(vs)[VLost] || kinds(vs)[VLostBeyond] {
 		t.Fatalf("the same loss under always: want one %s, got %v", VLost, vs)
 	}
+	// The final .ci/run's history: an enqueue called before the cut and
+	// answered after its recorded time (the old process wrote the reply
+	// just before it died) was lost outside every window. It is inside
+	// the cut's window, at age 0.
+	h0 := lostOne("everysec", 0)
+	h0.Ops[0].Call, h0.Ops[0].Return = ms(6096)-500_000, ms(6097)
+	h0.Faults[0].At, h0.Faults[0].End = ms(6096), ms(6146)
+	st = Stats{}
+	if vs := CheckRun(h0, &st); len(vs) != 0 {
+		t.Fatalf("an enqueue answered just after the cut's recorded time: want no violation, got %v", vs)
+	}
+	if len(st.PowerCuts) != 1 || st.PowerCuts[0].Lost != 1 || st.PowerCuts[0].Window != 0 {
+		t.Fatalf("cuts %+v: want the loss inside the cut at age 0", st.PowerCuts)
+	}
 	// A job no operation inside the window touched is judged in full: a
 	// double grant at 1 s with a cut at 4 s stays a violation.
 	h := base()

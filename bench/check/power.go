@@ -55,7 +55,8 @@ func powerCuts(h *History) []int64 {
 // back, a claim undone hands its token out again). For such a job:
 //   - an acknowledged enqueue with no row at the end and no REMOVE sent
 //     (under retention, a COMPLETE keeps the row) is a loss: inside the
-//     window of the first cut after its reply, it is counted in that
+//     window of the first cut after its call (its reply may arrive
+//     after the process died), it is counted in that
 //     cut's CutLoss; older than PowerBound, it is a violation
 //     (VLostBeyond);
 //   - its other violations are not judged (counted in rolled).
@@ -94,7 +95,7 @@ func powerFilter(h *History, vs []Violation) (kept []Violation, cuts []CutLoss, 
 			if o.Status != OK {
 				continue
 			}
-			if i := firstCut(o.Return); i >= 0 && at[i]-o.Return <= bound {
+			if i := firstCut(o.Call); i >= 0 && at[i]-o.Return <= bound {
 				touched[id] = true
 				break
 			}
@@ -117,11 +118,17 @@ func powerFilter(h *History, vs []Violation) (kept []Violation, cuts []CutLoss, 
 		if removed || completed && !h.Retain {
 			continue // gone by a verb that may have run
 		}
-		i := firstCut(j.enq.Return)
+		// The first cut after the call: the old process may have
+		// written the reply to the socket just before it died, so the
+		// client can read it (Return) after the cut's recorded time
+		// (the final .ci/run: an enqueue answered at 6.096-6.097 s,
+		// the cut recorded at 6.096 s, was reported lost outside every
+		// window). Such an enqueue's age is 0.
+		i := firstCut(j.enq.Call)
 		if i < 0 {
 			continue // no cut after it: Check's own violation stands
 		}
-		age := at[i] - j.enq.Return
+		age := max(at[i]-j.enq.Return, 0)
 		if age > bound {
 			touched[id] = true // its other violations follow from the loss
 			extra = append(extra, Violation{Kind: VLostBeyond, ID: id,
