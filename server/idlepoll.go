@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The idle poller (docs/operations.md §8, "Memory per connection"): a plain
@@ -128,9 +129,21 @@ func (c *client) sleep() bool {
 		return false
 	}
 	c.wakeMu.Lock()
-	if c.killed.Load() || c.woken {
-		// Closing, or a wake-up came after the goroutine last looked
-		// at its output: it looks again first.
+	if c.killed.Load() {
+		c.wakeMu.Unlock()
+		return false
+	}
+	if c.woken {
+		// A wake-up came after the goroutine last looked at its output
+		// (the cron's own demote sets one when it finds the goroutine
+		// between a reply and its next read): it looks again first, then
+		// sleeps. The wake-up is consumed here and the demote kept; under
+		// a manual clock the cron ticks only when the clock moves, so a
+		// dropped demote left the connection awake for good
+		// (TestDemoteRightAfterReplySleeps).
+		c.woken = false
+		c.nc.SetReadDeadline(time.Time{})
+		c.demote.Store(true)
 		c.wakeMu.Unlock()
 		return false
 	}

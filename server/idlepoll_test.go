@@ -111,3 +111,24 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// A demote that finds a wake-up not yet seen (the cron's request came
+// while the goroutine was between writing a reply and its next read, so
+// its own read deadline was still set) is kept, not dropped: under a
+// manual clock the cron ticks only when the clock moves, so a dropped
+// request left the connection awake for good (the clean-clone CI's
+// TestIdleConnectionsSleepAndResume failure). Each round answers a
+// command and moves the clock at once, the window that lost it.
+func TestDemoteRightAfterReplySleeps(t *testing.T) {
+	clk := clock.NewManual(1_000_000)
+	s := startServer(t, nil, clk)
+	c := dial(t, s)
+	id := clientID(t, c)
+	for i := 0; i < 300; i++ {
+		if r := c.Do("PING"); r != "+PONG\r\n" {
+			t.Fatalf("round %d: %q", i, r)
+		}
+		clk.Advance(idleShrinkMs + 100)
+		eventually(t, func() bool { return asleep(s, id) })
+	}
+}
