@@ -41,9 +41,14 @@ func parseCron(spec, tz string) (*cronSched, error) {
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
 		return nil, errors.New("give the zone with TZ, not inside the spec")
 	}
+	if err := checkCronSpec(spec); err != nil {
+		return nil, err
+	}
 	s, err := cronParser.Parse(spec)
 	if err != nil {
-		return nil, err
+		// checkCronSpec refuses what robfig refuses
+		// (TestCronCheckAgreesWithRobfig); its text is not the client's.
+		return nil, errors.New("unsupported spec")
 	}
 	// robfig rounds an @every duration down to whole seconds and raises
 	// one below 1s to 1s; the rule here (docs/verbs.md §4.22.2) is at
@@ -52,7 +57,7 @@ func parseCron(spec, tz string) (*cronSched, error) {
 	if d, ok := strings.CutPrefix(spec, cronEvery); ok {
 		dur, err := time.ParseDuration(d)
 		if err != nil {
-			return nil, err
+			return nil, errors.New("unsupported spec") // checked by checkCronSpec
 		}
 		if dur < time.Second {
 			return nil, errors.New("@every must be at least 1s")
