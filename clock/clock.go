@@ -90,9 +90,11 @@ func (m *Manual) goRun(fs ...func()) {
 }
 
 // Wait returns once every timer callback the clock has started (by
-// Advance, Set or a due AfterFunc) has returned, the callbacks those start
-// meanwhile included. It is a test's synchronisation point: after
-// Advance(d) and Wait, whatever the timers due by then do is done, so a
+// Advance, Set, a due AfterFunc or a Shifted clock over it) has returned,
+// the callbacks those start meanwhile included. Advance and Set wait so
+// themselves; Wait is the synchronisation point after a callback started
+// another way (EMQ.DEBUG CLOCK ADVANCE on a Shifted clock over this one,
+// AfterFunc(0)): after it, whatever those callbacks do is done, so a
 // check that something did not happen is not a guess.
 func (m *Manual) Wait() {
 	m.mu.Lock()
@@ -146,10 +148,31 @@ func (t *manualTimer) Stop() bool {
 // due (see Set).
 func (m *Manual) Advance(dMs int64) { m.Set(m.NowMs() + dMs) }
 
-// Set sets the clock to ms and fires every timer now due, in deadline order,
-// from one new goroutine.
+// Set sets the clock to ms, fires every timer now due, in deadline order,
+// from one new goroutine, and returns once every callback the clock has
+// started has returned (as Wait).
+//
+// It first waits for the callbacks still running from earlier moves (and
+// from AfterFunc(0)): a periodic task re-arms itself from its callback, so
+// a move that overtook a callback still running would find no timer to
+// fire and no tick would see the new time (the TestIdleTimeout flake:
+// Advance(1500), Advance(600), the cron's tick re-armed after the second
+// move). And it waits for the callbacks it fires, so after Advance the
+// timers' work is done: a test needs no Wait between two moves nor before
+// it reads what a tick did. Each due timer fires once, reading the new
+// time, so a timer a callback arms lies beyond it: Advance(1000) runs a
+// 100 ms periodic task once, not ten times (docs/architecture.md §9).
+//
+// The caller must not hold a lock a callback takes, nor be a callback
+// itself: either would wait for itself. EMQ.DEBUG CLOCK ADVANCE moves a
+// Shifted clock, which fires without waiting, so it may run under the
+// store lock.
 func (m *Manual) Set(ms int64) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.running > 0 {
+		m.idle.Wait()
+	}
 	m.now = ms
 	var due, keep []*manualTimer
 	for _, t := range m.timers {
@@ -167,15 +190,18 @@ func (m *Manual) Set(ms int64) {
 		}
 		return due[i].seq < due[j].seq
 	})
-	if len(due) > 0 {
-		// Callbacks run outside the caller's goroutine (the caller may hold
-		// the store lock, e.g. EMQ.DEBUG CLOCK ADVANCE), one after another
-		// in order.
-		fs := make([]func(), len(due))
-		for i, t := range due {
-			fs[i] = t.f
-		}
-		m.goRun(fs...)
+	if len(due) == 0 {
+		return
 	}
-	m.mu.Unlock()
+	// Callbacks run outside the caller's goroutine, one after another in
+	// order; m.idle.Wait releases m.mu, so they may read the clock and arm
+	// timers.
+	fs := make([]func(), len(due))
+	for i, t := range due {
+		fs[i] = t.f
+	}
+	m.goRun(fs...)
+	for m.running > 0 {
+		m.idle.Wait()
+	}
 }

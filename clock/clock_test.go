@@ -2,6 +2,8 @@ package clock
 
 import (
 	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +101,88 @@ func TestShiftedAdvanceFiresDueTimers(t *testing.T) {
 	case x := <-got:
 		t.Fatalf("unexpected fire %q", x)
 	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// TestManualAdvanceTwiceTicksTwice: a periodic task re-arms itself from its
+// callback; two moves back to back each fire it once, and each tick reads
+// the time of its own move. The callback is slow (a loaded machine, a tick
+// waiting for the store lock): a move that did not wait for it found no
+// timer to fire, so no tick saw the second time (the TestIdleTimeout flake).
+func TestManualAdvanceTwiceTicksTwice(t *testing.T) {
+	m := NewManual(1000)
+	var mu sync.Mutex
+	var saw []int64
+	var tick func()
+	tick = func() {
+		time.Sleep(5 * time.Millisecond) // slow, not a timing assumption: it passes however slow
+		mu.Lock()
+		saw = append(saw, m.NowMs())
+		mu.Unlock()
+		m.AfterFunc(100, tick)
+	}
+	m.AfterFunc(100, tick)
+	for round := 0; round < 3; round++ {
+		base := m.NowMs()
+		m.Advance(1500)
+		m.Advance(600)
+		mu.Lock()
+		got := append([]int64(nil), saw...)
+		saw = saw[:0]
+		mu.Unlock()
+		if want := []int64{base + 1500, base + 2100}; !slices.Equal(got, want) {
+			t.Fatalf("round %d: ticks saw %v, want %v", round, got, want)
+		}
+	}
+}
+
+// TestManualAdvanceReturnsAfterCallbacks: after Advance the due callbacks
+// have returned, the ones they start at once included; Advance(1000) fires
+// a 100 ms periodic task once (each due timer once, at the new time), not
+// once per period.
+func TestManualAdvanceReturnsAfterCallbacks(t *testing.T) {
+	m := NewManual(0)
+	var n atomic.Int64
+	var tick func()
+	tick = func() {
+		time.Sleep(time.Millisecond)
+		n.Add(1)
+		m.AfterFunc(0, func() { time.Sleep(time.Millisecond); n.Add(10) })
+		m.AfterFunc(100, tick)
+	}
+	m.AfterFunc(100, tick)
+	m.Advance(1000)
+	if got := n.Load(); got != 11 {
+		t.Fatalf("after Advance(1000): %d, want 11 (one tick, its AfterFunc(0), both returned)", got)
+	}
+	m.Advance(99)
+	if got := n.Load(); got != 11 {
+		t.Fatalf("a timer fired early: %d", got)
+	}
+	m.Advance(1)
+	if got := n.Load(); got != 22 {
+		t.Fatalf("after Advance(1): %d, want 22", got)
+	}
+}
+
+// TestShiftedFiresCountedByBase: the timers a Shifted clock's Advance fires
+// run as the base Manual's callbacks, so the base's Wait (and its next
+// Advance) waits for them.
+func TestShiftedFiresCountedByBase(t *testing.T) {
+	base := NewManual(5000)
+	s := NewShifted(base)
+	var done atomic.Bool
+	s.AfterFunc(100, func() { time.Sleep(5 * time.Millisecond); done.Store(true) })
+	s.Advance(150)
+	base.Wait()
+	if !done.Load() {
+		t.Fatal("Wait returned before the shifted timer's callback")
+	}
+	var second atomic.Bool
+	s.AfterFunc(10, func() { time.Sleep(5 * time.Millisecond); second.Store(true) })
+	s.Advance(10)
+	base.Advance(0)
+	if !second.Load() {
+		t.Fatal("the base's Advance did not wait for the shifted timer's callback")
 	}
 }

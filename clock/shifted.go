@@ -69,8 +69,11 @@ func (t *shiftedTimer) Stop() bool {
 	return true
 }
 
-// Advance moves the clock forward by dMs (> 0) and fires, each in its own
-// goroutine, the timers now due.
+// Advance moves the clock forward by dMs (> 0) and fires the timers now
+// due, each in its own goroutine started by the base clock's AfterFunc(0),
+// so a Manual base counts them (its Wait returns once they have returned,
+// and its next Advance waits for them). It does not wait for them itself:
+// EMQ.DEBUG CLOCK ADVANCE calls it under the store lock.
 func (s *Shifted) Advance(dMs int64) {
 	s.mu.Lock()
 	s.off += dMs
@@ -84,7 +87,7 @@ func (s *Shifted) Advance(dMs int64) {
 	s.mu.Unlock()
 	for _, t := range due {
 		if t.inner.Stop() {
-			go t.fire()
+			s.base.AfterFunc(0, t.fire)
 		}
 	}
 }
