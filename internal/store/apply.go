@@ -165,7 +165,7 @@ func (pk *planKeys) flushIncr(key string) {
 func incrField(key string, h *Hash, field []byte, n int64) {
 	f := zview(field)
 	var cur int64
-	if v, ok := h.Get(f); ok {
+	if v, ok := h.peek(f); ok { // parsed at once (listpack.go: in place)
 		c, ok := num.ParseInt(v)
 		if !ok {
 			panic("store: plan HINCRBY on a non-integer field " + key + " " + f)

@@ -92,8 +92,22 @@ func (h *Hash) lpFind(field string) (fOff, vOff, end int, ok bool) {
 }
 
 // Get returns the value of field and whether it exists. The returned slice
-// must not be modified; it stays valid after later writes.
+// must not be modified; it stays valid and unchanged after later writes
+// (a listpack hash is marked viewed, listpack.go).
 func (h *Hash) Get(field string) ([]byte, bool) {
+	v, ok := h.peek(field)
+	if ok && !h.big() {
+		lpMarkViewed(h.v.Str)
+	}
+	return v, ok
+}
+
+// peek is Get for a caller that is done with the value before the store
+// lock is released and before the hash is next written (it copies it into
+// a reply or parses it): it does not mark a listpack viewed, so a later
+// write may still rewrite the listpack in place (listpack.go). Only
+// commands of this package whose use of the value is in sight may call it.
+func (h *Hash) peek(field string) ([]byte, bool) {
 	if h.big() {
 		i, ok := h.tab.idx[field]
 		if !ok {
@@ -146,15 +160,27 @@ func (h *Hash) bigFor(fieldLen, valueLen int) bool {
 }
 
 // lpSet is Set on the listpack encoding, which copies field and value;
-// crossing the entry-count threshold converts h.
+// crossing the entry-count threshold converts h. A new value of an existing
+// field whose encoded size is the old one's or smaller is written in place
+// when no view of the listpack was handed out (listpack.go); otherwise the
+// listpack is copied with the new value.
 func (h *Hash) lpSet(field string, value []byte) bool {
 	added := false
 	if _, vOff, end, ok := h.lpFind(field); ok {
-		if old, _ := lpStr(h.v.Str, vOff); string(old) != string(value) {
+		lp := h.v.Str
+		if old, _ := lpStr(lp, vOff); string(old) != string(value) {
 			vs := lpView(value)
-			h.v.Str = lpSplice(h.v.Str, vOff, end, lpStrLen(vs), lpCount(h.v.Str), func(dst []byte) []byte {
-				return lpAppendStr(dst, vs)
-			})
+			if n := lpStrLen(vs); n <= end-vOff && !lpViewed(lp) {
+				lpAppendStr(lp[vOff:vOff], vs) // within lp: n <= end-vOff bytes
+				if n < end-vOff {
+					k := copy(lp[vOff+n:], lp[end:])
+					h.v.Str = lp[:vOff+n+k]
+				}
+			} else {
+				h.v.Str = lpSplice(lp, vOff, end, n, lpCount(lp), func(dst []byte) []byte {
+					return lpAppendStr(dst, vs)
+				})
+			}
 		}
 	} else {
 		vs := lpView(value)
@@ -268,7 +294,7 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 			out = lpAppendStr(out, lpView(fv[2*k+1]))
 			at = vEnd[k]
 		}
-		out = append(out, lp[at:]...)
+		out = lpFresh(append(out, lp[at:]...))
 	} else {
 		out = lpGrow(lp, size-len(lp))
 	}
@@ -328,7 +354,7 @@ func (h *Hash) Copy() *Hash {
 	if !h.big() {
 		out := newHashValue(h.tab).Hash
 		if h.v.Str != nil {
-			out.v.Str = append(lpAlloc(len(h.v.Str)), h.v.Str...)
+			out.v.Str = lpFresh(append(lpAlloc(len(h.v.Str)), h.v.Str...))
 		}
 		return out
 	}
@@ -400,6 +426,7 @@ func (h *Hash) lpRange(fn func(field, value []byte) bool) {
 // alive (clone them).
 func (h *Hash) Range(fn func(field string, value []byte) bool) {
 	if !h.big() {
+		lpMarkViewed(h.v.Str)
 		h.lpRange(func(f, v []byte) bool { return fn(lpView(f), v) })
 		return
 	}
@@ -417,6 +444,7 @@ func (h *Hash) Range(fn func(field string, value []byte) bool) {
 // listpack, O(1) for a hashtable without holes, O(n) with holes.
 func (h *Hash) At(i int) (string, []byte) {
 	if !h.big() {
+		lpMarkViewed(h.v.Str)
 		var field string
 		var value []byte
 		h.lpRange(func(f, v []byte) bool {

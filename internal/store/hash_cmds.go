@@ -113,12 +113,13 @@ func readHash(c *Ctx) (h *Hash, ok bool) {
 }
 
 // hashField is field f of h: its value and true, or nil and false when h is
-// nil (a missing key) or has no such field.
+// nil (a missing key) or has no such field. The value is a peek (Hash.peek):
+// every caller copies it into the reply or parses it at once.
 func hashField(h *Hash, f []byte) ([]byte, bool) {
 	if h == nil {
 		return nil, false
 	}
-	return h.Get(string(f))
+	return h.peek(string(f))
 }
 
 // writeHashField writes field f of h as a bulk, or nil when h is nil or has
@@ -293,7 +294,11 @@ func cmdHIncrBy(c *Ctx) {
 		return
 	}
 	n := old + incr
-	h, _ = c.DB.HashForWrite(key)
+	if h == nil {
+		h, _ = c.DB.HashForWrite(key)
+	} else {
+		c.DB.Mutating() // the hash read above is the one to write (no second lookup)
+	}
 	var buf [20]byte // the listpack copies the digits; buf stays on the stack (TestHashSetArgScratchOnStack)
 	h.SetArg(c.Argv[2], strconv.AppendInt(buf[:0], n, 10))
 	c.W.Int(n)

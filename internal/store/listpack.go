@@ -25,12 +25,44 @@ import (
 // row (state pending, attempts 0, a 64-byte payload, enqueued_at) is 89
 // bytes in one allocation, the 96-byte size class (BenchmarkPendingJobMemory).
 //
-// Bytes below len(lp) are never written again once written: a change in
-// the middle builds a new slice, and only appending at the end writes in
-// place (beyond len, into spare capacity; a slice cut short has its
-// capacity cut too). So the field, value and member slices handed out stay
-// valid and unchanged after later writes (they keep that buffer alive). The
-// count header is the one exception; it is never handed out.
+// Bytes below len(lp) are never written again once a view of them may
+// exist: a change in the middle builds a new slice, and only appending at
+// the end writes in place (beyond len, into spare capacity; a slice cut
+// short has its capacity cut too). So the field, value and member slices
+// handed out stay valid and unchanged after later writes (they keep that
+// buffer alive). The count header is the one exception; it is never handed
+// out.
+//
+// A hash's listpack whose bytes were never handed out may be rewritten in
+// place (HINCRBY, HINCRBYFLOAT, a plan's HINCRBY, HSET of an existing field:
+// Hash.lpSet), as Valkey rewrites its listpack entry in place: a value of
+// the same encoded size or smaller replaces the old one in the same buffer
+// instead of a copy of the whole listpack. The top bit of the count header
+// (lpViewedBit) records that a view may exist: every Hash method that hands
+// out bytes sharing the buffer sets it (Get, Range, At, Snapshot), a new
+// buffer starts with it clear (lpFresh), and a set bit forbids the in-place
+// rewrite for that buffer's life. The holders of such views, and why each
+// is covered:
+//
+//   - replies: resp.Writer.Bulk copies into the connection's buffer under
+//     the store lock, so a reply never holds listpack bytes; the commands
+//     that only read a value into a reply or a number (HGET, HMGET, HSTRLEN,
+//     HEXISTS, HINCRBY's read of the old value) use Hash.peek, which does
+//     not set the bit;
+//   - Lua and MULTI: replies reach a script through the same writer (copied);
+//   - the AOF rewrite's capture (aof/rewrite.go captureKeys keeps Range's
+//     values and writes them without the lock) and BGSAVE/DUMP's
+//     HashSnapshot (kept in O(1) and read without the lock): Range and
+//     Snapshot set the bit;
+//   - the job verbs' read pass and plans (rows and counters read with Get and
+//     Range, kept until the apply and the reply): the bit is set;
+//   - keyspace notifications, client-side caching and WATCH keep keys, never
+//     values; the AOF record of a write is its argv (or, for HINCRBYFLOAT,
+//     the formatted text), copied into the AOF buffer.
+//
+// The bit is only ever set by a holder and cleared by a new allocation, so
+// a missed clear costs an allocation, never a changed view
+// (TestHashInPlaceKeepsViews).
 
 const lpHeader = 4
 
@@ -80,16 +112,44 @@ func lpWord(s string) byte {
 	return 0
 }
 
+// lpViewedBit is the header's top bit: a view of the buffer's bytes may
+// have been handed out, so they must not be rewritten in place (above).
+const lpViewedBit = 1 << 31
+
 // lpCount is the count recorded in lp's header.
 func lpCount(lp []byte) int {
 	if len(lp) < lpHeader {
 		return 0
 	}
-	return int(binary.LittleEndian.Uint32(lp))
+	return int(binary.LittleEndian.Uint32(lp) &^ lpViewedBit)
 }
 
-// lpSetCount writes n into lp's header (in place).
-func lpSetCount(lp []byte, n int) { binary.LittleEndian.PutUint32(lp, uint32(n)) }
+// lpSetCount writes n into lp's header (in place), keeping the viewed bit.
+func lpSetCount(lp []byte, n int) {
+	h := binary.LittleEndian.Uint32(lp)
+	binary.LittleEndian.PutUint32(lp, uint32(n)|h&lpViewedBit)
+}
+
+// lpMarkViewed records that a view of lp's bytes is being handed out. It
+// writes only when the bit is clear, so a marked listpack is not written by
+// readers.
+func lpMarkViewed(lp []byte) {
+	if len(lp) >= lpHeader && lp[3]&0x80 == 0 {
+		lp[3] |= 0x80
+	}
+}
+
+// lpViewed reports whether a view of lp's bytes may exist.
+func lpViewed(lp []byte) bool { return len(lp) >= lpHeader && lp[3]&0x80 != 0 }
+
+// lpFresh clears the viewed bit of a buffer just allocated (a copy of a
+// marked one inherits the header): nothing has seen its bytes yet.
+func lpFresh(lp []byte) []byte {
+	if len(lp) >= lpHeader {
+		lp[3] &^= 0x80
+	}
+	return lp
+}
 
 // lpAlloc returns an empty slice with room for at least size bytes: the
 // whole of the allocator's size class, so a later append may still fit.
@@ -159,7 +219,8 @@ func lpScore(lp []byte, off int) float64 {
 	return math.Float64frombits(binary.LittleEndian.Uint64(lp[off:]))
 }
 
-// lpView is b as a string sharing b's bytes (listpack bytes never change).
+// lpView is b as a string sharing b's bytes (b must not change while the
+// string is in use: listpack bytes a view may see never do, listpack.go).
 func lpView(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -174,7 +235,7 @@ func lpSplice(lp []byte, lo, hi, insLen, n int, ins func(dst []byte) []byte) []b
 	out := append(lpAlloc(len(lp)-(hi-lo)+insLen), lp[:lo]...)
 	out = ins(out)
 	out = append(out, lp[hi:]...)
-	lpSetCount(out, n)
+	lpSetCount(lpFresh(out), n)
 	return out
 }
 
@@ -201,5 +262,5 @@ func lpGrow(lp []byte, more int) []byte {
 	if cap(lp)-len(lp) >= more {
 		return lp
 	}
-	return append(lpAlloc(len(lp)+more+len(lp)/4), lp...)
+	return lpFresh(append(lpAlloc(len(lp)+more+len(lp)/4), lp...))
 }

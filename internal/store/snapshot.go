@@ -46,7 +46,7 @@ func (s *ZSetSnapshot) AscendAll(fn func(ZItem) bool) {
 // HashSnapshot is a read-only, point-in-time copy of a hash that stays
 // valid after the store lock is released (BGSAVE, docs/durability.md §9):
 // a listpack hash is taken in O(1) (its bytes below len are never written
-// again, listpack.go), a hashtable hash copies its entry list (the values
+// again once it is marked viewed, listpack.go), a hashtable hash copies its entry list (the values
 // are shared: the store never changes a value in place).
 type HashSnapshot struct {
 	lp      []byte // a listpack hash's bytes, to len at the snapshot
@@ -59,6 +59,7 @@ type HashSnapshot struct {
 // snapshot of a listpack hash allocates nothing (BGSAVE takes one per key).
 func (h *Hash) Snapshot() HashSnapshot {
 	if !h.big() {
+		lpMarkViewed(h.v.Str) // never rewritten in place from now (listpack.go)
 		return HashSnapshot{lp: h.v.Str, n: h.Len()}
 	}
 	t := h.tab
