@@ -39,6 +39,10 @@ type parked struct {
 	elems []*list.Element // nil once removed
 	ctx   *store.Ctx
 	timer clock.Timer
+	// triedMs is the server time the command last ran at (its first run,
+	// then each Retry): armDue drops a due time no later than it, which
+	// that run already judged, and arms at once for one after it.
+	triedMs int64
 }
 
 type dueTimer struct {
@@ -80,14 +84,16 @@ func (s *Server) onReady(db int, queue string) {
 
 // park parks c's command described by spec: in the FIFO of its queue, or
 // of each of its keys.
-func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.BlockSpec) {
+// triedMs is the server time the command ran at (its ctx's NowMs).
+func (b *blocking) park(c *client, cmd *command, argv [][]byte, spec *store.BlockSpec, triedMs int64) {
 	s := c.s
 	c.aw.Proto = c.w.Proto
 	p := &parked{
-		c:    c,
-		cmd:  cmd,
-		argv: argv,
-		spec: spec,
+		c:       c,
+		cmd:     cmd,
+		argv:    argv,
+		spec:    spec,
+		triedMs: triedMs,
 	}
 	if spec.Keys != nil {
 		for _, k := range spec.Keys {
@@ -232,6 +238,7 @@ func (b *blocking) retry(s *Server, p *parked) (served bool) {
 	x.ResetForCommand(p.argv)
 	x.DB = s.store.DB(p.c.db)
 	x.NowMs = s.clock.NowMs()
+	p.triedMs = x.NowMs
 	s.store.SetNow(x.NowMs)
 	x.InMulti = false
 	p.c.setReplyRoom(x, p.c.hardLimit())
@@ -293,6 +300,13 @@ func (s *Server) blockTimeout(p *parked) {
 }
 
 // armDue (re)arms the queue's timer at the earliest Due time of its head.
+// A due time the head's last run already saw (at <= triedMs) arms nothing:
+// that run judged it. One after it arms a timer even when the clock has
+// passed it since (delay <= 0: at once): the clock moves without the store
+// lock, so a claim that ran at T, found its job due at T+1 not yet due and
+// parked at T+1 would otherwise wait for its timeout with the job due (a
+// manual clock's Advance landing between the two, or a wall clock crossing
+// a millisecond).
 func (b *blocking) armDue(s *Server, k queueKey) {
 	q := b.queues[k]
 	old := b.due[k]
@@ -312,7 +326,7 @@ func (b *blocking) armDue(s *Server, k queueKey) {
 	s.store.SetNow(p.ctx.NowMs)
 	at, ok := p.spec.Due(p.ctx)
 	now := p.ctx.NowMs
-	if !ok || at <= now {
+	if !ok || at <= p.triedMs {
 		// Nothing comes due by time alone (a past due time was just tried).
 		if old != nil {
 			old.t.Stop()

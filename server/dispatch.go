@@ -268,7 +268,7 @@ func (c *client) call(cmd *command, argv [][]byte, x *store.Ctx) {
 		cmd.recordLatency(dur)
 	}
 	if x.Block != nil && !c.execing {
-		s.blk.park(c, cmd, argv, x.Block)
+		s.blk.park(c, cmd, argv, x.Block, x.NowMs)
 	}
 	if x.Changed() && !x.Propagated() && s.store.Persisting() {
 		s.store.Record(x.DB.Index, [][][]byte{argv})
