@@ -4296,6 +4296,10 @@ verb('emq_schedule', 'emq.schedule', -6, {}, function(k, args)
     if cmp_ll(v, '9007199254740991') > 0 then
       return err('ERR interval_ms is out of range')
     end
+    -- at least 1000 ms, emqd's floor (docs/verbs.md §4.22.1)
+    if cmp_ll(v, '1000') < 0 then
+      return err('ERR interval_ms must be at least 1000')
+    end
     s.every = tonumber(v)
   elseif kind == 'CRON' then
     return err(E_CRON)

@@ -26,9 +26,11 @@ const (
 )
 
 // ScheduleSpec is a schedule's definition (EMQ.SCHEDULE's arguments).
-// Exactly one of Every (at least 1 ms; rounded up to whole ms) and Cron (5
-// or 6 fields or a descriptor, in zone TZ, "" = UTC) is set. Zero Start,
-// End and Limit mean none; Catchup "" is the verb's default (one).
+// Exactly one of Every (at least 1s, rounded up to whole ms: the server
+// refuses less with `ERR interval_ms must be at least 1000`, docs/verbs.md
+// §4.22.1) and Cron (5 or 6 fields or a descriptor, in zone TZ, "" = UTC)
+// is set. Zero Start, End and Limit mean none; Catchup "" is the verb's
+// default (one).
 type ScheduleSpec struct {
 	Every       time.Duration
 	Cron        string

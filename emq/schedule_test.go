@@ -122,3 +122,19 @@ func TestSchedulesFunctionsSweeper(t *testing.T) {
 		t.Fatalf("%+v", n)
 	}
 }
+
+// TestScheduleEveryBelowOneSecond: Every below 1s is the server's refusal
+// (docs/verbs.md §4.22.1, "The floor"), and nothing is created.
+func TestScheduleEveryBelowOneSecond(t *testing.T) {
+	e := newEnv(t)
+	err := e.in.Schedule(e.ctx, "q", "fast", emq.ScheduleSpec{Every: 999 * time.Millisecond, Payload: []byte("p")})
+	if err == nil || err.Error() != "ERR interval_ms must be at least 1000" {
+		t.Fatalf("Every 999ms: %v", err)
+	}
+	if _, err := e.in.GetSchedule(e.ctx, "q", "fast"); !errors.Is(err, emq.ErrNoSchedule) {
+		t.Fatalf("after the refusal: %v", err)
+	}
+	if err := e.in.Schedule(e.ctx, "q", "fast", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p")}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -482,7 +482,7 @@ const retainMax = 1000000
 var schedules = []struct {
 	name, catchup string
 	every         int64
-}{{"sa", "all", 700}, {"so", "one", 450}}
+}{{"sa", "all", 1000}, {"so", "one", 1500}}
 
 // serverMs reads the server clock (TIME, in ms: it follows EMQ.DEBUG
 // CLOCK ADVANCE).

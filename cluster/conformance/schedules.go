@@ -97,9 +97,12 @@ func schedules(t *testing.T, tg Target) {
 		want string
 	}{
 		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 0, "p"}, "ERR interval_ms must be a positive integer"},
+		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 1, "p"}, "ERR interval_ms must be at least 1000"},
+		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 999, "p"}, "ERR interval_ms must be at least 1000"},
+		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", "9007199254740992", "p"}, "ERR interval_ms is out of range"},
 		{[]any{"EMQ.SCHEDULE", "q", "a:b", "EVERY", 1, "p"}, "ERR invalid schedule name"},
-		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 1, "p", "START", 5, "END", 4}, "ERR end_ms must not be before start_ms"},
-		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 1, "p", "CATCHUP", "some"}, "ERR syntax error"},
+		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 1000, "p", "START", 5, "END", 4}, "ERR end_ms must not be before start_ms"},
+		{[]any{"EMQ.SCHEDULE", "q", "x", "EVERY", 1000, "p", "CATCHUP", "some"}, "ERR syntax error"},
 		{[]any{"EMQ.SCHEDULE.LIST", "q", 0, 1001}, "ERR count must be at most 1000"},
 	} {
 		if got := e.refused(c.args...); got != c.want {

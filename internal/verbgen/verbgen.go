@@ -349,7 +349,7 @@ func (g *Gen) schedule() []string {
 	a := []string{"EMQ.SCHEDULE", g.Queue(), g.Schedule()}
 	switch g.Rand.Intn(4) {
 	case 0:
-		a = append(a, "EVERY", g.Num())
+		a = append(a, "EVERY", g.Pick(g.Num(), "1000", "2500")) // below 1000: refused (docs/verbs.md §4.22.1)
 	case 1:
 		a = append(a, "CRON", g.Pick("*/2 * * * * *", "61 * * * *", "@hourly", "@nope"))
 		if g.Rand.Intn(2) == 0 {

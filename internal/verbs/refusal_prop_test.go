@@ -68,7 +68,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
-		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
+		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms", "interval_ms must be at least 1000",
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
@@ -98,7 +98,7 @@ func refusalClass(text string) string {
 		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments", "EMQ.DEBUG command not allowed",
-		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms",
+		"invalid schedule name", "no such schedule", "schedule hash is malformed", "invalid cron spec", "end_ms must not be before start_ms", "interval_ms must be at least 1000",
 		"kind must be COMPLETED or DEAD", "EMQSTATE job is completed", "result must be at most",
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
@@ -187,7 +187,7 @@ func randomState(h *th, rng *rand.Rand) {
 	// Schedules (docs/verbs.md §4.21), some due, one malformed.
 	for _, name := range []string{"s1", "s2"} {
 		if rng.Intn(3) == 0 {
-			h.raw("EMQ.SCHEDULE", "q", name, "EVERY", pick(rng, "500", "1000"), "p-"+name,
+			h.raw("EMQ.SCHEDULE", "q", name, "EVERY", pick(rng, "1000", "1500"), "p-"+name,
 				"OVERLAP", pick(rng, "allow", "skip"), "CATCHUP", pick(rng, "none", "one", "all"))
 		}
 	}

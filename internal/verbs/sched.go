@@ -29,7 +29,15 @@ const (
 	ErrSchedBadRow   = "ERR schedule hash is malformed"
 	errCronPrefix    = "ERR invalid cron spec: "
 	errIntervalRange = "ERR interval_ms is out of range"
+	errIntervalMin   = "ERR interval_ms must be at least 1000"
 )
+
+// MinEveryMs is the least interval_ms of EMQ.SCHEDULE ... EVERY, the same
+// floor as @every's 1s (docs/verbs.md §4.22.1): one occurrence a second
+// per schedule at most, so a typo (EVERY 1 for one second) cannot enqueue
+// 1,000 jobs a second. A stored schedule with a smaller every_ms (an older
+// emqd's) keeps firing at its period.
+const MinEveryMs = 1000
 
 // Schedule numbers and occurrence ids (docs/verbs.md §4.22.3): the id of
 // the occurrence of slot s of the schedule numbered sid is the job id of
@@ -372,7 +380,7 @@ func (vs *Verbs) schedArgs(c *store.Ctx) (*Keys, string, bool) {
 
 // ScheduleArgs are EMQ.SCHEDULE's arguments (docs/verbs.md §4.22.1): Queue
 // (valid), Name (a valid schedule name), the series, EveryMs (EVERY
-// interval_ms, 1..MaxScoreMs) or, when EveryMs is 0, Cron and TZ (CRON
+// interval_ms, MinEveryMs..MaxScoreMs) or, when EveryMs is 0, Cron and TZ (CRON
 // spec [TZ zone]; TZ "": UTC), Payload, and the options: StartMs and EndMs
 // with HasStart and HasEnd (>= 0, EndMs >= StartMs; 0 is a value), Limit
 // (>= 1; 0: none), Skip (OVERLAP skip; false: allow) and Catchup (none,
@@ -433,6 +441,9 @@ func (vs *Verbs) parseSchedule(argv [][]byte, a *ScheduleArgs) string {
 		}
 		if n > MaxScoreMs {
 			return errIntervalRange
+		}
+		if n < MinEveryMs {
+			return errIntervalMin
 		}
 		a.EveryMs = n
 		i += 2

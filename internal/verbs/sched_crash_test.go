@@ -22,7 +22,8 @@ import (
 
 // TestScheduleExactlyOnceAcrossKills is issue 22's crash test
 // (docs/verbs.md §4.22): the real emqd binary with appendfsync always, 20
-// EVERY schedules (50 to 240 ms, CATCHUP all) in two queues, a worker
+// EVERY schedules (50 to 240 ms, set in their hashes under the verb's
+// 1000 ms floor; CATCHUP all) in two queues, a worker
 // claiming and completing occurrences, and 50 SIGKILLs at random points
 // (some while an AOF rewrite runs), each followed by a restart. At the end
 // every slot of every schedule from its first up to its last fired slot
@@ -55,7 +56,21 @@ func TestScheduleExactlyOnceAcrossKills(t *testing.T) {
 	for i := range 20 {
 		s := sched{queues[i%2], fmt.Sprintf("s%02d", i)}
 		scheds = append(scheds, s)
-		if err := c.Do(ctx, "EMQ.SCHEDULE", s.q, s.name, "EVERY", 50+i*10, "p"+s.name, "CATCHUP", "all").Err(); err != nil {
+		// The verb's floor is 1000 ms; a stored every_ms below it keeps
+		// firing at its period (docs/verbs.md §4.22.1), so the hash is
+		// given the test's fast period after the verb created it: many
+		// slots between two kills.
+		if err := c.Do(ctx, "EMQ.SCHEDULE", s.q, s.name, "EVERY", 1000, "p"+s.name, "CATCHUP", "all").Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The series' origin moves with it, so the first slot (anchor +
+		// 1000) is anchor' + every: slot k is anchor' + k*every.
+		key, every := "emq:{"+s.q+"}:sched:"+s.name, int64(50+i*10)
+		anchor, err := c.HGet(ctx, key, "anchor_ms").Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.HSet(ctx, key, "every_ms", every, "anchor_ms", anchor+1000-every).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

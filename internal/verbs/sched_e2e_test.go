@@ -170,15 +170,16 @@ func TestScheduleUpsertMidRun(t *testing.T) {
 		e.step(1000)
 	}
 	e.step(500) // t0+3500
-	e.ok("EMQ.SCHEDULE", "q", "s", "EVERY", "200", "v2", "START", strconv.FormatInt(t0+3000, 10))
+	e.ok("EMQ.SCHEDULE", "q", "s", "EVERY", "1200", "v2", "START", strconv.FormatInt(t0+3000, 10))
 	m := e.sched("q", "s")
-	if m["next_ms"] != strconv.FormatInt(t0+3600, 10) || m["payload"] != "v2" || m["fired"] != "0" || m["last_slot_ms"] != strconv.FormatInt(t0+3000, 10) {
+	if m["next_ms"] != strconv.FormatInt(t0+4200, 10) || m["payload"] != "v2" || m["fired"] != "0" || m["last_slot_ms"] != strconv.FormatInt(t0+3000, 10) {
 		t.Fatalf("after upsert %v", m)
 	}
-	e.step(500) // t0+4000: 3600, 3800, 4000
-	want := append(occurrences(1, t0, 1000, 1, 3), occurrences(1, t0+3000, 200, 3, 5)...)
+	e.step(700)  // t0+4200
+	e.step(1200) // t0+5400
+	want := append(occurrences(1, t0, 1000, 1, 3), occurrences(1, t0+3000, 1200, 1, 2)...)
 	sameList(t, "pending", e.zmembers("emq:{q}:pending"), want)
-	if got := e.field("q", verbs.OccurrenceID(1, t0+4000), "payload"); got != "v2" {
+	if got := e.field("q", verbs.OccurrenceID(1, t0+5400), "payload"); got != "v2" {
 		t.Fatalf("payload %s", got)
 	}
 	// An upsert to CRON replaces the interval fields (no stale every_ms).
@@ -302,19 +303,22 @@ func TestScheduleArgErrors(t *testing.T) {
 	}{
 		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "0", "p"}, "ERR interval_ms must be a positive integer"},
 		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "x", "p"}, "ERR value is not an integer or out of range"},
-		{[]any{"EMQ.SCHEDULE", "q", "a:b", "EVERY", "1", "p"}, "ERR invalid schedule name"},
-		{[]any{"EMQ.SCHEDULE", "a:b", "s", "EVERY", "1", "p"}, "ERR invalid queue name"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p"}, "ERR interval_ms must be at least 1000"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "999", "p"}, "ERR interval_ms must be at least 1000"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "9007199254740992", "p"}, "ERR interval_ms is out of range"},
+		{[]any{"EMQ.SCHEDULE", "q", "a:b", "EVERY", "1000", "p"}, "ERR invalid schedule name"},
+		{[]any{"EMQ.SCHEDULE", "a:b", "s", "EVERY", "1000", "p"}, "ERR invalid queue name"},
 		{[]any{"EMQ.SCHEDULE", "q", "s", "DAILY", "1", "p"}, "ERR syntax error"},
 		{[]any{"EMQ.SCHEDULE", "q", "s", "CRON", "61 * * * *", "p"}, `ERR invalid cron spec: minute field "61": 61 is above the maximum, 59 (allowed: 0-59, *, ?, ranges a-b, lists a,b and steps /n)`},
 		{[]any{"EMQ.SCHEDULE", "q", "s", "CRON", "0 0 L * *", "p"}, `ERR invalid cron spec: day-of-month field "L": L, W and # (Quartz's last, weekday and nth) are not supported (allowed: 1-31, *, ?, ranges a-b, lists a,b and steps /n)`},
 		{[]any{"EMQ.SCHEDULE", "q", "s", "CRON", "* * * * *", "TZ", "Mars/Base", "p"}, "ERR invalid cron spec: unknown time zone Mars/Base"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p", "LIMIT", "0"}, "ERR limit must be a positive integer"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p", "START", "5", "END", "4"}, "ERR end_ms must not be before start_ms"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p", "OVERLAP", "maybe"}, "ERR syntax error"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p", "CATCHUP", "some"}, "ERR syntax error"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p", "LIMIT", "1", "LIMIT", "2"}, "ERR syntax error"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1", "p", "LIMIT"}, "ERR syntax error"},
-		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1"}, "ERR wrong number of arguments for 'emq.schedule' command"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p", "LIMIT", "0"}, "ERR limit must be a positive integer"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p", "START", "5", "END", "4"}, "ERR end_ms must not be before start_ms"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p", "OVERLAP", "maybe"}, "ERR syntax error"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p", "CATCHUP", "some"}, "ERR syntax error"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p", "LIMIT", "1", "LIMIT", "2"}, "ERR syntax error"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p", "LIMIT"}, "ERR syntax error"},
+		{[]any{"EMQ.SCHEDULE", "q", "s", "EVERY", "1000"}, "ERR wrong number of arguments for 'emq.schedule' command"},
 		{[]any{"EMQ.SCHEDULE.FIRE", "q", "0"}, "ERR limit must be a positive integer"},
 		{[]any{"EMQ.SCHEDULE.LIST", "q", "0"}, "ERR syntax error"},
 		{[]any{"EMQ.SCHEDULE.LIST", "q", "0", "1001"}, "ERR count must be at most 1000"},
@@ -463,7 +467,7 @@ func TestScheduleCronRefusedSpecs(t *testing.T) {
 // TestScheduleNegativeScoreWallClock: the same ghost on the wall clock,
 // whose timer clamps a delay to ~292 years: before the fix the overflowed
 // delay armed the one timer for that long and q never fired. Generous
-// bound (10 s) for a loaded machine; the schedule's period is 100 ms.
+// bound (30 s) for a loaded machine; the schedule's period is 1000 ms.
 func TestScheduleNegativeScoreWallClock(t *testing.T) {
 	srv, err := server.Start(server.Options{})
 	if err != nil {
@@ -475,13 +479,13 @@ func TestScheduleNegativeScoreWallClock(t *testing.T) {
 		rdb.Close()
 		srv.Close(ctx)
 	})
-	if err := rdb.Do(ctx, "EMQ.SCHEDULE", "q", "tick", "EVERY", "100", "p").Err(); err != nil {
+	if err := rdb.Do(ctx, "EMQ.SCHEDULE", "q", "tick", "EVERY", "1000", "p").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.Do(ctx, "ZADD", "emq:{z}:sched", "-inf", "ghost").Err(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n, err := rdb.ZCard(ctx, "emq:{q}:pending").Result()
 		if err != nil {
@@ -492,8 +496,42 @@ func TestScheduleNegativeScoreWallClock(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s: %d occurrences of q, %d ghosts left", n, ghost)
+			t.Fatalf("after 30 s: %d occurrences of q, %d ghosts left", n, ghost)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestScheduleEveryFloor: EVERY below 1000 ms is refused and writes
+// nothing, a fresh schedule or an upsert (docs/verbs.md §4.22.1, "The
+// floor"); a stored every_ms below the floor (an older emqd's hash) is not
+// a bad row and keeps firing at its period.
+func TestScheduleEveryFloor(t *testing.T) {
+	e := newEnv(t)
+	for _, iv := range []string{"1", "500", "999"} {
+		if got := e.refused("EMQ.SCHEDULE", "q", "s", "EVERY", iv, "p"); got != "ERR interval_ms must be at least 1000" {
+			t.Fatalf("EVERY %s: %q", iv, got)
+		}
+	}
+	if n := e.ok("DBSIZE").(int64); n != 0 {
+		t.Fatalf("refusals wrote %d keys", n)
+	}
+	e.ok("EMQ.SCHEDULE", "q", "s", "EVERY", "1000", "p")
+	// The older emqd's schedule: every 100 ms from the first slot, t0+1000.
+	e.ok("HSET", "emq:{q}:sched:s", "every_ms", "100", "anchor_ms", strconv.FormatInt(t0+900, 10))
+	before := e.sched("q", "s")
+	if got := e.refused("EMQ.SCHEDULE", "q", "s", "EVERY", "100", "p2"); got != "ERR interval_ms must be at least 1000" {
+		t.Fatalf("upsert EVERY 100: %q", got)
+	}
+	if after := e.sched("q", "s"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a refused upsert changed the schedule:\n%v\n%v", before, after)
+	}
+	for range 12 {
+		e.step(100)
+	}
+	// t0+1200: slots t0+1000, +1100, +1200.
+	sameList(t, "pending", e.zmembers("emq:{q}:pending"), occurrences(1, t0+900, 100, 1, 3))
+	if m := e.sched("q", "s"); m["fired"] != "3" || m["next_ms"] != strconv.FormatInt(t0+1300, 10) {
+		t.Fatalf("schedule %v", m)
 	}
 }

@@ -62,7 +62,7 @@ func TestTypedSchedule(t *testing.T) {
 			HasStart: true, StartMs: 0, HasEnd: true, EndMs: 9e12, Limit: 3, Skip: true, Catchup: "all"},
 			"EMQ.SCHEDULE q n CRON 0 9 * * 1-5 TZ Europe/Paris p START 0 END 9000000000000 LIMIT 3 OVERLAP skip CATCHUP all"),
 		sched(ScheduleArgs{Queue: "q", Name: "b", EveryMs: 2000, Payload: []byte("upsert"), Catchup: "none"}, "EMQ.SCHEDULE q b EVERY 2000 upsert CATCHUP none"),
-		sched(ScheduleArgs{Queue: "q", Name: "a", EveryMs: 7, Payload: []byte("")}, "EMQ.SCHEDULE q a EVERY 7 "),
+		sched(ScheduleArgs{Queue: "q", Name: "a", EveryMs: 7000, Payload: []byte("")}, "EMQ.SCHEDULE q a EVERY 7000 "),
 		get("a"), get("b"), get("none"),
 		list(ScheduleListArgs{Queue: "q"}, "EMQ.SCHEDULE.LIST q", "a", "b"),
 		list(ScheduleListArgs{Queue: "q", Offset: 1, Count: 1}, "EMQ.SCHEDULE.LIST q 1 1", "b"),
