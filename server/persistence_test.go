@@ -93,7 +93,7 @@ func keyspace(s *Server) []string {
 			case store.KindString:
 				fmt.Fprintf(&b, " %q", v.Str)
 			case store.KindHash:
-				v.Hash.Range(func(f string, val []byte) bool {
+				v.Hash().Range(func(f string, val []byte) bool {
 					fmt.Fprintf(&b, " %q=%q", f, val)
 					return true
 				})

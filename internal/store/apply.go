@@ -242,7 +242,7 @@ func (pk *planKeys) hashForWrite(d *DB, key string) (*Hash, string) {
 		if v.Kind != KindHash {
 			return nil, ErrWrongType
 		}
-		return v.Hash, ""
+		return v.Hash(), ""
 	}
 	h, e := d.HashForWrite(key)
 	if h != nil {

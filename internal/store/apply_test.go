@@ -174,7 +174,7 @@ func dumpDB(d *DB) string {
 		v := d.Peek(k)
 		switch v.Kind {
 		case KindHash:
-			fmt.Fprintf(&sb, "%s: %s\n", k, dumpHash(v.Hash))
+			fmt.Fprintf(&sb, "%s: %s\n", k, dumpHash(v.Hash()))
 		case KindZSet:
 			fmt.Fprintf(&sb, "%s: zset big=%v", k, v.ZSet.Big())
 			v.ZSet.AscendAll(func(it ZItem) bool { fmt.Fprintf(&sb, " %s=%v", it.Member, it.Score); return true })

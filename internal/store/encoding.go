@@ -89,7 +89,7 @@ func (v *Value) Encoding() string {
 		}
 		return "raw"
 	case KindHash:
-		if v.Hash.Big() {
+		if v.Hash().Big() {
 			return "hashtable"
 		}
 		return "listpack"

@@ -390,9 +390,9 @@ func TestListpackWords(t *testing.T) {
 		args = append(args, w, w)
 	}
 	run(t, s, 2, append([]string{"HSET", "row"}, args...)...)
-	h := s.DB(0).Get("row").Hash
-	if h.Big() || len(h.v.Str) != lpHeader+2*len(lpWords) {
-		t.Fatalf("%d words in %d bytes (big %v)", len(lpWords), len(h.v.Str), h.Big())
+	h := s.DB(0).Get("row").Hash()
+	if h.Big() || len(h.Str) != lpHeader+2*len(lpWords) {
+		t.Fatalf("%d words in %d bytes (big %v)", len(lpWords), len(h.Str), h.Big())
 	}
 	if got := run(t, s, 2, "HGETALL", "row"); got != bulks(args...) {
 		t.Fatalf("HGETALL %q", got)
@@ -420,10 +420,10 @@ func TestPendingRowListpackSize(t *testing.T) {
 		[]byte("payload"), bytes.Repeat([]byte("x"), 64), []byte("enqueued_at"), []byte("1764600000000")}
 	h.Reserve(fv)
 	h.setPlan(fv)
-	if n := len(h.v.Str); n != 89 {
+	if n := len(h.Str); n != 89 {
 		t.Fatalf("pending row listpack is %d bytes, want 89", n)
 	}
-	if c := cap(h.v.Str); c > 96 {
+	if c := cap(h.Str); c > 96 {
 		t.Fatalf("pending row listpack holds %d bytes of capacity, want at most 96", c)
 	}
 	for i := 0; i < len(fv); i += 2 {

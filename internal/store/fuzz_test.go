@@ -64,12 +64,12 @@ func fuzzKeyspace() *Store {
 	}
 	h.Set("", []byte("empty field"))
 	h.Set("\x00", []byte("nul"))
-	d.Put("h", &Value{Kind: KindHash, Hash: h})
+	d.Put("h", h.val())
 	hb := NewHash()
 	for i := 0; i < HashScanAllMax+20; i++ {
 		hb.Set("field:"+strconv.Itoa(i), []byte(strconv.Itoa(i*7)))
 	}
-	d.Put("hbig", &Value{Kind: KindHash, Hash: hb})
+	d.Put("hbig", hb.val())
 	z := NewZSet()
 	for i, sc := range []float64{math.Inf(-1), -1e308, -1.5, 0, 0, 5e-324, 1, 1, 1.5, 1e308, math.Inf(1)} {
 		z.Add("m"+strconv.Itoa(i), sc)
@@ -200,7 +200,7 @@ func fuzzKeyDumps(s *Store) map[string]string {
 		case KindString:
 			fmt.Fprintf(&b, " %q", v.Str)
 		case KindHash:
-			v.Hash.Range(func(f string, val []byte) bool {
+			v.Hash().Range(func(f string, val []byte) bool {
 				fmt.Fprintf(&b, " %q=%q", f, val)
 				return true
 			})
@@ -223,11 +223,11 @@ func checkStoreInvariants(s *Store) error {
 		s.DB(i).Keys(func(k string, v *Value) bool {
 			switch v.Kind {
 			case KindString:
-				if v.Hash != nil || v.ZSet != nil {
+				if v.tab != nil || v.ZSet != nil {
 					err = fmt.Errorf("string %q carries a collection", k)
 				}
 			case KindHash:
-				err = checkHash(v.Hash)
+				err = checkHash(v.Hash())
 			case KindZSet:
 				err = checkZSet(v.ZSet)
 			default:
@@ -457,7 +457,7 @@ func TestFuzzInvariantsCatch(t *testing.T) {
 		t.Errorf("dict/tree disagreement not caught: %v", err)
 	}
 	s = fuzzKeyspace()
-	s.DB(0).Put("e", NewHash().v)
+	s.DB(0).Put("e", NewHash().val())
 	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "empty hash") {
 		t.Errorf("empty hash not caught: %v", err)
 	}
@@ -474,9 +474,9 @@ func TestFuzzInvariantsCatch(t *testing.T) {
 		t.Errorf("listpack out of order not caught: %v", err)
 	}
 	s = fuzzKeyspace()
-	h := s.DB(0).Get("h").Hash
-	h.v.Str = lpAppendStr(lpAppendStr(h.v.Str, "f1"), "again")
-	lpSetCount(h.v.Str, lpCount(h.v.Str)+1)
+	h := s.DB(0).Get("h").Hash()
+	h.Str = lpAppendStr(lpAppendStr(h.Str, "f1"), "again")
+	lpSetCount(h.Str, lpCount(h.Str)+1)
 	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("listpack field twice not caught: %v", err)
 	}

@@ -136,7 +136,7 @@ func dump(s *Store) string {
 			case KindString:
 				fmt.Fprintf(&b, " %q", v.Str)
 			case KindHash:
-				v.Hash.Range(func(f string, val []byte) bool {
+				v.Hash().Range(func(f string, val []byte) bool {
 					fmt.Fprintf(&b, " %q=%q", f, val)
 					return true
 				})

@@ -10,15 +10,14 @@ package store
 //     insertion order (holes compacted once they outnumber live fields).
 //
 // The zero value is not usable: NewHash, or DB.HashForWrite.
-type Hash struct {
-	// v holds the listpack in v.Str while the hash is one: the Value and
-	// the Hash are one allocation (hashValue), the listpack a second one.
-	v *Value
-	// tab is the hashtable encoding; while the hash is a listpack it is the
-	// store's shared table without entries that carries the thresholds
-	// (hashTable.lim, encoding.go).
-	tab *hashTable
-}
+//
+// A Hash is its key's Value seen as a hash (the same memory, one 48-byte
+// allocation, Value.Hash): the listpack is in Str while the hash is one, a
+// second allocation (a pending job's row costs these two,
+// BenchmarkPendingJobMemory). tab is the hashtable encoding; while the
+// hash is a listpack it is the store's shared table without entries that
+// carries the thresholds (hashTable.lim, encoding.go).
+type Hash Value
 
 type hashTable struct {
 	lim     *Limits // a listpack hash's thresholds (the shared table only)
@@ -45,25 +44,16 @@ type hashEntry struct {
 var emptyValue = []byte{}
 
 // NewHash returns an empty hash (listpack encoding, default thresholds).
-func NewHash() *Hash { return newHashValue(defaultLimitsTable).Hash }
-
-// hashValue is a hash key's Value and its Hash in one allocation (64
-// bytes): a pending job's row costs this and its listpack
-// (BenchmarkPendingJobMemory).
-type hashValue struct {
-	v Value
-	h Hash
-}
+func NewHash() *Hash { return newHashValue(defaultLimitsTable).Hash() }
 
 // newHashValue returns a Value holding a new empty listpack hash whose
 // shared table is lim (a store's, or defaultLimitsTable).
 func newHashValue(lim *hashTable) *Value {
-	b := &hashValue{}
-	b.h.v, b.h.tab = &b.v, lim
-	b.v.Kind = KindHash
-	b.v.Hash = &b.h
-	return &b.v
+	return &Value{Kind: KindHash, tab: lim}
 }
+
+// val is h as its key's Value.
+func (h *Hash) val() *Value { return (*Value)(h) }
 
 // Big reports whether h uses the hashtable encoding (OBJECT ENCODING).
 func (h *Hash) Big() bool { return h.big() }
@@ -73,13 +63,13 @@ func (h *Hash) Len() int {
 	if h.big() {
 		return h.tab.live
 	}
-	return lpCount(h.v.Str)
+	return lpCount(h.Str)
 }
 
 // lpFind locates field in the listpack: the offsets of the field element,
 // of its value element and of the element after it.
 func (h *Hash) lpFind(field string) (fOff, vOff, end int, ok bool) {
-	lp := h.v.Str
+	lp := h.Str
 	for off := lpHeader; off < len(lp); {
 		f, next := lpStr(lp, off)
 		_, after := lpStr(lp, next)
@@ -97,7 +87,7 @@ func (h *Hash) lpFind(field string) (fOff, vOff, end int, ok bool) {
 func (h *Hash) Get(field string) ([]byte, bool) {
 	v, ok := h.peek(field)
 	if ok && !h.big() {
-		lpMarkViewed(h.v.Str)
+		lpMarkViewed(h.Str)
 	}
 	return v, ok
 }
@@ -116,7 +106,7 @@ func (h *Hash) peek(field string) ([]byte, bool) {
 		return h.tab.entries[i].value, true
 	}
 	if _, vOff, _, ok := h.lpFind(field); ok {
-		v, _ := lpStr(h.v.Str, vOff)
+		v, _ := lpStr(h.Str, vOff)
 		return v, true
 	}
 	return nil, false
@@ -167,30 +157,30 @@ func (h *Hash) bigFor(fieldLen, valueLen int) bool {
 func (h *Hash) lpSet(field string, value []byte) bool {
 	added := false
 	if _, vOff, end, ok := h.lpFind(field); ok {
-		lp := h.v.Str
+		lp := h.Str
 		if old, _ := lpStr(lp, vOff); string(old) != string(value) {
 			vs := lpView(value)
 			if n := lpStrLen(vs); n <= end-vOff && !lpViewed(lp) {
 				lpAppendStr(lp[vOff:vOff], vs) // within lp: n <= end-vOff bytes
 				if n < end-vOff {
 					k := copy(lp[vOff+n:], lp[end:])
-					h.v.Str = lp[:vOff+n+k]
+					h.Str = lp[:vOff+n+k]
 				}
 			} else {
-				h.v.Str = lpSplice(lp, vOff, end, n, lpCount(lp), func(dst []byte) []byte {
+				h.Str = lpSplice(lp, vOff, end, n, lpCount(lp), func(dst []byte) []byte {
 					return lpAppendStr(dst, vs)
 				})
 			}
 		}
 	} else {
 		vs := lpView(value)
-		h.v.Str = lpGrow(h.v.Str, lpStrLen(field)+lpStrLen(vs))
-		h.v.Str = lpAppendStr(h.v.Str, field)
-		h.v.Str = lpAppendStr(h.v.Str, vs)
-		lpSetCount(h.v.Str, lpCount(h.v.Str)+1)
+		h.Str = lpGrow(h.Str, lpStrLen(field)+lpStrLen(vs))
+		h.Str = lpAppendStr(h.Str, field)
+		h.Str = lpAppendStr(h.Str, vs)
+		lpSetCount(h.Str, lpCount(h.Str)+1)
 		added = true
 	}
-	if h.lpTooMany(lpCount(h.v.Str)) {
+	if h.lpTooMany(lpCount(h.Str)) {
 		h.convert()
 	}
 	return added
@@ -221,7 +211,7 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 	if h.big() || n == 0 || n > maxPairs || len(fv)%2 != 0 {
 		return false
 	}
-	lp := h.v.Str
+	lp := h.Str
 	count := lpCount(lp)
 	if count == 0 {
 		return false
@@ -305,7 +295,7 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 		}
 	}
 	lpSetCount(out, count+n-found)
-	h.v.Str = out
+	h.Str = out
 	return true
 }
 
@@ -313,14 +303,14 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 // fv (field, value, ...) about to be set, so a new row is one allocation of
 // exactly its size.
 func (h *Hash) Reserve(fv [][]byte) {
-	if h.big() || lpCount(h.v.Str) != 0 {
+	if h.big() || lpCount(h.Str) != 0 {
 		return
 	}
 	size := 0
 	for _, b := range fv {
 		size += lpStrLen(lpView(b))
 	}
-	h.v.Str = lpGrow(h.v.Str, size)
+	h.Str = lpGrow(h.Str, size)
 }
 
 func (t *hashTable) set(field string, value []byte) bool {
@@ -339,27 +329,27 @@ func (t *hashTable) set(field string, value []byte) bool {
 
 // convert moves a listpack hash to the hashtable encoding (for good).
 func (h *Hash) convert() {
-	n := lpCount(h.v.Str)
+	n := lpCount(h.Str)
 	t := &hashTable{idx: make(map[string]int, n), entries: make([]hashEntry, 0, n)}
 	h.lpRange(func(f, v []byte) bool {
 		t.set(string(f), append(make([]byte, 0, len(v)), v...))
 		return true
 	})
-	h.tab, h.v.Str = t, nil
+	h.tab, h.Str = t, nil
 }
 
 // Copy returns a copy of h (COPY) in the same encoding; hashtable values
 // are shared (the store never modifies a value in place).
 func (h *Hash) Copy() *Hash {
 	if !h.big() {
-		out := newHashValue(h.tab).Hash
-		if h.v.Str != nil {
-			out.v.Str = lpFresh(append(lpAlloc(len(h.v.Str)), h.v.Str...))
+		out := newHashValue(h.tab).Hash()
+		if h.Str != nil {
+			out.Str = lpFresh(append(lpAlloc(len(h.Str)), h.Str...))
 		}
 		return out
 	}
 	t := h.tab
-	out := newHashValue(defaultLimitsTable).Hash
+	out := newHashValue(defaultLimitsTable).Hash()
 	out.tab = &hashTable{idx: make(map[string]int, t.live), entries: make([]hashEntry, 0, t.live)}
 	h.Range(func(f string, v []byte) bool {
 		out.tab.set(f, v)
@@ -377,7 +367,7 @@ func (h *Hash) Del(field string) bool {
 	if !ok {
 		return false
 	}
-	h.v.Str = lpCut(h.v.Str, fOff, end, lpCount(h.v.Str)-1)
+	h.Str = lpCut(h.Str, fOff, end, lpCount(h.Str)-1)
 	return true
 }
 
@@ -409,7 +399,7 @@ func (t *hashTable) del(field string) bool {
 
 // lpRange calls fn with each field and value of a listpack hash.
 func (h *Hash) lpRange(fn func(field, value []byte) bool) {
-	lp := h.v.Str
+	lp := h.Str
 	for off := lpHeader; off < len(lp); {
 		f, next := lpStr(lp, off)
 		v, after := lpStr(lp, next)
@@ -426,7 +416,7 @@ func (h *Hash) lpRange(fn func(field, value []byte) bool) {
 // alive (clone them).
 func (h *Hash) Range(fn func(field string, value []byte) bool) {
 	if !h.big() {
-		lpMarkViewed(h.v.Str)
+		lpMarkViewed(h.Str)
 		h.lpRange(func(f, v []byte) bool { return fn(lpView(f), v) })
 		return
 	}
@@ -444,7 +434,7 @@ func (h *Hash) Range(fn func(field string, value []byte) bool) {
 // listpack, O(1) for a hashtable without holes, O(n) with holes.
 func (h *Hash) At(i int) (string, []byte) {
 	if !h.big() {
-		lpMarkViewed(h.v.Str)
+		lpMarkViewed(h.Str)
 		var field string
 		var value []byte
 		h.lpRange(func(f, v []byte) bool {

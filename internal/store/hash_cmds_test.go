@@ -455,7 +455,7 @@ func TestHashRandField(t *testing.T) {
 func TestHashLongDoubleValueStoredAsText(t *testing.T) {
 	s := New(16)
 	run(t, s, 2, "HINCRBYFLOAT", "h", "f", "1.5")
-	v, _ := s.DB(0).Get("h").Hash.Get("f")
+	v, _ := s.DB(0).Get("h").Hash().Get("f")
 	want, _ := new(big.Float).SetString("1.5")
 	got, ok := num.ParseLongDouble(v)
 	if !ok || got.Cmp(want) != 0 || string(v) != "1.5" {

@@ -11,7 +11,7 @@ import (
 )
 
 // lpData is the address of a listpack hash's bytes (which buffer it is).
-func lpData(h *Hash) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(h.v.Str)) }
+func lpData(h *Hash) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(h.Str)) }
 
 // TestHashInPlaceRewrite: a new value of an existing field, of the same
 // encoded size or smaller, is written into the same buffer while no view
@@ -60,11 +60,11 @@ func TestHashInPlaceRewrite(t *testing.T) {
 		cur, _ := h.peek("n")
 		h.SetArg([]byte("n"), append([]byte("1"), cur...)) // one byte longer: a new buffer
 		next := []byte("1" + string(cur))
-		if lpViewed(h.v.Str) {
+		if lpViewed(h.Str) {
 			t.Fatalf("%s: a buffer just copied is marked viewed", view.name)
 		}
 		view.take()
-		if !lpViewed(h.v.Str) {
+		if !lpViewed(h.Str) {
 			t.Fatalf("%s did not mark the listpack viewed", view.name)
 		}
 		before := lpData(h)
@@ -104,9 +104,9 @@ func TestHashInPlaceKeepsViews(t *testing.T) {
 	for step := range 4000 {
 		f := "f" + strconv.Itoa(rng.IntN(6))
 		var before unsafe.Pointer // the buffer before an HSET or HINCRBY of an existing field
-		if v := s.DB(0).Lookup("h"); v != nil && !v.Hash.Big() {
+		if v := s.DB(0).Lookup("h"); v != nil && !v.Hash().Big() {
 			if _, ok := model[f]; ok {
-				before = lpData(v.Hash)
+				before = lpData(v.Hash())
 			}
 		}
 		switch op := rng.IntN(10); {
@@ -137,7 +137,7 @@ func TestHashInPlaceKeepsViews(t *testing.T) {
 			if v == nil {
 				continue
 			}
-			h := v.Hash
+			h := v.Hash()
 			switch rng.IntN(4) {
 			case 0:
 				if b, ok := h.Get(f); ok {
@@ -168,7 +168,7 @@ func TestHashInPlaceKeepsViews(t *testing.T) {
 			}
 		}
 		v := s.DB(0).Lookup("h")
-		if v != nil && !v.Hash.Big() && before != nil && lpData(v.Hash) == before {
+		if v != nil && !v.Hash().Big() && before != nil && lpData(v.Hash()) == before {
 			inPlace++
 		}
 		if v == nil {
@@ -177,11 +177,11 @@ func TestHashInPlaceKeepsViews(t *testing.T) {
 			}
 			continue
 		}
-		if v.Hash.Len() != len(model) {
-			t.Fatalf("step %d: Len %d, model %d", step, v.Hash.Len(), len(model))
+		if v.Hash().Len() != len(model) {
+			t.Fatalf("step %d: Len %d, model %d", step, v.Hash().Len(), len(model))
 		}
 		for f, want := range model {
-			if got, ok := v.Hash.peek(f); !ok || string(got) != want {
+			if got, ok := v.Hash().peek(f); !ok || string(got) != want {
 				t.Fatalf("step %d: %s = %q %v, want %q", step, f, got, ok, want)
 			}
 		}

@@ -38,8 +38,8 @@ func TestHashSetPlan(t *testing.T) {
 		if got, want := dumpHash(a), dumpHash(b); got != want {
 			t.Fatalf("iter %d: HSET %q\n got %s\nwant %s", iter, fv, got, want)
 		}
-		if !a.Big() && string(a.v.Str) != string(b.v.Str) {
-			t.Fatalf("iter %d: HSET %q: listpack bytes %q, want %q", iter, fv, a.v.Str, b.v.Str)
+		if !a.Big() && string(a.Str) != string(b.Str) {
+			t.Fatalf("iter %d: HSET %q: listpack bytes %q, want %q", iter, fv, a.Str, b.Str)
 		}
 	}
 }

@@ -319,7 +319,7 @@ func MemoryUsage(key string, v *Value, samples int64) int64 {
 			total += sdsAlloc(len(v.Str))
 		}
 	case KindHash:
-		h := v.Hash
+		h := v.Hash()
 		n := int64(h.Len())
 		var seen, sum int64
 		small := n <= 128

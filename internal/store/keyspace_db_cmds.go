@@ -73,7 +73,7 @@ func dupValue(v *Value) *Value {
 			out.enc = encIntCopy // dupStringObject: a new, unshared integer object
 		}
 	case KindHash:
-		return v.Hash.Copy().v // the copy's own Value (hash.go hashValue)
+		return v.Hash().Copy().val() // the copy is its own Value (hash.go)
 	case KindZSet:
 		out.ZSet = v.ZSet.Copy()
 	}

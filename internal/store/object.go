@@ -7,10 +7,9 @@ package store
 // noeviction (docs/operations.md §5), so OBJECT FREQ always answers
 // Valkey's "An LFU maxmemory policy is not selected" error.
 
-// Value.access holds an access in 32 bits (a Value is 48 bytes, and a hash
-// key's Value and Hash share one 64-byte allocation:
-// BenchmarkPendingJobMemory): the server clock in units of accessUnit ms
-// modulo 2^32, so idle times up to 397 days are exact to 16 ms (Valkey's
+// Value.access holds an access in 32 bits (a Value is 48 bytes, a Go size
+// class, and a hash key's Value is its Hash: BenchmarkPendingJobMemory):
+// the server clock in units of accessUnit ms modulo 2^32, so idle times up to 397 days are exact to 16 ms (Valkey's
 // LRU clock counts seconds and wraps after 194 days).
 const accessUnit = 16
 

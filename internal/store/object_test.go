@@ -5,14 +5,22 @@ import (
 	"unsafe"
 )
 
-// A Value is 48 bytes and a hash key's Value and Hash one 64-byte object
+// A Value is 48 bytes (a Go size class) and a hash key's Value is its Hash:
+// an empty hash is one allocation, and its Value and Hash one address
 // (BenchmarkPendingJobMemory counts on it).
 func TestValueSizes(t *testing.T) {
 	if n := unsafe.Sizeof(Value{}); n != 48 {
 		t.Errorf("Value is %d bytes", n)
 	}
-	if n := unsafe.Sizeof(hashValue{}); n != 64 {
-		t.Errorf("hashValue is %d bytes", n)
+	var v *Value
+	if n := testing.AllocsPerRun(100, func() { v = newHashValue(defaultLimitsTable) }); n != 1 {
+		t.Errorf("a hash Value takes %v allocations, want 1", n)
+	}
+	if h := v.Hash(); unsafe.Pointer(h) != unsafe.Pointer(v) || h.val() != v {
+		t.Errorf("Hash %p of Value %p", h, v)
+	}
+	if s := (&Value{Kind: KindString}); s.Hash() != nil {
+		t.Errorf("a string's Hash() is %p, want nil", s.Hash())
 	}
 }
 

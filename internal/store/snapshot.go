@@ -59,8 +59,8 @@ type HashSnapshot struct {
 // snapshot of a listpack hash allocates nothing (BGSAVE takes one per key).
 func (h *Hash) Snapshot() HashSnapshot {
 	if !h.big() {
-		lpMarkViewed(h.v.Str) // never rewritten in place from now (listpack.go)
-		return HashSnapshot{lp: h.v.Str, n: h.Len()}
+		lpMarkViewed(h.Str) // never rewritten in place from now (listpack.go)
+		return HashSnapshot{lp: h.Str, n: h.Len()}
 	}
 	t := h.tab
 	out := make([]hashEntry, 0, t.live)

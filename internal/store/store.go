@@ -67,8 +67,18 @@ type Value struct {
 	// Str is a string's bytes; a listpack-encoded hash keeps its listpack
 	// here (hash.go).
 	Str  []byte
-	Hash *Hash
 	ZSet *ZSet
+	// tab is a hash's table (hash.go: a Hash is its Value).
+	tab *hashTable
+}
+
+// Hash is v as a hash, nil when v holds another type (a Hash and its Value
+// are one object, hash.go).
+func (v *Value) Hash() *Hash {
+	if v.Kind != KindHash {
+		return nil
+	}
+	return (*Hash)(v)
 }
 
 // DB is one numbered database (SELECT n).
@@ -204,7 +214,7 @@ func (d *DB) LookupHash(key string) (*Hash, string) {
 	if v.Kind != KindHash {
 		return nil, ErrWrongType
 	}
-	return v.Hash, ""
+	return v.Hash(), ""
 }
 
 // LookupZSet returns the sorted set at key: (nil, "") when the key is
@@ -230,12 +240,12 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 	if v == nil {
 		v = newHashValue(d.s.hashLim)
 		d.Put(key, v)
-		return v.Hash, ""
+		return v.Hash(), ""
 	}
 	if v.Kind != KindHash {
 		return nil, ErrWrongType
 	}
-	return v.Hash, ""
+	return v.Hash(), ""
 }
 
 // ZSetForWrite is HashForWrite for sorted sets.
@@ -261,7 +271,7 @@ func (d *DB) DropIfEmpty(key string) bool {
 	if v == nil {
 		return false
 	}
-	if (v.Kind == KindHash && v.Hash.Len() == 0) || (v.Kind == KindZSet && v.ZSet.Len() == 0) {
+	if (v.Kind == KindHash && v.Hash().Len() == 0) || (v.Kind == KindZSet && v.ZSet.Len() == 0) {
 		d.Remove(key)
 		return true
 	}

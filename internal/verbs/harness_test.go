@@ -241,7 +241,7 @@ func (h *th) row(q, id string) string {
 		return ""
 	}
 	var parts []string
-	v.Hash.Range(func(f string, b []byte) bool {
+	v.Hash().Range(func(f string, b []byte) bool {
 		parts = append(parts, f+"="+string(b))
 		return true
 	})
@@ -254,7 +254,7 @@ func (h *th) field(q, id, f string) string {
 	if v == nil {
 		return "<absent>"
 	}
-	b, ok := v.Hash.Get(f)
+	b, ok := v.Hash().Get(f)
 	if !ok {
 		return "<absent>"
 	}
@@ -291,8 +291,8 @@ func digest(s *store.Store) string {
 			case store.KindString:
 				fmt.Fprintf(hsh, "s %q\n", v.Str)
 			case store.KindHash:
-				fmt.Fprintf(hsh, "h %d\n", v.Hash.Len())
-				v.Hash.Range(func(f string, b []byte) bool {
+				fmt.Fprintf(hsh, "h %d\n", v.Hash().Len())
+				v.Hash().Range(func(f string, b []byte) bool {
 					fmt.Fprintf(hsh, " %q=%q\n", f, b)
 					return true
 				})

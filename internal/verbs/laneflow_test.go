@@ -83,7 +83,7 @@ func checkLanesSince(t *testing.T, h *th, q, step string, prev map[string]int64)
 		pend := len(h.members(pkey))
 		hash := map[string]int64{}
 		if v := d.Get(k.LanePrefix + n); v != nil {
-			v.Hash.Range(func(f string, b []byte) bool {
+			v.Hash().Range(func(f string, b []byte) bool {
 				x, _ := num.ParseInt(b)
 				hash[f] = x
 				return true
@@ -121,7 +121,7 @@ func checkLanesSince(t *testing.T, h *th, q, step string, prev map[string]int64)
 			t.Fatalf("%s: no lane known but selection sets left: %v %v", step, lanes, limited)
 		}
 		if v := d.Get(k.Meta); v != nil {
-			if _, ok := v.Hash.Get("lane_vt"); ok {
+			if _, ok := v.Hash().Get("lane_vt"); ok {
 				t.Fatalf("%s: lane_vt left with no lane", step)
 			}
 		}

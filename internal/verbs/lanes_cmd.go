@@ -388,7 +388,7 @@ func LaneCounts(d *store.DB, k *Keys, fn func(name string, pending, active int64
 			pending = int64(z.ZSet.Len())
 		}
 		if h := d.Peek(hkey); h != nil && h.Kind == store.KindHash {
-			if b, ok := h.Hash.Get("active"); ok {
+			if b, ok := h.Hash().Get("active"); ok {
 				if n, ok := num.ParseInt(b); ok && n > 0 {
 					active = n
 				}

@@ -354,7 +354,7 @@ func TestLaneNoGarbage(t *testing.T) {
 		t.Fatal(f)
 	}
 	if v := h.s.DB(0).Get("emq:{q}:meta"); v != nil {
-		if _, ok := v.Hash.Get("lane_vt"); ok {
+		if _, ok := v.Hash().Get("lane_vt"); ok {
 			t.Fatal("lane_vt left in meta")
 		}
 	}

@@ -25,7 +25,7 @@ func TestSweepGuard(t *testing.T) {
 	}
 	if v := h.s.DB(0).Get(tk.Meta); v == nil {
 		t.Fatal("no meta after a guarded sweep")
-	} else if at, _ := v.Hash.Get("swept_at"); string(at) != strconv.FormatInt(now, 10) {
+	} else if at, _ := v.Hash().Get("swept_at"); string(at) != strconv.FormatInt(now, 10) {
 		t.Fatalf("swept_at %q, want %d", at, now)
 	}
 	// Within the interval: skipped, nothing written, even with a lease out.
@@ -55,19 +55,19 @@ func TestSweepGuard(t *testing.T) {
 	// A guarded sweep that finds nothing still stamps the guard.
 	h.clk.Advance(5000)
 	h.ok("EMQ.STALLED.CHECK", "q", "EVERY", "1000")
-	if at, _ := h.s.DB(0).Get(tk.Meta).Hash.Get("swept_at"); string(at) != strconv.FormatInt(h.clk.NowMs(), 10) {
+	if at, _ := h.s.DB(0).Get(tk.Meta).Hash().Get("swept_at"); string(at) != strconv.FormatInt(h.clk.NowMs(), 10) {
 		t.Fatalf("empty guarded sweep: swept_at %q", at)
 	}
 	// A swept_at in the future (the clock stepped back) does not hold back.
 	h.hset(tk.Meta, "swept_at", strconv.FormatInt(h.clk.NowMs()+60000, 10))
 	h.ok("EMQ.STALLED.CHECK", "q", "EVERY", "1000")
-	if at, _ := h.s.DB(0).Get(tk.Meta).Hash.Get("swept_at"); string(at) != strconv.FormatInt(h.clk.NowMs(), 10) {
+	if at, _ := h.s.DB(0).Get(tk.Meta).Hash().Get("swept_at"); string(at) != strconv.FormatInt(h.clk.NowMs(), 10) {
 		t.Fatalf("future guard: swept_at %q", at)
 	}
 	// PAUSE keeps working beside the guard field.
 	h.ok("EMQ.PAUSE", "q")
 	h.ok("EMQ.RESUME", "q")
-	if _, ok := h.s.DB(0).Get(tk.Meta).Hash.Get("swept_at"); !ok {
+	if _, ok := h.s.DB(0).Get(tk.Meta).Hash().Get("swept_at"); !ok {
 		t.Fatal("RESUME dropped swept_at")
 	}
 }
@@ -141,7 +141,7 @@ func TestEnqueueManyTenThousand(t *testing.T) {
 	if h.field("q", got[4321].(string), "payload") != "p4321" || h.field("q", got[4321].(string), "state") != "pending" || h.field("q", got[4321].(string), "attempts") != "0" {
 		t.Fatalf("row %s", h.row("q", got[4321].(string)))
 	}
-	if last, _ := h.s.DB(0).Get(MintKey).Hash.Get("last"); string(last) != got[n-1].(string) {
+	if last, _ := h.s.DB(0).Get(MintKey).Hash().Get("last"); string(last) != got[n-1].(string) {
 		t.Fatalf("{emq}:mint last %q, want %s", last, got[n-1])
 	}
 	// One bad id in the middle: nothing written.
@@ -290,8 +290,8 @@ func TestNextIsFinishThenClaim(t *testing.T) {
 			v.ZSet.AscendAll(func(it store.ZItem) bool { held = append(held, it.Member); return true })
 			if len(held) > 0 {
 				id = held[rng.Intn(len(held))]
-				if rv := a.s.DB(0).Get(tk.Row(id)); rv != nil && rv.Hash != nil {
-					if at, ok := rv.Hash.Get("attempts"); ok {
+				if rv := a.s.DB(0).Get(tk.Row(id)); rv != nil && rv.Hash() != nil {
+					if at, ok := rv.Hash().Get("attempts"); ok {
 						tok = string(at)
 					}
 				}

@@ -88,7 +88,7 @@ func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
 	if v.Kind != store.KindHash {
 		return nil, keyWrong
 	}
-	return v.Hash, keyOK
+	return v.Hash(), keyOK
 }
 
 func zsetKind(d *store.DB, key string) (*store.ZSet, keyKind) {

@@ -155,7 +155,7 @@ func randomState(h *th, rng *rand.Rand) {
 			case 3:
 				h.hset(rk, "stalled", pick(rng, "x", "9223372036854775807", "1"))
 			case 4:
-				h.s.DB(h.db).Get(rk).Hash.Del("attempts")
+				h.s.DB(h.db).Get(rk).Hash().Del("attempts")
 			case 5, 6:
 				// A priority (docs/verbs.md §1.3), now and then unreadable.
 				h.hset(rk, "priority", pick(rng, "3", "-2", "x", "9007199254740992"))
@@ -225,13 +225,13 @@ func randomState(h *th, rng *rand.Rand) {
 	}
 	// Retention settings (docs/verbs.md §4.21), now and then a bad one.
 	if rng.Intn(3) == 0 {
-		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash != nil {
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash() != nil {
 			f := pick(rng, "completed_max_count", "completed_max_age_ms", "dead_max_count", "dead_max_age_ms")
 			h.hset(k.Meta, f, pick(rng, "1", "2", "1000", "500", "x", "-1"))
 		}
 	}
 	if rng.Intn(8) == 0 {
-		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash != nil {
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash() != nil {
 			h.hset(k.Meta, "swept_at", pick(rng, "soon", strconv.FormatInt(h.clk.NowMs()-500, 10), strconv.FormatInt(h.clk.NowMs()+5000, 10)))
 		}
 	}
@@ -276,7 +276,7 @@ func randomLanes(h *th, rng *rand.Rand) {
 		h.s.DB(h.db).Remove(k.Lanes)
 		h.setString(k.Lanes, "x")
 	case 3:
-		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash != nil {
+		if v := h.s.DB(h.db).Get(k.Meta); v == nil || v.Hash() != nil {
 			h.hset(k.Meta, "lane_vt", "x")
 		}
 	}

@@ -106,7 +106,7 @@ func dump(s *store.Store) []string {
 			case store.KindString:
 				fmt.Fprintf(&b, " %q", v.Str)
 			case store.KindHash:
-				v.Hash.Range(func(f string, val []byte) bool {
+				v.Hash().Range(func(f string, val []byte) bool {
 					fmt.Fprintf(&b, " %q=%q", f, val)
 					return true
 				})

@@ -482,8 +482,8 @@ func captureKeys(st *store.Store, d map[dkey]struct{}) []keyCopy {
 			case store.KindString:
 				c.str = bytes.Clone(v.Str)
 			case store.KindHash:
-				c.pairs = make([][]byte, 0, 2*v.Hash.Len())
-				v.Hash.Range(func(f string, val []byte) bool {
+				c.pairs = make([][]byte, 0, 2*v.Hash().Len())
+				v.Hash().Range(func(f string, val []byte) bool {
 					c.pairs = append(c.pairs, []byte(f), val)
 					return true
 				})
@@ -579,7 +579,7 @@ func (w *rwWriter) encode(db int, k string, v *store.Value, at int64, del bool) 
 		w.out = AppendCommand(w.out, [][]byte{[]byte("SET"), key, v.Str})
 	case store.KindHash:
 		w.argv = append(w.argv[:0], []byte("HSET"), key)
-		v.Hash.Range(func(field string, value []byte) bool {
+		v.Hash().Range(func(field string, value []byte) bool {
 			w.argv = append(w.argv, []byte(field), value)
 			if len(w.argv) == 2+2*rewriteItemsPerCmd {
 				w.out = AppendCommand(w.out, w.argv)

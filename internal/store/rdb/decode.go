@@ -400,7 +400,7 @@ func readObject(r *reader, t byte, st *store.Store) (*store.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !v.Hash.Set(string(f), val) {
+			if !v.Hash().Set(string(f), val) {
 				return nil, corrupt(r.off, "Duplicate hash fields detected")
 			}
 		}
@@ -464,9 +464,9 @@ func readObject(r *reader, t byte, st *store.Store) (*store.Value, error) {
 		}
 		if t == typeHashZipmap || t == typeHashZiplist || t == typeHashListpack {
 			v := st.NewHashValue()
-			v.Hash.Reserve(elems)
+			v.Hash().Reserve(elems)
 			for i := 0; i < len(elems); i += 2 {
-				if !v.Hash.Set(string(elems[i]), elems[i+1]) {
+				if !v.Hash().Set(string(elems[i]), elems[i+1]) {
 					return nil, corrupt(r.off, "Hash with dup elements")
 				}
 			}

@@ -27,7 +27,7 @@ func Capture(v *store.Value) Object {
 	case store.KindString:
 		return Object{Kind: v.Kind, Str: v.StrSnapshot()}
 	case store.KindHash:
-		return Object{Kind: v.Kind, Hash: v.Hash.Snapshot()}
+		return Object{Kind: v.Kind, Hash: v.Hash().Snapshot()}
 	case store.KindZSet:
 		return Object{Kind: v.Kind, ZSet: v.ZSet.Snapshot()}
 	}

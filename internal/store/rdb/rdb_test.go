@@ -178,7 +178,7 @@ func fillStore(t *testing.T, items []item) *store.Store {
 		case store.KindHash:
 			v = st.NewHashValue()
 			for i := 0; i < len(it.pairs); i += 2 {
-				v.Hash.Set(it.pairs[i], []byte(it.pairs[i+1]))
+				v.Hash().Set(it.pairs[i], []byte(it.pairs[i+1]))
 			}
 		case store.KindZSet:
 			v = st.NewZSetValue()
@@ -247,7 +247,7 @@ func canonStore(st *store.Store) canon {
 				val = strconv.Quote(string(v.Str))
 			case store.KindHash:
 				var fs []string
-				v.Hash.Range(func(f string, x []byte) bool {
+				v.Hash().Range(func(f string, x []byte) bool {
 					fs = append(fs, strconv.Quote(f)+"="+strconv.Quote(string(x)))
 					return true
 				})
