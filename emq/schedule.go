@@ -83,12 +83,41 @@ func (i *Inspector) Schedule(ctx context.Context, q, name string, s ScheduleSpec
 	return err
 }
 
+// ScheduleState is a schedule's state, the `state` field of its hash
+// (docs/verbs.md §4.22.2), as JobState is a job's.
+type ScheduleState string
+
+// The states of a schedule.
+const (
+	// ScheduleActive: fires at its slots.
+	ScheduleActive ScheduleState = "active"
+	// SchedulePaused: paused by EMQ.SCHEDULE.PAUSE (PauseSchedule); fires
+	// nothing until resumed (docs/verbs.md §4.22.6).
+	SchedulePaused ScheduleState = "paused"
+	// ScheduleDone: past END, at LIMIT, or past the last slot an id can
+	// name (docs/verbs.md §4.22.4); fires nothing again.
+	ScheduleDone ScheduleState = "done"
+)
+
+// Known reports whether s is one of the states above. A state this
+// library does not know (a newer server's) is kept as sent in
+// ScheduleInfo.State, never mapped to a known one, so a caller can tell.
+func (s ScheduleState) Known() bool {
+	switch s {
+	case ScheduleActive, SchedulePaused, ScheduleDone:
+		return true
+	}
+	return false
+}
+
 // ScheduleInfo is a schedule as EMQ.SCHEDULE.GET shows it (docs/verbs.md
 // §4.22.2). Fields keeps every field as sent.
 type ScheduleInfo struct {
 	Name string
-	// State is active, paused or done.
-	State string
+	// State is ScheduleActive, SchedulePaused or ScheduleDone; any other
+	// value is the server's text as sent (State.Known reports false), and
+	// "" when the reply has no state (Missing).
+	State ScheduleState
 	// Next is the next slot (zero when done); LastSlot and LastID the
 	// last fired slot and its occurrence's job id (zero and "" before the
 	// first).
@@ -125,7 +154,7 @@ func parseSchedule(verb string, v any) (*ScheduleInfo, error) {
 		case "name":
 			s.Name = val
 		case "state":
-			s.State = val
+			s.State = ScheduleState(val)
 		case "next_ms":
 			s.Next = time.UnixMilli(n)
 		case "last_slot_ms":

@@ -138,3 +138,60 @@ func TestScheduleEveryBelowOneSecond(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestScheduleStateTyped: ScheduleInfo.State is a ScheduleState, each of
+// the server's three states arrives as its constant, and a state the
+// library does not know (a newer server's, here written by hand) arrives
+// as sent, with Known false: never mapped to a known one.
+func TestScheduleStateTyped(t *testing.T) {
+	e := newEnv(t)
+	state := func(name string) emq.ScheduleState {
+		t.Helper()
+		s, err := e.in.GetSchedule(e.ctx, "q", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.State
+	}
+	if err := e.in.Schedule(e.ctx, "q", "a", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p"), Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.in.Schedule(e.ctx, "q", "b", emq.ScheduleSpec{Every: time.Second, Payload: []byte("p")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := state("a"); got != emq.ScheduleActive || !got.Known() {
+		t.Fatalf("a: %q", got)
+	}
+	if err := e.in.PauseSchedule(e.ctx, "q", "b"); err != nil {
+		t.Fatal(err)
+	}
+	// a fires its one slot and the next one makes it done (LIMIT 1).
+	for range 2 {
+		e.clk.Advance(1000)
+		e.clk.Wait()
+	}
+	if got := state("a"); got != emq.ScheduleDone || !got.Known() {
+		t.Fatalf("a after its limit: %q", got)
+	}
+	if got := state("b"); got != emq.SchedulePaused || !got.Known() {
+		t.Fatalf("b paused: %q", got)
+	}
+	if err := e.rdb.HSet(e.ctx, "emq:{q}:sched:b", "state", "retired").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := state("b"); got != "retired" || got.Known() {
+		t.Fatalf("an unknown state: %q (Known %v)", got, got.Known())
+	}
+	list, err := e.in.ListSchedules(e.ctx, "q", nil)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("%+v %v", list, err)
+	}
+	for _, s := range list {
+		if want := map[string]emq.ScheduleState{"a": emq.ScheduleDone, "b": "retired"}[s.Name]; s.State != want {
+			t.Errorf("listed %s: %q, want %q", s.Name, s.State, want)
+		}
+	}
+	if emq.ScheduleState("").Known() {
+		t.Fatal(`"" is known`)
+	}
+}
