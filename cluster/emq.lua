@@ -3139,15 +3139,65 @@ local E_BULK_LIMIT = 'ERR limit must be at most 10000'
 local E_REMOVE_STATE = 'ERR state must be one of pending, scheduled, dead, completed'
 local E_NOT_SCHEDULED = 'EMQSTATE job is not scheduled'
 
--- bulk_opts parses the options from args[from]: LIMIT n, and RESET when
--- with_reset, each at most once, in any order. Returns the limit (a
--- canonical string) and reset, or nil and the refusal.
-local function bulk_opts(args, from, with_reset)
-  local limit, seen, reset = BULK_DEFAULT, false, false
+local E_LANE_STATE = 'ERR LANE applies to state pending only'
+
+-- lane_option judges a LANE option's value for a verb of state
+-- (laneOption, docs/verbs.md §4.26.6): LANE only with state pending, a
+-- valid lane name. Returns the refusal text or nil.
+local function lane_option(state, lane)
+  if string.upper(state) ~= 'PENDING' then
+    return E_LANE_STATE
+  end
+  if not valid_lane(lane) then
+    return E_LANE_NAME
+  end
+  return nil
+end
+
+-- pending_sets lists the sets a pending listing walks (pendingSets,
+-- docs/verbs.md §4.26.6): lane nil is every lane (the default lane's set,
+-- then each other lane of lanes:known by rank), a name that lane's set.
+-- Each entry is { key, lane }; nil and the refusal when lanes:known is not
+-- a sorted set.
+local function pending_sets(k, lane)
+  if lane == DEFAULT_LANE then
+    return { { key = k.pending, lane = DEFAULT_LANE } }
+  elseif lane then
+    return { { key = k.lanep .. lane .. ':pending', lane = lane } }
+  end
+  local names = redis.pcall('ZRANGE', k.lanes_known, 0, -1)
+  if names.err then
+    return nil, E_WRONGTYPE
+  end
+  local sets = { { key = k.pending, lane = DEFAULT_LANE } }
+  for _, name in ipairs(names) do
+    if name ~= DEFAULT_LANE then
+      sets[#sets + 1] = { key = k.lanep .. name .. ':pending', lane = name }
+    end
+  end
+  return sets
+end
+
+-- bulk_opts parses the options from args[from]: LIMIT n, RESET when
+-- with_reset, and LANE name when lane_state (the verb's state word) is
+-- given, each at most once, in any order. Returns the limit (a canonical
+-- string), reset and the lane (nil: none), or nil and the refusal.
+local function bulk_opts(args, from, with_reset, lane_state)
+  local limit, seen, reset, lane = BULK_DEFAULT, false, false, nil
   local i = from
   while i <= #args do
     local w = string.upper(args[i])
-    if with_reset and w == 'RESET' then
+    if lane_state and w == 'LANE' then
+      if lane or i + 1 > #args then
+        return nil, E_SYNTAX
+      end
+      local e = lane_option(lane_state, args[i + 1])
+      if e then
+        return nil, e
+      end
+      lane = args[i + 1]
+      i = i + 1
+    elseif with_reset and w == 'RESET' then
       if reset then
         return nil, E_SYNTAX
       end
@@ -3171,7 +3221,7 @@ local function bulk_opts(args, from, with_reset)
     end
     i = i + 1
   end
-  return limit, reset
+  return limit, reset, lane
 end
 
 -- bulk_head is the first limit members of the sorted set key in its order
@@ -3243,52 +3293,133 @@ verb('emq_reprocess_all', 'emq.reprocess.all', -2, { 'allow-oom' }, function(k, 
   return { done, redis.call('ZCARD', k.dead) }
 end)
 
--- EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n]
+-- EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n] [LANE name]
+-- State pending walks every lane's pending set as EMQ.LIST pending does,
+-- or LANE's only (docs/verbs.md §4.26.6).
 verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
   local sets = { PENDING = k.pending, SCHEDULED = k.schedule, DEAD = k.dead, COMPLETED = k.done }
   local set = sets[string.upper(args[1])]
   if not set then
     return err(E_REMOVE_STATE)
   end
-  local limit, e = bulk_opts(args, 2, false)
+  local limit, e, lane = bulk_opts(args, 2, false, args[1])
   if not limit then
     return err(e)
   end
-  local ids = bulk_head(set, limit)
-  if not ids then
-    return err(E_WRONGTYPE)
-  end
-  local plan = {}
-  local lt
-  if #ids > 0 then
-    -- Pending jobs leave their lanes (docs/verbs.md §4.26.4).
-    lt, e = lanes_read(k, now_ms())
-    if not lt then
+  local walk = { { key = set } }
+  if set == k.pending then
+    walk, e = pending_sets(k, lane)
+    if not walk then
       return err(e)
     end
   end
-  for i = 1, #ids do
-    plan[i], e = remove_judge(k, ids[i])
-    if plan[i] and plan[i].any then
-      e = remove_leaves(lt, plan[i])
-      if e then
-        plan[i] = nil
+  local heads, total, want = {}, 0, tonumber(limit)
+  for _, s in ipairs(walk) do
+    local n = redis.pcall('ZCARD', s.key)
+    if type(n) == 'table' then
+      return err(E_WRONGTYPE)
+    end
+    total = total + n
+    if n > 0 and #heads < want then
+      for _, id in ipairs(redis.call('ZRANGE', s.key, 0, want - #heads - 1)) do
+        heads[#heads + 1] = { id = id, set = s }
       end
     end
-    if not plan[i] then
-      return err(e)
+  end
+  -- Pending jobs leave their lanes (docs/verbs.md §4.26.4): the lane
+  -- state is read when the first member that needs it is judged, as
+  -- EMQ.REMOVE reads it after judging its job.
+  local lt, lerr, lread
+  local function lanes()
+    if not lread then
+      lread = true
+      lt, lerr = lanes_read(k, now_ms())
+    end
+    return lt, lerr
+  end
+  local function leaves(name)
+    local l, le = lanes()
+    if not l then
+      return le
+    end
+    return lane_leaves_pending(l, name)
+  end
+  -- A member of a lane's set its row does not place there (a ghost, a row
+  -- of another lane) also leaves that set; an id taken from two sets is
+  -- judged once, its later selections only leave their sets.
+  local plan, taken = {}, {}
+  for i, h in ipairs(heads) do
+    local done = taken[h.id]
+    if done then
+      local r = { dup = true, id = h.id }
+      if not done[h.set.key] then
+        done[h.set.key] = true
+        r.extra = h.set.key
+        e = leaves(h.set.lane)
+        if e then
+          return err(e)
+        end
+      end
+      plan[i] = r
+    else
+      local r
+      r, e = remove_judge(k, h.id)
+      if not r then
+        return err(e)
+      end
+      if r.any then
+        local l, le = lanes()
+        if not l then
+          return err(le)
+        end
+        e = remove_leaves(l, r)
+        if e then
+          return err(e)
+        end
+      end
+      done = {}
+      if r.pending then
+        done[k.pending] = true
+      end
+      if r.in_lanepend then
+        done[r.lanepend] = true
+      end
+      if h.set.lane and h.set.key ~= k.pending and not (r.in_lanepend and r.lanepend == h.set.key) then
+        r.extra, r.any = h.set.key, true
+        done[h.set.key] = true
+        e = leaves(h.set.lane)
+        if e then
+          return err(e)
+        end
+      end
+      taken[h.id] = done
+      plan[i] = r
     end
   end
-  local fx = remove_flows(k, plan, lt)
+  local judged = {}
+  for i = 1, #plan do
+    if not plan[i].dup then
+      judged[#judged + 1] = plan[i]
+    end
+  end
+  local fx = remove_flows(k, judged, lt)
   local lops = lanes_plan(lt)
-  -- left: the set's members after the selected ones, as the set stood
-  -- (a flow parent the call releases into pending is not counted, as
-  -- natively).
-  local left = redis.call('ZCARD', set) - #ids
+  -- left: the members after the selected ones, as the sets stood (a flow
+  -- parent the call releases into pending is not counted, as natively).
+  local left = total - #heads
   local removed = {}
-  for i = 1, #ids do
-    if remove_write(k, plan[i]) then
-      removed[#removed + 1] = ids[i]
+  for i = 1, #plan do
+    local r = plan[i]
+    local any = false
+    if not r.dup then
+      any = remove_write(k, r)
+    end
+    if r.extra then
+      redis.call('ZREM', r.extra, r.id)
+      any = not r.dup
+    end
+    if any then
+      removed[#removed + 1] = r.id
     end
   end
   for i = 1, #removed do
@@ -4030,8 +4161,10 @@ verb('emq_wait', 'emq.wait', 4, { 'no-writes' }, function(k, args)
 end)
 
 -- ---------------------------------------------------------------------------
--- EMQ.LIST q state [offset count] (docs/verbs.md §4.18): one page of the
--- jobs of one state, each [id, EMQ.JOB's map] ([id, nil] for a ghost).
+-- EMQ.LIST q state [offset count] [LANE name] (docs/verbs.md §4.18): one
+-- page of the jobs of one state, each [id, EMQ.JOB's map] ([id, nil] for
+-- a ghost). State pending walks every lane's pending set (the default
+-- lane's, then the others' by name) or LANE's only (§4.26.6).
 
 local LIST_SETS = { PENDING = 'pending', ACTIVE = 'active', SCHEDULED = 'schedule', DEAD = 'dead', COMPLETED = 'done', WAITING = 'waiting' }
 local LIST_MAX = '1000'
@@ -4041,17 +4174,26 @@ verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
   if not set then
     return err('ERR state must be one of pending, active, scheduled, dead, completed, waiting')
   end
-  if #args ~= 1 and #args ~= 3 then
+  -- The shape first (the page, then LANE name), then the values.
+  local rest, page, lane = #args - 1, nil, nil
+  if rest == 0 then
+  elseif rest == 2 and string.upper(args[2]) == 'LANE' then
+    lane = 3
+  elseif rest == 2 then
+    page = 2
+  elseif rest == 4 and string.upper(args[2]) ~= 'LANE' and string.upper(args[4]) == 'LANE' then
+    page, lane = 2, 5
+  else
     return err(E_SYNTAX)
   end
   local offset, count, e = '0', 100, nil
-  if #args == 3 then
-    offset, e = int_arg(args[2], 0, 'offset')
+  if page then
+    offset, e = int_arg(args[page], 0, 'offset')
     if not offset then
       return err(e)
     end
     local c
-    c, e = int_arg(args[3], 1, 'count')
+    c, e = int_arg(args[page + 1], 1, 'count')
     if not c then
       return err(e)
     end
@@ -4060,35 +4202,55 @@ verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
     end
     count = tonumber(c)
   end
-  local key = k[set]
-  local size = redis.pcall('ZCARD', key)
-  if type(size) == 'table' then
-    return err(E_WRONGTYPE)
+  if lane then
+    e = lane_option(args[1], args[lane])
+    if e then
+      return err(e)
+    end
+    lane = args[lane]
   end
-  if cmp_ll(offset, string.format('%d', size)) >= 0 then
-    return {}
+  local walk = { { key = k[set] } }
+  if set == 'pending' then
+    walk, e = pending_sets(k, lane)
+    if not walk then
+      return err(e)
+    end
   end
-  local from = tonumber(offset)
-  local ids = redis.call('ZRANGE', key, from, from + count - 1)
   local out, checked = {}, false
-  for i = 1, #ids do
-    local id = ids[i]
-    local all = redis.pcall('HGETALL', k.job .. id)
-    if all.err then
+  local off = tonumber(offset)
+  for _, s in ipairs(walk) do
+    local size = redis.pcall('ZCARD', s.key)
+    if type(size) == 'table' then
       return err(E_WRONGTYPE)
     end
-    if #all == 0 then
-      out[i] = { id, false }
+    if off >= size then
+      off = off - size
     else
-      if not checked then
-        checked = true
-        if zset_kind(k.active) == WRONG or zset_kind(k.schedule) == WRONG then
+      local ids = redis.call('ZRANGE', s.key, off, off + count - #out - 1)
+      off = 0
+      for i = 1, #ids do
+        local id = ids[i]
+        local all = redis.pcall('HGETALL', k.job .. id)
+        if all.err then
           return err(E_WRONGTYPE)
         end
+        if #all == 0 then
+          out[#out + 1] = { id, false }
+        else
+          if not checked then
+            checked = true
+            if zset_kind(k.active) == WRONG or zset_kind(k.schedule) == WRONG then
+              return err(E_WRONGTYPE)
+            end
+          end
+          local _, _, deadline = member(k.active, id)
+          local _, _, run_at = member(k.schedule, id)
+          out[#out + 1] = { id, job_map(all, deadline, run_at) }
+        end
       end
-      local _, _, deadline = member(k.active, id)
-      local _, _, run_at = member(k.schedule, id)
-      out[i] = { id, job_map(all, deadline, run_at) }
+      if #out >= count then
+        break
+      end
     end
   end
   return out

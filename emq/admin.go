@@ -388,6 +388,14 @@ type ListOptions struct {
 	// Count is the most entries returned (0: the verb's default, 100; at
 	// most ListMax).
 	Count int
+	// Lane, for List of StatePending, lists the pending jobs of that lane
+	// only (EMQ.LIST ... LANE name; "default": the default lane's); ""
+	// lists every lane's, the default lane's first, then the other lanes'
+	// by name (docs/verbs.md §4.26.6). The server refuses it with any
+	// other state (ERR LANE applies to state pending only) and refuses a
+	// name outside the queue-name alphabet (ERR invalid lane name); a lane
+	// with no pending jobs lists none. LanesPage ignores it.
+	Lane string
 }
 
 // page is the OFFSET and COUNT words (none for the default first page). A
@@ -405,12 +413,18 @@ func (o *ListOptions) page() []any {
 }
 
 // List returns a page of the jobs of queue q in state, in the state's set
-// order (EMQ.LIST, docs/verbs.md §4.18): pending and dead by id, active by
-// lease deadline, scheduled by run-at time. Page with Offset +=
-// len(result) until a page is shorter than Count. A member without a row
-// comes back with Missing set.
+// order (EMQ.LIST, docs/verbs.md §4.18): pending by priority then id, lane
+// by lane (the default lane's first, then the other lanes' by name; one
+// lane's with o.Lane, §4.26.6), dead by id, active by lease deadline,
+// scheduled by run-at time. Page with Offset += len(result) until a page
+// is shorter than Count. A member without a row comes back with Missing
+// set.
 func (i *Inspector) List(ctx context.Context, q string, state JobState, o *ListOptions) ([]JobInfo, error) {
-	v, err := i.do(ctx, "EMQ.LIST", q, append([]any{string(state)}, o.page()...)...)
+	args := append([]any{string(state)}, o.page()...)
+	if o != nil && o.Lane != "" {
+		args = append(args, "LANE", o.Lane)
+	}
+	v, err := i.do(ctx, "EMQ.LIST", q, args...)
 	if err != nil {
 		return nil, err
 	}

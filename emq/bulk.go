@@ -102,24 +102,49 @@ func (i *Inspector) ReprocessAll(ctx context.Context, q string, o *ReprocessAllO
 	return i.bulk(ctx, "EMQ.REPROCESS.ALL", q, args, bo)
 }
 
+// RemoveAllOptions are RemoveAll's and Drain's options (nil: every lane,
+// and BulkOptions' defaults).
+type RemoveAllOptions struct {
+	// Lane, with StatePending, removes the pending jobs of that lane only
+	// (EMQ.REMOVE.ALL ... LANE name; "default": the default lane's). ""
+	// removes every lane's pending jobs (docs/verbs.md §4.26.6). With any
+	// other state the server refuses it (ERR LANE applies to state pending
+	// only) and nothing is removed; a lane name outside the queue-name
+	// alphabet is refused (ERR invalid lane name); a lane with no pending
+	// jobs removes nothing.
+	Lane string
+	BulkOptions
+}
+
 // RemoveAll deletes every job of queue q in state (StatePending: drain
-// the queue; StateScheduled; StateDead; StateCompleted: the retained
-// completed jobs), in the set's order, each as Remove would
-// (EMQ.REMOVE.ALL, docs/verbs.md §4.24). Held (StateActive) jobs are never
-// removed: that state, as any other, is refused before anything is sent.
-// Errors: ErrState (a member that is also held), ErrLane.
-func (i *Inspector) RemoveAll(ctx context.Context, q string, state JobState, o *BulkOptions) (Bulk, error) {
+// the queue, every lane's pending jobs, or one lane's with o.Lane;
+// StateScheduled; StateDead; StateCompleted: the retained completed
+// jobs), in the set's order (pending: the default lane's, then the other
+// lanes' by name), each as Remove would (EMQ.REMOVE.ALL, docs/verbs.md
+// §4.24, §4.26.6). Held (StateActive) jobs are never removed: that state,
+// as any other, is refused before anything is sent. Errors: ErrState (a
+// member that is also held), ErrLane, the server's argument errors.
+func (i *Inspector) RemoveAll(ctx context.Context, q string, state JobState, o *RemoveAllOptions) (Bulk, error) {
 	switch state {
 	case StatePending, StateScheduled, StateDead, StateCompleted:
 	default:
 		return Bulk{}, fmt.Errorf("emq: RemoveAll of state %q: only pending, scheduled, dead and completed jobs can be removed", state)
 	}
-	return i.bulk(ctx, "EMQ.REMOVE.ALL", q, []any{string(state)}, o)
+	args := []any{string(state)}
+	var bo *BulkOptions
+	if o != nil {
+		if o.Lane != "" {
+			args = append(args, "LANE", o.Lane)
+		}
+		bo = &o.BulkOptions
+	}
+	return i.bulk(ctx, "EMQ.REMOVE.ALL", q, args, bo)
 }
 
-// Drain deletes every pending job of queue q (RemoveAll(ctx, q,
-// StatePending, o); BullMQ's drain). Held and scheduled jobs stay.
-func (i *Inspector) Drain(ctx context.Context, q string, o *BulkOptions) (Bulk, error) {
+// Drain deletes every pending job of queue q, in every lane (o.Lane: of
+// that lane only) (RemoveAll(ctx, q, StatePending, o); BullMQ's drain).
+// Held and scheduled jobs stay.
+func (i *Inspector) Drain(ctx context.Context, q string, o *RemoveAllOptions) (Bulk, error) {
 	return i.RemoveAll(ctx, q, StatePending, o)
 }
 

@@ -49,11 +49,11 @@ func bulkScenario(t *testing.T, c *emq.Client, q string) {
 	if j, err = c.Inspector().Job(ctx, q, ids[0]); err != nil || j.Failures != 1 {
 		t.Fatalf("job reprocessed without reset %+v %v", j, err)
 	}
-	b, err = c.Inspector().Drain(ctx, q, &emq.BulkOptions{BatchSize: 7, MaxCalls: 2})
+	b, err = c.Inspector().Drain(ctx, q, &emq.RemoveAllOptions{BulkOptions: emq.BulkOptions{BatchSize: 7, MaxCalls: 2}})
 	if err != nil || b != (emq.Bulk{Done: 14, Left: 11, Calls: 2}) {
 		t.Fatalf("drain of two calls %+v %v", b, err)
 	}
-	b, err = c.Inspector().Drain(ctx, q, &emq.BulkOptions{BatchSize: 7})
+	b, err = c.Inspector().Drain(ctx, q, &emq.RemoveAllOptions{BulkOptions: emq.BulkOptions{BatchSize: 7}})
 	if err != nil || b != (emq.Bulk{Done: 11, Left: 0, Calls: 2}) {
 		t.Fatalf("drain %+v %v", b, err)
 	}

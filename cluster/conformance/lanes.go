@@ -22,7 +22,7 @@ func lanesScenario(t *testing.T, tg Target) {
 	}{
 		{"first", lanesFirst}, {"shares", lanesShares}, {"max_active", lanesMaxActive},
 		{"rate_pause", lanesRatePause}, {"refusals", lanesRefusals}, {"flows_schedules", lanesFlowsSchedules},
-		{"turn_on", lanesTurnOn},
+		{"turn_on", lanesTurnOn}, {"list_drain", lanesListDrain},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			newEnv(t, tg).ok("FLUSHALL")
@@ -530,5 +530,131 @@ func lanesTurnOn(t *testing.T, tg Target) {
 	}
 	if !reflect.DeepEqual(ids, []string{idA, idC}) {
 		t.Fatalf("NEXT after the last child with a due lane job: %v", ids)
+	}
+}
+
+// listIDs is EMQ.LIST's reply as ids.
+func (e *env) listIDs(args ...any) []string {
+	e.t.Helper()
+	var out []string
+	for _, x := range e.ok(append([]any{"EMQ.LIST"}, args...)...).([]any) {
+		out = append(out, x.([]any)[0].(string))
+	}
+	return out
+}
+
+// lanesListDrain: EMQ.LIST q pending lists every lane's pending jobs (the
+// default lane's first, then the other lanes by name, each by priority
+// then id) and pages exactly across lanes; LANE name lists one lane, an
+// unknown lane nothing. EMQ.REMOVE.ALL q pending drains every lane in that
+// order, LIMIT at a time, with left the pending jobs left in every lane;
+// LANE name drains one. Emptied lanes leave the selection and their keys
+// go; LANE with another state and a bad lane name are refused with nothing
+// written (docs/verbs.md §4.26.6).
+func lanesListDrain(t *testing.T, tg Target) {
+	e := newEnv(t, tg)
+	e.ok("EMQ.LANE", "q", "cfg", "WEIGHT", 3)
+	e.ok("EMQ.ENQUEUE", "q", idA, "d")
+	e.ok("EMQ.ENQUEUE", "q", idB, "d")
+	a1, a2, a3 := laneID("a", 1), laneID("a", 2), laneID("a", 3)
+	b1, c1 := laneID("b", 1), laneID("cfg", 1)
+	e.ok("EMQ.ENQUEUE", "q", a1, "a", "LANE", "a")
+	e.ok("EMQ.ENQUEUE", "q", a2, "a", "LANE", "a")
+	e.ok("EMQ.ENQUEUE", "q", a3, "a", "LANE", "a", "PRIORITY", -1)
+	e.ok("EMQ.ENQUEUE", "q", b1, "b", "LANE", "b")
+	e.ok("EMQ.ENQUEUE", "q", c1, "c", "LANE", "cfg")
+	all := []string{idA, idB, a3, a1, a2, b1, c1}
+	if got := e.listIDs("q", "pending"); !reflect.DeepEqual(got, all) {
+		t.Fatalf("LIST pending %v, want %v", got, all)
+	}
+	if n := asMap(t, e.ok("EMQ.COUNTS", "q"))["pending"]; n != int64(len(all)) {
+		t.Fatalf("COUNTS pending %v", n)
+	}
+	for _, size := range []int{1, 2, 3, 6, 7} {
+		var got []string
+		for off := 0; ; off += size {
+			page := e.listIDs("q", "PENDING", off, size)
+			got = append(got, page...)
+			if len(page) < size {
+				break
+			}
+		}
+		if !reflect.DeepEqual(got, all) {
+			t.Fatalf("pages of %d: %v", size, got)
+		}
+	}
+	for _, c := range []struct {
+		args []any
+		want []string
+	}{
+		{[]any{"q", "pending", "LANE", "a"}, []string{a3, a1, a2}},
+		{[]any{"q", "pending", "1", "1", "lane", "a"}, []string{a1}},
+		{[]any{"q", "pending", "LANE", "default"}, []string{idA, idB}},
+		{[]any{"q", "pending", "LANE", "nope"}, nil},
+		{[]any{"q", "pending", "6", "5"}, []string{c1}},
+	} {
+		if got := e.listIDs(c.args...); !reflect.DeepEqual(got, c.want) {
+			t.Fatalf("LIST %v: %v, want %v", c.args, got, c.want)
+		}
+	}
+	dig, d := e.digest(), e.dirty()
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EMQ.LIST", "q", "active", "LANE", "a"}, "ERR LANE applies to state pending only"},
+		{[]any{"EMQ.LIST", "q", "pending", "LANE", "a:b"}, "ERR invalid lane name"},
+		{[]any{"EMQ.LIST", "q", "pending", "LANE", "a", 0, 1}, "ERR syntax error"},
+		{[]any{"EMQ.LIST", "q", "pending", 0, 1, "LANE"}, "ERR syntax error"},
+		{[]any{"EMQ.LIST", "q", "pending", "x", 1, "LANE", "a:b"}, "ERR value is not an integer or out of range"},
+		{[]any{"EMQ.REMOVE.ALL", "q", "dead", "LANE", "a"}, "ERR LANE applies to state pending only"},
+		{[]any{"EMQ.REMOVE.ALL", "q", "pending", "LANE", "a", "LANE", "b"}, "ERR syntax error"},
+		{[]any{"EMQ.REMOVE.ALL", "q", "pending", "LIMIT", 2, "LANE"}, "ERR syntax error"},
+		{[]any{"EMQ.REMOVE.ALL", "q", "pending", "LANE", ""}, "ERR invalid lane name"},
+	} {
+		if got := e.refused(c.args...); got != c.want {
+			t.Errorf("%v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	if e.digest() != dig || e.dirty() != d {
+		t.Fatal("a refused LANE wrote")
+	}
+	bulk := func(want []any, args ...any) {
+		t.Helper()
+		if got := e.ok(append([]any{"EMQ.REMOVE.ALL", "q", "pending"}, args...)...); !reflect.DeepEqual(got, want) {
+			t.Fatalf("REMOVE.ALL pending %v: %v, want %v", args, got, want)
+		}
+	}
+	bulk([]any{int64(2), int64(1)}, "LANE", "a", "LIMIT", 2)
+	if got := e.listIDs("q", "pending", "LANE", "a"); !reflect.DeepEqual(got, []string{a2}) {
+		t.Fatalf("lane a after LIMIT 2: %v", got)
+	}
+	bulk([]any{int64(1), int64(0)}, "lane", "a")
+	if e.laneView("q", "a") != nil {
+		t.Fatalf("drained lane a is still listed: %v", e.lanes("q"))
+	}
+	bulk([]any{int64(0), int64(0)}, "LANE", "nope")
+	bulk([]any{int64(3), int64(1)}, "LIMIT", 3) // idA, idB, b1
+	if got := e.zmembers("emq:{q}:lanes"); !reflect.DeepEqual(got, []string{"cfg"}) {
+		t.Fatalf("selection: %v", got)
+	}
+	bulk([]any{int64(1), int64(0)})
+	if n := asMap(t, e.ok("EMQ.COUNTS", "q"))["pending"]; n != int64(0) {
+		t.Fatalf("COUNTS pending %v after the drain", n)
+	}
+	for _, id := range all {
+		if r := e.row("q", id); r != "" {
+			t.Fatalf("row %s left: %s", id, r)
+		}
+	}
+	if got := e.laneKeys("q"); !reflect.DeepEqual(got, []string{"emq:{q}:lane:cfg", "emq:{q}:lanes:known"}) {
+		t.Fatalf("lane keys after the drain: %v", got)
+	}
+	// A ghost in a lane's set is removed from it and counted.
+	e.ok("EMQ.ENQUEUE", "q", b1, "b", "LANE", "b")
+	e.ok("ZADD", "emq:{q}:lane:b:pending", 0, laneID("b", 9))
+	bulk([]any{int64(2), int64(0)})
+	if got := e.laneKeys("q"); !reflect.DeepEqual(got, []string{"emq:{q}:lane:cfg", "emq:{q}:lanes:known"}) {
+		t.Fatalf("lane keys after the ghost: %v", got)
 	}
 }

@@ -165,7 +165,7 @@ func runBulk(ctx context.Context, in *emq.Inspector, q string, args []string) (e
 	case args[0] == "EMQ.REPROCESS.ALL":
 		return in.ReprocessAll(ctx, q, &emq.ReprocessAllOptions{ResetBudget: len(args) > 1 && args[1] == "RESET", BulkOptions: o})
 	case args[0] == "EMQ.REMOVE.ALL" && len(args) == 2:
-		return in.RemoveAll(ctx, q, emq.JobState(args[1]), &o)
+		return in.RemoveAll(ctx, q, emq.JobState(args[1]), &emq.RemoveAllOptions{BulkOptions: o})
 	case args[0] == "EMQ.PROMOTE.ALL":
 		return in.PromoteAll(ctx, q, &o)
 	}

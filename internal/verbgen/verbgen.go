@@ -67,8 +67,8 @@ var Generators = []Generator{
 		return g.bulkOpts([]string{"EMQ.REPROCESS.ALL", g.Queue()}, "RESET", "reset", "LIMIT", "limit", "NOW")
 	}},
 	{"emq.remove.all", func(g *Gen) []string {
-		a := []string{"EMQ.REMOVE.ALL", g.Queue(), g.Pick("pending", "SCHEDULED", "dead", "completed", "active", "all")}
-		return g.bulkOpts(a, "LIMIT", "limit", "RESET")
+		a := []string{"EMQ.REMOVE.ALL", g.Queue(), g.Pick("pending", "pending", "SCHEDULED", "dead", "completed", "active", "all")}
+		return g.bulkOpts(a, "LIMIT", "limit", "RESET", "LANE", "lane")
 	}},
 	{"emq.promote.all", func(g *Gen) []string {
 		return g.bulkOpts([]string{"EMQ.PROMOTE.ALL", g.Queue()}, "LIMIT", "limit", "ALL")
@@ -87,8 +87,22 @@ var Generators = []Generator{
 		return []string{"EMQ.CHILDREN", g.Queue(), g.Pick(append([]string{"JOBF0000000001", "JOBF0000000002"}, g.IDs...)...)}
 	}},
 	{"emq.list", func(g *Gen) []string {
-		a := []string{"EMQ.LIST", g.Queue(), g.Pick("pending", "ACTIVE", "scheduled", "dead", "schedule", "all", "completed", "done")}
-		return g.nums(a, 4)
+		a := []string{"EMQ.LIST", g.Queue(), g.Pick("pending", "pending", "ACTIVE", "scheduled", "dead", "schedule", "all", "completed", "done")}
+		a = g.nums(a, 4)
+		if g.Rand.Intn(3) == 0 {
+			// LANE (docs/verbs.md §4.26.6): after the page, now and then
+			// before it, without its name, or twice.
+			a = append(a, g.Pick("LANE", "lane", "LANE"), g.LaneName())
+			switch g.Rand.Intn(8) {
+			case 0:
+				a = a[:len(a)-1]
+			case 1:
+				a = append(a, g.Num(), g.Num())
+			case 2:
+				a = append(a, "LANE", "b")
+			}
+		}
+		return a
 	}},
 	{"emq.schedule", (*Gen).schedule},
 	{"emq.schedule.get", func(g *Gen) []string { return []string{"EMQ.SCHEDULE.GET", g.Queue(), g.Schedule()} }},
@@ -133,6 +147,11 @@ func (g *Gen) ID() string {
 	xs := append(append(make([]string, 0, len(g.IDs)+3), g.IDs...), "nope", "*", "JOBzzzzzzzzzzz")
 	return g.Pick(xs...)
 }
+
+// LaneName is a lane name (docs/verbs.md §4.26): the lanes the random
+// states and EMQ.LANE use, the default lane, one that is not there, and
+// bad names.
+func (g *Gen) LaneName() string { return g.Pick("a", "a", "b", "default", "c", "DEFAULT", "a:b", "") }
 
 // Token is a lease token, valid or not.
 func (g *Gen) Token() string { return g.Pick("1", "1", "2", "0", "01", "x") }
@@ -296,6 +315,9 @@ func (g *Gen) bulkOpts(a []string, words ...string) []string {
 		a = append(a, w)
 		if (w == "LIMIT" || w == "limit") && g.Rand.Intn(6) != 0 {
 			a = append(a, g.Pick(g.Num(), "2", "10000", "10001"))
+		}
+		if (w == "LANE" || w == "lane") && g.Rand.Intn(6) != 0 {
+			a = append(a, g.LaneName())
 		}
 	}
 	return a

@@ -29,11 +29,13 @@ const (
 	ErrNotScheduled = "EMQSTATE job is not scheduled"
 )
 
-// bulkLimit parses the options from argv[from]: LIMIT n, and RESET when
-// reset is not nil, each at most once, in any order (docs/verbs.md §2.8).
-// It returns the limit (BulkDefault when absent), or "" and the error text.
-func bulkLimit(argv [][]byte, from int, reset *bool) (int64, string) {
-	limit, seen := int64(BulkDefault), false
+// bulkLimit parses the options from argv[from]: LIMIT n, RESET when reset
+// is not nil, and LANE name when lane is not nil (EMQ.REMOVE.ALL, whose
+// state word is argv[2]; docs/verbs.md §4.26.6), each at most once, in any
+// order (docs/verbs.md §2.8). It returns the limit (BulkDefault when
+// absent), or "" and the error text.
+func bulkLimit(argv [][]byte, from int, reset *bool, lane *string) (int64, string) {
+	limit, seen, laneSeen := int64(BulkDefault), false, false
 	for i := from; i < len(argv); i++ {
 		switch {
 		case reset != nil && eqFold(argv[i], "RESET"):
@@ -54,6 +56,16 @@ func bulkLimit(argv [][]byte, from int, reset *bool) (int64, string) {
 				return 0, ErrBulkLimit
 			}
 			limit = n
+			i++
+		case lane != nil && eqFold(argv[i], "LANE"):
+			if laneSeen || i+1 >= len(argv) {
+				return 0, store.ErrSyntax
+			}
+			laneSeen = true
+			if e := laneOption(argv[2], argv[i+1]); e != "" {
+				return 0, e
+			}
+			*lane = string(argv[i+1])
 			i++
 		default:
 			return 0, store.ErrSyntax
@@ -124,7 +136,7 @@ func (vs *Verbs) cmdReprocessAll(c *store.Ctx) {
 	}
 	a := ReprocessAllArgs{Queue: k.Queue}
 	var e string
-	if a.Limit, e = bulkLimit(c.Argv, 2, &a.Reset); e != "" {
+	if a.Limit, e = bulkLimit(c.Argv, 2, &a.Reset, nil); e != "" {
 		c.W.Error(e)
 		return
 	}
@@ -229,20 +241,24 @@ func removeSet(k *Keys, b []byte) (string, bool) {
 }
 
 // RemoveAllArgs are EMQ.REMOVE.ALL's arguments (docs/verbs.md §4.24):
-// Queue (valid), State (pending, scheduled, dead or completed, any case)
-// and Limit (1 to BulkMax; 0: BulkDefault).
+// Queue (valid), State (pending, scheduled, dead or completed, any case),
+// Limit (1 to BulkMax; 0: BulkDefault) and Lane (state pending only: that
+// lane's pending jobs, DefaultLane the plain ones; "": every lane's, the
+// drain, docs/verbs.md §4.26.6).
 type RemoveAllArgs struct {
 	Queue string
 	State string
 	Limit int64
+	Lane  string
 }
 
-// Argv is the canonical command line: EMQ.REMOVE.ALL q state [LIMIT n].
+// Argv is the canonical command line: EMQ.REMOVE.ALL q state [LIMIT n]
+// [LANE name].
 func (a *RemoveAllArgs) Argv() [][]byte {
-	return limitArgv(argvOf("EMQ.REMOVE.ALL", a.Queue, a.State), a.Limit)
+	return laneArgv(limitArgv(argvOf("EMQ.REMOVE.ALL", a.Queue, a.State), a.Limit), a.Lane)
 }
 
-// EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n]
+// EMQ.REMOVE.ALL q (pending | scheduled | dead | completed) [LIMIT n] [LANE name]
 func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
@@ -254,7 +270,7 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 	}
 	a := RemoveAllArgs{Queue: k.Queue, State: string(c.Argv[2])}
 	var e string
-	if a.Limit, e = bulkLimit(c.Argv, 3, nil); e != "" {
+	if a.Limit, e = bulkLimit(c.Argv, 3, nil, &a.Lane); e != "" {
 		c.W.Error(e)
 		return
 	}
@@ -266,35 +282,67 @@ func (vs *Verbs) cmdRemoveAll(c *store.Ctx) {
 	writeBulk(c, res)
 }
 
+// removeHead is one member EMQ.REMOVE.ALL selected: the member with its
+// row, and the set (and lane) it was taken from.
+type removeHead struct {
+	dueJob
+	set pendingSet
+}
+
 // RemoveAll is EMQ.REMOVE.ALL (docs/verbs.md §4.24): the first Limit
 // members of the state's set, each as EMQ.REMOVE removes it, in one plan.
-// A State that is not one of the four is refused with ErrRemoveState. A
-// *Refusal wrote nothing.
+// State pending takes them from every lane's pending set in the order of
+// EMQ.LIST pending, or from Lane's only (docs/verbs.md §4.26.6), and Left
+// counts the members left in the sets walked. A State that is not one of
+// the four is refused with ErrRemoveState, a bad Lane with ErrLaneState or
+// ErrLaneName. A *Refusal wrote nothing.
 func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
 	k := vs.keysOf(a.Queue)
 	set, ok := removeSet(k, []byte(a.State))
 	if !ok {
 		return BulkResult{}, &Refusal{Text: ErrRemoveState}
 	}
+	if err := checkLaneArg(a.State, a.Lane); err != nil {
+		return BulkResult{}, err
+	}
 	limit := a.Limit
 	if limit <= 0 {
 		limit = BulkDefault
 	}
 	d := c.DB
-	z, kind := zsetKind(d, set)
-	if kind == keyWrong {
-		return BulkResult{}, vs.refused(c, wrongType(set))
+	sets := []pendingSet{{key: set}}
+	if set == k.Pending {
+		var ref refusal
+		if sets, ref = pendingSets(d, k, a.Lane); ref.Refused() {
+			return BulkResult{}, vs.refused(c, ref)
+		}
 	}
-	head := readHead(d, k, z, limit)
+	var head []removeHead
+	total := 0
+	for _, s := range sets {
+		z, kind := zsetKind(d, s.key)
+		if kind == keyWrong {
+			return BulkResult{}, vs.refused(c, wrongType(s.key))
+		}
+		if z == nil {
+			continue
+		}
+		total += z.Len()
+		if int64(len(head)) < limit {
+			for _, h := range readHead(d, k, z, limit-int64(len(head))) {
+				head = append(head, removeHead{dueJob: h, set: s})
+			}
+		}
+	}
 	if len(head) == 0 {
-		return BulkResult{}, nil
+		return BulkResult{Left: total}, nil
 	}
-	// Pending jobs leave their lanes (docs/verbs.md §4.26.4).
-	lt, ref := removeLanes(vs.laneScratch(), d, k, c.NowMs)
-	if ref.Refused() {
-		return BulkResult{}, vs.refused(c, ref)
-	}
-	p, ids, ref := judgeRemoveAll(d, k, head, lt)
+	// Pending jobs leave their lanes (docs/verbs.md §4.26.4): the lane
+	// state is read when the first member that needs it is judged, as
+	// EMQ.REMOVE reads it after judging its job.
+	ll := lazyLanes{buf: vs.laneScratch(), d: d, k: k, now: c.NowMs}
+	p, ids, dup, ref := judgeRemoveAll(d, k, head, &ll)
+	lt := ll.lt
 	if ref.Refused() {
 		return BulkResult{}, vs.refused(c, ref)
 	}
@@ -302,12 +350,12 @@ func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
 	// removed by the same call is gone for the seam.
 	var fe *flowEnds
 	for i := range head {
-		if h := &head[i]; h.Row.Kind == keyOK && h.Row.Parent.Present {
+		if h := &head[i]; !dup[i] && h.Row.Kind == keyOK && h.Row.Parent.Present {
 			vs.endRow(&fe, c, p, lt, &h.Row, k, h.ID, vRemoved, nil)
 		}
 	}
 	planFlow(fe, p)
-	left := z.Len() - len(head)
+	left := total - len(head)
 	vs.flushApply(c, k, lt, p)
 	fe.after(c)
 	vs.count(c, k, Removed, len(ids))
@@ -319,7 +367,17 @@ func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
 // (readRemove, judgeRemove) and concatenates their plans; the first
 // refusal refuses the whole call. A member without a row is removed as
 // EMQ.REMOVE removes it (its ZREMs) and counted, as EMQ.REMOVE answers 1.
-// lt (nil: no lanes) records each removed pending job leaving its lane.
+// ll reads the lane state when the first member that leaves a pending set
+// is judged (EMQ.REMOVE's order: the job, then its lanes), and records
+// each removed pending job leaving its lane.
+//
+// A member of a lane's pending set that its row does not place there (a
+// ghost, or a row naming another lane) is also removed from that set and
+// counted out of that lane, where EMQ.REMOVE q id would not see it: so
+// every selected member leaves its set and a drain loop ends
+// (docs/verbs.md §4.26.6). An id selected twice (in two pending sets, by
+// hand) is judged once; its later selections only leave their sets, and
+// dup marks them.
 //
 // Every job is judged on the keyspace before the call. That equals the
 // per-job verbs sent one by one only while a job's plan touches no key
@@ -329,25 +387,105 @@ func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
 // hash) must account for the earlier jobs of the same call;
 // TestBulkIsPerJobVerbs fails when it does not, as soon as randomState
 // draws such rows.
-func judgeRemoveAll(d *store.DB, k *Keys, head []dueJob, lt *laneTx) (*plan.Plan, []string, refusal) {
+func judgeRemoveAll(d *store.DB, k *Keys, head []removeHead, ll *lazyLanes) (*plan.Plan, []string, []bool, refusal) {
 	p := &plan.Plan{Ops: make([]plan.Op, 0, 2*len(head))}
 	ids := make([]string, 0, len(head))
+	dup := make([]bool, len(head))
+	var left map[string][]string // id -> the sets its judgement took it out of
+	if len(head) > 1 && head[0].set.key != head[len(head)-1].set.key {
+		left = map[string][]string{}
+	}
 	for i := range head {
 		h := &head[i]
+		if done, seen := left[h.ID]; seen {
+			dup[i] = true
+			if !contains(done, h.set.key) {
+				p.ZRem(h.set.key, h.ID)
+				if ref := ll.leavesPending(h.set.lane); ref.Refused() {
+					return nil, nil, nil, ref
+				}
+				left[h.ID] = append(done, h.set.key)
+			}
+			continue
+		}
 		r := readRemove(d, k, h.ID, h.Key)
 		q, ref := judgeRemove(&r, k, h.ID, h.Key)
 		if !ref.Refused() && q != nil {
-			ref = removeLeaves(lt, &r)
+			var lt *laneTx
+			if lt, ref = ll.get(); !ref.Refused() {
+				ref = removeLeaves(lt, &r)
+			}
+		}
+		// The set it came from, when the row does not place it there.
+		stray := h.set.key != "" && h.set.key != k.Pending && !(r.InLanePend && r.LanePend == h.set.key) &&
+			h.set.lane != ""
+		if !ref.Refused() && stray {
+			if q == nil {
+				q = newPlan(1)
+			}
+			q.ZRem(h.set.key, h.ID)
+			ref = ll.leavesPending(h.set.lane)
 		}
 		if ref.Refused() {
-			return nil, nil, ref
+			return nil, nil, nil, ref
+		}
+		if left != nil {
+			var done []string
+			if r.InPending {
+				done = append(done, k.Pending)
+			}
+			if r.InLanePend {
+				done = append(done, r.LanePend)
+			}
+			if stray {
+				done = append(done, h.set.key)
+			}
+			left[h.ID] = done
 		}
 		if q != nil {
 			appendPlan(p, q)
 			ids = append(ids, h.ID)
 		}
 	}
-	return p, ids, noRefusal
+	return p, ids, dup, noRefusal
+}
+
+// lazyLanes reads a queue's lane state for a removal (removeLanes) once,
+// when first asked.
+type lazyLanes struct {
+	buf  *laneTx
+	d    *store.DB
+	k    *Keys
+	now  int64
+	lt   *laneTx
+	ref  refusal
+	read bool
+}
+
+func (l *lazyLanes) get() (*laneTx, refusal) {
+	if !l.read {
+		l.read = true
+		l.lt, l.ref = removeLanes(l.buf, l.d, l.k, l.now)
+	}
+	return l.lt, l.ref
+}
+
+// leavesPending is leavesPending on the lane state, read first.
+func (l *lazyLanes) leavesPending(name string) refusal {
+	lt, ref := l.get()
+	if ref.Refused() {
+		return ref
+	}
+	return leavesPending(lt, name)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 // ---------------------------------------------------------------------------
@@ -373,7 +511,7 @@ func (vs *Verbs) cmdPromoteAll(c *store.Ctx) {
 	}
 	a := PromoteAllArgs{Queue: k.Queue}
 	var e string
-	if a.Limit, e = bulkLimit(c.Argv, 2, nil); e != "" {
+	if a.Limit, e = bulkLimit(c.Argv, 2, nil, nil); e != "" {
 		c.W.Error(e)
 		return
 	}

@@ -263,11 +263,14 @@ func listSet(k *Keys, b []byte) (string, bool) {
 
 // ListArgs are EMQ.LIST's arguments: Queue (valid), State (one of
 // pending, active, scheduled, dead, completed, waiting, any case), Offset
-// (>= 0) and Count (1..ListMax; 0: the default, 100).
+// (>= 0), Count (1..ListMax; 0: the default, 100) and Lane (state pending
+// only: that lane's pending jobs, DefaultLane the plain ones; "": every
+// lane's, docs/verbs.md §4.26.6).
 type ListArgs struct {
 	Queue         string
 	State         string
 	Offset, Count int64
+	Lane          string
 }
 
 // appendPage appends a listing's `offset count` to argv when either is set
@@ -288,10 +291,11 @@ func pageCount(count int64) int64 {
 	return count
 }
 
-// Argv is EMQ.LIST q state, with offset and count when either is set.
+// Argv is EMQ.LIST q state, with offset and count when either is set, then
+// LANE name when Lane is set.
 func (a *ListArgs) Argv() [][]byte {
 	argv := argvOf("EMQ.LIST", a.Queue, a.State)
-	return appendPage(argv, a.Offset, a.Count)
+	return laneArgv(appendPage(argv, a.Offset, a.Count), a.Lane)
 }
 
 // ListEntry is one member of an EMQ.LIST page: its id and the job as
@@ -303,44 +307,75 @@ type ListEntry struct {
 
 // List is EMQ.LIST (docs/verbs.md §4.18): the members of a's state's set
 // from Offset, at most Count, in the set's order, each read as EMQ.JOB
-// reads it. The set, or any selected member's row key, active or
+// reads it. State pending walks every lane's pending set as one listing
+// (the default lane's, then the other lanes' by name), or Lane's only
+// (docs/verbs.md §4.26.6); a Lane with another state, or one that is not a
+// lane name, is refused (ErrLaneState, ErrLaneName). A set the page
+// reaches, lanes:known, or any selected member's row key, active or
 // schedule, holding the wrong type refuses (the first met).
 func (vs *Verbs) List(c *store.Ctx, a *ListArgs) ([]ListEntry, error) {
+	if err := checkLaneArg(a.State, a.Lane); err != nil {
+		return nil, err
+	}
 	k := vs.keysOf(a.Queue)
 	setKey, _ := listSet(k, []byte(a.State))
 	count := pageCount(a.Count)
 	d := c.DB
-	z, kind := zsetKind(d, setKey)
-	if kind == keyWrong {
-		return nil, vs.refused(c, wrongType(setKey))
+	sets := []pendingSet{{key: setKey}}
+	if setKey == k.Pending {
+		var ref refusal
+		if sets, ref = pendingSets(d, k, a.Lane); ref.Refused() {
+			return nil, vs.refused(c, ref)
+		}
 	}
-	if z == nil || a.Offset >= int64(z.Len()) {
-		return nil, nil
-	}
-	n := min(count, int64(z.Len())-a.Offset)
-	out := make([]ListEntry, 0, n)
+	var out []ListEntry
 	var fields []Field
-	first, _ := z.At(int(a.Offset))
-	var ref refusal
-	z.Ascend(first, func(it store.ZItem) bool {
-		if int64(len(out)) >= n {
-			return false
+	off := a.Offset
+	for _, s := range sets {
+		z, kind := zsetKind(d, s.key)
+		if kind == keyWrong {
+			return nil, vs.refused(c, wrongType(s.key))
 		}
-		var v jobView
-		if v, ref = readJobView(d, k, k.Row(it.Member), it.Member); ref.Refused() {
-			return false
+		if z == nil {
+			continue
 		}
-		e := ListEntry{ID: it.Member}
-		e.Job, fields = v.info(fields)
-		out = append(out, e)
-		return true
-	})
-	if ref.Refused() {
-		return nil, vs.refused(c, ref)
+		if off >= int64(z.Len()) {
+			off -= int64(z.Len())
+			continue
+		}
+		if out == nil {
+			out = make([]ListEntry, 0, min(count, int64(z.Len())-off))
+		}
+		first, _ := z.At(int(off))
+		off = 0
+		var ref refusal
+		z.Ascend(first, func(it store.ZItem) bool {
+			if int64(len(out)) >= count {
+				return false
+			}
+			var v jobView
+			if v, ref = readJobView(d, k, k.Row(it.Member), it.Member); ref.Refused() {
+				return false
+			}
+			e := ListEntry{ID: it.Member}
+			e.Job, fields = v.info(fields)
+			out = append(out, e)
+			return true
+		})
+		if ref.Refused() {
+			return nil, vs.refused(c, ref)
+		}
+		if int64(len(out)) >= count {
+			break
+		}
 	}
 	return out, nil
 }
 
+// cmdList is EMQ.LIST q state [offset count] [LANE name]: the page first,
+// then the lane (docs/verbs.md §4.18, §4.26.6). The shape is judged before
+// any value (a stray word is a syntax error), then the values from left to
+// right.
 func (vs *Verbs) cmdList(c *store.Ctx) {
 	k := vs.queueArg(c)
 	if k == nil {
@@ -351,18 +386,27 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 		c.W.Error(ErrListState)
 		return
 	}
-	if len(argv) != 3 && len(argv) != 5 {
+	page, lane := -1, -1 // the index of offset, of the lane name
+	switch rest := len(argv) - 3; {
+	case rest == 0:
+	case rest == 2 && eqFold(argv[3], "LANE"):
+		lane = 4
+	case rest == 2:
+		page = 3
+	case rest == 4 && !eqFold(argv[3], "LANE") && eqFold(argv[5], "LANE"):
+		page, lane = 3, 6
+	default:
 		c.W.Error(store.ErrSyntax)
 		return
 	}
 	a := ListArgs{Queue: k.Queue, State: string(argv[2])}
-	if len(argv) == 5 {
+	if page > 0 {
 		var e string
-		if a.Offset, e = intArg(argv[3], 0, errNonNegOffset); e != "" {
+		if a.Offset, e = intArg(argv[page], 0, errNonNegOffset); e != "" {
 			c.W.Error(e)
 			return
 		}
-		if a.Count, e = intArg(argv[4], 1, errPosCount); e != "" {
+		if a.Count, e = intArg(argv[page+1], 1, errPosCount); e != "" {
 			c.W.Error(e)
 			return
 		}
@@ -370,6 +414,13 @@ func (vs *Verbs) cmdList(c *store.Ctx) {
 			c.W.Error(ErrListCount)
 			return
 		}
+	}
+	if lane > 0 {
+		if e := laneOption(argv[2], argv[lane]); e != "" {
+			c.W.Error(e)
+			return
+		}
+		a.Lane = string(argv[lane])
 	}
 	out, err := vs.List(c, &a)
 	if err != nil {

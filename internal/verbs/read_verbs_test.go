@@ -118,6 +118,26 @@ func TestTypedRead(t *testing.T) {
 		list(ListArgs{Queue: "q", State: "completed"}, "EMQ.LIST q completed", 1),
 		list(ListArgs{Queue: "q", State: "waiting"}, "EMQ.LIST q waiting", 1),
 		list(ListArgs{Queue: "q", State: "scheduled", Count: 10}, "EMQ.LIST q scheduled 0 10", 1),
+		list(ListArgs{Queue: "q", State: "pending", Lane: "default"}, "EMQ.LIST q pending LANE default", 2),
+		list(ListArgs{Queue: "q", State: "pending", Lane: "a"}, "EMQ.LIST q pending LANE a", 0),
+		{name: "list lanes", setup: [][]string{{"EMQ.ENQUEUE", "q", "JOB00000000007", "l", "LANE", "a"}, {"EMQ.ENQUEUE", "q", "JOB00000000006", "l", "LANE", "a"}},
+			argv: &ListArgs{Queue: "q", State: "pending", Offset: 1, Count: 2}, want: "EMQ.LIST q pending 1 2",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				l, err := vs.List(c, &ListArgs{Queue: "q", State: "pending", Offset: 1, Count: 2})
+				if len(l) != 2 || l[0].ID != fC1 || l[1].ID != "JOB00000000006" {
+					st.Fatalf("list across lanes: %+v", l)
+				}
+				return listReply(l), err
+			}},
+		{name: "list one lane", setup: [][]string{{"EMQ.ENQUEUE", "q", "JOB00000000007", "l", "LANE", "a"}, {"EMQ.ENQUEUE", "q", "JOB00000000006", "l", "LANE", "a"}},
+			argv: &ListArgs{Queue: "q", State: "pending", Offset: 1, Count: 5, Lane: "a"}, want: "EMQ.LIST q pending 1 5 LANE a",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				l, err := vs.List(c, &ListArgs{Queue: "q", State: "pending", Offset: 1, Count: 5, Lane: "a"})
+				if len(l) != 1 || l[0].ID != "JOB00000000007" {
+					st.Fatalf("list of lane a: %+v", l)
+				}
+				return listReply(l), err
+			}},
 		{name: "children", argv: line("EMQ.CHILDREN", "q", fP), want: "EMQ.CHILDREN q " + fP,
 			call: func(vs *Verbs, c *store.Ctx) (any, error) {
 				kids, err := vs.Children(c, ref(fP))

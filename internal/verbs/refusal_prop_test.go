@@ -73,6 +73,7 @@ func TestRefusalWritesNothing(t *testing.T) {
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
 		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow", "invalid lane name", "weight must be an integer between",
+		"LANE applies to state pending only",
 	} {
 		if seen[cls] == 0 {
 			t.Errorf("no refusal of class %q was exercised", cls)
@@ -103,6 +104,7 @@ func refusalClass(text string) string {
 		"limit must be at most", "state must be one of pending, scheduled", "EMQSTATE job is not scheduled",
 		"priority must be an integer between",
 		"EMQFLOW", "ON_CHILD_FAIL", "UNDER must name", "named twice in the flow", "invalid lane name", "weight must be an integer between",
+		"LANE applies to state pending only",
 	} {
 		if strings.Contains(text, c) {
 			return c

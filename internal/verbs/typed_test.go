@@ -570,6 +570,24 @@ func TestTypedAdmin(t *testing.T) {
 			call: func(vs *Verbs, c *store.Ctx) (any, error) {
 				return bulk(vs.RemoveAll(c, &RemoveAllArgs{Queue: "q", State: "DEAD"}))
 			}},
+		{name: "remove all lane", setup: [][]string{enq(tID, "LANE", "a"), enq(tID2, "LANE", "b")},
+			argv: &RemoveAllArgs{Queue: "q", State: "pending", Limit: 5, Lane: "b"}, want: "EMQ.REMOVE.ALL q pending LIMIT 5 LANE b",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.RemoveAll(c, &RemoveAllArgs{Queue: "q", State: "pending", Limit: 5, Lane: "b"})
+				if !reflect.DeepEqual(r.Done, []string{tID2}) || r.Left != 0 {
+					t.Fatalf("remove all LANE b: %+v", r)
+				}
+				return bulk(r, err)
+			}},
+		{name: "drain lanes", setup: [][]string{enq(tID, "LANE", "a"), enq(tID2)},
+			argv: &RemoveAllArgs{Queue: "q", State: "pending", Limit: 1}, want: "EMQ.REMOVE.ALL q pending LIMIT 1",
+			call: func(vs *Verbs, c *store.Ctx) (any, error) {
+				r, err := vs.RemoveAll(c, &RemoveAllArgs{Queue: "q", State: "pending", Limit: 1})
+				if !reflect.DeepEqual(r.Done, []string{tID2}) || r.Left != 1 {
+					t.Fatalf("drain across lanes: %+v", r)
+				}
+				return bulk(r, err)
+			}},
 		{name: "promote all", setup: [][]string{enq(tID, "DELAY", "9000"), enq(tID2, "DELAY", "1")}, argv: &PromoteAllArgs{Queue: "q"}, want: "EMQ.PROMOTE.ALL q",
 			call: func(vs *Verbs, c *store.Ctx) (any, error) {
 				r, err := vs.PromoteAll(c, &PromoteAllArgs{Queue: "q"})
