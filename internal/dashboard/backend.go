@@ -283,11 +283,11 @@ func fieldsOf(fl []emq.Field) []field {
 }
 
 // list runs EMQ.LIST q state offset count (docs/verbs.md §4.18).
-func (c *conn) list(ctx context.Context, q queueRef, state string, offset, count int) ([]job, error) {
+func (c *conn) list(ctx context.Context, q queueRef, state string, offset, count int, lane string) ([]job, error) {
 	if err := c.use(ctx, q.DB); err != nil {
 		return nil, err
 	}
-	js, err := c.in.List(ctx, q.Name, emq.JobState(state), &emq.ListOptions{Offset: offset, Count: count})
+	js, err := c.in.List(ctx, q.Name, emq.JobState(state), &emq.ListOptions{Offset: offset, Count: count, Lane: lane})
 	if err != nil {
 		return nil, err
 	}
@@ -315,12 +315,36 @@ func (c *conn) schedules(ctx context.Context, q queueRef) ([]job, error) {
 	return out, nil
 }
 
-// laneRow is one lane on the queue page (docs/verbs.md §4.26.5).
+// laneRow is one lane on the queue page (docs/verbs.md §4.26.5); URL is
+// the pending tab of that lane only (docs/verbs.md §4.26.6).
 type laneRow struct {
 	Name, State                  string
 	Pending, Active              int64
 	Weight, MaxActive, RateCount int64
 	RatePerMs                    int64
+	URL                          string
+}
+
+// lanePendingKey is the pending set of one lane of queue q (docs/verbs.md
+// §4.26: emq:{q}:lane:<name>:pending; the default lane's is
+// emq:{q}:pending).
+func lanePendingKey(q, lane string) string {
+	if lane == "default" {
+		return "emq:{" + q + "}:pending"
+	}
+	return "emq:{" + q + "}:lane:" + lane + ":pending"
+}
+
+// lanePending is the number of pending jobs of one lane (ZCARD of its
+// pending set; 0 for a lane without jobs), the total of the pending tab
+// filtered to that lane.
+func (c *conn) lanePending(ctx context.Context, q queueRef, lane string) (int64, error) {
+	n, err := c.do(ctx, q.DB, "ZCARD", lanePendingKey(q.Name, lane))
+	if err != nil {
+		return 0, err
+	}
+	total, _ := n.(int64)
+	return total, nil
 }
 
 // lanesKnownKey is the registry of a queue's lanes (docs/verbs.md §4.26:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -40,7 +41,7 @@ var bulkOps = []bulkOp{
 	{"remove-scheduled", "scheduled", "Remove all scheduled", []string{"EMQ.REMOVE.ALL", "scheduled"}, "removed",
 		"Remove every scheduled job for good?", true},
 	{"drain", "pending", "Drain", []string{"EMQ.REMOVE.ALL", "pending"}, "removed",
-		"Drain the queue: remove every pending job for good? Held (active) and scheduled jobs stay.", true},
+		"Drain the queue: remove every pending job, in every lane, for good? Held (active) and scheduled jobs stay.", true},
 	{"remove-completed", "completed", "Remove all completed", []string{"EMQ.REMOVE.ALL", "completed"}, "removed",
 		"Remove every retained completed job (and its result)?", true},
 }
@@ -68,18 +69,33 @@ type bulkButton struct {
 	Danger           bool
 }
 
-// bulkButtons are the actions of state's tab when it has n jobs.
-func bulkButtons(q queueRef, state string, n int64) []bulkButton {
+// bulkButtons are the actions of state's tab when it has n jobs; with a
+// lane (the pending tab filtered to one lane, docs/verbs.md §4.26.6) the
+// drain of that lane only.
+func bulkButtons(q queueRef, state string, n int64, lane string) []bulkButton {
 	if n == 0 {
 		return nil
 	}
 	var out []bulkButton
 	for _, o := range bulkOps {
 		if o.State == state {
-			out = append(out, bulkButton{o.Name, o.Label, queueURL(q) + "/bulk/" + o.Name, o.Danger})
+			b := bulkButton{o.Name, o.Label, queueURL(q) + "/bulk/" + o.Name, o.Danger}
+			if lane != "" && o.Name == "drain" {
+				b.Label, b.URL = "Drain lane "+lane, b.URL+"?lane="+url.QueryEscape(lane)
+			}
+			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// bulkLane is the lane a drain is narrowed to ("" for every lane and for
+// the other actions): the lane field of the confirmation's query or form.
+func bulkLane(op bulkOp, v string) string {
+	if op.Name != "drain" {
+		return ""
+	}
+	return v
 }
 
 // confirmPage is the bulk action's confirmation.
@@ -91,6 +107,7 @@ type confirmPage struct {
 	Action   string
 	Back     string
 	QueueURL string
+	Lane     string // the drain of one lane ("": every lane)
 }
 
 // bulkConfirm renders the confirmation of one bulk action (GET: it reads
@@ -109,11 +126,24 @@ func (d *Dashboard) bulkConfirm(rc *reqCtx) (string, error) {
 		return "", err
 	}
 	back := stateURL(ref, op.State, 0)
-	p := confirmPage{Ref: ref, Op: op, Count: n.state(op.State),
-		Command:  strings.Join(append(append([]string{op.Args[0], ref.Name}, op.Args[1:]...), "LIMIT", strconv.Itoa(bulkBatch)), " "),
+	count := n.state(op.State)
+	command := append(append([]string{op.Args[0], ref.Name}, op.Args[1:]...), "LIMIT", strconv.Itoa(bulkBatch))
+	lane := bulkLane(op, rc.r.URL.Query().Get("lane"))
+	if lane != "" {
+		back = laneURL(ref, lane, 0)
+		if count, err = rc.c.lanePending(rc.r.Context(), ref, lane); err != nil {
+			return "", err
+		}
+		command = append(command, "LANE", lane)
+		op.Label = "Drain lane " + lane
+		op.Question = "Drain lane " + lane + ": remove every pending job of this lane for good? The other lanes, held (active) and scheduled jobs stay."
+	}
+	p := confirmPage{Ref: ref, Op: op, Count: count,
+		Command:  strings.Join(command, " "),
 		Action:   queueURL(ref) + "/bulk/" + op.Name,
 		Back:     back,
 		QueueURL: queueURL(ref),
+		Lane:     lane,
 	}
 	rc.view.Title = op.Label
 	rc.view.Refresh = 0 // a confirmation never reloads itself
@@ -140,7 +170,8 @@ func (d *Dashboard) bulkRun(ctx context.Context, c *conn, r *http.Request) (flas
 	if err != nil {
 		return flash{}, err
 	}
-	b, err := runBulk(ctx, in, ref.Name, op.Args)
+	lane := bulkLane(op, r.PostFormValue("lane"))
+	b, err := runBulk(ctx, in, ref.Name, op.Args, lane)
 	done, left := b.Done, b.Left
 	if err != nil {
 		if done > 0 && isReplyError(err) {
@@ -149,7 +180,11 @@ func (d *Dashboard) bulkRun(ctx context.Context, c *conn, r *http.Request) (flas
 		}
 		return flash{}, err
 	}
-	text := plural(done, "job") + " of queue " + ref.Name + " " + op.Done + "."
+	of := " of queue " + ref.Name
+	if lane != "" {
+		of = " of lane " + lane + of
+	}
+	text := plural(done, "job") + of + " " + op.Done + "."
 	if left > 0 {
 		text += " " + plural(left, "job") + " left: use " + op.Label + " again."
 	}
@@ -157,15 +192,15 @@ func (d *Dashboard) bulkRun(ctx context.Context, c *conn, r *http.Request) (flas
 }
 
 // runBulk sends op's verb (args: the verb and its words after the queue
-// name, as bulkOps writes them) through the emq Inspector's bulk method,
-// LIMIT bulkBatch, at most bulkMaxCalls calls.
-func runBulk(ctx context.Context, in *emq.Inspector, q string, args []string) (emq.Bulk, error) {
+// name, as bulkOps writes them; lane: the drain's LANE) through the emq
+// Inspector's bulk method, LIMIT bulkBatch, at most bulkMaxCalls calls.
+func runBulk(ctx context.Context, in *emq.Inspector, q string, args []string, lane string) (emq.Bulk, error) {
 	o := emq.BulkOptions{BatchSize: bulkBatch, MaxCalls: bulkMaxCalls}
 	switch {
 	case args[0] == "EMQ.REPROCESS.ALL":
 		return in.ReprocessAll(ctx, q, &emq.ReprocessAllOptions{ResetBudget: len(args) > 1 && args[1] == "RESET", BulkOptions: o})
 	case args[0] == "EMQ.REMOVE.ALL" && len(args) == 2:
-		return in.RemoveAll(ctx, q, emq.JobState(args[1]), &emq.RemoveAllOptions{BulkOptions: o})
+		return in.RemoveAll(ctx, q, emq.JobState(args[1]), &emq.RemoveAllOptions{Lane: lane, BulkOptions: o})
 	case args[0] == "EMQ.PROMOTE.ALL":
 		return in.PromoteAll(ctx, q, &o)
 	}

@@ -374,6 +374,11 @@ func stateURL(q queueRef, state string, offset int) string {
 	return u
 }
 
+// laneURL is the pending tab of one lane of q (docs/verbs.md §4.26.6).
+func laneURL(q queueRef, lane string, offset int) string {
+	return stateURL(q, "pending", offset) + "&lane=" + url.QueryEscape(lane)
+}
+
 func jobURL(q queueRef, id string) string { return queueURL(q) + "/job/" + url.PathEscape(id) }
 
 // overview is the server page: every queue with its counts, paused flag
@@ -549,6 +554,13 @@ type queuePage struct {
 	LaneNextURL, LaneLastURL    string
 	// Bulk are the bulk actions of the shown tab (docs/operations.md §2.4).
 	Bulk []bulkButton
+	// Lane filters the pending tab to one lane's jobs (EMQ.LIST q pending
+	// ... LANE name, docs/verbs.md §4.26.6; "": every lane's); AllLanesURL
+	// is the unfiltered tab. ShowLane: the jobs table has a lane column
+	// (the pending tab of a queue with lanes).
+	Lane        string
+	AllLanesURL string
+	ShowLane    bool
 }
 
 // schedRow is one schedule on the queue page (docs/verbs.md §4.22).
@@ -622,6 +634,7 @@ type jobRow struct {
 	CanReprocess bool
 	CanRemove    bool
 	CanRunNow    bool   // a scheduled job: "Run now" (EMQ.PROMOTE.JOB)
+	Lane         string // the row's lane field ("default" without one, docs/verbs.md §4.26)
 	ActionURL    string // jobURL: the forms post to ActionURL + "/reprocess", "/remove" or "/run"
 }
 
@@ -656,7 +669,13 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 	}
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	offset = max(offset, 0)
-	jobs, err := rc.c.list(ctx, ref, state, offset, size)
+	// lane filters the pending tab (docs/verbs.md §4.26.6); a bad name is
+	// the server's refusal, shown with its text.
+	lane := ""
+	if state == "pending" {
+		lane = q.Get("lane")
+	}
+	jobs, err := rc.c.list(ctx, ref, state, offset, size, lane)
 	if err != nil {
 		return "", err
 	}
@@ -689,11 +708,24 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 		return "", err
 	}
 	p.pageLanes(rc.r.URL, laneOff)
+	for i := range p.Lanes {
+		p.Lanes[i].URL = laneURL(ref, p.Lanes[i].Name, 0)
+	}
 	for _, sc := range scheds {
 		p.Schedules = append(p.Schedules, makeSchedRow(ref, &sc, rc.now))
 	}
-	p.From, p.To, p.StateTotal = int64(offset+1), int64(offset+len(jobs)), n.state(state)
-	p.Bulk = bulkButtons(ref, state, n.state(state))
+	total := n.state(state)
+	pageURL := func(off int) string { return stateURL(ref, state, off) }
+	if lane != "" {
+		if total, err = rc.c.lanePending(ctx, ref, lane); err != nil {
+			return "", err
+		}
+		pageURL = func(off int) string { return laneURL(ref, lane, off) }
+		p.Lane, p.AllLanesURL = lane, stateURL(ref, "pending", 0)
+	}
+	p.ShowLane = state == "pending" && (p.LaneTotal > 0 || lane != "")
+	p.From, p.To, p.StateTotal = int64(offset+1), int64(offset+len(jobs)), total
+	p.Bulk = bulkButtons(ref, state, total, lane)
 	sized := func(u string) string {
 		if size != defaultPageSize {
 			u += "&n=" + strconv.Itoa(size)
@@ -701,10 +733,10 @@ func (d *Dashboard) queue(rc *reqCtx) (string, error) {
 		return u
 	}
 	if offset > 0 {
-		p.PrevURL = sized(stateURL(ref, state, max(0, offset-size)))
+		p.PrevURL = sized(pageURL(max(0, offset-size)))
 	}
-	if len(jobs) == size && int64(offset+size) < n.state(state) {
-		p.NextURL = sized(stateURL(ref, state, offset+size))
+	if len(jobs) == size && int64(offset+size) < total {
+		p.NextURL = sized(pageURL(offset + size))
 	}
 	rc.view.Title = ref.Name
 	rc.view.Crumbs = []crumb{{"Queues", Prefix}, {"db " + strconv.Itoa(ref.DB) + " · " + ref.Name, ""}}
@@ -781,6 +813,10 @@ func makeJobRow(q queueRef, state string, j *job, now int64) jobRow {
 	row.CanReprocess = state == "dead"
 	row.CanRemove = state != "active"
 	row.CanRunNow = state == "scheduled"
+	row.Lane = j.get("lane")
+	if row.Lane == "" {
+		row.Lane = "default"
+	}
 	return row
 }
 

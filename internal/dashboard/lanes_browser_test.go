@@ -44,6 +44,17 @@ func TestBrowserLanes(t *testing.T) {
 	require.Equal(t, "idle", cell("default", "state"))
 	screenshot(t, ctx, "queue-lanes")
 
+	// A lane's name opens the pending tab of that lane only (docs/verbs.md
+	// §4.26.6): acme's two pending jobs, with the lane column and the way
+	// back to every lane.
+	click(t, ctx, `#lanes tr[data-lane="acme"] a.lane-jobs`)
+	run(t, ctx, chromedp.WaitVisible(chromedp.ID("lane-filter")))
+	require.Equal(t, []string{"acme", "acme"}, eval[[]string](t, ctx, `[...document.querySelectorAll('#jobs tbody td.lane')].map(c => c.textContent)`))
+	require.Equal(t, "Drain lane acme", eval[string](t, ctx, `document.querySelector('#bulk a[data-bulk="drain"]').textContent`))
+	screenshot(t, ctx, "queue-lane-filter")
+	click(t, ctx, "#all-lanes")
+	require.Equal(t, 4, eval[int](t, ctx, `document.querySelectorAll('#jobs tbody tr').length`), "every lane's pending jobs")
+
 	// A queue without lanes shows no lanes section.
 	e.do("EMQ.ENQUEUE", "other", "*", "x")
 	run(t, ctx, chromedp.Navigate(e.base+"/dashboard/q/0/other"), chromedp.WaitVisible(chromedp.ID("jobs")))
@@ -52,7 +63,8 @@ func TestBrowserLanes(t *testing.T) {
 
 // TestBrowserLanesPaged: a queue of 2,500 lanes shows them 50 at a time
 // (LanePageSize, EMQ.LANES q offset 50, docs/operations.md §2) with the
-// number of lanes and a pager: the page stays small (19 KB; 700 KB at
+// number of lanes and a pager: the page stays small (25 KB with each
+// lane linked to its pending jobs, 19 KB before; 700 KB at
 // 4fbe120, every lane in one table), page 2 shows the next 50 names, the last page
 // the last ones, and the pager keeps the job tab the operator is on.
 func TestBrowserLanesPaged(t *testing.T) {
@@ -72,7 +84,9 @@ func TestBrowserLanesPaged(t *testing.T) {
 		return out
 	}
 
-	code, body, _ := get(t, httpClient(t), e.base+"/dashboard/q/0/mail")
+	// The active tab (no job): the page's size is the lanes section's (the
+	// pending tab adds its 50 jobs of every lane, docs/verbs.md §4.26.6).
+	code, body, _ := get(t, httpClient(t), e.base+"/dashboard/q/0/mail?state=active")
 	require.Equal(t, http.StatusOK, code)
 	t.Logf("queue page with 2,500 lanes: %d bytes", len(body))
 	require.Less(t, len(body), 48<<10, "the queue page of a queue with 2,500 lanes")
