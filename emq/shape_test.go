@@ -266,3 +266,50 @@ func TestFieldListOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestNegativeWorkerOptionsRefused: a negative Concurrency (run as 1
+// before), LeaseDuration, MaxAttempts, ClaimWait, PollInterval, AckTimeout
+// or MaxStalled makes Run return an error naming the field, before
+// anything is claimed; several are named together; 0 keeps the default,
+// and the negatives that mean something (no heartbeats, no grace, no
+// sweep) are accepted.
+func TestNegativeWorkerOptionsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.enqueue("q", "a")
+	h := func(context.Context, *emq.Job) error { t.Error("a handler ran"); return nil }
+	for _, tc := range []struct {
+		o    emq.WorkerOptions
+		want string
+	}{
+		{emq.WorkerOptions{Concurrency: -1}, "emq: WorkerOptions.Concurrency must not be negative (got -1; 0 is the default)"},
+		{emq.WorkerOptions{LeaseDuration: -time.Second}, "emq: WorkerOptions.LeaseDuration must not be negative (got -1s; 0 is the default)"},
+		{emq.WorkerOptions{MaxAttempts: -3}, "emq: WorkerOptions.MaxAttempts must not be negative (got -3; 0 is the default)"},
+		{emq.WorkerOptions{ClaimWait: -time.Millisecond}, "emq: WorkerOptions.ClaimWait must not be negative (got -1ms; 0 is the default)"},
+		{emq.WorkerOptions{PollInterval: -time.Second}, "emq: WorkerOptions.PollInterval must not be negative (got -1s; 0 is the default)"},
+		{emq.WorkerOptions{AckTimeout: -time.Minute}, "emq: WorkerOptions.AckTimeout must not be negative (got -1m0s; 0 is the default)"},
+		{emq.WorkerOptions{MaxStalled: -2}, "emq: WorkerOptions.MaxStalled must not be negative (got -2; 0 is the default)"},
+		{emq.WorkerOptions{Concurrency: -8, MaxStalled: -1}, "emq: WorkerOptions.Concurrency must not be negative (got -8; 0 is the default)\n" +
+			"emq: WorkerOptions.MaxStalled must not be negative (got -1; 0 is the default)"},
+	} {
+		// A live context (bounded, so a worker that runs ends): the
+		// refusal must come before any claim, not from the context ending.
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		err := emq.NewWorker(e.c, &tc.o).Run(ctx, "q", h)
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	if n := e.counts("q"); n.Pending != 1 || n.Active != 0 {
+		t.Fatalf("counts after refusals %+v", n)
+	}
+	if o := emq.NewWorker(e.c, &emq.WorkerOptions{}).Options(); o.Concurrency != 1 || o.MaxAttempts != emq.DefaultMaxAttempts || o.MaxStalled != emq.DefaultMaxStalled {
+		t.Fatalf("zero options: %+v", o)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	meaningful := &emq.WorkerOptions{HeartbeatInterval: -1, ShutdownGrace: -1, StallSweepInterval: -1}
+	if err := emq.NewWorker(e.c, meaningful).Run(ctx, "empty", h); err != nil {
+		t.Fatalf("negative HeartbeatInterval, ShutdownGrace, StallSweepInterval: %v", err)
+	}
+}

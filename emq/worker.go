@@ -184,7 +184,12 @@ type Hooks struct {
 }
 
 // WorkerOptions configure a Worker (nil: every default). Zero values take
-// the defaults noted.
+// the defaults noted. A negative Concurrency, LeaseDuration,
+// MaxAttempts, ClaimWait, PollInterval, AckTimeout or MaxStalled is
+// refused: Run returns the error (naming each such field) and claims
+// nothing, as the verbs refuse a negative lease_ms or count
+// (TestNegativeWorkerOptionsRefused). A negative HeartbeatInterval,
+// ShutdownGrace or StallSweepInterval has a meaning of its own (below).
 type WorkerOptions struct {
 	// Concurrency is the number of jobs run at once (default 1). The worker
 	// claims with COUNT up to the number of free slots.
@@ -215,8 +220,9 @@ type WorkerOptions struct {
 	// the wait starts at 10 ms and doubles).
 	PollInterval time.Duration
 	// ShutdownGrace is how long running handlers may finish after Run's
-	// context ends (default 10 s); then their contexts are cancelled
-	// (ErrShutdown) and their jobs given back with EMQ.REQUEUE.
+	// context ends (default 10 s; negative: no grace, they are cancelled
+	// at once); then their contexts are cancelled (ErrShutdown) and their
+	// jobs given back with EMQ.REQUEUE.
 	ShutdownGrace time.Duration
 	// AckTimeout bounds how long an outcome verb (COMPLETE, FAIL, REQUEUE)
 	// is resent through transport errors (default 1 min).
@@ -251,6 +257,25 @@ type WorkerOptions struct {
 	Logger *slog.Logger
 	// Hooks observe claims, heartbeats and outcomes.
 	Hooks Hooks
+}
+
+// check refuses the negative options that have no meaning (WorkerOptions'
+// doc); nil when there is none.
+func (o *WorkerOptions) check() error {
+	var errs []error
+	neg := func(name string, bad bool, v any) {
+		if bad {
+			errs = append(errs, fmt.Errorf("emq: WorkerOptions.%s must not be negative (got %v; 0 is the default)", name, v))
+		}
+	}
+	neg("Concurrency", o.Concurrency < 0, o.Concurrency)
+	neg("LeaseDuration", o.LeaseDuration < 0, o.LeaseDuration)
+	neg("MaxAttempts", o.MaxAttempts < 0, o.MaxAttempts)
+	neg("ClaimWait", o.ClaimWait < 0, o.ClaimWait)
+	neg("PollInterval", o.PollInterval < 0, o.PollInterval)
+	neg("AckTimeout", o.AckTimeout < 0, o.AckTimeout)
+	neg("MaxStalled", o.MaxStalled < 0, o.MaxStalled)
+	return errors.Join(errs...)
 }
 
 func (o *WorkerOptions) defaults(rdb redis.UniversalClient) {
@@ -361,23 +386,27 @@ type Stats struct {
 // Worker runs handlers for claimed jobs. Make it with NewWorker; one Worker
 // may Run several queues at once, each Run with its own Concurrency.
 type Worker struct {
-	c *Client
-	o WorkerOptions
-	n struct {
+	c   *Client
+	o   WorkerOptions
+	bad error // the options' refusal (WorkerOptions.check), returned by Run
+	n   struct {
 		claimed, completed, retried, dead, released, lost, abandoned, unreported atomic.Int64
 		running, beats, beatErrs, panics, claimErrs                              atomic.Int64
 	}
 }
 
 // NewWorker returns a worker over c with opts (nil: every default; the
-// defaults are filled in a copy, opts is not changed).
+// defaults are filled in a copy, opts is not changed). Options it refuses
+// (a negative Concurrency, ...: WorkerOptions) make every Run return the
+// error.
 func NewWorker(c *Client, opts *WorkerOptions) *Worker {
 	var o WorkerOptions
 	if opts != nil {
 		o = *opts
 	}
+	bad := o.check()
 	o.defaults(c.redis)
-	return &Worker{c: c, o: o}
+	return &Worker{c: c, o: o, bad: bad}
 }
 
 // Options returns the worker's options with the defaults filled in.
@@ -417,10 +446,14 @@ func ValidQueue(q string) bool {
 // ended at once with CLIENT UNBLOCK when rdb is a *redis.Client), lets the
 // running handlers finish for up to ShutdownGrace, gives back the jobs
 // still running with EMQ.REQUEUE (which charges nothing) and returns nil.
-// It returns an error only for arguments it cannot run with; claim errors
-// (the server down, a bad row refusing the claim) are logged and retried
-// with backoff.
+// It returns an error only for arguments it cannot run with (a nil
+// handler, an invalid queue name, options NewWorker refused), before
+// sending anything; claim errors (the server down, a bad row refusing the
+// claim) are logged and retried with backoff.
 func (w *Worker) Run(ctx context.Context, q string, h Handler) error {
+	if w.bad != nil {
+		return w.bad
+	}
 	if h == nil {
 		return errors.New("emq: Run needs a handler")
 	}
