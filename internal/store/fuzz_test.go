@@ -48,7 +48,7 @@ var fuzzZSetCmds = []string{"zadd", "zincrby", "zrem", "zscore", "zmscore", "zca
 
 // fuzzKeys are the prepared keys (fuzzKeyspace) an input may name; "nokey"
 // is missing.
-var fuzzKeys = []string{"h", "hbig", "z", "zlex", "zbig", "s", "nokey"}
+var fuzzKeys = []string{"h", "hbig", "z", "zlex", "zbig", "s", "nokey", "zone"}
 
 // fuzzKeyspace builds the store each input runs against: small and big
 // hashes (big: more than HashScanAllMax fields, so HSCAN pages) and sorted
@@ -87,6 +87,12 @@ func fuzzKeyspace() *Store {
 		zb.Add("member:"+strconv.Itoa(i), float64(i%50)/4)
 	}
 	d.Put("zbig", &Value{Kind: KindZSet, ZSet: zb})
+	// A big set at one score keeps no member index (zset.go).
+	zo := NewZSet()
+	for i := 0; i < ZSetScanAllMax+40; i++ {
+		zo.Add("job:"+strconv.Itoa(i), 5)
+	}
+	d.Put("zone", &Value{Kind: KindZSet, ZSet: zo})
 	d.Put("s", &Value{Kind: KindString, Str: []byte("12")})
 	return s
 }
@@ -323,6 +329,23 @@ func checkZSet(z *ZSet) error {
 		}
 		return err
 	}
+	if z.dict == nil {
+		// No member index: every member has the score uni (zset.go).
+		z.tree.Scan(func(it ZItem) bool {
+			if math.Float64bits(it.Score) != math.Float64bits(z.uni) {
+				err = fmt.Errorf("member %q scored %v in a set without an index (uni %v)", it.Member, it.Score, z.uni)
+			} else {
+				err = check(n, prev, it)
+			}
+			prev = it
+			n++
+			return err == nil
+		})
+		if err == nil && n != z.Len() {
+			err = fmt.Errorf("tree holds %d members, Len says %d", n, z.Len())
+		}
+		return err
+	}
 	if z.tree.Len() != len(z.dict) {
 		return fmt.Errorf("tree has %d items, dict %d", z.tree.Len(), len(z.dict))
 	}
@@ -460,6 +483,15 @@ func TestFuzzInvariantsCatch(t *testing.T) {
 	s.DB(0).Put("e", NewHash().val())
 	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "empty hash") {
 		t.Errorf("empty hash not caught: %v", err)
+	}
+	s = fuzzKeyspace()
+	if zo := s.DB(0).Get("zone").ZSet; zo.dict != nil {
+		t.Error("the one-score set holds a member index")
+	} else {
+		zo.tree.Insert(ZItem{9, "other"}) // another score, and still no index
+	}
+	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "without an index") {
+		t.Errorf("a second score without an index not caught: %v", err)
 	}
 	s = fuzzKeyspace()
 	s.DB(0).Get("zbig").ZSet.tree.Insert(ZItem{math.NaN(), "nan"})

@@ -80,6 +80,9 @@ func (s *Store) ShrinkMaps() int {
 // dictDel deletes member from a big set's member map, rebuilding the map
 // when it fell below the line.
 func (z *ZSet) dictDel(member string) {
+	if z.dict == nil {
+		return // no index (zset.go: one score)
+	}
 	delete(z.dict, member)
 	if t := z.tree; mustShrink(len(z.dict), t.dictPeak) {
 		m := make(map[string]float64, len(z.dict))

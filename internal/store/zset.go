@@ -26,7 +26,12 @@ func zless(a, b ZItem) bool {
 //   - listpack: members and scores in one byte slice in (score, member)
 //     order (listpack.go), linear scans; for small sets;
 //   - skiplist (Valkey's name; here a counted B+tree, ztree.go, ordered by
-//     (score, member), plus a member index for O(1) score look-ups).
+//     (score, member), plus a member index for O(1) score look-ups). While
+//     every member has one score (uni) there is no member index: a member's
+//     score is uni and the tree finds the member in O(log n). A queue's
+//     pending set without priorities is such a set, and so saves the index's
+//     slot, about 35 bytes per pending job (docs/architecture.md §2.11);
+//     the first member with another score builds the index, for good.
 //
 // Members handed out (ZItem.Member) are the caller's own strings: a
 // listpack's are copied out of it, a big set's are the set's immutable
@@ -34,7 +39,8 @@ func zless(a, b ZItem) bool {
 type ZSet struct {
 	lp   []byte // the listpack, while tree is nil
 	tree *ztree
-	dict map[string]float64
+	dict map[string]float64 // nil while tree holds only members scored uni
+	uni  float64
 	// lim are the store's thresholds (nil: the defaults, encoding.go).
 	lim *Limits
 }
@@ -48,6 +54,9 @@ func (z *ZSet) Big() bool { return z.tree != nil }
 // Len is the number of members (ZCARD).
 func (z *ZSet) Len() int {
 	if z.tree != nil {
+		if z.dict == nil {
+			return z.tree.Len()
+		}
 		return len(z.dict)
 	}
 	return lpCount(z.lp)
@@ -124,8 +133,7 @@ func (z *ZSet) lpOffsets() []int {
 // Score returns member's score and whether it is a member.
 func (z *ZSet) Score(member string) (float64, bool) {
 	if z.tree != nil {
-		s, ok := z.dict[member]
-		return s, ok
+		return z.bigScore(member)
 	}
 	_, _, s, ok := z.lpFind(member)
 	return s, ok
@@ -163,6 +171,22 @@ func (z *ZSet) Add(member string, score float64) bool {
 // bigAdd is Add on the skiplist encoding; clone copies a new member's
 // string (it is a view of the caller's bytes).
 func (z *ZSet) bigAdd(member string, score float64, clone bool) bool {
+	if z.dict == nil {
+		if z.tree.Len() == 0 {
+			z.uni = score
+		}
+		if score == z.uni {
+			if z.tree.Len() > 0 && z.tree.contains(ZItem{score, member}) {
+				return false
+			}
+			if clone {
+				member = string([]byte(member))
+			}
+			z.tree.Insert(ZItem{score, member})
+			return true
+		}
+		z.buildDict()
+	}
 	if old, ok := z.dict[member]; ok {
 		if old == score {
 			return false
@@ -181,25 +205,62 @@ func (z *ZSet) bigAdd(member string, score float64, clone bool) bool {
 	return true
 }
 
-// convert moves a listpack set to the skiplist encoding (for good).
+// convert moves a listpack set to the skiplist encoding (for good), without
+// a member index while every member has one score.
 func (z *ZSet) convert() {
-	n := lpCount(z.lp)
-	z.dict = make(map[string]float64, n)
 	t := newZTree()
+	uniform := true
 	for off := lpHeader; off < len(z.lp); {
 		var it ZItem
 		it, off = z.lpItem(off)
-		z.dict[it.Member] = it.Score
+		if t.Len() == 0 {
+			z.uni = it.Score
+		} else if it.Score != z.uni {
+			uniform = false
+		}
 		t.Insert(it)
 	}
 	z.tree, z.lp = t, nil
+	if !uniform {
+		z.buildDict()
+	}
+}
+
+// buildDict builds a big set's member index (the first member whose score
+// is not uni, or a listpack of mixed scores converting).
+func (z *ZSet) buildDict() {
+	m := make(map[string]float64, z.tree.Len())
+	z.tree.Scan(func(it ZItem) bool {
+		m[it.Member] = it.Score
+		return true
+	})
+	z.dict = m
 	z.noteDict()
+}
+
+// bigScore is Score on the skiplist encoding.
+func (z *ZSet) bigScore(member string) (float64, bool) {
+	if z.dict == nil {
+		if z.tree.Len() == 0 {
+			return 0, false
+		}
+		return z.uni, z.tree.contains(ZItem{z.uni, member})
+	}
+	s, ok := z.dict[member]
+	return s, ok
 }
 
 // members calls yield with every member in no particular order (the
 // names a scan snapshot keeps: a listpack's are copied out).
 func (z *ZSet) members(yield func(string)) {
 	if z.tree != nil {
+		if z.dict == nil {
+			z.tree.Scan(func(it ZItem) bool {
+				yield(it.Member)
+				return true
+			})
+			return
+		}
 		for m := range z.dict {
 			yield(m)
 		}
@@ -222,9 +283,12 @@ func (z *ZSet) Copy() *ZSet {
 		}
 		return out
 	}
-	out.dict = make(map[string]float64, len(z.dict))
-	for m, s := range z.dict {
-		out.dict[m] = s
+	out.uni = z.uni
+	if z.dict != nil {
+		out.dict = make(map[string]float64, len(z.dict))
+		for m, s := range z.dict {
+			out.dict[m] = s
+		}
 	}
 	out.tree = z.tree.Copy()
 	return out
@@ -241,7 +305,7 @@ func (z *ZSet) Rem(member string) bool {
 			z.tree.DeleteAt(0)
 			return true
 		}
-		old, ok := z.dict[member]
+		old, ok := z.bigScore(member)
 		if !ok {
 			return false
 		}
@@ -283,7 +347,7 @@ func (z *ZSet) Max() (ZItem, bool) { return z.At(z.Len() - 1) }
 // O(log n) for a big set.
 func (z *ZSet) Rank(member string) int {
 	if z.tree != nil {
-		s, ok := z.dict[member]
+		s, ok := z.bigScore(member)
 		if !ok {
 			return -1
 		}
@@ -448,7 +512,7 @@ func (z *ZSet) RemBytes(member []byte) bool { return z.Rem(zview(member)) }
 func (z *ZSet) RankBytes(member []byte) (rank int, score float64) {
 	view := zview(member)
 	if z.tree != nil {
-		s, ok := z.dict[view]
+		s, ok := z.bigScore(view)
 		if !ok {
 			return -1, 0
 		}
