@@ -3154,28 +3154,35 @@ local function lane_option(state, lane)
   return nil
 end
 
--- pending_sets lists the sets a pending listing walks (pendingSets,
--- docs/verbs.md §4.26.6): lane nil is every lane (the default lane's set,
--- then each other lane of lanes:known by rank), a name that lane's set.
--- Each entry is { key, lane }; nil and the refusal when lanes:known is not
--- a sorted set.
-local function pending_sets(k, lane)
+-- walk_pending calls f with each set a pending listing walks, in order,
+-- until f answers false (walkPending, docs/verbs.md §4.26.6): lane nil is
+-- every lane (the default lane's set, then each other lane of lanes:known
+-- by rank, read 100 names at a time so a first page reads few), a name
+-- that lane's set. Each set is { key, lane }. Returns the refusal (nil:
+-- none): lanes:known not a sorted set.
+local function walk_pending(k, lane, f)
   if lane == DEFAULT_LANE then
-    return { { key = k.pending, lane = DEFAULT_LANE } }
+    f({ key = k.pending, lane = DEFAULT_LANE })
+    return nil
   elseif lane then
-    return { { key = k.lanep .. lane .. ':pending', lane = lane } }
+    f({ key = k.lanep .. lane .. ':pending', lane = lane })
+    return nil
   end
-  local names = redis.pcall('ZRANGE', k.lanes_known, 0, -1)
-  if names.err then
-    return nil, E_WRONGTYPE
+  local n = redis.pcall('ZCARD', k.lanes_known)
+  if type(n) == 'table' then
+    return E_WRONGTYPE
   end
-  local sets = { { key = k.pending, lane = DEFAULT_LANE } }
-  for _, name in ipairs(names) do
-    if name ~= DEFAULT_LANE then
-      sets[#sets + 1] = { key = k.lanep .. name .. ':pending', lane = name }
+  if not f({ key = k.pending, lane = DEFAULT_LANE }) then
+    return nil
+  end
+  for from = 0, n - 1, 100 do
+    for _, name in ipairs(redis.call('ZRANGE', k.lanes_known, from, from + 99)) do
+      if name ~= DEFAULT_LANE and not f({ key = k.lanep .. name .. ':pending', lane = name }) then
+        return nil
+      end
     end
   end
-  return sets
+  return nil
 end
 
 -- bulk_opts parses the options from args[from]: LIMIT n, RESET when
@@ -3306,18 +3313,14 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
   if not limit then
     return err(e)
   end
-  local walk = { { key = set } }
-  if set == k.pending then
-    walk, e = pending_sets(k, lane)
-    if not walk then
-      return err(e)
-    end
-  end
-  local heads, total, want = {}, 0, tonumber(limit)
-  for _, s in ipairs(walk) do
+  local heads, total, want, werr = {}, 0, tonumber(limit), nil
+  -- take reads one set of the walk: its size (for left) and, while the
+  -- call has room, its first members.
+  local function take(s)
     local n = redis.pcall('ZCARD', s.key)
     if type(n) == 'table' then
-      return err(E_WRONGTYPE)
+      werr = E_WRONGTYPE
+      return false
     end
     total = total + n
     if n > 0 and #heads < want then
@@ -3325,6 +3328,15 @@ verb('emq_remove_all', 'emq.remove.all', -3, { 'allow-oom' }, function(k, args)
         heads[#heads + 1] = { id = id, set = s }
       end
     end
+    return true
+  end
+  if set == k.pending then
+    werr = walk_pending(k, lane, take) or werr
+  else
+    take({ key = set })
+  end
+  if werr then
+    return err(werr)
   end
   -- Pending jobs leave their lanes (docs/verbs.md §4.26.4): the lane
   -- state is read when the first member that needs it is judged, as
@@ -4209,49 +4221,53 @@ verb('emq_list', 'emq.list', -3, { 'no-writes' }, function(k, args)
     end
     lane = args[lane]
   end
-  local walk = { { key = k[set] } }
-  if set == 'pending' then
-    walk, e = pending_sets(k, lane)
-    if not walk then
-      return err(e)
-    end
-  end
-  local out, checked = {}, false
+  local out, checked, werr = {}, false, nil
   local off = tonumber(offset)
-  for _, s in ipairs(walk) do
+  -- page reads one set of the walk: past it while off is at or past its
+  -- end, else its members from off until the page is full.
+  local function page(s)
     local size = redis.pcall('ZCARD', s.key)
     if type(size) == 'table' then
-      return err(E_WRONGTYPE)
+      werr = E_WRONGTYPE
+      return false
     end
     if off >= size then
       off = off - size
-    else
-      local ids = redis.call('ZRANGE', s.key, off, off + count - #out - 1)
-      off = 0
-      for i = 1, #ids do
-        local id = ids[i]
-        local all = redis.pcall('HGETALL', k.job .. id)
-        if all.err then
-          return err(E_WRONGTYPE)
-        end
-        if #all == 0 then
-          out[#out + 1] = { id, false }
-        else
-          if not checked then
-            checked = true
-            if zset_kind(k.active) == WRONG or zset_kind(k.schedule) == WRONG then
-              return err(E_WRONGTYPE)
-            end
-          end
-          local _, _, deadline = member(k.active, id)
-          local _, _, run_at = member(k.schedule, id)
-          out[#out + 1] = { id, job_map(all, deadline, run_at) }
-        end
+      return true
+    end
+    local ids = redis.call('ZRANGE', s.key, off, off + count - #out - 1)
+    off = 0
+    for i = 1, #ids do
+      local id = ids[i]
+      local all = redis.pcall('HGETALL', k.job .. id)
+      if all.err then
+        werr = E_WRONGTYPE
+        return false
       end
-      if #out >= count then
-        break
+      if #all == 0 then
+        out[#out + 1] = { id, false }
+      else
+        if not checked then
+          checked = true
+          if zset_kind(k.active) == WRONG or zset_kind(k.schedule) == WRONG then
+            werr = E_WRONGTYPE
+            return false
+          end
+        end
+        local _, _, deadline = member(k.active, id)
+        local _, _, run_at = member(k.schedule, id)
+        out[#out + 1] = { id, job_map(all, deadline, run_at) }
       end
     end
+    return #out < count
+  end
+  if set == 'pending' then
+    werr = walk_pending(k, lane, page) or werr
+  else
+    page({ key = k[set] })
+  end
+  if werr then
+    return err(werr)
   end
   return out
 end)

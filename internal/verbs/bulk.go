@@ -310,22 +310,19 @@ func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
 		limit = BulkDefault
 	}
 	d := c.DB
-	sets := []pendingSet{{key: set}}
-	if set == k.Pending {
-		var ref refusal
-		if sets, ref = pendingSets(d, k, a.Lane); ref.Refused() {
-			return BulkResult{}, vs.refused(c, ref)
-		}
-	}
 	var head []removeHead
 	total := 0
-	for _, s := range sets {
+	var ref refusal
+	// take reads one set of the walk: its size (for left) and, while the
+	// call has room, its first members.
+	take := func(s pendingSet) bool {
 		z, kind := zsetKind(d, s.key)
 		if kind == keyWrong {
-			return BulkResult{}, vs.refused(c, wrongType(s.key))
+			ref = wrongType(s.key)
+			return false
 		}
 		if z == nil {
-			continue
+			return true
 		}
 		total += z.Len()
 		if int64(len(head)) < limit {
@@ -333,6 +330,17 @@ func (vs *Verbs) RemoveAll(c *store.Ctx, a *RemoveAllArgs) (BulkResult, error) {
 				head = append(head, removeHead{dueJob: h, set: s})
 			}
 		}
+		return true
+	}
+	if set == k.Pending {
+		if r := walkPending(d, k, a.Lane, take); r.Refused() {
+			ref = r
+		}
+	} else {
+		take(pendingSet{key: set})
+	}
+	if ref.Refused() {
+		return BulkResult{}, vs.refused(c, ref)
 	}
 	if len(head) == 0 {
 		return BulkResult{Left: total}, nil

@@ -21,35 +21,37 @@ type pendingSet struct {
 	lane string
 }
 
-// pendingSets lists the sets a pending listing of queue k walks, in order
-// (docs/verbs.md §4.26.6): lane "" is every lane (the default lane's set,
-// then each other lane of lanes:known, which must be a sorted set, by
-// rank), a lane name that lane's set only (DefaultLane: emq:{q}:pending).
-// The sets themselves are not read here: a walk type-checks each one when
-// it reaches it.
-func pendingSets(d *store.DB, k *Keys, lane string) ([]pendingSet, refusal) {
+// walkPending calls f with each set a pending listing of queue k walks,
+// in order (docs/verbs.md §4.26.6), until f answers false: lane "" is
+// every lane (the default lane's set, then each other lane of
+// lanes:known, which must be a sorted set, by rank), a lane name that
+// lane's set only (DefaultLane: emq:{q}:pending). The sets themselves are
+// not read here: f type-checks each one it reaches. Nothing is built for
+// the lanes after the one f stops at.
+func walkPending(d *store.DB, k *Keys, lane string, f func(s pendingSet) bool) refusal {
 	switch lane {
 	case "":
 	case DefaultLane:
-		return []pendingSet{{key: k.Pending, lane: DefaultLane}}, noRefusal
+		f(pendingSet{key: k.Pending, lane: DefaultLane})
+		return noRefusal
 	default:
-		return []pendingSet{{key: k.LanePrefix + lane + ":pending", lane: lane}}, noRefusal
+		f(pendingSet{key: k.LanePrefix + lane + ":pending", lane: lane})
+		return noRefusal
 	}
 	known, kind := zsetKind(d, k.LanesKnown)
 	if kind == keyWrong {
-		return nil, wrongType(k.LanesKnown)
+		return wrongType(k.LanesKnown)
 	}
-	sets := []pendingSet{{key: k.Pending, lane: DefaultLane}}
-	if known == nil {
-		return sets, noRefusal
+	if !f(pendingSet{key: k.Pending, lane: DefaultLane}) || known == nil {
+		return noRefusal
 	}
 	known.AscendAll(func(it store.ZItem) bool {
-		if it.Member != DefaultLane {
-			sets = append(sets, pendingSet{key: k.LanePrefix + it.Member + ":pending", lane: it.Member})
+		if it.Member == DefaultLane {
+			return true
 		}
-		return true
+		return f(pendingSet{key: k.LanePrefix + it.Member + ":pending", lane: it.Member})
 	})
-	return sets, noRefusal
+	return noRefusal
 }
 
 // laneOption judges a LANE option's value for a verb of state (docs/verbs.md

@@ -397,3 +397,49 @@ func TestLaneDrainIsPerJobRemoves(t *testing.T) {
 	}
 	t.Logf("%v", tried)
 }
+
+// BenchmarkListAcrossLanes: EMQ.LIST q pending on a queue of 10,000 lanes
+// of one job each (through the handlers, no network): "walk-end" is the
+// last page of every lane's jobs (10 entries after 9,990: the walk reads
+// 10,000 set sizes), "one-lane" the same 10 jobs' lane alone with LANE
+// name, "plain-end" the last 10 of 10,000 jobs of a queue without lanes
+// (one set), "counts" EMQ.COUNTS of the laned queue (its pending adds
+// every lane's size: the same walk). The walk's extra cost is its size reads (docs/verbs.md
+// §4.26.6, "Cost bound").
+func BenchmarkListAcrossLanes(b *testing.B) {
+	const n = 10000
+	laned, plain := newTH(b), newTH(b)
+	k := NewKeys("q")
+	for i := 0; i < n; i++ {
+		id := EncodeID(int64(i + 1))
+		lane := "t" + strconv.Itoa(100000+i)
+		laned.hset(k.Row(id), "state", "pending", "attempts", "0", "payload", "p", "lane", lane)
+		laned.zadd(k.LanePrefix+lane+":pending", 0, id)
+		laned.zadd(k.LanesKnown, 0, lane)
+		plain.hset(k.Row(id), "state", "pending", "attempts", "0", "payload", "p")
+		plain.zadd(k.Pending, 0, id)
+	}
+	last := "t" + strconv.Itoa(100000+n-1)
+	for _, c := range []struct {
+		name string
+		h    *th
+		args []string
+		want int
+	}{
+		{"walk-start", laned, []string{"EMQ.LIST", "q", "pending", "0", "10"}, 10},
+		{"walk-end", laned, []string{"EMQ.LIST", "q", "pending", strconv.Itoa(n - 10), "10"}, 10},
+		{"one-lane", laned, []string{"EMQ.LIST", "q", "pending", "0", "10", "LANE", last}, 1},
+		{"plain-end", plain, []string{"EMQ.LIST", "q", "pending", strconv.Itoa(n - 10), "10"}, 10},
+		{"counts", laned, []string{"EMQ.COUNTS", "q"}, 18}, // EMQ.COUNTS' own walk of the lanes
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if got := len(c.h.ok(c.args...).([]any)); got != c.want {
+				b.Fatalf("%v: %d entries, want %d", c.args, got, c.want)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.h.raw(c.args...)
+			}
+		})
+	}
+}

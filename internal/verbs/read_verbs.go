@@ -321,34 +321,30 @@ func (vs *Verbs) List(c *store.Ctx, a *ListArgs) ([]ListEntry, error) {
 	setKey, _ := listSet(k, []byte(a.State))
 	count := pageCount(a.Count)
 	d := c.DB
-	sets := []pendingSet{{key: setKey}}
-	if setKey == k.Pending {
-		var ref refusal
-		if sets, ref = pendingSets(d, k, a.Lane); ref.Refused() {
-			return nil, vs.refused(c, ref)
-		}
-	}
 	var out []ListEntry
 	var fields []Field
 	off := a.Offset
-	for _, s := range sets {
+	var ref refusal
+	// page reads one set of the walk: past it while off is at or past its
+	// end, else its members from off until the page is full.
+	page := func(s pendingSet) bool {
 		z, kind := zsetKind(d, s.key)
 		if kind == keyWrong {
-			return nil, vs.refused(c, wrongType(s.key))
+			ref = wrongType(s.key)
+			return false
 		}
 		if z == nil {
-			continue
+			return true
 		}
 		if off >= int64(z.Len()) {
 			off -= int64(z.Len())
-			continue
+			return true
 		}
 		if out == nil {
 			out = make([]ListEntry, 0, min(count, int64(z.Len())-off))
 		}
 		first, _ := z.At(int(off))
 		off = 0
-		var ref refusal
 		z.Ascend(first, func(it store.ZItem) bool {
 			if int64(len(out)) >= count {
 				return false
@@ -362,12 +358,17 @@ func (vs *Verbs) List(c *store.Ctx, a *ListArgs) ([]ListEntry, error) {
 			out = append(out, e)
 			return true
 		})
-		if ref.Refused() {
-			return nil, vs.refused(c, ref)
+		return !ref.Refused() && int64(len(out)) < count
+	}
+	if setKey == k.Pending {
+		if r := walkPending(d, k, a.Lane, page); r.Refused() {
+			ref = r
 		}
-		if int64(len(out)) >= count {
-			break
-		}
+	} else {
+		page(pendingSet{key: setKey})
+	}
+	if ref.Refused() {
+		return nil, vs.refused(c, ref)
 	}
 	return out, nil
 }
