@@ -92,6 +92,27 @@ func (h *Hash) Get(field string) ([]byte, bool) {
 	return v, ok
 }
 
+// Peek is Get for a caller done with the value before it writes h or
+// releases the store lock (it parses the value, compares it, or copies it):
+// a listpack hash is not marked viewed, so a later write may rewrite it in
+// place (listpack.go). Keep the value past that and it may change: use Get.
+func (h *Hash) Peek(field string) ([]byte, bool) { return h.peek(field) }
+
+// Visit is Range for a caller done with each field and value when fn
+// returns (it parses or compares them): as Peek, it leaves a listpack hash
+// unmarked. Keep either past fn and it may change: use Range.
+func (h *Hash) Visit(fn func(field string, value []byte) bool) {
+	if !h.big() {
+		h.lpRange(func(f, v []byte) bool { return fn(lpView(f), v) })
+		return
+	}
+	for _, e := range h.tab.entries {
+		if e.value != nil && !fn(e.field, e.value) {
+			return
+		}
+	}
+}
+
 // peek is Get for a caller that is done with the value before the store
 // lock is released and before the hash is next written (it copies it into
 // a reply or parses it): it does not mark a listpack viewed, so a later
@@ -265,6 +286,9 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 	if same == n {
 		return true // nothing to write
 	}
+	if found == n && !lpViewed(lp) && h.lpSetPairsInPlace(fv, vOff[:n], vEnd[:n]) {
+		return true
+	}
 	var out []byte
 	if changed {
 		// Copy lp once, the changed values replaced in offset order.
@@ -296,6 +320,26 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 	}
 	lpSetCount(out, count+n-found)
 	h.Str = out
+	return true
+}
+
+// lpSetPairsInPlace is lpSetPairs for pairs that all exist (vOff, vEnd:
+// their values; -2 unchanged) in a listpack nobody holds a view of
+// (listpack.go): when every new value encodes to its old one's size it
+// writes them over the old ones and reports true, else it writes nothing
+// and reports false.
+func (h *Hash) lpSetPairsInPlace(fv [][]byte, vOff, vEnd []int) bool {
+	for i := range vOff {
+		if vOff[i] >= 0 && lpStrLen(lpView(fv[2*i+1])) != vEnd[i]-vOff[i] {
+			return false
+		}
+	}
+	lp := h.Str
+	for i := range vOff {
+		if vOff[i] >= 0 {
+			lpAppendStr(lp[vOff[i]:vOff[i]], lpView(fv[2*i+1])) // within lp: the same size
+		}
+	}
 	return true
 }
 

@@ -119,7 +119,7 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, bu
 	var meta *store.Hash
 	meta, r.Meta = hashKind(d, k.Meta)
 	if meta != nil {
-		_, r.Paused = meta.Get("paused")
+		_, r.Paused = meta.Peek("paused")
 	}
 	if r.Meta == keyWrong || r.Paused {
 		return r
@@ -556,7 +556,7 @@ func nextWake(d *store.DB, k *Keys) (int64, bool) {
 	t, ok := nextDue(d, k)
 	if !ok {
 		if meta, _ := hashKind(d, k.Meta); meta != nil {
-			if _, paused := meta.Get("paused"); paused {
+			if _, paused := meta.Peek("paused"); paused {
 				return 0, false
 			}
 		}
@@ -574,7 +574,7 @@ func nextDue(d *store.DB, k *Keys) (int64, bool) {
 	if meta, kind := hashKind(d, k.Meta); kind == keyWrong {
 		return 0, false
 	} else if meta != nil {
-		if _, paused := meta.Get("paused"); paused {
+		if _, paused := meta.Peek("paused"); paused {
 			return 0, false
 		}
 	}

@@ -230,7 +230,7 @@ func (vs *Verbs) Enqueue(c *store.Ctx, ea *EnqueueArgs) (EnqueueResult, error) {
 		var h *store.Hash
 		h, m.Kind = hashKind(d, MintKey)
 		if h != nil {
-			m.Last = getField(h, "last")
+			m.Last = peekField(h, "last") // decoded by judgeMint, kept nowhere
 		}
 		n, ref := judgeMint(m, c.NowMs)
 		if ref.Refused() {
@@ -538,7 +538,7 @@ func (vs *Verbs) EnqueueMany(c *store.Ctx, a *EnqueueManyArgs) (EnqueueManyResul
 		var h *store.Hash
 		h, m.Kind = hashKind(d, MintKey)
 		if h != nil {
-			m.Last = getField(h, "last")
+			m.Last = peekField(h, "last") // decoded by judgeMint, kept nowhere
 		}
 		var ref refusal
 		if next, ref = judgeMint(m, c.NowMs); ref.Refused() {

@@ -29,6 +29,53 @@ type Keys struct {
 	LanesLimited string // emq:{q}:lanes:limited
 	LanesKnown   string // emq:{q}:lanes:known
 	LanePrefix   string // emq:{q}:lane:
+
+	// laneCache holds the key names of the lanes used last (laneKeys).
+	laneCache [laneCacheSize]laneKeyNames
+	laneNext  int
+}
+
+// laneCacheSize is how many lanes' key names a queue's Keys keep: a verb
+// touches one or two lanes, and a queue whose work runs in a few lanes
+// builds their names once (a queue of many lanes builds them as before).
+const laneCacheSize = 4
+
+// laneKeyNames are one lane's name and keys (docs/verbs.md §4.26): its hash
+// LanePrefix+name, its pending set (+":pending"; the default lane's is
+// Pending) and its rate log (+":spent"), sharing one allocation.
+type laneKeyNames struct {
+	name, hkey, pkey, skey string
+}
+
+// laneKeys returns the key names of lane name, from the cache or built
+// (one allocation) and cached. name need not outlive the call: the names
+// returned are the cache's own. Called under the store lock, as every
+// verb (the cache is not otherwise guarded).
+func (k *Keys) laneKeys(name string) laneKeyNames {
+	for i := range k.laneCache {
+		if c := &k.laneCache[i]; c.hkey != "" && c.name == name {
+			return *c
+		}
+	}
+	const pend, spent = ":pending", ":spent"
+	p := len(k.LanePrefix)
+	var sb strings.Builder
+	sb.Grow(2*(p+len(name)) + len(pend) + len(spent))
+	sb.WriteString(k.LanePrefix)
+	sb.WriteString(name)
+	sb.WriteString(pend)
+	sb.WriteString(k.LanePrefix)
+	sb.WriteString(name)
+	sb.WriteString(spent)
+	all := sb.String()
+	h := p + len(name)
+	c := laneKeyNames{name: all[p:h], hkey: all[:h], pkey: all[:h+len(pend)], skey: all[h+len(pend):]}
+	if name == DefaultLane {
+		c.pkey = k.Pending
+	}
+	k.laneCache[k.laneNext] = c
+	k.laneNext = (k.laneNext + 1) % laneCacheSize
+	return c
 }
 
 // MintKey is the hash whose field `last` holds the greatest id the server

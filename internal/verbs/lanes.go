@@ -48,6 +48,9 @@ var (
 	fLaneSlot  = []byte("lane_slot")
 	fvLaneSlot = [][]byte{fLaneSlot}
 	fLaneVT    = "lane_vt"
+	bLaneVT    = []byte(fLaneVT)
+	fLaneAct   = []byte("active")
+	fLanePass  = []byte("pass")
 )
 
 // validLane reports whether b is a lane name: the queue-name alphabet
@@ -104,13 +107,59 @@ type laneState struct {
 	spentLen int
 	newSpent []string
 	// Claim cursor over pendZ and the jobs the verb added.
-	cur     int
-	added   []pendItem
-	inAdded map[string]bool
-	dirty   bool // active or pass changed
-	cfgDirt bool // settings changed (EMQ.LANE)
+	cur      int
+	added    []pendItem
+	addedIDs []string        // every id the verb added (isAdded), the map once past laneLinear
+	inAdded  map[string]bool // nil while addedIDs is scanned
+	added1   [1]pendItem     // added's first backing array
+	ids1     [2]string       // addedIDs' first backing array
+	dirty    bool            // active or pass changed
+	cfgDirt  bool            // settings changed (EMQ.LANE)
+	// fv is flush's HSET of active and pass (the plan holds it until the
+	// verb applies; the store copies or keeps the values, never the list).
+	fv [4][]byte
 }
 
+// isAdded reports whether the verb put id into this lane's pending set.
+func (ls *laneState) isAdded(id string) bool {
+	if ls.inAdded != nil {
+		return ls.inAdded[id]
+	}
+	for _, x := range ls.addedIDs {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// add records it as put into the lane by the verb, once per id.
+func (ls *laneState) add(it pendItem) {
+	if ls.isAdded(it.id) {
+		return
+	}
+	if ls.inAdded != nil {
+		ls.inAdded[it.id] = true
+	} else {
+		if ls.addedIDs == nil {
+			ls.addedIDs = ls.ids1[:0]
+		}
+		ls.addedIDs = append(ls.addedIDs, it.id)
+		if len(ls.addedIDs) > laneLinear {
+			ls.inAdded = make(map[string]bool, 2*len(ls.addedIDs))
+			for _, x := range ls.addedIDs {
+				ls.inAdded[x] = true
+			}
+		}
+	}
+	if ls.added == nil {
+		ls.added = ls.added1[:0]
+	}
+	ls.added = append(ls.added, it)
+}
+
+// pendItem is a pending job of a lane: a member of its set, or one the
+// verb added (key "" until the claim needs it).
 type pendItem struct {
 	id    string
 	score float64
@@ -177,13 +226,55 @@ type laneTx struct {
 	limZ    *store.ZSet
 	vt      int64
 	vtDirty bool
-	lanes   map[string]*laneState
+	lanes   map[string]*laneState // by name, once order outgrows laneLinear
 	order   []*laneState
 	plain   int64         // jobs added to the default lane while lanes were off
 	turnOn  bool          // a lane was created: lanes go on
 	woke    bool          // a lane entered the selection (wake claimers)
 	zi      int           // the claim's cursor over lanesZ
 	order1  [2]*laneState // order's first backing array (most verbs touch one or two lanes)
+	// st holds the first lanes the verb loads (lane); it survives the
+	// reset of a reused laneTx (readLanesInto), so the hot verbs' scratch
+	// allocates it once, and each lane a verb loads costs no allocation
+	// (TestLaneCycleAllocs).
+	st  *[laneInline]laneState
+	nst int
+	// vtFV is flush's HSET of lane_vt (as laneState.fv).
+	vtFV [2][]byte
+}
+
+// laneInline is how many lanes a laneTx holds without an allocation each;
+// laneLinear how many it finds by a scan of order before it keeps a map.
+const (
+	laneInline = 2
+	laneLinear = 8
+)
+
+// find is the lane name loaded by this verb, or nil.
+func (lt *laneTx) find(name string) *laneState {
+	if lt.lanes != nil {
+		return lt.lanes[name]
+	}
+	for _, ls := range lt.order {
+		if ls.name == name {
+			return ls
+		}
+	}
+	return nil
+}
+
+// newState is a zeroed laneState for the verb: one of st while they last.
+func (lt *laneTx) newState() *laneState {
+	if lt.nst < laneInline {
+		if lt.st == nil {
+			lt.st = new([laneInline]laneState)
+		}
+		ls := &lt.st[lt.nst]
+		lt.nst++
+		*ls = laneState{}
+		return ls
+	}
+	return new(laneState)
 }
 
 // readLanes reads queue k's lane state at now (docs/verbs.md §4.26): the
@@ -204,7 +295,7 @@ func readLanesInto(buf *laneTx, d *store.DB, k *Keys, now int64) (*laneTx, refus
 	if lt == nil {
 		lt = new(laneTx)
 	}
-	*lt = laneTx{d: d, k: k, now: now}
+	*lt = laneTx{d: d, k: k, now: now, st: lt.st}
 	var kind keyKind
 	if lt.known, kind = zsetKind(d, k.LanesKnown); kind == keyWrong {
 		return nil, wrongType(k.LanesKnown)
@@ -224,7 +315,7 @@ func readLanesInto(buf *laneTx, d *store.DB, k *Keys, now int64) (*laneTx, refus
 		return nil, wrongType(k.Meta)
 	}
 	if meta != nil {
-		if v, ok := meta.Get(fLaneVT); ok {
+		if v, ok := meta.Peek(fLaneVT); ok { // parsed here
 			n, ok := num.ParseInt(v)
 			if !ok {
 				return nil, badRow(store.ErrHashNotInt, k.Meta)
@@ -237,16 +328,13 @@ func readLanesInto(buf *laneTx, d *store.DB, k *Keys, now int64) (*laneTx, refus
 
 // lane loads lane name (once per verb).
 func (lt *laneTx) lane(name string) (*laneState, refusal) {
-	if ls := lt.lanes[name]; ls != nil {
+	if ls := lt.find(name); ls != nil {
 		return ls, noRefusal
 	}
 	k := lt.k
-	ls := &laneState{name: name, hkey: k.LanePrefix + name, skey: k.LanePrefix + name + ":spent", weight: 1}
-	if name == DefaultLane {
-		ls.pkey = k.Pending
-	} else {
-		ls.pkey = k.LanePrefix + name + ":pending"
-	}
+	ls := lt.newState()
+	lk := k.laneKeys(name)
+	ls.name, ls.hkey, ls.pkey, ls.skey, ls.weight = lk.name, lk.hkey, lk.pkey, lk.skey, 1
 	if lt.known != nil {
 		_, ls.known = lt.known.Score(name)
 	}
@@ -257,7 +345,7 @@ func (lt *laneTx) lane(name string) (*laneState, refusal) {
 	if h != nil {
 		ls.existed = true
 		var bad bool
-		h.Range(func(f string, v []byte) bool {
+		h.Visit(func(f string, v []byte) bool { // parsed here, kept nowhere
 			n, ok := num.ParseInt(v)
 			switch f {
 			case "weight", "max_active", "rate_count", "rate_per_ms", "paused", "active", "pass":
@@ -334,14 +422,18 @@ func (lt *laneTx) lane(name string) (*laneState, refusal) {
 			ls.oldest = int64(it.Score)
 		}
 	}
-	if lt.lanes == nil {
-		lt.lanes = make(map[string]*laneState, 1)
-	}
-	lt.lanes[name] = ls
 	if lt.order == nil {
 		lt.order = lt.order1[:0]
 	}
 	lt.order = append(lt.order, ls)
+	if lt.lanes != nil {
+		lt.lanes[ls.name] = ls
+	} else if len(lt.order) > laneLinear {
+		lt.lanes = make(map[string]*laneState, 2*len(lt.order))
+		for _, o := range lt.order {
+			lt.lanes[o.name] = o
+		}
+	}
 	return ls, noRefusal
 }
 
@@ -369,17 +461,11 @@ func intoPendingLane(p *plan.Plan, k *Keys, lt *laneTx, id string, row *jobRow, 
 	p.ZAdd(ls.pkey, prio, id)
 	lt.joined(ls)
 	ls.pend++
-	if ls.inAdded == nil {
-		ls.inAdded = map[string]bool{}
+	it := pendItem{id: id, score: float64(prio)}
+	if row != nil {
+		it.row = *row
 	}
-	if !ls.inAdded[id] {
-		ls.inAdded[id] = true
-		it := pendItem{id: id, score: float64(prio), key: k.Row(id)}
-		if row != nil {
-			it.row = *row
-		}
-		ls.added = append(ls.added, it)
-	}
+	ls.add(it)
 	return noRefusal
 }
 
@@ -515,7 +601,8 @@ func (lt *laneTx) flush(p *plan.Plan) *plan.Plan {
 			lt.writeSettings(get(), ls)
 		}
 		if ls.dirty {
-			get().HSet(ls.hkey, "active", strconv.FormatInt(ls.active, 10), "pass", strconv.FormatInt(ls.pass, 10))
+			ls.fv = [4][]byte{fLaneAct, countBytes(ls.active), fLanePass, countBytes(ls.pass)}
+			hset(get(), ls.hkey, ls.fv[:])
 		}
 		if ls.rateCount == 0 && ls.spentLen > 0 {
 			get().Del(ls.skey)
@@ -558,13 +645,14 @@ func (lt *laneTx) flush(p *plan.Plan) *plan.Plan {
 	if knownN <= 0 {
 		if lt.on || lt.vtDirty {
 			if meta, _ := hashKind(lt.d, k.Meta); meta != nil {
-				if _, ok := meta.Get(fLaneVT); ok {
+				if _, ok := meta.Peek(fLaneVT); ok {
 					get().HDel(k.Meta, fLaneVT)
 				}
 			}
 		}
 	} else if lt.vtDirty {
-		get().HSet(k.Meta, fLaneVT, strconv.FormatInt(lt.vt, 10))
+		lt.vtFV = [2][]byte{bLaneVT, countBytes(lt.vt)}
+		hset(get(), k.Meta, lt.vtFV[:])
 	}
 	return p
 }
@@ -620,7 +708,7 @@ func (lt *laneTx) pickLane() (*laneState, refusal) {
 			if !ok {
 				break
 			}
-			if lt.lanes[it.Member] != nil {
+			if lt.find(it.Member) != nil {
 				lt.zi++
 				continue
 			}
@@ -646,7 +734,7 @@ func (lt *laneTx) pickLane() (*laneState, refusal) {
 // nextJob takes the next pending member of ls: the lower (score, id) of the
 // set's next member and the verb's own additions.
 func (ls *laneState) nextJob(d *store.DB, k *Keys) (pendItem, bool) {
-	if len(ls.added) > 1 && ls.cur == 0 && ls.inAdded != nil {
+	if len(ls.added) > 1 && ls.cur == 0 {
 		sort.Slice(ls.added, func(i, j int) bool {
 			a, b := ls.added[i], ls.added[j]
 			if a.score != b.score {
@@ -663,7 +751,7 @@ func (ls *laneState) nextJob(d *store.DB, k *Keys) (pendItem, bool) {
 			if !ok {
 				break
 			}
-			if ls.inAdded[it.Member] {
+			if ls.isAdded(it.Member) {
 				ls.cur++
 				continue
 			}
@@ -702,14 +790,7 @@ func (lt *laneTx) lanesTurnedOn(due []dueJob, ov *rowOverlay) refusal {
 		return ref
 	}
 	add := func(id string, score float64, row jobRow) {
-		if ls.inAdded == nil {
-			ls.inAdded = map[string]bool{}
-		}
-		if ls.inAdded[id] {
-			return
-		}
-		ls.inAdded[id] = true
-		ls.added = append(ls.added, pendItem{id: id, score: score, row: row, key: lt.k.Row(id)})
+		ls.add(pendItem{id: id, score: score, row: row})
 	}
 	for i := range due {
 		d := &due[i]
@@ -762,8 +843,8 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 		room = math.MaxInt64
 	}
 	size := arrayHeaderBytes(a.Count)
-	taken := map[string]bool{}
-	var jobs []laneClaimed
+	var jobs1 [1]laneClaimed // the usual claim of one job, on the stack
+	jobs := jobs1[:0]
 	for int64(len(jobs)) < a.Count {
 		ls, ref := lt.pickLane()
 		if ref.Refused() {
@@ -815,7 +896,6 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 			size += n
 		}
 		jobs = append(jobs, laneClaimed{jb, ls})
-		taken[c.id] = true
 		ls.pend--
 		ls.active++
 		if ls.pass > lt.vt {
@@ -841,9 +921,18 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 	}
 	v.Promoted = len(promoted)
 	v.Prom = promoted
-	for _, id := range promoted {
-		if !taken[id] {
-			v.Woken = append(v.Woken, id)
+	if len(promoted) > 0 {
+		var taken map[string]bool // by a scan of jobs while they are few
+		if len(jobs) > laneLinear {
+			taken = make(map[string]bool, len(jobs))
+			for _, j := range jobs {
+				taken[j.ID] = true
+			}
+		}
+		for _, id := range promoted {
+			if !claimedAmong(jobs, taken, id) {
+				v.Woken = append(v.Woken, id)
+			}
 		}
 	}
 	deadline := addMs(now, a.LeaseMs)
@@ -862,6 +951,20 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 		p = nil
 	}
 	return v, p, noRefusal
+}
+
+// claimedAmong reports whether id is one of jobs (taken: their ids, or nil
+// to scan them).
+func claimedAmong(jobs []laneClaimed, taken map[string]bool, id string) bool {
+	if taken != nil {
+		return taken[id]
+	}
+	for _, j := range jobs {
+		if j.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // nextTokenDue is the earliest time a rate-limited lane of k gets a token

@@ -108,6 +108,14 @@ func getField(h *store.Hash, f string) rowField {
 	return rowField{Val: v, Present: ok}
 }
 
+// peekField is getField for a value the read pass is done with before the
+// verb applies (store.Hash.Peek: the hash may then be rewritten in place,
+// internal/store/listpack.go): the mint's last id, decoded at once.
+func peekField(h *store.Hash, f string) rowField {
+	v, ok := h.Peek(f)
+	return rowField{Val: v, Present: ok}
+}
+
 // readRow reads the job row at key.
 func readRow(d *store.DB, key string) jobRow {
 	h, k := hashKind(d, key)
