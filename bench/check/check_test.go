@@ -544,7 +544,7 @@ func TestShortRunUnderFaults(t *testing.T) {
 	did := false
 	for i := 1; i < len(swapped.PendingOrder); i++ {
 		a, b := swapped.PendingOrder[i-1], swapped.PendingOrder[i]
-		if h.Final[a].Priority != h.Final[b].Priority {
+		if h.Final[a].Lane == h.Final[b].Lane && h.Final[a].Priority != h.Final[b].Priority {
 			swapped.PendingOrder[i-1], swapped.PendingOrder[i] = b, a
 			did = true
 			break

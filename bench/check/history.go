@@ -189,8 +189,9 @@ type History struct {
 	Fsync string
 	Ops   []Op
 	Final map[string]Row
-	// PendingOrder is the pending set at the end in EMQ.LIST's order (by
-	// score, then id: docs/verbs.md §4.18).
+	// PendingOrder is EMQ.LIST pending at the end: every lane's pending
+	// set in turn, the default lane first, then the others by name, each
+	// by score, then id (docs/verbs.md §4.18, §4.26.6).
 	PendingOrder []string
 	// LaneMax is each lane's MAX_ACTIVE, set before the first client ran
 	// (docs/verbs.md §4.26.1).

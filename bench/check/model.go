@@ -509,8 +509,10 @@ func checkAll(h *History) []Violation {
 
 	// Priorities (docs/verbs.md §4.2, §4.3.1): a row keeps the priority
 	// its enqueue sent through every return to pending (requeue, failure,
-	// recovery, restart exemption, reprocess, replay), and the pending set
-	// at the end is ordered by priority, then id.
+	// recovery, restart exemption, reprocess, replay), and EMQ.LIST
+	// pending at the end walks every lane's set in turn, the default lane
+	// first, then the others by name (§4.26.6), each ordered by priority,
+	// then id.
 	for _, id := range ids {
 		if e := jobs[id].enq; e != nil && e.Kind == Enqueue {
 			if row, ok := h.Final[id]; ok && row.Priority != e.Priority {
@@ -520,7 +522,14 @@ func checkAll(h *History) []Violation {
 	}
 	for i := 1; i < len(h.PendingOrder); i++ {
 		a, b := h.PendingOrder[i-1], h.PendingOrder[i]
-		pa, pb := h.Final[a].Priority, h.Final[b].Priority
+		ra, rb := h.Final[a], h.Final[b]
+		if ra.Lane != rb.Lane {
+			if ra.Lane > rb.Lane {
+				add(VPriority, b, fmt.Sprintf("pending lists %s (lane %q) before it (lane %q)", a, ra.Lane, rb.Lane))
+			}
+			continue
+		}
+		pa, pb := ra.Priority, rb.Priority
 		if pa > pb || (pa == pb && a >= b) {
 			add(VPriority, b, fmt.Sprintf("pending lists %s (priority %d) before it (priority %d)", a, pa, pb))
 		}
