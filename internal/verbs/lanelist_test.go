@@ -304,11 +304,20 @@ func TestLaneDrainStrays(t *testing.T) {
 func TestLaneDrainIsPerJobRemoves(t *testing.T) {
 	rng := rand.New(rand.NewSource(20261202))
 	states := 400
-	if testing.Short() {
-		states = 80
-	}
+	kinds := []string{"refused", "lane ", "lane a", "lane default"}
 	tried := map[string]int{}
-	for s := 0; s < states; s++ {
+	// Under -short the states end at the first one past 80 where each
+	// kind was exercised 10 times (the assertion below; about 100 states
+	// with this seed, against 400).
+	enough := func() bool {
+		for _, v := range kinds {
+			if tried[v] < 10 {
+				return false
+			}
+		}
+		return true
+	}
+	for s := 0; s < states && !(testing.Short() && s >= 80 && enough()); s++ {
 		seed := rng.Int63()
 		bulk, each := newTH(t), newTH(t)
 		for _, h := range []*th{bulk, each} {
@@ -390,7 +399,7 @@ func TestLaneDrainIsPerJobRemoves(t *testing.T) {
 			t.Fatalf("state %d %q: the keyspaces differ", s, args)
 		}
 	}
-	for _, v := range []string{"refused", "lane ", "lane a", "lane default"} {
+	for _, v := range kinds {
 		if tried[v] < 10 {
 			t.Errorf("%q exercised %d times (%v)", v, tried[v], tried)
 		}
