@@ -73,6 +73,7 @@ func Differential(t *testing.T, a, b Target, states, calls int, seed int64) {
 		"EMQLANE", "EMQSTATE job is dead", "EMQSTATE job is not dead", "EMQSTATE job is active", "WRONGTYPE",
 		"hash value is not an integer", "would overflow", "not an integer or out of range", "syntax error",
 		"must be a positive integer", "must be a non-negative integer", "wrong number of arguments",
+		"ERR LANE applies to state pending only", "ERR invalid lane name",
 	} {
 		if classes[cls] == 0 && states >= 100 {
 			t.Errorf("no refusal of class %q was exercised", cls)
