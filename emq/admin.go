@@ -268,6 +268,10 @@ type JobInfo struct {
 	LeaseEpoch string
 	// Progress is the last value sent with EMQ.PROGRESS.
 	Progress string
+	// Lane is the job's lane (the row's lane field, docs/verbs.md §4.26;
+	// "": the default lane), so a listing of every lane's pending jobs
+	// (List of StatePending, §4.26.6) shows where each one waits.
+	Lane string
 	// Result is the value sent with EMQ.COMPLETE ... RESULT (a retained
 	// job).
 	Result []byte
@@ -319,6 +323,8 @@ func parseJob(verb, id string, v any) (*JobInfo, error) {
 			j.LastError = val
 		case "lease_epoch":
 			j.LeaseEpoch = val
+		case "lane":
+			j.Lane = val
 		case "progress":
 			j.Progress = val
 		case "result":

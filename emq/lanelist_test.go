@@ -48,6 +48,10 @@ func laneListScenario(t *testing.T, c *emq.Client, q string) {
 	if !reflect.DeepEqual(got, all) {
 		t.Fatalf("List pending in pages of 2: %v, want %v", got, all)
 	}
+	if page, err := in.List(ctx, q, emq.StatePending, &emq.ListOptions{Offset: 2, Count: 2}); err != nil || len(page) != 2 ||
+		page[0].Lane != "" || page[1].Lane != "a" {
+		t.Fatalf("JobInfo.Lane across the default lane's end: %+v %v", page, err)
+	}
 	page, err := in.List(ctx, q, emq.StatePending, &emq.ListOptions{Lane: "a"})
 	if err != nil || len(page) != 3 || page[0].ID != want["a"][0] || page[2].ID != want["a"][2] {
 		t.Fatalf("List lane a: %+v %v", page, err)
