@@ -61,6 +61,9 @@ type memOverhead struct {
 	allocFragBytes, allocRSSBytes, rssExtraB    int64
 	totalFragBytes                              int64
 	clients                                     int64
+	// clientsNormal is MEMORY STATS clients.normal (clientsMemory), set
+	// by MEMORY DOCTOR for its client-buffer rule.
+	clientsNormal int64
 }
 
 // runtimeBytes reads runtime/metrics byte counters by name.
@@ -222,14 +225,27 @@ const (
 		"due to a large peak memory (check if there is a peak memory entry above in the report), you can try the MEMORY PURGE command to reclaim it.\n\n"
 	doctorProcRSS = " * High process RSS overhead: This instance has non-allocator RSS memory overhead is greater than 1.1 (this means " +
 		"that the Resident Set Size of the Valkey process is much larger than the RSS the allocator holds). This problem may be due to Lua scripts or Modules.\n\n"
+	doctorClientBuf = " * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). " +
+		"This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, " +
+		"so that data piles on the Valkey instance output buffer, or clients sending commands with large replies or very large " +
+		"sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it " +
+		"causes problems in your instance, or to understand better why certain clients are using a big amount of memory.\n\n"
 	doctorTail = "I'm here to keep you safe, Sam. I want to help you.\n"
 )
 
+// doctorClientBufMin is the client-buffer rule's bound: more than 200 KiB
+// of client memory per connected client, on average (integer division,
+// as Valkey's).
+const doctorClientBufMin = 200 * 1024
+
 // doctorReport is getMemoryDoctorReport's rules on emqd's figures: under
 // 5 MB the instance is "empty"; otherwise a peak above 150% of the current
-// use, and each ratio above its bound with more than 10 MB behind it, is
-// reported. The client-buffer, replica-buffer and script rules are not
-// applied (no replicas, no scripts; clients' buffers are in CLIENT LIST).
+// use, each ratio above its bound with more than 10 MB behind it, and
+// clients' memory (clients.normal, every client's query and output
+// buffers: CLIENT LIST tot-mem) above 200 KiB per connected client on
+// average (Valkey's big_client_buf: clients_normal / numclients, integer
+// division) are reported, in Valkey 8.0.1's order. Its replica-buffer and
+// script-cache rules never fire: emqd has no replicas and no script cache.
 func doctorReport(m memOverhead) string {
 	if m.total < 5<<20 {
 		return doctorEmpty
@@ -250,6 +266,9 @@ func doctorReport(m memOverhead) string {
 	if m.rssExtra > 1.1 && m.rssExtraB > 10<<20 {
 		b.WriteString(doctorProcRSS)
 	}
+	if m.clients > 0 && m.clientsNormal/m.clients > doctorClientBufMin {
+		b.WriteString(doctorClientBuf)
+	}
 	if b.Len() == 0 {
 		return doctorFine
 	}
@@ -259,7 +278,9 @@ func doctorReport(m memOverhead) string {
 // cmdMemoryDoctor is MEMORY DOCTOR: a verbatim string (txt) in RESP3, a
 // bulk string in RESP2, as Valkey's.
 func cmdMemoryDoctor(c *client, x *store.Ctx) {
-	x.W.Verbatim(doctorReport(c.s.memoryOverhead()))
+	m := c.s.memoryOverhead()
+	m.clientsNormal = c.s.clientsMemory(c)
+	x.W.Verbatim(doctorReport(m))
 }
 
 // cmdMemoryMallocStats is MEMORY MALLOC-STATS: Valkey built with jemalloc

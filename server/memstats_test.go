@@ -3,8 +3,10 @@ package server
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
@@ -106,6 +108,13 @@ func TestMemoryDoctorRules(t *testing.T) {
 		{memOverhead{total: 50 << 20, peak: 100 << 20, totalFrag: 2, totalFragBytes: 50 << 20}, []string{doctorHead, doctorPeak, `Note: The currently used allocator is "go".`, doctorTail}},
 		{memOverhead{total: 50 << 20, peak: 50 << 20, allocFrag: 1.5, allocFragBytes: 20 << 20, allocRSS: 1.2, allocRSSBytes: 11 << 20, rssExtra: 1.2, rssExtraB: 9 << 20},
 			[]string{doctorHead, doctorAllocFrag, doctorAllocRSS, doctorTail}},
+		// big_client_buf: above 200 KiB per client, integer division,
+		// after the process RSS paragraph.
+		{memOverhead{total: 50 << 20, peak: 50 << 20, rssExtra: 1.2, rssExtraB: 20 << 20, clients: 2, clientsNormal: 2*200*1024 + 2},
+			[]string{doctorHead, doctorProcRSS, doctorClientBuf, doctorTail}},
+		{memOverhead{total: 50 << 20, peak: 50 << 20, clients: 3, clientsNormal: 3*200*1024 + 2}, []string{doctorFine}},
+		{memOverhead{total: 50 << 20, peak: 50 << 20, clients: 0, clientsNormal: 1 << 30}, []string{doctorFine}},
+		{memOverhead{total: 1 << 20, peak: 1 << 20, clients: 1, clientsNormal: 1 << 30}, []string{doctorEmpty}},
 	} {
 		got := doctorReport(tc.m)
 		rest := got
@@ -116,8 +125,11 @@ func TestMemoryDoctorRules(t *testing.T) {
 			}
 			rest = rest[i+len(w):]
 		}
-		if strings.Contains(got, "process RSS") {
+		if !slices.Contains(tc.want, doctorProcRSS) && strings.Contains(got, "process RSS") {
 			t.Fatalf("%+v: %q reports the process RSS under 10 MB", tc.m, got)
+		}
+		if !slices.Contains(tc.want, doctorClientBuf) && strings.Contains(got, "Big client buffers") {
+			t.Fatalf("%+v: %q reports big client buffers", tc.m, got)
 		}
 	}
 }
@@ -274,5 +286,80 @@ func TestLolwut6AsValkey(t *testing.T) {
 				t.Fatalf("%s line %d: %q", name, i, lines[i])
 			}
 		}
+	}
+}
+
+// TestMemoryDoctorBigClientBuffers: Valkey 8.0.1's big_client_buf rule
+// (getMemoryDoctorReport: clients' memory above 200 KiB per connected
+// client on average) on emqd and on the reference in the same state: a 6
+// MB key (so neither is "empty"), then a client stopped halfway through a
+// 4 MB argument, whose query buffer holds it. Both reports gain the same
+// paragraph, byte for byte, once the client is there, and lose it once it
+// is gone; neither has it before. Valkey refreshes a client's memory
+// figure in its cron, so each report is polled (a generous deadline, no
+// timing assumed).
+func TestMemoryDoctorBigClientBuffers(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	const para = " * Big client buffers: "
+	paragraph := func(report string) string {
+		i := strings.Index(report, para)
+		if i < 0 {
+			return ""
+		}
+		j := strings.Index(report[i:], "\n\n")
+		if j < 0 {
+			return report[i:]
+		}
+		return report[i : i+j+2]
+	}
+	big := strings.Repeat("v", 6<<20)
+	for _, tg := range []struct{ name, addr string }{{"Valkey", ref.Addr}, {"emqd", s.Addr()}} {
+		// The key through a connection of its own, closed: the one asking
+		// holds no big buffer of its own.
+		w := dialAddr(t, tg.addr)
+		if r := w.Do("SET", "big", big); r != "+OK\r\n" {
+			t.Fatalf("%s: SET %q", tg.name, r)
+		}
+		w.NC.Close()
+		c := dialAddr(t, tg.addr)
+		doctor := func() string {
+			r := c.Do("MEMORY", "DOCTOR")
+			if !strings.HasPrefix(r, "$") || !strings.Contains(r, "Sam") {
+				t.Fatalf("%s: MEMORY DOCTOR %.200q", tg.name, r)
+			}
+			return r
+		}
+		waitFor := func(what string, ok func(string) bool) string {
+			t.Helper()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				r := doctor()
+				if ok(r) {
+					return r
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: after 30 s, %s: %q", tg.name, what, r)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		// Before: no paragraph once the writer's close is seen (Valkey
+		// frees a closed client on its next event-loop turn).
+		waitFor("the paragraph with no client holding a buffer", func(r string) bool { return paragraph(r) == "" })
+		if r := doctor(); !strings.Contains(r, doctorFine) && !strings.Contains(r, doctorHead) {
+			t.Fatalf("%s: not a report of a non-empty instance: %q", tg.name, r)
+		}
+		stuck := dialAddr(t, tg.addr)
+		stuck.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4194304\r\n" + strings.Repeat("x", 4<<20-1000)))
+		r := waitFor("no big client buffers paragraph", func(r string) bool { return paragraph(r) != "" })
+		if got := paragraph(r); got != doctorClientBuf {
+			t.Errorf("%s: the paragraph\n %q\nwant\n %q", tg.name, got, doctorClientBuf)
+		}
+		if !strings.Contains(r, doctorHead) || !strings.HasSuffix(r, doctorTail+"\r\n") {
+			t.Errorf("%s: report %q", tg.name, r)
+		}
+		stuck.NC.Close()
+		waitFor("the paragraph after the client left", func(r string) bool { return paragraph(r) == "" })
 	}
 }
