@@ -32,3 +32,45 @@ func TestArgvsMatchesArgv(t *testing.T) {
 		t.Error("empty plan")
 	}
 }
+
+// TestArgvsIntoReuses: rendering into a scratch gives what Argvs gives,
+// plan after plan (a smaller plan after a bigger one, a bigger after a
+// smaller), allocates nothing once the scratch has room, and Release
+// clears the references and drops a scratch grown past argvScratchKeep.
+func TestArgvsIntoReuses(t *testing.T) {
+	big := &Plan{}
+	for i := range 20 {
+		big.ZAdd("emq:{q}:pending", int64(i), "JOB0000000000"+string(rune('a'+i)))
+	}
+	big.HSet("row", "state", "active", "attempts", "1")
+	small := &Plan{}
+	small.HIncrBy("emq:{q}:metrics:completed", "count", 1)
+	small.Del("emq:{q}:job:JOB00000000001")
+	var sc ArgvScratch
+	for round, p := range []*Plan{small, big, small, big} {
+		got := p.ArgvsInto(&sc)
+		if want := p.Argvs(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: ArgvsInto %q, Argvs %q", round, got, want)
+		}
+		sc.Release()
+	}
+	if allocs := testing.AllocsPerRun(100, func() { big.ArgvsInto(&sc); sc.Release() }); allocs != 0 {
+		t.Fatalf("ArgvsInto with room: %v allocations, want 0", allocs)
+	}
+	big.ArgvsInto(&sc)
+	args := sc.args[:cap(sc.args)]
+	sc.Release()
+	for i, a := range args {
+		if a != nil {
+			t.Fatalf("after Release args[%d] = %q, want nil (a payload kept alive)", i, a)
+		}
+	}
+	huge := &Plan{}
+	huge.HSetBytes("k", []byte("f"), make([]byte, 1))
+	huge.Del(string(make([]byte, argvScratchKeep+1)))
+	huge.ArgvsInto(&sc)
+	sc.Release()
+	if sc.buf != nil || sc.args != nil || sc.out != nil {
+		t.Fatalf("a render past %d bytes was kept (buf cap %d)", argvScratchKeep, cap(sc.buf))
+	}
+}

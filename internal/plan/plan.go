@@ -159,7 +159,40 @@ var nameBytes = [...][]byte{HSet: []byte("HSET"), HDel: []byte("HDEL"), HIncrBy:
 // all ops share one backing array and the keys, members and numbers share
 // one byte buffer; command names are shared read-only slices. The result
 // must not be modified.
-func (p *Plan) Argvs() [][][]byte {
+func (p *Plan) Argvs() [][][]byte { return p.ArgvsInto(nil) }
+
+// ArgvScratch is memory ArgvsInto reuses from plan to plan: the render of
+// one plan is valid until the next call with the same scratch.
+type ArgvScratch struct {
+	out  [][][]byte
+	args [][]byte
+	buf  []byte
+}
+
+// argvScratchKeep bounds what a scratch keeps between plans: a bigger
+// render (a bulk verb's thousands of ops) is dropped after use, so one
+// large plan does not hold its size for good.
+const argvScratchKeep = 64 << 10
+
+// Release clears the references the last render holds (the plan's field
+// and value slices, so a payload is not kept alive) and drops memory past
+// argvScratchKeep. Call it once the render was consumed.
+func (sc *ArgvScratch) Release() {
+	if cap(sc.buf) > argvScratchKeep || cap(sc.args) > argvScratchKeep/16 {
+		*sc = ArgvScratch{}
+		return
+	}
+	clear(sc.out)
+	clear(sc.args)
+	sc.out, sc.args, sc.buf = sc.out[:0], sc.args[:0], sc.buf[:0]
+}
+
+// ArgvsInto is Argvs rendered into sc's memory (nil: new memory, as
+// Argvs), with no allocation once sc has room: the result is valid until
+// sc is used again or released, so only a caller whose consumer copies at
+// once may pass one (the store's feed, outside a MULTI/EXEC group,
+// store.Feed).
+func (p *Plan) ArgvsInto(sc *ArgvScratch) [][][]byte {
 	nargs, nbytes := 0, 0
 	for i := range p.Ops {
 		o := &p.Ops[i]
@@ -183,9 +216,25 @@ func (p *Plan) Argvs() [][][]byte {
 			panic("plan: unknown op")
 		}
 	}
-	out := make([][][]byte, len(p.Ops))
-	args := make([][]byte, 0, nargs)
-	buf := make([]byte, 0, nbytes)
+	var out [][][]byte
+	var args [][]byte
+	var buf []byte
+	if sc == nil {
+		out = make([][][]byte, len(p.Ops))
+		args = make([][]byte, 0, nargs)
+		buf = make([]byte, 0, nbytes)
+	} else {
+		if cap(sc.out) < len(p.Ops) {
+			sc.out = make([][][]byte, len(p.Ops))
+		}
+		if cap(sc.args) < nargs {
+			sc.args = make([][]byte, 0, nargs)
+		}
+		if cap(sc.buf) < nbytes {
+			sc.buf = make([]byte, 0, nbytes)
+		}
+		out, args, buf = sc.out[:len(p.Ops)], sc.args[:0], sc.buf[:0]
+	}
 	// put appends s to buf (which never grows: capacity was counted) and
 	// returns the slice holding it.
 	put := func(s string) []byte {
@@ -213,6 +262,9 @@ func (p *Plan) Argvs() [][][]byte {
 			args = append(args, put(o.Member))
 		}
 		out[i] = args[start:len(args):len(args)]
+	}
+	if sc != nil {
+		sc.out, sc.args, sc.buf = out, args, buf
 	}
 	return out
 }

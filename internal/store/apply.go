@@ -33,7 +33,14 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 	pk.flushHead(c.DB)
 	pk.reset()
 	if c.S.feed != nil {
-		c.Propagate(p.Argvs())
+		if c.S.grouping {
+			c.Propagate(p.Argvs()) // the group keeps the records until EXEC ends
+		} else {
+			// The feed copies at once (store.Feed): the render's memory is
+			// the store's, reused by the next plan.
+			c.Propagate(p.ArgvsInto(&c.S.argvs))
+			c.S.argvs.Release()
+		}
 	} else {
 		c.Propagate(nil) // nothing records the ops: do not render them
 	}

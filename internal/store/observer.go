@@ -38,7 +38,8 @@ func WithObserver(o Observer) Option { return func(s *Store) { s.obs = o } }
 // Feed receives every change made to the store, in apply order, under the
 // store lock: the append-only file implements it. cmds is one command
 // (len 1) or a group that must be replayed all or nothing (len > 1, recorded
-// inside MULTI/EXEC).
+// inside MULTI/EXEC). cmds and its bytes are valid only during Append (a
+// plan's render is reused by the next plan, ApplyPlan): copy what you keep.
 type Feed interface {
 	Append(db int, cmds [][][]byte)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"github.com/emqd/emqd/internal/plan"
 	"reflect"
 	"testing"
 )
@@ -180,5 +181,34 @@ func TestBeginReplay(t *testing.T) {
 	end()
 	if !s.Persisting() || s.Loading() || f.String() != "" {
 		t.Fatalf("after the replay: persisting %v, loading %v, feed %q", s.Persisting(), s.Loading(), f.String())
+	}
+}
+
+// TestApplyPlanGroupedKeepsRecords: ApplyPlan renders a plan for the feed
+// into the store's reused scratch, so inside a group (EXEC), which holds
+// the records until EndGroup, it must render into new memory: two plans in
+// one group reach the feed each as it was, and two plans outside a group
+// each as it was when sent.
+func TestApplyPlanGroupedKeepsRecords(t *testing.T) {
+	s := New(1)
+	f := &captureFeed{}
+	s.SetFeed(f)
+	x := &Ctx{S: s, DB: s.DB(0)}
+	a := &plan.Plan{}
+	a.HSet("ha", "f", "one")
+	a.ZAdd("za", 1, "m1")
+	b := &plan.Plan{}
+	b.HSet("hb", "g", "two")
+	b.ZAdd("zb", 22, "m2")
+	x.BeginGroup()
+	x.ApplyPlan(a)
+	x.ApplyPlan(b)
+	x.EndGroup(false)
+	x.ApplyPlan(a)
+	x.ApplyPlan(b)
+	want := "HSET ha f one; ZADD za 1 m1; HSET hb g two; ZADD zb 22 m2; " +
+		"HSET ha f one; ZADD za 1 m1; HSET hb g two; ZADD zb 22 m2"
+	if got := f.String(); got != want {
+		t.Fatalf("feed %q,\nwant %q", got, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/emqd/emqd/internal/plan"
 	"github.com/emqd/emqd/internal/resp"
 )
 
@@ -334,6 +335,8 @@ type Store struct {
 	// apply under the lock, one at a time) and zeroed before and after
 	// each, so it holds nothing of the keyspace between them.
 	planKeys planKeys
+	// argvs is ApplyPlan's render of a plan for the feed (plan.ArgvsInto).
+	argvs plan.ArgvScratch
 }
 
 // Mutations counts, under the lock, every change to the keyspace that has

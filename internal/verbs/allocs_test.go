@@ -15,10 +15,12 @@ import (
 // (readLanesInto; bench/README.md, "Measured design decisions").
 const plainCycleAllocsBase = 37
 
-// plainCycleAllocs is the plain cycle's allocations now: one below
-// plainCycleAllocsBase since ENQUEUE reads the mint's last id with a peek,
-// so the mint's listpack is rewritten in place (internal/store/listpack.go).
-const plainCycleAllocs = 36
+// plainCycleAllocs is the plain cycle's allocations now: 36 once ENQUEUE
+// read the mint's last id with a peek (the mint's listpack rewritten in
+// place, internal/store/listpack.go), 27 once ApplyPlan rendered each plan
+// for the feed into the store's reused scratch (plan.ArgvsInto: three
+// allocations per plan, three plans per cycle).
+const plainCycleAllocs = 27
 
 // plainCycle returns one job cycle on queue q of vs: ENQUEUE q * payload
 // [extra...], CLAIM q 30000, COMPLETE q id token, reusing its argv and
@@ -82,11 +84,12 @@ func TestPlainCycleAllocs(t *testing.T) {
 // lane key names cached per queue, the lane and lane_vt HSETs built
 // without strings, the claim's and the added jobs' bookkeeping without
 // maps), 48 after, 47 once the mint's last id is read with a peek (its
-// listpack rewritten in place); the plain cycle is plainCycleAllocsBase. What is left
+// listpack rewritten in place), 38 with the plans' render reused
+// (plainCycleAllocs); the plain cycle is plainCycleAllocs. What is left
 // above the plain cycle is the lane's own keys: every cycle creates the
 // lane's hash, pending set and registry entry at ENQUEUE and removes them
 // at COMPLETE (an empty, idle lane is garbage, docs/verbs.md §4.26.4).
-const laneCycleAllocs = 47
+const laneCycleAllocs = 38
 
 // laneCycle is plainCycle with every job in lane x of a queue with one
 // other, idle, configured lane (BenchmarkJobCycleLanes' lanes=true).
