@@ -227,8 +227,10 @@ func waitData(t *testing.T, rc syscall.RawConn) {
 	}
 }
 
-// TestPeerClosed: the peek tells a closed or reset peer from a live one,
-// with or without unread data, and never consumes the data.
+// TestPeerClosed: the look tells a closed or reset peer from a live one,
+// with or without unread data, and never consumes the data; a peer that
+// sent bytes and hung up reads as closed while its bytes still wait
+// (TestPeerClosedBehindData's case: a peek saw the bytes, not the end).
 func TestPeerClosed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -279,6 +281,19 @@ func TestPeerClosed(t *testing.T) {
 	if !peerClosed(rc) {
 		t.Fatal("a socket closed here reads as live")
 	}
+	// Hung up behind unread data (TestPeerClosedBehindData).
+	cl, sv = pair()
+	rc, _ = sv.SyscallConn()
+	cl.Write([]byte("*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$1\r\nx\r\n"))
+	waitData(t, rc)
+	cl.Close()
+	if !closedSoon(sv) {
+		t.Fatal("a peer that hung up behind unread data reads as live")
+	}
+	if n, _ := sv.Read(buf); n != 16 {
+		t.Fatalf("the look consumed data: %d bytes left", n)
+	}
+	sv.Close()
 	// Reset (SO_LINGER 0).
 	cl, sv = pair()
 	cl.(*net.TCPConn).SetLinger(0)

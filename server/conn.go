@@ -16,6 +16,7 @@ import (
 
 	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
+	"golang.org/x/sys/unix"
 )
 
 // Reply modes (CLIENT REPLY).
@@ -736,19 +737,25 @@ func (c *client) gone() bool {
 	return c.raw != nil && peerClosed(c.raw)
 }
 
-// peerClosed peeks at the socket without blocking or consuming: true when
-// the peer closed it (a zero-byte read) or it failed (ECONNRESET...), or
-// it is already closed here; false when data is waiting or nothing is.
+// peerClosed looks at the socket without blocking or consuming: true when
+// the peer closed it or shut down its writing half (POLLRDHUP, which Linux
+// reports even while the peer's last bytes still wait unread), when it
+// failed (ECONNRESET: POLLERR, POLLHUP), or when it is already closed here;
+// false while the peer can still send. A peek (recv MSG_PEEK) cannot tell:
+// it returns the waiting bytes and hides the end behind them, so a client
+// held by CLIENT PAUSE that had sent a second command before hanging up
+// stayed connected until the pause ended (TestPeerClosedBehindData;
+// Valkey, which keeps reading a paused client, frees it at once).
 func peerClosed(rc syscall.RawConn) bool {
 	closed := false
 	err := rc.Control(func(fd uintptr) {
-		var b [1]byte
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
 		for {
-			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			if err == syscall.EINTR {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
 				continue
 			}
-			closed = (err == nil && n == 0) || (err != nil && err != syscall.EAGAIN)
+			closed = err != nil || (n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0)
 			return
 		}
 	})
