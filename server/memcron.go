@@ -45,6 +45,9 @@ import (
 //     its own goroutine, without the store lock. Cost: one collection, a
 //     mark of the live data (about 1 ms of CPU per 10 MB of pointers), once
 //     per idle period at most, and only after enough churn.
+//     Before it, a keyspace whose keys turned over (twice its size added
+//     since its map was built, at most a million keys) is rebuilt at its
+//     size under the lock: its Go map's table grew under the turnover.
 //   - After FLUSHALL or FLUSHDB of a heap of purgeMinBytes or more, the
 //     same purge runs at once (Valkey frees the flushed data at once): the
 //     flushed values are garbage the collector would otherwise reach only
@@ -218,6 +221,12 @@ func (s *Server) memCronTick() {
 	s.setGCPercentLocked(live)
 	purge := false
 	if now-g.lastActive >= purgeIdleMs && g.purgedCmds != s.statCmds {
+		// A keyspace churned since it was built gives its grown table
+		// back first, so that the purge collects the old one
+		// (internal/store/shrink.go ShrinkChurned).
+		if s.store.ShrinkChurned() > 0 {
+			purge = true
+		}
 		r := reclaimable(live, objects, free)
 		if r >= purgeMinBytes && r >= live/8 {
 			purge = true

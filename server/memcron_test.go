@@ -89,6 +89,64 @@ func TestIdlePurge(t *testing.T) {
 	}
 }
 
+// A keyspace whose keys turned over at a constant count (a job queue's
+// rows) is rebuilt by the idle tick, not while commands run, and keeps
+// every key (internal/store/shrink.go ShrinkChurned; its table's bytes
+// are TestShrinkChurnedKeyspace's).
+func TestIdleRebuildsChurnedKeyspace(t *testing.T) {
+	clk := clock.NewManual(1_000_000)
+	s := startServer(t, map[string]string{"hz": "10"}, clk)
+	c := dial(t, s)
+	tick := func(n int) {
+		for i := 0; i < n; i++ {
+			clk.Advance(100)
+			clk.Wait()
+		}
+	}
+	const size, batch = 2000, 1000
+	keys := func(lo, hi int) []string {
+		out := make([]string, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			out = append(out, "row:"+strconv.Itoa(i))
+		}
+		return out
+	}
+	mset := func(lo, hi int) {
+		args := []string{"MSET"}
+		for _, k := range keys(lo, hi) {
+			args = append(args, k, "v")
+		}
+		if got := c.Do(args...); got != "+OK\r\n" {
+			t.Fatal(got)
+		}
+	}
+	mset(0, size)
+	tick(25) // idle after the fill: nothing churned
+	before := infoInt(t, s, "mem_maps_shrunk")
+	next := size
+	for r := 0; r < 2*size/batch; r++ {
+		mset(next, next+batch)
+		if got := c.Do(append([]string{"DEL"}, keys(next-size, next-size+batch)...)...); got != ":"+strconv.Itoa(batch)+"\r\n" {
+			t.Fatal(got)
+		}
+		next += batch
+		tick(1)
+	}
+	if got := infoInt(t, s, "mem_maps_shrunk"); got != before {
+		t.Fatalf("%d maps rebuilt while commands ran", got-before)
+	}
+	tick(25)
+	if got := infoInt(t, s, "mem_maps_shrunk"); got != before+1 {
+		t.Fatalf("%d maps rebuilt after 2.5 idle seconds, want 1", got-before)
+	}
+	if got := c.Do("DBSIZE"); got != ":"+strconv.Itoa(size)+"\r\n" {
+		t.Fatalf("DBSIZE %q", got)
+	}
+	if got := c.Do(append([]string{"EXISTS"}, keys(next-size, next)...)...); got != ":"+strconv.Itoa(size)+"\r\n" {
+		t.Fatalf("EXISTS of the live keys %q", got)
+	}
+}
+
 // FLUSHALL gives the flushed data back at once (issue 27 item 4: a 2 GB
 // SETRANGE stayed counted and resident after FLUSHALL): used_memory falls
 // by the value's size once the purge the flush started has run.

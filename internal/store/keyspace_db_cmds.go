@@ -213,6 +213,10 @@ func (s *Store) SwapDB(a, b int) {
 	s.touchSwap(db, da)
 	da.keys, db.keys = db.keys, da.keys
 	da.expires, db.expires = db.expires, da.expires
+	// What the maps held since they were built goes with them (shrink.go).
+	da.keysPeak, db.keysPeak = db.keysPeak, da.keysPeak
+	da.expiresPeak, db.expiresPeak = db.expiresPeak, da.expiresPeak
+	da.keysAdds, db.keysAdds = db.keysAdds, da.keysAdds
 	da.avgTTL, db.avgTTL = db.avgTTL, da.avgTTL
 	da.resetScan()
 	db.resetScan()

@@ -199,3 +199,64 @@ func TestShrinkRandomAgainstModel(t *testing.T) {
 		t.Fatal("no map was rebuilt: the test did not cross the line")
 	}
 }
+
+// A keyspace whose count stays constant while its keys turn over (a job
+// queue's rows) grows its Go map's table; ShrinkChurned rebuilds it once it
+// took twice its size in new keys, gives the table back, keeps every key,
+// and leaves a filled or a barely churned keyspace alone
+// (docs/architecture.md §2.10).
+func TestShrinkChurnedKeyspace(t *testing.T) {
+	s := New(2)
+	d, other := s.DB(0), s.DB(1)
+	const n = 100_000
+	key := func(i int) string { return "row:" + strconv.Itoa(i) }
+	for i := 0; i < n; i++ {
+		d.Put(key(i), NewString([]byte("v")))
+		other.Put(key(i), NewString([]byte("v"))) // filled, never churned
+	}
+	if got := s.ShrinkChurned(); got != 0 {
+		t.Fatalf("a filled keyspace rebuilt (%d)", got)
+	}
+	// Turn d over: each new key replaces the oldest.
+	next := n
+	turn := func(k int) {
+		for ; k > 0; k-- {
+			d.Put(key(next), NewString([]byte("v")))
+			if !d.Remove(key(next - n)) {
+				t.Fatalf("Remove(%s) false", key(next-n))
+			}
+			next++
+		}
+	}
+	turn(n / 2) // 150,000 keys added in all: under twice the size
+	if got := s.ShrinkChurned(); got != 0 {
+		t.Fatalf("rebuilt after %d new keys (%d)", next, got)
+	}
+	turn(2 * n)
+	before := liveBytes()
+	if got := s.ShrinkChurned(); got != 1 {
+		t.Fatalf("ShrinkChurned rebuilt %d maps, want 1 (db 0)", got)
+	}
+	after := liveBytes()
+	t.Logf("heap %d -> %d bytes (%.1f B per key)", before, after, float64(before-after)/n)
+	if before-after < 1<<20 {
+		t.Fatalf("heap %d -> %d bytes: the churned table was not given back", before, after)
+	}
+	if s.ShrinkChurned() != 0 || s.MapsShrunk != 1 {
+		t.Fatalf("a second ShrinkChurned rebuilt again (%d shrunk)", s.MapsShrunk)
+	}
+	if d.Len() != n || other.Len() != n {
+		t.Fatalf("%d and %d keys", d.Len(), other.Len())
+	}
+	for i := next - n; i < next; i++ {
+		if v := d.Peek(key(i)); v == nil || string(v.Str) != "v" {
+			t.Fatalf("%s lost", key(i))
+		}
+	}
+	// SWAPDB takes the count with the map: the churned map is db 1's now.
+	turn(2 * n)
+	s.SwapDB(0, 1)
+	if d.churned() || !other.churned() {
+		t.Fatalf("after SWAPDB: db 0 churned %v, db 1 %v", d.churned(), other.churned())
+	}
+}

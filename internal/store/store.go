@@ -97,6 +97,9 @@ type DB struct {
 	// keysPeak and expiresPeak are the most entries keys and expires held
 	// since they were built (shrink.go).
 	keysPeak, expiresPeak int
+	// keysAdds counts the keys added to keys since it was built: a
+	// turnover at a constant count grows a Go map's table (shrink.go).
+	keysAdds int
 }
 
 // Get returns the value at key, or nil. A key whose TTL has passed is
@@ -137,8 +140,9 @@ func (d *DB) Len() int { return len(d.keys) }
 func (d *DB) Put(key string, v *Value) {
 	d.s.mutations++
 	d.s.touchAccess(v)
+	n := len(d.keys)
 	d.keys[key] = v
-	d.noteKeys()
+	d.noteKeys(n)
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
@@ -149,8 +153,9 @@ func (d *DB) Put(key string, v *Value) {
 func (d *DB) Replace(key string, v *Value) {
 	d.s.mutations++
 	d.s.touchAccess(v)
+	n := len(d.keys)
 	d.keys[key] = v
-	d.noteKeys()
+	d.noteKeys(n)
 }
 
 // Remove deletes key (and its TTL) and reports whether it existed.
@@ -201,7 +206,7 @@ func (d *DB) Clear() {
 	d.s.mutations++
 	d.keys = make(map[string]*Value)
 	d.expires = make(map[string]int64)
-	d.keysPeak, d.expiresPeak = 0, 0
+	d.keysPeak, d.expiresPeak, d.keysAdds = 0, 0, 0
 	d.avgTTL = 0
 }
 
