@@ -93,7 +93,7 @@ func infoClients(c *testsupport.Conn) string {
 // waitInfoClients waits until INFO clients shows want.
 func waitInfoClients(t *testing.T, c *testsupport.Conn, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for {
 		got := infoClients(c)
 		if got == want {
@@ -162,7 +162,7 @@ func TestBlockedPeerGoneBeforeItsGoroutineNoticed(t *testing.T) {
 				t.Fatal("no parked client")
 			}
 			a.NC.Close()
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(testsupport.ClientTimeout)
 			for !peerClosed(sc.raw) && !sc.readEnded.Load() {
 				if time.Now().After(deadline) {
 					st.Unlock()
@@ -210,7 +210,7 @@ func runLocked(s *Server, args ...string) string {
 // waitData waits until the socket has unread data (a peek of one byte).
 func waitData(t *testing.T, rc syscall.RawConn) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for {
 		n := 0
 		rc.Control(func(fd uintptr) {
@@ -250,7 +250,7 @@ func TestPeerClosed(t *testing.T) {
 	}
 	closedSoon := func(sv *net.TCPConn) bool {
 		rc, _ := sv.SyscallConn()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(testsupport.ClientTimeout)
 		for time.Now().Before(deadline) {
 			if peerClosed(rc) {
 				return true

@@ -90,7 +90,7 @@ func fakeTake(c *store.Ctx) {
 func waitBlocked(t *testing.T, c *testsupport.Conn, n int) {
 	t.Helper()
 	want := "blocked_clients:" + itoa(int64(n)) + "\r\n"
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for {
 		r := c.Do("INFO", "clients")
 		if strings.Contains(r, want) {

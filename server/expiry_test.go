@@ -29,10 +29,10 @@ func expectSteps(t *testing.T, c *testsupport.Conn, steps [][2]string) {
 
 // waitExpireCycles waits until the active expire cycle has finished more
 // than n runs (the cycle runs on a timer goroutine; this is its
-// synchronisation point), failing after 5 seconds.
+// synchronisation point), failing after testsupport.ClientTimeout.
 func waitExpireCycles(t *testing.T, s *Server, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for s.exp.runs.Load() <= n {
 		if time.Now().After(deadline) {
 			t.Fatalf("the expire cycle did not run (runs %d)", s.exp.runs.Load())

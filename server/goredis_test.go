@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 func newGoRedis(t *testing.T, s *Server, opt *redis.Options) *redis.Client {
@@ -16,6 +18,9 @@ func newGoRedis(t *testing.T, s *Server, opt *redis.Options) *redis.Client {
 		opt = &redis.Options{}
 	}
 	opt.Addr = s.Addr()
+	if opt.ReadTimeout == 0 {
+		opt.ReadTimeout, opt.WriteTimeout = testsupport.ClientTimeout, testsupport.ClientTimeout
+	}
 	c := redis.NewClient(opt)
 	t.Cleanup(func() { c.Close() })
 	return c

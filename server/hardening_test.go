@@ -135,16 +135,16 @@ func TestClaimPastOutputLimitKeepsJobs(t *testing.T) {
 	}
 }
 
-// eventually polls cond; it fails only after 10 s, so nothing timed is
-// asserted.
+// eventually polls cond; it fails only after testsupport.ClientTimeout (a
+// hang), so nothing timed is asserted (docs/architecture.md §9).
 func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(testsupport.ClientTimeout); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		if cond() {
 			return
 		}
 	}
-	t.Fatal("condition not met in 10 s")
+	t.Fatalf("condition not met in %v", testsupport.ClientTimeout)
 }
 
 // pubsubWork reads the pub/sub tables' work counter (store lock).
@@ -265,10 +265,11 @@ func TestSubscribersListLinear(t *testing.T) {
 	}
 }
 
-// readAll reads until the peer closes (or 5 s pass, which fails).
+// readAll reads until the peer closes (or testsupport.ClientTimeout passes,
+// which fails).
 func readAll(t *testing.T, c *testsupport.Conn) string {
 	t.Helper()
-	c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.NC.SetReadDeadline(time.Now().Add(testsupport.ClientTimeout))
 	var b []byte
 	buf := make([]byte, 4096)
 	for {

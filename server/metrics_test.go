@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/server"
 )
 
@@ -301,10 +302,10 @@ func fmtAny(v any) string {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
+			t.Fatalf("condition not reached in %v", testsupport.ClientTimeout)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

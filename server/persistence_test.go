@@ -64,7 +64,7 @@ func stop(t *testing.T, s *Server) {
 }
 
 func rclient(t *testing.T, s *Server, db int) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, MaxRetries: -1, PoolSize: 4, Protocol: 2})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: db, MaxRetries: -1, PoolSize: 4, Protocol: 2, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -181,7 +181,7 @@ func fillQueues(t *testing.T, s *Server, clk *clock.Manual) {
 
 func waitRewrite(t *testing.T, c *redis.Client) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for infoField(t, c, "aof_rewrite_in_progress") != "0" {
 		if time.Now().After(deadline) {
 			t.Fatal("rewrite did not finish")
@@ -390,7 +390,7 @@ func TestAOFDiskFailureMISCONF(t *testing.T) {
 				t.Fatalf("aof_last_write_status %s", st)
 			}
 			fsys.Heal()
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(testsupport.ClientTimeout)
 			for {
 				_, err := c.Do(context.Background(), "SET", "d", "4").Result()
 				if err == nil {

@@ -33,7 +33,7 @@ func clientListField(c *testsupport.Conn, field string) []string {
 // them).
 func waitField(t *testing.T, c *testsupport.Conn, field, want string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for {
 		got := clientListField(c, field)
 		ok := len(got) == n

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // TestSweeper: with emq-sweep-interval-ms set, the server runs
@@ -22,7 +23,7 @@ func TestSweeper(t *testing.T) {
 		t.Fatalf("claim %q", r)
 	}
 	clk.Advance(100)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for {
 		r := c.Do("EMQ.JOB", "q", "JOB00000000001")
 		if strings.Contains(r, "$5\r\nstate\r\n$4\r\ndead\r\n") {

@@ -56,7 +56,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	duringRewrite := 0
 	for round := 0; round < rounds; round++ {
 		cmd := start()
-		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 4})
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 4, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 		if round > 0 {
 			m.verify(t, c, round)
 		} else {
@@ -87,14 +87,14 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	// A clean stop: SIGTERM fsyncs and exits 0; everything is still there.
 	cmd := start()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	m.verify(t, c, rounds)
 	c.Close()
 	if code := cmd.Stop(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
 	cmd = start()
-	c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+	c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	m.verify(t, c, rounds+1)
 	c.Close()
 	cmd.Stop()
@@ -167,7 +167,7 @@ func TestCrashSeed(t *testing.T) {
 // and counts until stop or until the server dies.
 func (m *model) worker(t *testing.T, addr string, w int, seed uint64, seq *atomic.Int64, stop chan struct{}) {
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	defer c.Close()
 	rng := rand.New(rand.NewPCG(uint64(w), seed))
 	newID := func() string { return fmt.Sprintf("JOB%011d", seq.Add(1)) }

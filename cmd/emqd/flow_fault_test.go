@@ -97,7 +97,7 @@ func (ft *flowTarget) start(binary bool) {
 		}
 		ft.inproc = s
 	}
-	ft.c = redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + ft.port, Protocol: 2, MaxRetries: -1})
+	ft.c = redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + ft.port, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	deadline := time.Now().Add(20 * time.Second)
 	for ft.c.Ping(context.Background()).Err() != nil {
 		if time.Now().After(deadline) {

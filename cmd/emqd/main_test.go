@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -79,7 +81,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.SetDeadline(time.Now().Add(testsupport.ClientTimeout))
 	nc.Write([]byte("PING\r\nAUTH secret\r\nCONFIG GET databases\r\nSHUTDOWN NOSAVE\r\n"))
 	var buf bytes.Buffer
 	tmp := make([]byte, 4096)

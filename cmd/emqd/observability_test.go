@@ -60,7 +60,7 @@ func TestRunMetricsAndJSONLogs(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.SetDeadline(time.Now().Add(testsupport.ClientTimeout))
 	br := bufio.NewReader(nc)
 	nc.Write([]byte("EMQ.ENQUEUE mail JOB0000000000A hello\r\n"))
 	if line, _ := br.ReadString('\n'); line != "$14\r\n" {

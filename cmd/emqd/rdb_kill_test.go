@@ -39,7 +39,7 @@ func TestKill9MidBGSaveKeepsOldFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 		t.Cleanup(func() { c.Close() })
 		for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if c.Ping(ctx).Err() == nil {
@@ -123,7 +123,7 @@ func TestValkeyStyleConfKeepsData(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 		defer c.Close()
 		for end := time.Now().Add(20 * time.Second); c.Ping(ctx).Err() != nil; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(end) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -22,7 +23,7 @@ func rawDo(t *testing.T, addr, cmd string) string {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.SetDeadline(time.Now().Add(testsupport.ClientTimeout))
 	nc.Write([]byte(cmd + "\r\n"))
 	b := make([]byte, 4096)
 	n, _ := nc.Read(b)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 // lockedBuffer is a log sink safe to read while run writes.
@@ -60,7 +62,7 @@ func TestSignalsAsValkey(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		nc.SetDeadline(time.Now().Add(testsupport.ClientTimeout))
 		nc.Write([]byte("PING\r\n"))
 		b := make([]byte, 16)
 		n, _ := nc.Read(b)

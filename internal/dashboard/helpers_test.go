@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/server"
 )
 
@@ -38,7 +39,7 @@ func newEnv(t testing.TB, config map[string]string) *env {
 	}
 	clk := clock.NewManual(t0)
 	s := server.StartTest(t, server.Options{Clock: clk, Config: cfg})
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: cfg["requirepass"], Protocol: 2})
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: cfg["requirepass"], Protocol: 2, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	t.Cleanup(func() { rdb.Close() })
 	return &env{t: t, srv: s, clk: clk, rdb: rdb, base: "http://" + s.MetricsAddr()}
 }

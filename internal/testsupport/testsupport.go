@@ -26,6 +26,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ClientTimeout is the read and write timeout of a test's client (Conn's
+// Read, ExpectClosed; the go-redis clients of tests that assert values, not
+// time): a liveness bound, reached only by a hang, far above any stall a
+// loaded 2-core CI machine under -race causes (go-redis's 3 s default
+// tripped at a load of 20 under appendfsync always: TestFlowRandomFaults;
+// docs/architecture.md §9). A test that asserts a time sets its own.
+const ClientTimeout = time.Minute
+
 // RequireEnv is the variable that turns a missing reference tool from a
 // skip into a failure; CI (.ci/run) sets it to 1.
 const RequireEnv = "EMQD_REQUIRE_REFERENCE"
@@ -306,7 +314,7 @@ func ReadFrame(r *bufio.Reader, out *bytes.Buffer) error {
 }
 
 // Conn is a raw RESP connection: it writes bytes and reads whole reply
-// frames, failing the test on an error or after 5 seconds.
+// frames, failing the test on an error or after ClientTimeout.
 type Conn struct {
 	t  testing.TB
 	NC net.Conn
@@ -347,7 +355,7 @@ func (c *Conn) Do(args ...string) string {
 // Read returns the next reply frame.
 func (c *Conn) Read() string {
 	c.t.Helper()
-	s, err := c.ReadTimeout(5 * time.Second)
+	s, err := c.ReadTimeout(ClientTimeout)
 	if err != nil {
 		c.t.Fatalf("read: %v", err)
 	}
@@ -373,10 +381,10 @@ func (c *Conn) ExpectNothing(d time.Duration) {
 }
 
 // ExpectClosed fails the test unless the peer closes the connection within
-// 5 seconds (a byte read, or a timeout, fails it).
+// ClientTimeout (a byte read, or a timeout, fails it).
 func (c *Conn) ExpectClosed() {
 	c.t.Helper()
-	c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.NC.SetReadDeadline(time.Now().Add(ClientTimeout))
 	b, err := c.BR.ReadByte()
 	if err == nil {
 		c.t.Fatalf("connection still open, got %q", b)
@@ -395,7 +403,7 @@ func Keyspace(t testing.TB, addr string, dbs int) string {
 	ctx := context.Background()
 	var lines []string
 	for db := 0; db < dbs; db++ {
-		c := redis.NewClient(&redis.Options{Addr: addr, DB: db, Protocol: 2})
+		c := redis.NewClient(&redis.Options{Addr: addr, DB: db, Protocol: 2, ReadTimeout: ClientTimeout, WriteTimeout: ClientTimeout})
 		keys, err := c.Keys(ctx, "*").Result()
 		if err != nil {
 			c.Close()

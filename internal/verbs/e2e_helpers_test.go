@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -195,7 +196,7 @@ func (e *env) blocked() int {
 // waitBlocked waits until n clients are blocked.
 func (e *env) waitBlocked(n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
 	for e.blocked() != n {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("blocked_clients never reached %d (is %d)", n, e.blocked())
@@ -237,7 +238,7 @@ func (r *rawConn) send(cmds ...[]string) {
 // text, ints as :n, arrays as [a b], nil as (nil), errors as -text.
 func (r *rawConn) readReply() string {
 	r.t.Helper()
-	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r.nc.SetReadDeadline(time.Now().Add(testsupport.ClientTimeout))
 	s, err := readRendered(r.br)
 	if err != nil {
 		r.t.Fatal(err)

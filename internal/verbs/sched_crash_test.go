@@ -52,7 +52,7 @@ func TestScheduleExactlyOnceAcrossKills(t *testing.T) {
 	type sched struct{ q, name string }
 	var scheds []sched
 	cmd, exited := start()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	for i := range 20 {
 		s := sched{queues[i%2], fmt.Sprintf("s%02d", i)}
 		scheds = append(scheds, s)
@@ -80,7 +80,7 @@ func TestScheduleExactlyOnceAcrossKills(t *testing.T) {
 	attempted := map[string]bool{} // queue/id: COMPLETE sent (ids are per queue)
 	acked := map[string]bool{}     // queue/id: COMPLETE acknowledged
 	worker := func(stop chan struct{}) {
-		w := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1})
+		w := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 		defer w.Close()
 		for {
 			select {
@@ -122,7 +122,7 @@ func TestScheduleExactlyOnceAcrossKills(t *testing.T) {
 		wg.Go(func() { worker(stop) })
 		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
 		if round%10 == 5 && os.Getenv("SCHED_NO_REWRITE") == "" {
-			a := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+			a := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 			if a.Do(ctx, "BGREWRITEAOF").Err() == nil {
 				rewrites++
 			}
@@ -137,7 +137,7 @@ func TestScheduleExactlyOnceAcrossKills(t *testing.T) {
 	// The last run: caught up, then every schedule paused so the check
 	// reads a still state.
 	cmd, exited = start()
-	c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+	c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	defer c.Close()
 	time.Sleep(500 * time.Millisecond)
 	end := time.Now().UnixMilli()
