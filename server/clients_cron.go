@@ -113,7 +113,6 @@ func (s *Server) demoteIdleClients(now int64) {
 		if !c.rawRead || c.asleep.Load() || c.demote.Load() || c.killed.Load() || now-c.lastIO.Load() < idleShrinkMs {
 			continue
 		}
-		c.demote.Store(true)
-		c.wake()
+		c.requestSleep()
 	}
 }
