@@ -26,11 +26,14 @@ const (
 )
 
 // ScheduleSpec is a schedule's definition (EMQ.SCHEDULE's arguments).
-// Exactly one of Every (at least 1s, rounded up to whole ms: the server
-// refuses less with `ERR interval_ms must be at least 1000`, docs/verbs.md
-// §4.22.1) and Cron (5 or 6 fields or a descriptor, in zone TZ, "" = UTC)
-// is set. Zero Start, End and Limit mean none; Catchup "" is the verb's
-// default (one).
+// Exactly one of Every (a whole number of milliseconds, at least 1s: the
+// server refuses less with `ERR interval_ms must be at least 1000`,
+// docs/verbs.md §4.22.1) and Cron (5 or 6 fields or a descriptor, in zone
+// TZ, "" = UTC) is set; a negative Every counts as set and reaches the
+// server, which refuses it. Zero Start, End and Limit mean none; any other
+// value is sent as given, so a negative Limit or a Start before 1970 comes
+// back as the server's refusal (as the worker's negative options do), never
+// as "no limit" or 1970. Catchup "" is the verb's default (one).
 type ScheduleSpec struct {
 	Every       time.Duration
 	Cron        string
@@ -50,12 +53,18 @@ type ScheduleSpec struct {
 func (i *Inspector) Schedule(ctx context.Context, q, name string, s ScheduleSpec) error {
 	var args []any
 	switch {
-	case s.Every > 0 && s.Cron == "":
+	case s.Every != 0 && s.Cron == "":
 		if s.TZ != "" {
 			return errors.New("emq: Schedule: TZ is for Cron schedules")
 		}
-		args = append(args, name, "EVERY", posMs(s.Every))
-	case s.Every <= 0 && s.Cron != "":
+		if s.Every%time.Millisecond != 0 {
+			// Rounding would send a period the caller did not ask for
+			// (999ms+1ns went through as 1000, past the floor); the
+			// server refuses `@every 1000500us` the same way.
+			return fmt.Errorf("emq: Schedule: Every %v is not a whole number of milliseconds", s.Every)
+		}
+		args = append(args, name, "EVERY", s.Every.Milliseconds())
+	case s.Every == 0 && s.Cron != "":
 		args = append(args, name, "CRON", s.Cron)
 		if s.TZ != "" {
 			args = append(args, "TZ", s.TZ)
@@ -65,12 +74,12 @@ func (i *Inspector) Schedule(ctx context.Context, q, name string, s ScheduleSpec
 	}
 	args = append(args, s.Payload)
 	if !s.Start.IsZero() {
-		args = append(args, "START", max(s.Start.UnixMilli(), 0))
+		args = append(args, "START", s.Start.UnixMilli())
 	}
 	if !s.End.IsZero() {
-		args = append(args, "END", max(s.End.UnixMilli(), 0))
+		args = append(args, "END", s.End.UnixMilli())
 	}
-	if s.Limit > 0 {
+	if s.Limit != 0 {
 		args = append(args, "LIMIT", s.Limit)
 	}
 	if s.OverlapSkip {

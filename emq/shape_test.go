@@ -313,3 +313,34 @@ func TestNegativeWorkerOptionsRefused(t *testing.T) {
 		t.Fatalf("negative HeartbeatInterval, ShutdownGrace, StallSweepInterval: %v", err)
 	}
 }
+
+// A ScheduleSpec is sent as the caller gave it (the newcomer run of this
+// stop): a period that is not whole milliseconds is refused here (rounded
+// up, 999ms+1ns went through as 1000, past the server's floor), a negative
+// Every beside a Cron counts as set, and a negative Limit or a Start before
+// 1970 reaches the server and comes back as its refusal; before, they meant
+// "no limit" (a schedule firing for ever) and 1970. Nothing is stored.
+func TestScheduleSpecSentAsGiven(t *testing.T) {
+	e := newEnv(t)
+	in := e.c.Inspector()
+	for _, tc := range []struct {
+		name string
+		spec emq.ScheduleSpec
+		want string
+	}{
+		{"Every 999ms+1ns", emq.ScheduleSpec{Every: 999*time.Millisecond + 1, Payload: []byte("p")}, "emq: Schedule: Every 999.000001ms is not a whole number of milliseconds"},
+		{"Every 1000.5ms", emq.ScheduleSpec{Every: 1000*time.Millisecond + 500*time.Microsecond, Payload: []byte("p")}, "emq: Schedule: Every 1.0005s is not a whole number of milliseconds"},
+		{"Every 999ms", emq.ScheduleSpec{Every: 999 * time.Millisecond, Payload: []byte("p")}, "ERR interval_ms must be at least 1000"},
+		{"Every negative", emq.ScheduleSpec{Every: -time.Second, Payload: []byte("p")}, "ERR interval_ms must be a positive integer"},
+		{"Every negative and Cron", emq.ScheduleSpec{Every: -time.Second, Cron: "@hourly", Payload: []byte("p")}, "emq: Schedule: set exactly one of Every and Cron"},
+		{"Limit negative", emq.ScheduleSpec{Every: time.Second, Limit: -5, Payload: []byte("p")}, "ERR limit must be a positive integer"},
+		{"Start before 1970", emq.ScheduleSpec{Every: time.Second, Start: time.UnixMilli(-5000), Payload: []byte("p")}, "ERR start_ms must be a non-negative integer"},
+	} {
+		if err := in.Schedule(e.ctx, "q", "s", tc.spec); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if r := e.rdb.Do(e.ctx, "EXISTS", "emq:{q}:sched:s").Val(); r != int64(0) {
+			t.Fatalf("%s: a refused spec stored the schedule (EXISTS %v)", tc.name, r)
+		}
+	}
+}
