@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -202,4 +203,23 @@ func (r *registry) rename(from, to string) string {
 	}
 	r.cmds[nn] = e
 	return ""
+}
+
+// KnownDirective reports whether name is a directive Valkey 8.0.1 knows:
+// one of emqd's (its config table, aliases included, rename-command,
+// include) or one emqd refuses as not supported. A config file line of
+// one word is then "wrong number of arguments", and any other one word
+// "Bad directive or wrong number of arguments", as Valkey's loader answers
+// (config.c loadServerConfigFromString; TestConfigFileNulAsValkey).
+func KnownDirective(name string) bool {
+	n := strings.ToLower(name)
+	if n == "rename-command" || n == "include" || notSupported(n) != "" {
+		return true
+	}
+	for _, p := range paramTable() {
+		if p.name == n || slices.Contains(p.aliases, n) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -217,4 +218,39 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestConfigFileNulAsValkey: a config file with NUL bytes is read as
+// valkey-server 8.0.1 reads it (cNulText): each file is run through both
+// and the fatal report after its first line (the line number, the line as
+// read, the reason) is the same. Each file ends in a bad line, so neither
+// server starts.
+func TestConfigFileNulAsValkey(t *testing.T) {
+	bin := valkeyref.File(t, "valkey-server")
+	dir := t.TempDir()
+	for i, text := range []string{
+		"\x00\xff\xfe binary\nhz 20\nnosuch 1\n",       // a line that starts with NUL is gone
+		"port 1\x00x\nsave \"\"\n",                     // a NUL inside joins the next line
+		"hz 20\n\x00\nport\x00 7003\nhz 21\n",          // 'porthz 21'
+		strings.Repeat("a", 1030) + "\x00tail\nport\n", // a NUL past the first 1024-byte chunk
+	} {
+		path := filepath.Join(dir, fmt.Sprintf("c%d.conf", i))
+		os.WriteFile(path, []byte(text), 0o644)
+		// A file the reference accepts would start a server: the context
+		// ends it (and the comparison then fails on its output).
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		vout, _ := exec.CommandContext(ctx, bin, path, "--port", "0").CombinedOutput()
+		cancel()
+		var out, errOut bytes.Buffer
+		if code := run([]string{path, "--port", "0", "--appendonly", "no"}, nil, &out, &errOut); code != 1 {
+			t.Fatalf("file %d: exit %d, want the fatal report", i, code)
+		}
+		report := func(s string) string { // the three lines after the banner
+			s = s[strings.Index(s, "***\n")+4:]
+			return strings.Join(strings.SplitN(strings.TrimSpace(s), "\n", 4)[:3], "\n")
+		}
+		if v, e := report(string(vout)), report(errOut.String()); v != e {
+			t.Errorf("file %d %q:\nvalkey: %s\nemqd:   %s", i, text, v, e)
+		}
+	}
 }

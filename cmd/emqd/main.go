@@ -308,6 +308,36 @@ func parseConfigPath(path string, depth int) ([]directive, error) {
 	return parseConfig(f, depth)
 }
 
+// cNulText is a config file's bytes as Valkey 8.0.1 reads them (config.c
+// loadServerConfig): fgets chunks of at most 1024 bytes, each ending at its
+// newline, appended as C strings, so each chunk ends at its first NUL and
+// loses what follows it, newline included. A line that starts with a NUL is
+// gone; one with a NUL inside joins the next line (`port 1\x00x` then
+// `save ""` reads `port 1save ""`, wrong number of arguments on both).
+// The newcomer run of this stop found emqd refusing a junk line Valkey skips.
+func cNulText(raw []byte) []byte {
+	if bytes.IndexByte(raw, 0) < 0 {
+		return raw
+	}
+	out := make([]byte, 0, len(raw))
+	for len(raw) > 0 {
+		n := min(len(raw), configReadLen)
+		if i := bytes.IndexByte(raw[:n], '\n'); i >= 0 {
+			n = i + 1
+		}
+		chunk := raw[:n]
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			chunk = chunk[:i]
+		}
+		out = append(out, chunk...)
+		raw = raw[n:]
+	}
+	return out
+}
+
+// configReadLen is Valkey's CONFIG_READ_LEN, the fgets chunk of cNulText.
+const configReadLen = 1024
+
 // maxIncludeDepth bounds include chains (a file including itself).
 const maxIncludeDepth = 16
 
@@ -317,7 +347,11 @@ const maxIncludeDepth = 16
 // is an error only without wildcards); its lines keep their own numbers.
 func parseConfig(r io.Reader, depth int) ([]directive, error) {
 	var out []directive
-	sc := bufio.NewScanner(r)
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &badDirective{fmt.Sprintf("Fatal error, can't read config file: %v", err)}
+	}
+	sc := bufio.NewScanner(bytes.NewReader(cNulText(raw)))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	n := 0
 	for sc.Scan() {
@@ -334,6 +368,9 @@ func parseConfig(r io.Reader, depth int) ([]directive, error) {
 			continue
 		}
 		if len(argv) < 2 {
+			if !server.KnownDirective(argv[0]) {
+				return nil, configError(n, line, "Bad directive or wrong number of arguments")
+			}
 			return nil, configError(n, line, "wrong number of arguments")
 		}
 		if strings.EqualFold(argv[0], "include") {

@@ -41,6 +41,17 @@ func TestParseConfigFile(t *testing.T) {
 	if _, err := parseConfigFile(strings.NewReader("requirepass \"open\n")); err == nil {
 		t.Fatal("unbalanced quotes accepted")
 	}
+	// A line is read up to its first NUL, as Valkey 8.0.1 reads it (the
+	// newcomer run: a line of binary junk starting with NUL stopped emqd
+	// with FATAL CONFIG FILE ERROR where Valkey starts): such a line is
+	// blank, and what follows a NUL elsewhere is not there.
+	d, err = parseConfigFile(strings.NewReader("\x00\xff\xfe binary\nport 7002\x00 junk\n"))
+	if err != nil || len(d) != 1 || d[0].name != "port" || len(d[0].args) != 1 || d[0].args[0] != "7002" {
+		t.Fatalf("NUL lines: %+v, %v", d, err)
+	}
+	if _, err := parseConfigFile(strings.NewReader("port\x00 7003\n")); err == nil || !strings.Contains(err.Error(), "at line 1") {
+		t.Fatalf("a value behind a NUL was read: %v", err)
+	}
 }
 
 func TestVersionAndBadDirective(t *testing.T) {
