@@ -250,14 +250,7 @@ func TestBulkIsPerJobVerbs(t *testing.T) {
 	// Under -short the states end at the first one past 100 where each
 	// kind was exercised 20 times (the assertion below; 117 states
 	// with this seed, against 600).
-	enough := func() bool {
-		for _, v := range kinds {
-			if tried[v] < 20 {
-				return false
-			}
-		}
-		return true
-	}
+	enough := func() bool { return exercised(tried, kinds, 20) }
 	for s := 0; s < states && !(testing.Short() && s >= 100 && enough()); s++ {
 		seed := rng.Int63()
 		bulk, each := newTH(t), newTH(t)
@@ -390,4 +383,16 @@ func BenchmarkReprocessAll(b *testing.B) {
 			}
 		}
 	})
+}
+
+// exercised reports whether every kind was tried at least n times: the
+// point where a random-state test run under -short has met the same
+// minimums as the full run and may stop.
+func exercised(tried map[string]int, kinds []string, n int) bool {
+	for _, v := range kinds {
+		if tried[v] < n {
+			return false
+		}
+	}
+	return true
 }

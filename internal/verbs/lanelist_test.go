@@ -309,14 +309,7 @@ func TestLaneDrainIsPerJobRemoves(t *testing.T) {
 	// Under -short the states end at the first one past 80 where each
 	// kind was exercised 10 times (the assertion below; about 100 states
 	// with this seed, against 400).
-	enough := func() bool {
-		for _, v := range kinds {
-			if tried[v] < 10 {
-				return false
-			}
-		}
-		return true
-	}
+	enough := func() bool { return exercised(tried, kinds, 10) }
 	for s := 0; s < states && !(testing.Short() && s >= 80 && enough()); s++ {
 		seed := rng.Int63()
 		bulk, each := newTH(t), newTH(t)
