@@ -243,6 +243,42 @@ func TestSweeper(t *testing.T) {
 	}
 }
 
+// TestNegativeSweeperOptionsRefused: a negative Interval, MaxStalled or
+// BatchSize makes RunSweeper return an error naming each such field, on a
+// live context and before any sweep: the expired lease stays active, no
+// OnSweep call is made.
+func TestNegativeSweeperOptionsRefused(t *testing.T) {
+	e := newEnv(t)
+	id := e.enqueue("q", "x")
+	if _, err := e.c.Claim(e.ctx, "q", time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(5000) // the lease has run out: a sweep would recover it
+	for _, tc := range []struct {
+		o    emq.SweeperOptions
+		want string
+	}{
+		{emq.SweeperOptions{Interval: -time.Second}, "emq: SweeperOptions.Interval must not be negative (got -1s; 0 is the default)"},
+		{emq.SweeperOptions{MaxStalled: -1}, "emq: SweeperOptions.MaxStalled must not be negative (got -1; 0 is the default)"},
+		{emq.SweeperOptions{BatchSize: -100}, "emq: SweeperOptions.BatchSize must not be negative (got -100; 0 is the default)"},
+		{emq.SweeperOptions{Interval: -1, BatchSize: -1}, "emq: SweeperOptions.Interval must not be negative (got -1ns; 0 is the default)\n" +
+			"emq: SweeperOptions.BatchSize must not be negative (got -1; 0 is the default)"},
+	} {
+		o := tc.o
+		o.Clock, o.Logger = manualClock{e.clk}, quiet
+		o.OnSweep = func([]string, []string, error) { t.Errorf("%+v: a sweep ran", tc.o) }
+		ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+		err := e.c.RunSweeper(ctx, "q", &o)
+		cancel()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	if j := e.job("q", id); j.State != "active" || j.Stalled != 0 {
+		t.Fatalf("row after refusals %+v", j)
+	}
+}
+
 // A transient refusal (the server could not run the command now, and did
 // not) is not a reply: the worker resends it like a transport failure.
 func TestTransientRefusals(t *testing.T) {

@@ -8,7 +8,10 @@ import (
 )
 
 // SweeperOptions configure RunSweeper (nil: every default). Zero values
-// take the defaults noted.
+// take the defaults noted; a negative Interval, MaxStalled or BatchSize is
+// refused: RunSweeper returns the error (naming each such field) before
+// it sweeps, as NewWorker's Run does for WorkerOptions
+// (TestNegativeSweeperOptionsRefused).
 type SweeperOptions struct {
 	// Interval between sweeps (default 5 s).
 	Interval time.Duration
@@ -50,6 +53,13 @@ func (c *Client) RunSweeper(ctx context.Context, q string, opts *SweeperOptions)
 	}
 	if !ValidQueue(q) {
 		return fmt.Errorf("emq: invalid queue name %q", q)
+	}
+	neg := negatives{kind: "SweeperOptions"}
+	neg.check("Interval", o.Interval < 0, o.Interval)
+	neg.check("MaxStalled", o.MaxStalled < 0, o.MaxStalled)
+	neg.check("BatchSize", o.BatchSize < 0, o.BatchSize)
+	if err := neg.err(); err != nil {
+		return err
 	}
 	if o.Interval <= 0 {
 		o.Interval = 5 * time.Second

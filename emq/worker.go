@@ -259,23 +259,34 @@ type WorkerOptions struct {
 	Hooks Hooks
 }
 
+// negatives collects "must not be negative" errors for the options of
+// one struct (named in each error), for the options that have no meaning
+// below zero; 0 always means the default.
+type negatives struct {
+	kind string // "WorkerOptions", "SweeperOptions"
+	errs []error
+}
+
+func (n *negatives) check(name string, bad bool, v any) {
+	if bad {
+		n.errs = append(n.errs, fmt.Errorf("emq: %s.%s must not be negative (got %v; 0 is the default)", n.kind, name, v))
+	}
+}
+
+func (n *negatives) err() error { return errors.Join(n.errs...) }
+
 // check refuses the negative options that have no meaning (WorkerOptions'
 // doc); nil when there is none.
 func (o *WorkerOptions) check() error {
-	var errs []error
-	neg := func(name string, bad bool, v any) {
-		if bad {
-			errs = append(errs, fmt.Errorf("emq: WorkerOptions.%s must not be negative (got %v; 0 is the default)", name, v))
-		}
-	}
-	neg("Concurrency", o.Concurrency < 0, o.Concurrency)
-	neg("LeaseDuration", o.LeaseDuration < 0, o.LeaseDuration)
-	neg("MaxAttempts", o.MaxAttempts < 0, o.MaxAttempts)
-	neg("ClaimWait", o.ClaimWait < 0, o.ClaimWait)
-	neg("PollInterval", o.PollInterval < 0, o.PollInterval)
-	neg("AckTimeout", o.AckTimeout < 0, o.AckTimeout)
-	neg("MaxStalled", o.MaxStalled < 0, o.MaxStalled)
-	return errors.Join(errs...)
+	n := negatives{kind: "WorkerOptions"}
+	n.check("Concurrency", o.Concurrency < 0, o.Concurrency)
+	n.check("LeaseDuration", o.LeaseDuration < 0, o.LeaseDuration)
+	n.check("MaxAttempts", o.MaxAttempts < 0, o.MaxAttempts)
+	n.check("ClaimWait", o.ClaimWait < 0, o.ClaimWait)
+	n.check("PollInterval", o.PollInterval < 0, o.PollInterval)
+	n.check("AckTimeout", o.AckTimeout < 0, o.AckTimeout)
+	n.check("MaxStalled", o.MaxStalled < 0, o.MaxStalled)
+	return n.err()
 }
 
 func (o *WorkerOptions) defaults(rdb redis.UniversalClient) {
@@ -409,7 +420,9 @@ func NewWorker(c *Client, opts *WorkerOptions) *Worker {
 	return &Worker{c: c, o: o, bad: bad}
 }
 
-// Options returns the worker's options with the defaults filled in.
+// Options returns the worker's options with the defaults filled in. For a
+// worker whose options were refused (NewWorker), each refused field reads
+// as its default here, and Run returns the refusal.
 func (w *Worker) Options() WorkerOptions { return w.o }
 
 // Stats returns the worker's counts.
