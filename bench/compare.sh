@@ -6,7 +6,8 @@
 # servers run pinned to CPU 0. Rounds alternate emqd, redis, emqd, redis ...
 # and the table prints medians and the ratio emqd/redis of every measure
 # with its goal: redis-benchmark -P 1 and -P 32, the job cycle (native verbs
-# against bench/lua through bench/cmd/jobcycle), the stall sweep, bytes per
+# against bench/lua through bench/cmd/jobcycle, in the NEXT form and the
+# plain one: bench/README.md), the stall sweep, bytes per
 # pending job, boot from an AOF (bench/cmd/aofboot) and the peak memory of
 # big commands. A full run takes about 20 minutes on an idle 2-core machine.
 #

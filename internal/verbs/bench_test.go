@@ -140,3 +140,59 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// nextCycle returns one job cycle in the NEXT form (docs/verbs.md §4.5.1)
+// on queue q of vs, as bench/cmd/jobcycle's NEXT worker runs it: ENQUEUE q
+// * payload, then COMPLETE q <held> 1 NEXT 30000, which completes the job
+// claimed by the previous step and claims the one just enqueued. The
+// first call claims a job with a plain CLAIM; argv and writer are reused;
+// t fails unless each claim hands out a job with token 1.
+func nextCycle(t testing.TB, vs *Verbs, c *store.Ctx) func() {
+	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
+	complete := [][]byte{[]byte("EMQ.COMPLETE"), []byte("q"), make([]byte, 0, 32), []byte("1"), []byte("NEXT"), []byte("30000")}
+	held := false
+	// take reads the claimed job's id from a claim array (*1 *4 $14 <id>
+	// ... $1 1 ...) into complete[2].
+	take := func(what string) {
+		buf := c.W.Buf
+		if len(buf) < 13+14 || string(buf[:11]) != "*1\r\n*4\r\n$14" {
+			t.Fatalf("%s: %q", what, buf)
+		}
+		complete[2] = append(complete[2][:0], buf[13:13+14]...)
+	}
+	return func() {
+		c.NowMs++
+		c.W.Reset()
+		c.ResetForCommand(enq)
+		vs.cmdEnqueue(c)
+		c.W.Reset()
+		if !held {
+			c.ResetForCommand([][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("30000")})
+			vs.cmdClaim(c)
+			take("claim")
+			held = true
+			c.W.Reset()
+			c.ResetForCommand(enq)
+			vs.cmdEnqueue(c)
+			c.W.Reset()
+		}
+		c.ResetForCommand(complete)
+		vs.cmdComplete(c)
+		take("complete NEXT")
+	}
+}
+
+// BenchmarkJobCycleNext is one job of the NEXT form's cycle: ENQUEUE *,
+// COMPLETE ... NEXT (nextCycle), beside BenchmarkJobCycle's three verbs.
+func BenchmarkJobCycleNext(b *testing.B) {
+	s := store.New(16)
+	s.SetFeed(nopFeed{})
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	cycle := nextCycle(b, New(Config{}), c)
+	cycle()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cycle()
+	}
+}

@@ -60,6 +60,33 @@ func (rawFunctions) fail(e *enc, k *qkeys, id, token string) {
 	e.bulk("boom")
 }
 
+func (rawFunctions) hasNext() bool { return true }
+func (rawFunctions) completeNext(e *enc, k *qkeys, id, token string) {
+	e.array(8)
+	e.bulk("FCALL")
+	e.bulk("emq_complete")
+	e.bulk("1")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(token)
+	e.bulk("NEXT")
+	e.bulk(k.leaseMs)
+}
+func (rawFunctions) failNext(e *enc, k *qkeys, id, token string) {
+	e.array(11)
+	e.bulk("FCALL")
+	e.bulk("emq_fail")
+	e.bulk("1")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(token)
+	e.bulk("3")
+	e.bulk("0")
+	e.bulk("boom")
+	e.bulk("NEXT")
+	e.bulk(k.leaseMs)
+}
+
 // functionsExec is the go-redis executor of the library.
 type functionsExec struct {
 	rdb redis.UniversalClient

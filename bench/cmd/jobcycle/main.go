@@ -12,6 +12,19 @@
 // queue, so every claim takes the job the worker just enqueued (or retried),
 // and each pipelined phase is one round trip of `batch` commands.
 //
+// With --next (the default) every cell also runs in the NEXT form
+// (docs/verbs.md §4.5.1), as a worker with it runs: per job (per batch when
+// pipelined) ENQUEUE, then COMPLETE ... NEXT, which claims the next job: two
+// round trips instead of three; the failure variant ENQUEUE, FAIL ... NEXT
+// (its claim takes the due retry back), COMPLETE ... NEXT: three instead of
+// five. emqd and the cluster library have the form; the scripts (bench/lua,
+// one script per transition) have no combined verb, so the scripted side's
+// NEXT rows are its plain ones, measured once. The pipelined NEXT cell keeps
+// one round trip per phase (ENQUEUE x batch, then COMPLETE NEXT x batch)
+// rather than one pipeline of both: a producer's batch and a worker's
+// completions are two clients' round trips (bench/README.md, "The job cycle
+// with NEXT").
+//
 // Then it times the stall sweep: `sweep-leases` jobs are enqueued and claimed
 // with lease_ms 1, and once the leases have expired, EMQ.STALLED.CHECK
 // (native) and sweep_stalled.lua (scripted) are called, `sweep-limit` per
@@ -73,6 +86,7 @@ type config struct {
 	serverCPU           string
 	tsv                 bool
 	retryCells          bool
+	next                bool
 	lanes               int
 }
 
@@ -103,6 +117,7 @@ func main() {
 	fs.BoolVar(&c.tsv, "tsv", false, "print the medians of sides emqd and redis as tab-separated lines instead of the tables: cycle, name, mode, workers, batch, emqd jobs/s, redis jobs/s; sweep, leases, limit, emqd s, redis s")
 	fs.IntVar(&c.lanes, "lanes", 100, "lanes of each worker's queue on side emqd+lanes (every job in lane l<hash(id) mod lanes>)")
 	fs.BoolVar(&c.retryCells, "retry-cells", true, "also run the cycle with one failure (enqueue, claim, fail, claim, complete)")
+	fs.BoolVar(&c.next, "next", true, "also run every cell in the NEXT form (enqueue, complete NEXT; enqueue, fail NEXT, complete NEXT: docs/verbs.md §4.5.1) on the sides that have it (emqd, the library, the clusters); the scripted side's NEXT rows are its plain ones. --next=false: the plain form only")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: jobcycle [flags]
 
@@ -139,27 +154,13 @@ func run(c config) error {
 	if c.client != "raw" && c.client != "go-redis" {
 		return fmt.Errorf("--client must be raw or go-redis")
 	}
+	if c.next && c.client != "raw" {
+		return fmt.Errorf("the NEXT form runs on --client raw only (add --next=false)")
+	}
 	if c.jobs <= 0 || c.workers1 <= 0 || c.workersP <= 0 || c.batch <= 0 || c.sweepLimit <= 0 || c.maxStalled <= 0 || c.rounds <= 0 {
 		return fmt.Errorf("counts must be positive")
 	}
-	payload := strings.Repeat("x", c.payloadBytes)
-	cells := []cell{}
-	for _, m := range []struct {
-		name           string
-		workers, batch int
-	}{{"1 cmd/round trip", c.workers1, 1}, {"pipelined", c.workersP, c.batch}} {
-		for _, retry := range []bool{false, true} {
-			if retry && !c.retryCells {
-				continue
-			}
-			name := "enq,claim,complete"
-			if retry {
-				name = "enq,claim,fail,claim,compl"
-			}
-			cells = append(cells, cell{name: name, mode: m.name,
-				cy: cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, leaseMs: c.leaseMs, payload: payload}})
-		}
-	}
+	cells := makeCells(c)
 	known := map[string]bool{"emqd": true, "emqd+lanes": true, "redis": true, "library": true, "cluster/3": true, "cluster/1": true}
 	for _, sd := range c.sides {
 		if !known[sd] {
@@ -245,6 +246,10 @@ func run(c config) error {
 			}
 			fmt.Printf("   (%s)\n", cl.mode)
 		}
+		if c.next {
+			fmt.Printf("(NEXT rows: emqd and the library run enqueue + complete NEXT (+ fail NEXT), 2 (3) commands\n" +
+				" and round trips per job or batch; the scripts have no combined verb: their NEXT rows are their plain ones)\n")
+		}
 		if base >= 0 && len(c.sides) > 1 {
 			fmt.Printf("\neach side / emqd\n")
 			for ci, cl := range cells {
@@ -298,6 +303,55 @@ func medianSweep(v []sweepResult) sweepResult {
 type cell struct {
 	name, mode string
 	cy         cycle
+}
+
+// Names of the cells' cycles (the --tsv lines' second field; bench/cmd/compare
+// reads them).
+const (
+	cyclePlain      = "enq,claim,complete"
+	cyclePlainRetry = "enq,claim,fail,claim,compl"
+	cycleNext       = "enq,complete NEXT"
+	cycleNextRetry  = "enq,fail NEXT,compl NEXT"
+)
+
+// makeCells lists the job-cycle cells: one command per round trip, then
+// pipelined; in each, the NEXT form (with --next) before the plain one, and
+// each without, then with the failure (with --retry-cells).
+func makeCells(c config) []cell {
+	payload := strings.Repeat("x", c.payloadBytes)
+	var cells []cell
+	for _, m := range []struct {
+		name           string
+		workers, batch int
+	}{{"1 cmd/round trip", c.workers1, 1}, {"pipelined", c.workersP, c.batch}} {
+		for _, next := range []bool{true, false} {
+			if next && !c.next {
+				continue
+			}
+			for _, retry := range []bool{false, true} {
+				if retry && !c.retryCells {
+					continue
+				}
+				name := map[[2]bool]string{{false, false}: cyclePlain, {false, true}: cyclePlainRetry,
+					{true, false}: cycleNext, {true, true}: cycleNextRetry}[[2]bool{next, retry}]
+				cells = append(cells, cell{name: name, mode: m.name,
+					cy: cycle{jobs: c.jobs, workers: m.workers, batch: m.batch, retry: retry, next: next, leaseMs: c.leaseMs, payload: payload}})
+			}
+		}
+	}
+	return cells
+}
+
+// plainTwin is the index of the plain cell of cell i's mode and variant:
+// a side without the NEXT form reports it for the NEXT cell (a worker of
+// that side runs the plain cycle).
+func plainTwin(cells []cell, i int) int {
+	for j, cl := range cells {
+		if !cl.cy.next && cl.cy.batch == cells[i].cy.batch && cl.cy.workers == cells[i].cy.workers && cl.cy.retry == cells[i].cy.retry {
+			return j
+		}
+	}
+	return -1
 }
 
 type sideResult struct {
@@ -369,9 +423,13 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 		return res, fmt.Errorf("%s: %w", e.addr, err)
 	}
 	if c.only != "sweep" {
-		for _, cl := range cells {
+		res.rates = make([]float64, len(cells))
+		for ci, cl := range cells {
+			if cl.cy.next && !e.raw.hasNext() {
+				continue // its plain twin's figure, below
+			}
 			fmt.Fprintf(os.Stderr, "%s: %s, %s ...\n", name, cl.name, cl.mode)
-			q := fmt.Sprintf("jc.%s.%s.%d.%v", tag, strings.NewReplacer("/", "", "+", "-").Replace(name), cl.cy.batch, cl.cy.retry)
+			q := fmt.Sprintf("jc.%s.%s.%d.%v.%v", tag, strings.NewReplacer("/", "", "+", "-").Replace(name), cl.cy.batch, cl.cy.retry, cl.cy.next)
 			cy := cl.cy
 			cy.place = e.place
 			var r float64
@@ -389,7 +447,12 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 			if err != nil {
 				return res, fmt.Errorf("%s %s: %w", cl.mode, cl.name, err)
 			}
-			res.rates = append(res.rates, r)
+			res.rates[ci] = r
+		}
+		for ci, cl := range cells {
+			if cl.cy.next && !e.raw.hasNext() {
+				res.rates[ci] = res.rates[plainTwin(cells, ci)]
+			}
 		}
 	}
 	if c.only != "cycle" && e.sweep {
@@ -579,8 +642,15 @@ func parseClaim(c *redis.Cmd) (claimed, error) {
 type cycle struct {
 	jobs, workers, batch int
 	retry                bool
-	leaseMs              int
-	payload              string
+	// next runs the cycle with the finishing verbs' NEXT form
+	// (workerRawNext; the lean client only).
+	next bool
+	// stats, when set, is called after a lean-client run with each
+	// worker's batches of job numbers taken (of up to batch jobs) and
+	// round trips made.
+	stats   func(batches, trips int)
+	leaseMs int
+	payload string
 	// place, when set, gives the queue of a worker's name "<q>.<w>" (the
 	// cluster sides put it on a chosen primary).
 	place func(name string) string

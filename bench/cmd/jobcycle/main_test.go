@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,24 +154,104 @@ func TestRawCycle(t *testing.T) {
 		sides = append(sides, target{"redis", ex.rdb.Options().Addr, rawScripted{}, ex.rdb})
 	}
 	for _, sd := range sides {
-		for _, batch := range []int{1, 25} {
-			for _, retry := range []bool{false, true} {
-				cy := cycle{jobs: 300, workers: 3, batch: batch, retry: retry, leaseMs: 30000, payload: "p"}
-				q := "raw." + randTag()
-				if sd.name == "emqd+lanes" {
-					if err := keepLanesOn(ctx, sd.rdb, cy, q); err != nil {
-						t.Fatal(err)
+		for _, next := range []bool{false, true} {
+			if next && !sd.side.hasNext() {
+				continue
+			}
+			for _, batch := range []int{1, 25} {
+				for _, retry := range []bool{false, true} {
+					cy := cycle{jobs: 300, workers: 3, batch: batch, retry: retry, next: next, leaseMs: 30000, payload: "p"}
+					q := "raw." + randTag()
+					if sd.name == "emqd+lanes" {
+						if err := keepLanesOn(ctx, sd.rdb, cy, q); err != nil {
+							t.Fatal(err)
+						}
 					}
-				}
-				r, err := cy.runRaw(fixed(sd.addr), sd.side, q, func(q string) error { return cy.check(ctx, sd.rdb, q) })
-				if err != nil {
-					t.Fatalf("%s batch %d retry %v: %v", sd.name, batch, retry, err)
-				}
-				if r <= 0 {
-					t.Fatalf("%s rate %v", sd.name, r)
+					r, err := cy.runRaw(fixed(sd.addr), sd.side, q, func(q string) error { return cy.check(ctx, sd.rdb, q) })
+					if err != nil {
+						t.Fatalf("%s next %v batch %d retry %v: %v", sd.name, next, batch, retry, err)
+					}
+					if r <= 0 {
+						t.Fatalf("%s rate %v", sd.name, r)
+					}
 				}
 			}
 		}
+	}
+}
+
+// The NEXT form saves a round trip per batch (per job at batch 1): a
+// worker's batch costs ENQUEUE and COMPLETE NEXT (2 round trips, and one
+// more for the first batch's CLAIM) against ENQUEUE, CLAIM, COMPLETE (3);
+// with the failure ENQUEUE, FAIL NEXT, COMPLETE NEXT (3, +1) against 5.
+// The failure variant's FAIL NEXT takes its own retry back (the oldest id
+// of the queue), which workerRawNext checks by the token.
+func TestNextRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	s := server.StartTest(t)
+	rdb := newClient(s.Addr(), 4)
+	t.Cleanup(func() { rdb.Close() })
+	for _, next := range []bool{false, true} {
+		for _, batch := range []int{1, 7} {
+			for _, retry := range []bool{false, true} {
+				per, extra := 3, 0
+				switch {
+				case next && retry:
+					per, extra = 3, 1
+				case next:
+					per, extra = 2, 1
+				case retry:
+					per = 5
+				}
+				var batches, trips, workers int
+				cy := cycle{jobs: 100, workers: 3, batch: batch, retry: retry, next: next, leaseMs: 30000, payload: "p",
+					stats: func(b, tr int) {
+						want := 0
+						if b > 0 {
+							want = per*b + extra
+						}
+						if tr != want {
+							t.Errorf("next %v batch %d retry %v: a worker of %d batches made %d round trips, want %d", next, batch, retry, b, tr, want)
+						}
+						batches += b
+						trips += tr
+						workers++
+					}}
+				q := "trips." + randTag()
+				if _, err := cy.runRaw(fixed(s.Addr()), rawNative{}, q, func(q string) error { return cy.check(ctx, rdb, q) }); err != nil {
+					t.Fatalf("next %v batch %d retry %v: %v", next, batch, retry, err)
+				}
+				if min := (100 + batch - 1) / batch; workers != 3 || batches < min || batches > min+2 {
+					t.Fatalf("next %v batch %d: %d workers took %d batches, want 3 and %d to %d", next, batch, workers, batches, min, min+2)
+				}
+			}
+		}
+	}
+}
+
+// The scripted side has no NEXT form: its NEXT cells report the plain
+// cell of the same mode and variant, and the cells list the NEXT form
+// before the plain one in each mode (bench/cmd/compare reads the names).
+func TestCellsAndPlainTwins(t *testing.T) {
+	cells := makeCells(config{jobs: 10, workers1: 32, workersP: 8, batch: 100, retryCells: true, next: true, payloadBytes: 1})
+	var names []string
+	for i, cl := range cells {
+		names = append(names, fmt.Sprintf("%s/%d", cl.name, cl.cy.batch))
+		tw := plainTwin(cells, i)
+		if tw < 0 || cells[tw].cy.next || cells[tw].cy.batch != cl.cy.batch || cells[tw].cy.retry != cl.cy.retry {
+			t.Fatalf("cell %d (%s): plain twin %d", i, cl.name, tw)
+		}
+		if !cl.cy.next && tw != i {
+			t.Fatalf("plain cell %d (%s) has twin %d", i, cl.name, tw)
+		}
+	}
+	want := []string{cycleNext + "/1", cycleNextRetry + "/1", cyclePlain + "/1", cyclePlainRetry + "/1",
+		cycleNext + "/100", cycleNextRetry + "/100", cyclePlain + "/100", cyclePlainRetry + "/100"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("cells %v, want %v", names, want)
+	}
+	if n := len(makeCells(config{jobs: 10, workers1: 1, workersP: 1, batch: 2, retryCells: true})); n != 4 {
+		t.Fatalf("--next=false: %d cells, want 4", n)
 	}
 }
 
@@ -248,6 +330,10 @@ func TestLibrarySide(t *testing.T) {
 			if _, err := cy.run(ctx, e.ex, "lib."+randTag()); err != nil {
 				t.Fatalf("go-redis batch %d retry %v: %v", batch, retry, err)
 			}
+			cy.next = true
+			if _, err := cy.runRaw(e.route, e.raw, "lib."+randTag(), func(q string) error { return cy.check(ctx, e.ex.client(), q) }); err != nil {
+				t.Fatalf("raw NEXT batch %d retry %v: %v", batch, retry, err)
+			}
 		}
 	}
 	r, err := sweep(ctx, e.ex, "sw."+randTag(), config{sweepLeases: 250, sweepLimit: 100, maxStalled: 2}, "p")
@@ -282,6 +368,11 @@ func TestClusterSides(t *testing.T) {
 		if _, err := cy.runRaw(e.route, e.raw, q, func(q string) error { return cy.check(ctx, e.ex.client(), q) }); err != nil {
 			t.Fatalf("spread %d raw: %v", spread, err)
 		}
+		cy.next = true
+		if _, err := cy.runRaw(e.route, e.raw, "cl."+randTag(), func(q string) error { return cy.check(ctx, e.ex.client(), q) }); err != nil {
+			t.Fatalf("spread %d raw NEXT: %v", spread, err)
+		}
+		cy.next = false
 		if _, err := cy.run(ctx, e.ex, "cl."+randTag()); err != nil {
 			t.Fatalf("spread %d go-redis: %v", spread, err)
 		}

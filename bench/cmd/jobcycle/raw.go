@@ -64,6 +64,9 @@ type rawConn struct {
 	vals  []val
 	arena []byte
 	tops  []int
+	// trips counts the round trips made, batches the batches of job
+	// numbers the worker took (cycle.stats reads them after a run).
+	trips, batches int
 }
 
 func dialRaw(addr string) (*rawConn, error) {
@@ -77,6 +80,7 @@ func dialRaw(addr string) (*rawConn, error) {
 // roundTrip writes the n commands encoded in c.e and reads their n replies
 // (c.tops indexes them in c.vals). The encoder is emptied.
 func (c *rawConn) roundTrip(n int) error {
+	c.trips++
 	_, err := c.nc.Write(c.e.b)
 	c.e.b = c.e.b[:0]
 	if err != nil {
@@ -209,6 +213,13 @@ type rawSide interface {
 	claim(e *enc, k *qkeys)
 	complete(e *enc, k *qkeys, id, token string)
 	fail(e *enc, k *qkeys, id, token string)
+	// hasNext reports whether the side has the finishing verbs' NEXT form
+	// (docs/verbs.md §4.5.1); completeNext and failNext encode it (complete
+	// or fail, then claim one job with lease_ms, in one command). A side
+	// without it is never asked to encode it.
+	hasNext() bool
+	completeNext(e *enc, k *qkeys, id, token string)
+	failNext(e *enc, k *qkeys, id, token string)
 }
 
 type rawNative struct{}
@@ -243,6 +254,28 @@ func (rawNative) fail(e *enc, k *qkeys, id, token string) {
 	e.bulk("0")
 	e.bulk("boom")
 }
+func (rawNative) hasNext() bool { return true }
+func (rawNative) completeNext(e *enc, k *qkeys, id, token string) {
+	e.array(6)
+	e.bulk("EMQ.COMPLETE")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(token)
+	e.bulk("NEXT")
+	e.bulk(k.leaseMs)
+}
+func (rawNative) failNext(e *enc, k *qkeys, id, token string) {
+	e.array(9)
+	e.bulk("EMQ.FAIL")
+	e.bulk(k.q)
+	e.bulk(id)
+	e.bulk(token)
+	e.bulk("3")
+	e.bulk("0")
+	e.bulk("boom")
+	e.bulk("NEXT")
+	e.bulk(k.leaseMs)
+}
 
 // rawLanes is rawNative with lanes on (docs/verbs.md §4.26): each job is
 // enqueued with LANE l<n>, n a hash of its id over the side's lanes, so
@@ -275,8 +308,18 @@ func (r rawLanes) enqueue(e *enc, k *qkeys, id, payload string) {
 	e.bulk(r.names[h%uint32(len(r.names))])
 }
 
-// rawScripted sends the same EVALSHA calls as scriptExec.
+// rawScripted sends the same EVALSHA calls as scriptExec. The scripts have
+// no combined verb (bench/lua is one script per transition), so the side
+// has no NEXT form: its NEXT cells are its plain ones (runSide).
 type rawScripted struct{}
+
+func (rawScripted) hasNext() bool { return false }
+func (rawScripted) completeNext(*enc, *qkeys, string, string) {
+	panic("jobcycle: the scripted side has no NEXT form")
+}
+func (rawScripted) failNext(*enc, *qkeys, string, string) {
+	panic("jobcycle: the scripted side has no NEXT form")
+}
 
 func (rawScripted) enqueue(e *enc, k *qkeys, id, payload string) {
 	e.array(7)
@@ -350,7 +393,11 @@ func (cy cycle) runRaw(route func(q string) string, side rawSide, q string, chec
 		go func(w int) {
 			defer wg.Done()
 			k := newQKeys(cy.qname(q, w), cy.leaseMs)
-			if err := cy.workerRaw(conns[w], side, k, base, &next); err != nil {
+			work := cy.workerRaw
+			if cy.next {
+				work = cy.workerRawNext
+			}
+			if err := work(conns[w], side, k, base, &next); err != nil {
 				errs <- err
 			}
 		}(w)
@@ -364,21 +411,199 @@ func (cy cycle) runRaw(route func(q string) string, side rawSide, q string, chec
 	if err := check(q); err != nil {
 		return 0, err
 	}
+	if cy.stats != nil {
+		for _, c := range conns {
+			cy.stats(c.batches, c.trips)
+		}
+	}
 	return float64(cy.jobs) / elapsed.Seconds(), nil
+}
+
+// takeIDs takes up to batch job numbers of the run for c's worker and
+// returns their ids (none once the run's jobs are all taken).
+func (cy cycle) takeIDs(c *rawConn, ids []string, base uint64, next *atomic.Int64) []string {
+	ids = ids[:0]
+	first := next.Add(int64(cy.batch)) - int64(cy.batch)
+	if first >= int64(cy.jobs) {
+		return ids
+	}
+	n := int(min(int64(cy.batch), int64(cy.jobs)-first))
+	for i := 0; i < n; i++ {
+		ids = append(ids, jobID(base, uint64(first)+uint64(i)))
+	}
+	c.batches++
+	return ids
+}
+
+// heldJob is a job a NEXT worker holds: its id and its lease's token.
+type heldJob struct {
+	id  string
+	tok byte // '1' for a first claim, '2' for the claim of its retry
+}
+
+// workerRawNext is the cycle as a worker with the NEXT form runs it
+// (docs/verbs.md §4.5.1): it enqueues a batch, then finishes the jobs it
+// holds with COMPLETE ... NEXT (or, in the failure variant, FAIL ... NEXT
+// first), each finishing command claiming the next job. Per batch (one
+// command per round trip: per job) that is ENQUEUE, COMPLETE NEXT: two
+// round trips instead of three; with the failure ENQUEUE, FAIL NEXT,
+// COMPLETE NEXT: three instead of five. The first batch is claimed with
+// plain CLAIMs, and the last finishing commands claim nothing.
+//
+// Which job a NEXT claims is the queue's order: on a queue without lanes
+// FAIL's due retry (the oldest id) comes back to the worker that failed it
+// and COMPLETE's claim takes the next batch's job, so every pass finishes
+// the whole batch alike; with lanes the pick is fair among the lanes, so a
+// pass may hold fresh jobs and retries at once. The worker therefore keeps
+// each held job's token and fails a first claim (token 1, failure variant)
+// or completes it (token 2, or no failure variant), and runs passes until
+// it holds no retry; every job is failed once (in the variant) and
+// completed once either way. Every reply is checked: each claim's token is
+// 1 for a job never claimed and 2 for one this worker failed, FAIL's
+// verdict is scheduled, and a claim is empty only when nothing is left.
+func (cy cycle) workerRawNext(c *rawConn, side rawSide, k *qkeys, base uint64, next *atomic.Int64) error {
+	if !side.hasNext() {
+		return fmt.Errorf("the side has no NEXT form")
+	}
+	ids := make([]string, 0, cy.batch)
+	var held, got []heldJob
+	var failed map[string]bool // the retries not yet claimed again
+	if cy.retry {
+		failed = map[string]bool{}
+	}
+	// claimedJob reads a claim array (the NEXT form's or CLAIM's reply):
+	// nothing, or one job whose token must fit its history. hint is the id
+	// the claim is expected to take on a queue without lanes, whose string
+	// is kept instead of a new one; what and whose name the command in an
+	// error.
+	claimedJob := func(v val, what, whose, hint string) (heldJob, bool, error) {
+		if v.kind != '*' {
+			return heldJob{}, false, fmt.Errorf("%s %s: unexpected reply %s", what, whose, c.describe(v))
+		}
+		if v.count == 0 {
+			return heldJob{}, false, nil
+		}
+		job := c.elem(v, 0)
+		if v.count != 1 || job.kind != '*' || job.count < 3 {
+			return heldJob{}, false, fmt.Errorf("%s %s: unexpected reply %s", what, whose, c.describe(v))
+		}
+		idv, tok := c.elem(job, 0), c.elem(job, 2)
+		retried := failed[string(idv.s)]
+		var t byte
+		switch {
+		case c.isStr(tok, "1") && !retried:
+			t = '1'
+		case c.isStr(tok, "2") && retried:
+			t = '2'
+			delete(failed, string(idv.s))
+		default:
+			return heldJob{}, false, fmt.Errorf("%s %s: claimed %s with token %s (failed by this worker: %v)", what, whose, idv.s, c.describe(tok), retried)
+		}
+		if hint != "" && c.isStr(idv, hint) {
+			return heldJob{hint, t}, true, nil
+		}
+		return heldJob{string(idv.s), t}, true, nil
+	}
+	for {
+		ids = cy.takeIDs(c, ids, base, next)
+		if len(ids) > 0 {
+			for _, id := range ids {
+				side.enqueue(&c.e, k, id, cy.payload)
+			}
+			if err := c.roundTrip(len(ids)); err != nil {
+				return err
+			}
+			for i, id := range ids {
+				if v := c.reply(i); !c.isStr(v, id) {
+					return fmt.Errorf("enqueue %s: %s", id, c.describe(v))
+				}
+			}
+		}
+		if len(held) == 0 {
+			if len(ids) == 0 {
+				return nil
+			}
+			// The first batch: plain claims.
+			for range ids {
+				side.claim(&c.e, k)
+			}
+			if err := c.roundTrip(len(ids)); err != nil {
+				return err
+			}
+			for i := range ids {
+				j, ok, err := claimedJob(c.reply(i), "claim", k.q, ids[i])
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("claim: nothing claimed after enqueueing %d jobs", len(ids))
+				}
+				held = append(held, j)
+			}
+			continue
+		}
+		// Passes over the held jobs until none is a retry (and, once the
+		// run's jobs are all taken, until none is held).
+		for len(held) > 0 {
+			for _, j := range held {
+				if cy.retry && j.tok == '1' {
+					side.failNext(&c.e, k, j.id, "1")
+				} else {
+					side.completeNext(&c.e, k, j.id, string(j.tok))
+				}
+			}
+			if err := c.roundTrip(len(held)); err != nil {
+				return err
+			}
+			got = got[:0]
+			retries := false
+			for i, j := range held {
+				v := c.reply(i)
+				what, hint := "complete NEXT", ""
+				if i < len(ids) {
+					hint = ids[i]
+				}
+				if cy.retry && j.tok == '1' {
+					// [verdict, failures, claim array]; the claim takes
+					// the retry back on a queue without lanes.
+					what, hint = "fail NEXT", j.id
+					if v.kind != '*' || v.count != 3 || !c.isStr(c.elem(v, 0), "scheduled") {
+						return fmt.Errorf("%s %s: %s, want [scheduled 1 [...]]", what, j.id, c.describe(v))
+					}
+					failed[j.id] = true
+					v = c.elem(v, 2)
+				}
+				n, ok, err := claimedJob(v, what, j.id, hint)
+				if err != nil {
+					return err
+				}
+				if ok {
+					got = append(got, n)
+					retries = retries || n.tok == '2'
+				}
+			}
+			held, got = got, held
+			if !retries && len(ids) > 0 {
+				break
+			}
+		}
+		if len(held) == 0 && len(ids) == 0 {
+			if len(failed) > 0 {
+				return fmt.Errorf("%d failed jobs never claimed again", len(failed))
+			}
+			return nil
+		}
+	}
 }
 
 func (cy cycle) workerRaw(c *rawConn, side rawSide, k *qkeys, base uint64, next *atomic.Int64) error {
 	ids := make([]string, 0, cy.batch)
 	jobs := make([]string, 0, cy.batch) // the claimed ids, in reply order
 	for {
-		first := next.Add(int64(cy.batch)) - int64(cy.batch)
-		if first >= int64(cy.jobs) {
+		ids = cy.takeIDs(c, ids, base, next)
+		n := len(ids)
+		if n == 0 {
 			return nil
-		}
-		n := int(min(int64(cy.batch), int64(cy.jobs)-first))
-		ids = ids[:0]
-		for i := 0; i < n; i++ {
-			ids = append(ids, jobID(base, uint64(first)+uint64(i)))
 		}
 		for _, id := range ids {
 			side.enqueue(&c.e, k, id, cy.payload)
