@@ -3803,6 +3803,25 @@ verb('emq_lanes', 'emq.lanes', -2, { 'no-writes' }, function(k, args)
   return out
 end)
 
+-- head_age is the age at now of the first member of the pending set at
+-- key (EMQ.COUNTS latency_ms, docs/verbs.md §4.16): 0 when the set is
+-- empty or not a sorted set, or the row's enqueued_at is unreadable or in
+-- the future.
+local function head_age(k, key, now)
+  local head = redis.pcall('ZRANGE', key, 0, 0)
+  if head.err or not head[1] then
+    return 0
+  end
+  local at = redis.pcall('HGET', k.job .. head[1], 'enqueued_at')
+  if type(at) == 'string' and ll(at) then
+    local t = tonumber(at)
+    if t < now then
+      return now - t
+    end
+  end
+  return 0
+end
+
 verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   local sizes = {}
   for i, key in ipairs({ k.pending, k.active, k.schedule, k.dead }) do
@@ -3829,20 +3848,18 @@ verb('emq_counts', 'emq.counts', 2, { 'no-writes' }, function(k)
   if type(waiting) == 'table' then
     return err(E_WRONGTYPE)
   end
-  -- pending counts every lane's pending jobs (docs/verbs.md §4.26.5);
-  -- latency_ms stays the default lane's.
+  -- pending counts every lane's pending jobs (docs/verbs.md §4.26.5).
   local pending = sizes[1] + lanes_pending(k)
-  -- latency_ms: the age of the job the next claim takes (docs/verbs.md
-  -- §4.16), 0 when unknown.
-  local latency = 0
-  if sizes[1] > 0 then
-    local head = redis.call('ZRANGE', k.pending, 0, 0)[1]
-    local at = redis.pcall('HGET', k.job .. head, 'enqueued_at')
-    if type(at) == 'string' and ll(at) then
-      local now = now_ms()
-      local t = tonumber(at)
-      if t < now then
-        latency = now - t
+  -- latency_ms: the largest age of a job the next claim in its lane takes
+  -- (docs/verbs.md §4.16): the heads of pending and of each lane's
+  -- pending set, 0 when unknown.
+  local now = now_ms()
+  local latency = head_age(k, k.pending, now)
+  local names = redis.pcall('ZRANGE', k.lanes_known, 0, -1)
+  if not names.err then
+    for _, name in ipairs(names) do
+      if name ~= DEFAULT_LANE then
+        latency = math.max(latency, head_age(k, k.lanep .. name .. ':pending', now))
       end
     end
   end

@@ -156,8 +156,9 @@ type Counts struct {
 	// metrics:failed counts (jobs completed; jobs that died).
 	Completed, Failed int64
 	// Latency is how long the job the next claim takes has waited since
-	// its enqueue, on the server's clock (latency_ms, docs/verbs.md §4.16;
-	// 0 when nothing is pending).
+	// its enqueue, on the server's clock; with lanes, the longest such
+	// wait among the lanes' heads (latency_ms, docs/verbs.md §4.16; 0 when
+	// nothing is pending).
 	Latency time.Duration
 	// Retained is the number of completed jobs the queue keeps (its
 	// COMPLETED retention, docs/verbs.md §4.21).

@@ -226,7 +226,7 @@ var (
 		"Jobs in a queue's pending, active, scheduled and dead sets, and its flow parents waiting on children (waiting; ZCARD at scrape time).",
 		[]string{"db", "queue", "state"}, nil)
 	queueLatencyDesc = prometheus.NewDesc("emqd_queue_latency_seconds",
-		"Age of the job the next claim of the queue takes, on the server clock (EMQ.COUNTS latency_ms, docs/verbs.md §4.16; 0 with nothing pending).",
+		"Age of the job the next claim of the queue takes, the oldest among its lanes' heads, on the server clock (EMQ.COUNTS latency_ms, docs/verbs.md §4.16; 0 with nothing pending).",
 		[]string{"db", "queue"}, nil)
 	laneJobsDesc = prometheus.NewDesc("emqd_lane_jobs",
 		"Pending jobs and slots held (active) of a queue's lanes (docs/verbs.md §4.26.5): the 10 lanes with the most jobs, the others summed as lane=\"(other)\".",

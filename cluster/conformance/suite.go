@@ -1361,7 +1361,8 @@ func completeAndClaimNext(t *testing.T, tg Target) {
 }
 
 // EMQ.COUNTS' latency_ms (docs/verbs.md §4.16): the age of the job the next
-// claim takes, on the server clock.
+// claim takes, on the server clock; with lanes, the largest age among the
+// lanes' heads.
 func queueLatency(t *testing.T, tg Target) {
 	e := newEnv(t, tg)
 	e.ok("EMQ.ENQUEUE", "q", idB, "p")
@@ -1378,6 +1379,26 @@ func queueLatency(t *testing.T, tg Target) {
 	e.ok("HSET", "emq:{q}:job:"+idC, "enqueued_at", "soon")
 	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(0) {
 		t.Fatalf("unreadable enqueued_at: %v", got)
+	}
+	// A lane's head counts as the default lane's does: the largest wait
+	// among the heads (§4.16), here with nothing readable in the default
+	// lane.
+	e.ok("EMQ.ENQUEUE", "q", idD, "p", "LANE", "a")
+	tg.Advance(3000)
+	e.ok("EMQ.ENQUEUE", "q", idA, "p", "LANE", "b")
+	tg.Advance(1000)
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(4000) {
+		t.Fatalf("lane heads: latency_ms %v, want 4000 (lane a's)", got)
+	}
+	e.ok("EMQ.REMOVE", "q", idD)
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(1000) {
+		t.Fatalf("after lane a's head left: latency_ms %v, want 1000 (lane b's)", got)
+	}
+	// A lane set of another type counts 0 and refuses nothing.
+	e.ok("ZADD", "emq:{q}:lanes:known", 0, "c")
+	e.ok("SET", "emq:{q}:lane:c:pending", "x")
+	if got := asMap(t, e.ok("EMQ.COUNTS", "q"))["latency_ms"]; got != int64(1000) {
+		t.Fatalf("with a lane set of another type: latency_ms %v, want 1000", got)
 	}
 }
 

@@ -131,7 +131,8 @@ type counts struct {
 	// (EMQ.RETAIN, docs/verbs.md §4.21), the completed tab's size.
 	Retained int64
 	// LatencyMs is EMQ.COUNTS' latency_ms: how long the job the next
-	// claim takes has waited (docs/verbs.md §4.16).
+	// claim takes has waited, the longest among the lanes' heads
+	// (docs/verbs.md §4.16).
 	LatencyMs int64
 	// Waiting is EMQ.COUNTS' waiting: flow parents waiting on their
 	// children (docs/verbs.md §4.25), the waiting tab's size.

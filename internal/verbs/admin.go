@@ -274,13 +274,30 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 // EMQ.COUNTS q
 
 // QueueLatencyMs is queue k's latency at now (docs/verbs.md §4.16): the
-// age, in ms on the server clock, of the job the next claim takes (the
-// first member of pending), now - its row's enqueued_at; 0 when pending is
-// empty or not a sorted set, or that row has no readable enqueued_at (a
-// ghost, a row of another type or written without it), and never below 0.
-// It reads two keys and writes nothing (INFO and /metrics call it too).
+// largest age, in ms on the server clock, of a job a claim takes next in
+// its lane (the first member of pending, and of each lane's pending set,
+// §4.26), now - its row's enqueued_at. A head counts 0 when its set is
+// empty or not a sorted set, or its row has no readable enqueued_at (a
+// ghost, a row of another type or written without it), or one in the
+// future; so the latency is 0 when nothing readable waits. It reads two
+// keys per lane head and writes nothing (INFO and /metrics call it too).
 func QueueLatencyMs(d *store.DB, k *Keys, now int64) int64 {
-	z, _ := zsetKind(d, k.Pending)
+	lat := headAgeMs(d, k, k.Pending, now)
+	if known, _ := zsetKind(d, k.LanesKnown); known != nil {
+		known.AscendAll(func(it store.ZItem) bool {
+			if it.Member != DefaultLane {
+				lat = max(lat, headAgeMs(d, k, k.LanePrefix+it.Member+":pending", now))
+			}
+			return true
+		})
+	}
+	return lat
+}
+
+// headAgeMs is the age at now of the first member of the pending set at
+// key (QueueLatencyMs), 0 when unknown.
+func headAgeMs(d *store.DB, k *Keys, key string, now int64) int64 {
+	z, _ := zsetKind(d, key)
 	if z == nil {
 		return 0
 	}
