@@ -176,13 +176,17 @@ func (z *ZSet) bigAdd(member string, score float64, clone bool) bool {
 			z.uni = score
 		}
 		if score == z.uni {
-			if z.tree.Len() > 0 && z.tree.contains(ZItem{score, member}) {
+			// A member after the last one is new without a search (the
+			// ascending inserts of pending and dead, ztree.Insert).
+			it := ZItem{score, member}
+			atEnd := z.tree.afterLast(it)
+			if !atEnd && z.tree.Len() > 0 && z.tree.contains(it) {
 				return false
 			}
 			if clone {
-				member = string([]byte(member))
+				it.Member = string([]byte(member))
 			}
-			z.tree.Insert(ZItem{score, member})
+			z.tree.insert(it, atEnd)
 			return true
 		}
 		z.buildDict()

@@ -131,15 +131,54 @@ func (n *ztInner) total() int {
 
 // ---- insertion
 
-// Insert adds it, which must not be in the tree.
+// Insert adds it, which must not be in the tree. An item ordered after
+// the last one (ascending inserts: job ids into pending, deadlines into
+// active, deaths into dead) goes down the rightmost path with no compares
+// but the one against the last item (bench/README.md, "The stall sweep,
+// round 5").
 func (t *ztree) Insert(it ZItem) {
+	t.insert(it, t.afterLast(it))
+}
+
+// last is the last item of a tree that is not empty, by the rightmost
+// path; false when that path ends in an empty leaf (a deletion can leave
+// one behind a single-child node, fixLeaf), where the last item is
+// elsewhere and an item after it need not belong to the last leaf.
+func (t *ztree) last() (ZItem, bool) {
+	h, n, l := t.height, t.inner, t.leaf
+	for ; h > 0; h-- {
+		if h == 1 {
+			l = n.leaves[n.n-1]
+		} else {
+			n = n.inners[n.n-1]
+		}
+	}
+	if l == nil || len(l.items) == 0 {
+		return ZItem{}, false
+	}
+	return l.items[len(l.items)-1], true
+}
+
+// afterLast reports whether it orders after every item and the rightmost
+// path may take it without a search (insert's atEnd).
+func (t *ztree) afterLast(it ZItem) bool {
+	if t.count == 0 {
+		return false
+	}
+	m, ok := t.last()
+	return ok && zless(m, it)
+}
+
+// insert is Insert; atEnd says it orders after every item, so each level
+// takes its last child and the leaf its end without a search.
+func (t *ztree) insert(it ZItem, atEnd bool) {
 	t.count++
 	if t.height == 0 {
 		if t.leaf == nil {
 			t.leaf = &ztLeaf{owner: t.id}
 		}
 		l := t.ownLeaf(&t.leaf)
-		right, sep := t.leafInsert(l, it, true, true)
+		right, sep := t.leafInsert(l, it, true, true, atEnd)
 		if right == nil {
 			return
 		}
@@ -151,7 +190,7 @@ func (t *ztree) Insert(it ZItem) {
 		return
 	}
 	n := t.ownInner(&t.inner)
-	right, sep := t.innerInsert(n, t.height, it, true, true)
+	right, sep := t.innerInsert(n, t.height, it, true, true, atEnd)
 	if right == nil {
 		return
 	}
@@ -166,8 +205,11 @@ func (t *ztree) Insert(it ZItem) {
 // leafInsert inserts it into l (owned). When l is full it splits: it
 // returns the new right sibling and its separator. first/last tell whether
 // l is the first/last leaf of the tree (the fill rule of the split).
-func (t *ztree) leafInsert(l *ztLeaf, it ZItem, first, last bool) (*ztLeaf, ZItem) {
-	pos := leafPos(l, it)
+func (t *ztree) leafInsert(l *ztLeaf, it ZItem, first, last, atEnd bool) (*ztLeaf, ZItem) {
+	pos := len(l.items)
+	if !atEnd {
+		pos = leafPos(l, it)
+	}
 	n := len(l.items)
 	if n < ztFan {
 		if n == cap(l.items) {
@@ -198,14 +240,17 @@ func (t *ztree) leafInsert(l *ztLeaf, it ZItem, first, last bool) (*ztLeaf, ZIte
 }
 
 // innerInsert inserts it below n (owned, at height h >= 1).
-func (t *ztree) innerInsert(n *ztInner, h int, it ZItem, first, last bool) (*ztInner, ZItem) {
-	i := childFor(n, it)
+func (t *ztree) innerInsert(n *ztInner, h int, it ZItem, first, last, atEnd bool) (*ztInner, ZItem) {
+	i := n.n - 1
+	if !atEnd {
+		i = childFor(n, it)
+	}
 	first, last = first && i == 0, last && i == n.n-1
 	var newRight any
 	var sep ZItem
 	if h == 1 {
 		l := t.ownLeaf(&n.leaves[i])
-		r, s := t.leafInsert(l, it, first, last)
+		r, s := t.leafInsert(l, it, first, last, atEnd)
 		n.sizes[i] = len(l.items)
 		if r == nil {
 			return nil, ZItem{}
@@ -213,7 +258,7 @@ func (t *ztree) innerInsert(n *ztInner, h int, it ZItem, first, last bool) (*ztI
 		newRight, sep = r, s
 	} else {
 		c := t.ownInner(&n.inners[i])
-		r, s := t.innerInsert(c, h-1, it, first, last)
+		r, s := t.innerInsert(c, h-1, it, first, last, atEnd)
 		if r == nil {
 			n.sizes[i]++
 			return nil, ZItem{}
@@ -668,7 +713,12 @@ func (t *ztree) CountLess(it ZItem) int {
 
 // Min and Max are the first and last items.
 func (t *ztree) Min() (ZItem, bool) { return t.GetAt(0) }
-func (t *ztree) Max() (ZItem, bool) { return t.GetAt(t.count - 1) }
+func (t *ztree) Max() (ZItem, bool) {
+	if m, ok := t.last(); ok && t.count > 0 {
+		return m, true
+	}
+	return t.GetAt(t.count - 1)
+}
 
 // ztCursor walks the leaves in order; path holds the inner nodes from the
 // root and the child index taken in each.

@@ -386,3 +386,66 @@ func TestZTreeDeleteFirst(t *testing.T) {
 		}
 	}
 }
+
+// Insert's path for an item after the last one (no search) builds the tree
+// the searching path builds, leaf by leaf, from one leaf to four levels, with
+// a copy taken half way that must not change.
+func TestZTreeInsertAtEnd(t *testing.T) {
+	for _, n := range []int{1, ztFan, ztFan + 1, ztFan * ztFan, ztFan*ztFan + 1, 80000} {
+		fast, slow := newZTree(), newZTree()
+		var ref []ZItem
+		var snap *ztree
+		var snapRef []ZItem
+		for i := 0; i < n; i++ {
+			it := ZItem{Score: float64(i / 7), Member: fmt.Sprintf("JOB%011d", i%7)}
+			if i > 0 && !fast.afterLast(it) {
+				t.Fatalf("n %d: item %d not after the last", n, i)
+			}
+			fast.Insert(it)
+			slow.insert(it, false)
+			ref = append(ref, it)
+			if i == n/2 {
+				snap, snapRef = fast.Copy(), slices.Clone(ref)
+			}
+		}
+		if err := ztCheck(fast, ref); err != nil {
+			t.Fatalf("n %d: %v", n, err)
+		}
+		if err := ztCheck(slow, ref); err != nil {
+			t.Fatalf("n %d (searching): %v", n, err)
+		}
+		if fast.height != slow.height || ztLeafSizes(fast) != ztLeafSizes(slow) {
+			t.Fatalf("n %d: height %d leaves %s, searching: height %d leaves %s", n, fast.height, ztLeafSizes(fast), slow.height, ztLeafSizes(slow))
+		}
+		if err := ztCheck(snap, snapRef); err != nil {
+			t.Fatalf("n %d: the copy changed: %v", n, err)
+		}
+		if m, _ := fast.Max(); m != ref[n-1] {
+			t.Fatalf("n %d: Max %v, want %v", n, m, ref[n-1])
+		}
+	}
+	if _, ok := newZTree().Max(); ok {
+		t.Fatal("Max of an empty tree")
+	}
+}
+
+// ztLeafSizes lists the item counts of t's leaves in order.
+func ztLeafSizes(t *ztree) string {
+	var b []byte
+	var walk func(h int, n *ztInner, l *ztLeaf)
+	walk = func(h int, n *ztInner, l *ztLeaf) {
+		if h == 0 {
+			b = fmt.Appendf(b, "%d,", len(l.items))
+			return
+		}
+		for k := 0; k < n.n; k++ {
+			if h == 1 {
+				walk(0, nil, n.leaves[k])
+			} else {
+				walk(h-1, n.inners[k], nil)
+			}
+		}
+	}
+	walk(t.height, t.inner, t.leaf)
+	return string(b)
+}
