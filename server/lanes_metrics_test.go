@@ -102,3 +102,32 @@ func TestLaneCountsNeverRefuse(t *testing.T) {
 		t.Fatalf("queue pending %v %v", v, ok)
 	}
 }
+
+// TestScrapesAreNoAccess: INFO emq and a /metrics scrape read a queue's
+// sets and its lanes' heads (pending counts, queue latency) without
+// touching them: OBJECT IDLETIME of the pending sets and of the heads'
+// rows keeps counting, so an LRU policy or an operator's idle-key check
+// does not see a scraped queue as used (docs/verbs.md §4.16).
+func TestScrapesAreNoAccess(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(1_700_000_000_000)
+	s := server.StartTest(t, server.Options{Clock: clk, Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	idA := c.Do(ctx, "EMQ.ENQUEUE", "q", "*", "p").Val().(string)
+	idB := c.Do(ctx, "EMQ.ENQUEUE", "q", "*", "p", "LANE", "a").Val().(string)
+	clk.Advance(30_000)
+	c.Ping(ctx) // the store's clock reads the new time
+	info := infoFields(c.Info(ctx, "emq").Val())
+	if info["emq_queue_latency_max_ms"] != "30000" {
+		t.Fatalf("emq_queue_latency_max_ms %q, want 30000", info["emq_queue_latency_max_ms"])
+	}
+	if v, ok := metric(scrape(t, s), "emqd_queue_latency_seconds", "db=0", "queue=q"); !ok || v != 30 {
+		t.Fatalf("emqd_queue_latency_seconds %v %v, want 30", v, ok)
+	}
+	for _, key := range []string{"emq:{q}:pending", "emq:{q}:lane:a:pending", "emq:{q}:job:" + idA, "emq:{q}:job:" + idB, "emq:{q}:lanes:known"} {
+		if idle, err := c.ObjectIdleTime(ctx, key).Result(); err != nil || idle.Seconds() < 30 {
+			t.Errorf("OBJECT IDLETIME %s after INFO and a scrape: %v %v, want >= 30 s", key, idle, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/emqd/emqd/internal/store"
 	"github.com/emqd/emqd/internal/verbs"
 )
 
@@ -286,8 +287,10 @@ func (qc *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		db := s.store.DB(q.DB)
 		k := verbs.NewKeys(q.Queue)
 		for j, key := range [5]string{k.Pending, k.Active, k.Schedule, k.Dead, k.Waiting} {
-			if z, _ := db.LookupZSet(key); z != nil {
-				depth[i][j] = z.Len()
+			// Peek: a scrape is no access (OBJECT IDLETIME, LRU), as
+			// LaneCounts and QueueLatencyMs read.
+			if v := db.Peek(key); v != nil && v.Kind == store.KindZSet {
+				depth[i][j] = v.ZSet.Len()
 			}
 		}
 		lat[i] = verbs.QueueLatencyMs(db, k, now)

@@ -280,10 +280,13 @@ func judgeRemove(r *removeRead, k *Keys, id, rowKey string) (*plan.Plan, refusal
 // empty or not a sorted set, or its row has no readable enqueued_at (a
 // ghost, a row of another type or written without it), or one in the
 // future; so the latency is 0 when nothing readable waits. It reads two
-// keys per lane head and writes nothing (INFO and /metrics call it too).
+// keys per lane head with Peek (no access time, no client-tracking read:
+// INFO and /metrics call it too, and a scrape must not make a queue's keys
+// look recently used to OBJECT IDLETIME or an LRU policy) and writes
+// nothing.
 func QueueLatencyMs(d *store.DB, k *Keys, now int64) int64 {
 	lat := headAgeMs(d, k, k.Pending, now)
-	if known, _ := zsetKind(d, k.LanesKnown); known != nil {
+	if known := peekZSet(d, k.LanesKnown); known != nil {
 		known.AscendAll(func(it store.ZItem) bool {
 			if it.Member != DefaultLane {
 				lat = max(lat, headAgeMs(d, k, k.LanePrefix+it.Member+":pending", now))
@@ -297,7 +300,7 @@ func QueueLatencyMs(d *store.DB, k *Keys, now int64) int64 {
 // headAgeMs is the age at now of the first member of the pending set at
 // key (QueueLatencyMs), 0 when unknown.
 func headAgeMs(d *store.DB, k *Keys, key string, now int64) int64 {
-	z, _ := zsetKind(d, key)
+	z := peekZSet(d, key)
 	if z == nil {
 		return 0
 	}
@@ -305,7 +308,7 @@ func headAgeMs(d *store.DB, k *Keys, key string, now int64) int64 {
 	if !ok {
 		return 0
 	}
-	h, _ := hashKind(d, k.Row(it.Member))
+	h := peekHash(d, k.Row(it.Member))
 	if h == nil {
 		return 0
 	}

@@ -103,6 +103,24 @@ func zsetKind(d *store.DB, key string) (*store.ZSet, keyKind) {
 	return v.ZSet, keyOK
 }
 
+// peekZSet is the sorted set at key read as an observer does (Peek: no
+// access time, no client-tracking read), nil when the key is missing or
+// of another type.
+func peekZSet(d *store.DB, key string) *store.ZSet {
+	if v := d.Peek(key); v != nil && v.Kind == store.KindZSet {
+		return v.ZSet
+	}
+	return nil
+}
+
+// peekHash is peekZSet for a hash.
+func peekHash(d *store.DB, key string) *store.Hash {
+	if v := d.Peek(key); v != nil && v.Kind == store.KindHash {
+		return v.Hash()
+	}
+	return nil
+}
+
 func getField(h *store.Hash, f string) rowField {
 	v, ok := h.Get(f)
 	return rowField{Val: v, Present: ok}
