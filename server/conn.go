@@ -49,6 +49,12 @@ type client struct {
 	readFn func(uintptr) bool
 	rn     int
 	rerr   error
+	// The raw write's callback, the bytes being written and its results
+	// (rawio.go): the goroutine that set writing uses them.
+	writeFn func(uintptr) bool
+	wdata   []byte
+	wn      int
+	werr    error
 	// demote: the clients cron asks the connection's goroutine, idle in
 	// read, to give it up (client.sleep); asleep: no goroutine serves the
 	// connection, the idle poller watches its socket (set under wakeMu).
@@ -257,15 +263,16 @@ func (c *client) read() (int, error) {
 	return n, rerr
 }
 
-// rawReadOnce is read's callback for syscall.RawConn.Read: one read(2);
+// rawReadOnce is read's callback for syscall.RawConn.Read: one read(2)
+// (rawRead: a raw system call, rawio.go);
 // false (the runtime waits for the socket) when nothing is there. Its
 // results go in fields, so the callback is one method value made once
 // per connection, not a closure allocated per read.
 func (c *client) rawReadOnce(fd uintptr) bool {
 	for {
-		m, e := syscall.Read(int(fd), c.rd.Space())
+		m, e := rawRead(int(fd), c.rd.Space())
 		switch e {
-		case nil:
+		case 0:
 			c.rn = m
 			if m == 0 {
 				c.rerr = io.EOF
@@ -667,7 +674,7 @@ func (c *client) flush(parked bool) {
 		// (TestIdleSubscribersStay failed 1 in 5 under -race when the
 		// test's clock jump landed between the reply and this store).
 		wrote := c.s.clock.NowMs()
-		n, err := c.nc.Write(data)
+		n, err := c.write(data)
 		if n > 0 {
 			c.lastIO.Store(wrote)
 		}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// Socket reads and writes of a plain TCP connection are made with
+// syscall.RawSyscall, not syscall.Read/Write (which go through the
+// runtime's entersyscall/exitsyscall). The socket is non-blocking (Go's
+// netpoller owns it: a read with nothing there returns EAGAIN and the
+// goroutine waits in syscall.RawConn), so neither call blocks, and a call
+// that does not tell the runtime it is in a system call:
+//   - costs no entersyscall/exitsyscall pair (three per round trip: the
+//     read, the read that finds EAGAIN, the reply's write);
+//   - never wakes the runtime's monitor thread (sysmon) from its deep sleep
+//     when the process comes back from idle: entersyscall does, and the
+//     monitor then polls every 20 us for 1 ms before it backs off, which
+//     at one request per round trip made it 11% of emqd's CPU per request
+//     (bench/README.md, "`-P 1`: raw socket system calls");
+//   - never lets the monitor hand the P to another thread while a write is
+//     in the kernel (a second thread waking on the same core).
+// Under the race detector they are syscall.Read and syscall.Write
+// (rawio_race.go). docs/architecture.md §2.1 and §2.8 state the rule.
+
+// rawRead is read(2) of fd into p: the bytes read, or the errno (0: none).
+func rawRead(fd int, p []byte) (int, syscall.Errno) {
+	if !rawSyscalls {
+		return errnoOf(syscall.Read(fd, p))
+	}
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+// rawWrite is write(2) of p to fd: the bytes the kernel took, or the errno
+// (0: none).
+func rawWrite(fd int, p []byte) (int, syscall.Errno) {
+	if !rawSyscalls {
+		return errnoOf(syscall.Write(fd, p))
+	}
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+// errnoOf is syscall.Read's or syscall.Write's result as rawRead's.
+func errnoOf(n int, err error) (int, syscall.Errno) {
+	if err != nil {
+		return 0, err.(syscall.Errno)
+	}
+	return n, 0
+}
+
+// write writes all of data to the connection: through the socket's
+// syscall.RawConn with rawWrite for a plain TCP connection (waiting in the
+// netpoller while the socket buffer is full, as net.Conn.Write does, and
+// honouring a write deadline the same way), through net.Conn otherwise. It
+// returns the bytes written and the first error. Only the goroutine that
+// set writing (flush) calls it.
+func (c *client) write(data []byte) (int, error) {
+	if !c.rawRead {
+		return c.nc.Write(data)
+	}
+	c.wdata, c.wn, c.werr = data, 0, nil
+	if c.writeFn == nil {
+		c.writeFn = c.rawWriteSome
+	}
+	err := c.raw.Write(c.writeFn)
+	n, werr := c.wn, c.werr
+	c.wdata = nil
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}
+
+// rawWriteSome is write's callback for syscall.RawConn.Write: write(2)
+// until all of c.wdata is taken (true), the socket buffer is full (false:
+// the runtime waits until it is writable and calls again) or an error
+// (true, c.werr set). A method value made once per connection, as
+// rawReadOnce.
+func (c *client) rawWriteSome(fd uintptr) bool {
+	for c.wn < len(c.wdata) {
+		m, e := rawWrite(int(fd), c.wdata[c.wn:])
+		switch e {
+		case 0:
+			c.wn += m
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", e)}
+			return true
+		}
+	}
+	return true
+}
