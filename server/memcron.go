@@ -25,10 +25,10 @@ import (
 // clock.Manual and EMQ.DEBUG CLOCK drive them in tests):
 //
 //   - The collector's target follows the data: the heap may grow by
-//     gcHeadroomFloor or by a quarter of the live data, whichever is more
-//     (GOGC 100 at gcHeadroomFloor of live data, 25 from four times that,
-//     more for a smaller heap), so a big keyspace does not keep twice itself
-//     resident;
+//     gcHeadroomFloor or by an eighth of the live data, whichever is more
+//     (GOGC 100 at gcHeadroomFloor of live data, gcMinPercent from eight
+//     times that, more for a smaller heap), so a big keyspace keeps about
+//     1.12 times itself resident, not twice;
 //     with maxmemory set the runtime's soft limit (an eighth above it) also
 //     applies (memory.go). The directive gogc (default auto) replaces the
 //     derived percentage with a fixed one, for a user who would rather
@@ -38,7 +38,7 @@ import (
 //     sets the process's percentage while it runs and puts back the one it
 //     found when it closes.
 //   - Idle purge: once no command ran for purgeIdleMs and the collector has
-//     at least purgeMinBytes (and an eighth of the live data) it could give
+//     at least purgeMinBytes (and a sixteenth of the live data) it could give
 //     back (free pages kept, plus what was allocated since the last
 //     collection beyond the live data), the server runs a full collection
 //     and returns every free page (debug.FreeOSMemory, as MEMORY PURGE), on
@@ -58,9 +58,12 @@ import (
 // kept and returned, the collector's CPU fraction and the purges.
 
 const (
-	gcHeadroomFloor = 16 << 20
-	purgeIdleMs     = 2000
-	purgeMinBytes   = 4 << 20
+	gcHeadroomFloor = 4 << 20
+	// gcMinPercent is the GOGC of a big heap: an eighth of the live data
+	// (12.5%, rounded down), measured in docs/operations.md §5.1.
+	gcMinPercent  = 12
+	purgeIdleMs   = 2000
+	purgeMinBytes = 4 << 20
 )
 
 // memCron is the cron's state (store lock, but for the atomics).
@@ -185,15 +188,16 @@ func heapState() (live, objects, free uint64) {
 }
 
 // gcPercentFor is the GOGC that lets the heap grow by the larger of
-// gcHeadroomFloor and a quarter of live before the next collection: 25 from
-// four times the floor, 100 at the floor, more below it, at most 400 (the
-// runtime's minimum heap, 4 MB at GOGC 100, grows with GOGC to 16 MB), so a
-// small heap is not collected more often than a 16 MB one.
+// gcHeadroomFloor and an eighth of live (bytes) before the next collection:
+// gcMinPercent (12) from eight times the floor (32 MB of live data), 100 at
+// the floor, more below it, at most 400. Below the floor the runtime's
+// minimum heap (4 MB at GOGC 100, scaled by GOGC) governs: a heap of 1 to
+// 4 MB is collected when it reaches 8 to 16 MB, not every few MB allocated.
 func gcPercentFor(live uint64) int {
 	if live == 0 {
 		return 400
 	}
-	return int(max(25, min(400, 100*gcHeadroomFloor/live)))
+	return int(max(gcMinPercent, min(400, 100*gcHeadroomFloor/live)))
 }
 
 // reclaimable is what a purge could give back: the free pages kept plus
@@ -204,6 +208,16 @@ func reclaimable(live, objects, free uint64) uint64 {
 		r += objects - live
 	}
 	return r
+}
+
+// worthPurge is the idle purge's threshold: r bytes to give back are
+// worth a full collection of live bytes when they are purgeMinBytes or
+// more and a sixteenth of live or more. A sixteenth, not more: the
+// collector's headroom is an eighth of a big heap (gcPercentFor), so right
+// after a fill the garbage and free pages are about a twelfth of the live
+// data (200,000 jobs: 5.6 MB over 48 MB; docs/operations.md §5.1).
+func worthPurge(r, live uint64) bool {
+	return r >= purgeMinBytes && r >= live/16
 }
 
 func (s *Server) memCronTick() {
@@ -227,8 +241,7 @@ func (s *Server) memCronTick() {
 		if s.store.ShrinkChurned() > 0 {
 			purge = true
 		}
-		r := reclaimable(live, objects, free)
-		if r >= purgeMinBytes && r >= live/8 {
+		if worthPurge(reclaimable(live, objects, free), live) {
 			purge = true
 		}
 		// Nothing worth a collection: look again only after more commands.

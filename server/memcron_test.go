@@ -31,15 +31,37 @@ func infoInt(t *testing.T, s *Server, field string) int64 {
 	return 0
 }
 
-// The collector's target (docs/operations.md §5.1): a headroom of 16 MB or
-// a quarter of the live data, whichever is more (GOGC at most 400).
+// The collector's target (docs/operations.md §5.1): a headroom of 4 MB or
+// an eighth of the live data (GOGC 12), whichever is more (GOGC at most 400).
 func TestGCPercentFor(t *testing.T) {
 	for _, c := range []struct {
 		live uint64
 		want int
-	}{{0, 400}, {1 << 20, 400}, {8 << 20, 200}, {16 << 20, 100}, {32 << 20, 50}, {64 << 20, 25}, {4 << 30, 25}} {
+	}{{0, 400}, {512 << 10, 400}, {1 << 20, 400}, {2 << 20, 200}, {4 << 20, 100}, {8 << 20, 50}, {16 << 20, 25},
+		{30 << 20, 13}, {32 << 20, 12}, {47 << 20, 12}, {64 << 20, 12}, {4 << 30, 12}} {
 		if got := gcPercentFor(c.live); got != c.want {
 			t.Errorf("gcPercentFor(%d MB) = %d, want %d", c.live>>20, got, c.want)
+		}
+	}
+}
+
+// The idle purge's threshold (docs/operations.md §5.1): 4 MiB and a
+// sixteenth of the live data to give back.
+func TestWorthPurge(t *testing.T) {
+	for _, c := range []struct {
+		r, live uint64
+		want    bool
+	}{
+		{5600 << 10, 48 << 20, true}, // 200,000 jobs right after the fill
+		{3 << 20, 48 << 20, false},   // under a sixteenth
+		{4 << 20, 64 << 20, true},    // exactly a sixteenth and the floor
+		{4<<20 - 1, 1 << 20, false},  // under the floor
+		{10 << 20, 200 << 20, false}, // a big heap's small change
+		{13 << 20, 200 << 20, true},  // over a sixteenth of it
+		{0, 0, false},
+	} {
+		if got := worthPurge(c.r, c.live); got != c.want {
+			t.Errorf("worthPurge(%d, %d) = %v, want %v", c.r, c.live, got, c.want)
 		}
 	}
 }
@@ -188,7 +210,7 @@ func TestMemoryInfoFields(t *testing.T) {
 	if live, goal := infoInt(t, s, "go_heap_live"), infoInt(t, s, "go_heap_goal"); goal < live {
 		t.Fatalf("heap goal %d below the live heap %d", goal, live)
 	}
-	if p := infoInt(t, s, "go_gc_percent"); p < 25 || p > 400 {
+	if p := infoInt(t, s, "go_gc_percent"); p < gcMinPercent || p > 400 {
 		t.Fatalf("go_gc_percent %d", p)
 	}
 	for _, f := range []string{"go_heap_free_kept", "go_heap_released", "go_gc_cycles", "mem_purges", "mem_maps_shrunk", "allocator_frag_bytes", "allocator_rss_bytes"} {
