@@ -30,6 +30,44 @@ type persistence struct {
 	s   *Server
 	fs  aof.FS // nil: the OS's file system
 	cur atomic.Pointer[aof.AOF]
+	// unlock releases the append-only file's directory lock (lockDir),
+	// nil while none is held. Set before the first append, cleared by
+	// close; the store lock or Start's single goroutine orders them.
+	unlock func() error
+}
+
+// lockDir locks the directory the append-only file a lives in against a
+// second server appending in it (docs/durability.md §1.1.1), once: the lock
+// is held from the first append until the server closes, across CONFIG
+// SET appendonly no and yes. Two servers appending to one file would
+// interleave their records, and the next boot would replay neither
+// history. A file system without locks (the tests' in-memory one) locks
+// nothing.
+func (p *persistence) lockDir(a *aof.AOF) error {
+	if p.unlock != nil {
+		return nil
+	}
+	fsys := p.fs
+	if fsys == nil {
+		fsys = aof.OSFS{}
+	}
+	l, ok := fsys.(aof.DirLocker)
+	if !ok {
+		return nil
+	}
+	dir := filepath.Dir(a.Path())
+	if err := fsys.MkdirAll(dir); err != nil {
+		return err
+	}
+	release, err := l.LockDir(dir)
+	if errors.Is(err, aof.ErrDirLocked) {
+		return fmt.Errorf("another server appends to the append only file in %s (the directory is locked): two servers must not share one dir", dir)
+	}
+	if err != nil {
+		return fmt.Errorf("can't lock the append only file's directory %s: %w", dir, err)
+	}
+	p.unlock = release
+	return nil
 }
 
 // AOF returns the server's append-only file, nil with appendonly no.
@@ -58,6 +96,12 @@ func (s *Server) startPersistence(fsys aof.FS) error {
 	if s.Config("appendonly") == "yes" {
 		a, err := p.boot()
 		if err != nil {
+			// A refused boot leaves the directory unlocked: an embedding
+			// process may start a server on it again.
+			if p.unlock != nil {
+				p.unlock()
+				p.unlock = nil
+			}
 			return err
 		}
 		p.cur.Store(a)
@@ -114,11 +158,16 @@ func (s *Server) startPersistence(fsys aof.FS) error {
 	s.OnConfigSet("auto-aof-rewrite-min-size", autoRewrite)
 	s.OnClose(func() error {
 		a := p.cur.Swap(nil)
-		if a == nil {
-			return nil
+		var err error
+		if a != nil {
+			s.log.Info("Calling fsync() on the AOF file.")
+			err = a.Close()
 		}
-		s.log.Info("Calling fsync() on the AOF file.")
-		return a.Close()
+		if p.unlock != nil {
+			err = errors.Join(err, p.unlock())
+			p.unlock = nil
+		}
+		return err
 	})
 	return nil
 }
@@ -152,6 +201,9 @@ func (p *persistence) boot() (*aof.AOF, error) {
 	s := p.s
 	a, err := p.newAOF()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.lockDir(a); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -225,6 +277,10 @@ func (p *persistence) setAppendOnly(v string) error {
 		a, err := p.newAOF()
 		if err != nil {
 			return err
+		}
+		if err := p.lockDir(a); err != nil {
+			s.log.Warn("Can't open the append-only file for writing: AOF not turned on", "dir", s.Config("dir"), "err", err)
+			return errAOFOn
 		}
 		if err := a.StartFromKeyspace(); err != nil {
 			// Valkey's startAppendOnly: the reason goes to the log, the

@@ -44,3 +44,13 @@ type FS interface {
 	// MkdirAll creates dir and its parents (mode 0755).
 	MkdirAll(dir string) error
 }
+
+// DirLocker is what an FS may implement to lock a directory against a
+// second server appending in it: LockDir takes an exclusive, advisory lock
+// on dir without waiting and returns its release; an error when another
+// holder has it. The OS one (aof.OSFS) uses flock(2) on the directory, so
+// the lock goes with the process that holds it, kill -9 included; an FS
+// without it (the in-memory one of tests) locks nothing.
+type DirLocker interface {
+	LockDir(dir string) (release func() error, err error)
+}

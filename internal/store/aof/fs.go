@@ -17,6 +17,8 @@ import (
 type (
 	File = vfs.File
 	FS   = vfs.FS
+	// DirLocker is vfs.DirLocker (OSFS implements it).
+	DirLocker = vfs.DirLocker
 )
 
 // OSFS is the operating system's file system.
@@ -87,6 +89,35 @@ func (OSFS) ReadDir(dir string) ([]string, error) {
 
 // MkdirAll is os.MkdirAll with mode 0755.
 func (OSFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// ErrDirLocked is LockDir's error when another holder (another process,
+// or another server in this one) has dir's lock.
+var ErrDirLocked = errors.New("the directory is locked by another server")
+
+// LockDir takes flock(2) LOCK_EX|LOCK_NB on dir itself (no lock file, so
+// nothing is left behind and a rewrite's rename cannot move the lock away):
+// vfs.DirLocker. The release closes the descriptor, which drops the lock;
+// so does the end of the process. A lock held elsewhere: ErrDirLocked.
+func (OSFS) LockDir(dir string) (func() error, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
+		if err == syscall.EWOULDBLOCK {
+			return nil, ErrDirLocked
+		}
+		return nil, err
+	}
+	return d.Close, nil
+}
 
 // Strerror renders err as C's strerror(3) does for an errno ("No space left
 // on device", "Input/output error"), which is what Valkey prints in its
