@@ -446,15 +446,20 @@ func jobCycle(c config) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rows []row
+	var rows, cpuRows []row
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Split(line, "\t")
 		switch {
-		case len(f) == 7 && f[0] == "cycle":
+		case len(f) == 9 && f[0] == "cycle":
 			e, _ := strconv.ParseFloat(f[5], 64)
 			r, _ := strconv.ParseFloat(f[6], 64)
-			rw := row{section: "job cycle, native verbs against Lua scripts (jobs/s)", unit: "jobs/s", emqd: e, redis: r,
-				name: fmt.Sprintf("%s, %s workers, %s per round trip", f[1], f[3], f[4])}
+			name := fmt.Sprintf("%s, %s workers, %s per round trip", f[1], f[3], f[4])
+			rw := row{section: "job cycle, native verbs against Lua scripts (jobs/s)", unit: "jobs/s", emqd: e, redis: r, name: name}
+			// Beside the rates, with no goal: the servers' CPU per job (a
+			// loaded machine moves it less than the rate).
+			ec, _ := strconv.ParseFloat(f[7], 64)
+			rc, _ := strconv.ParseFloat(f[8], 64)
+			cpuRows = append(cpuRows, row{section: "job cycle: server CPU per job (us; lower is better, no goal)", unit: "us", emqd: ec, redis: rc, name: name})
 			// The goal rows (bench/README.md, "The job cycle with NEXT"): one
 			// command per round trip in the NEXT form (emqd's ENQUEUE and
 			// COMPLETE ... NEXT against the scripts' ENQUEUE, CLAIM,
@@ -479,7 +484,7 @@ func jobCycle(c config) ([]row, error) {
 	if len(rows) == 0 {
 		return nil, errors.New("jobcycle printed no results")
 	}
-	return rows, nil
+	return append(rows, cpuRows...), nil
 }
 
 // ---- bytes per pending job

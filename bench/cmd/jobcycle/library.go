@@ -126,18 +126,19 @@ type env struct {
 	stop  func()                // stops what the side started
 	sweep bool                  // the side runs the sweep timing
 	nodes int                   // primaries holding the workers' queues (0: not a cluster)
+	pid   int                   // the server the driver started (0: none, or a cluster): its CPU is read per cell
 	addrs []string              // the cluster's primaries
 }
 
 // startLibrary starts a redis-server (or uses addr) and loads the library.
 func startLibrary(c config) (*env, error) {
-	addr, stop := c.libraryAddr, func() {}
+	addr, stop, pid := c.libraryAddr, func() {}, 0
 	if addr == "" {
 		p, err := procs.StartRedisCPU(c.serverCPU, c.redisBin)
 		if err != nil {
 			return nil, err
 		}
-		addr, stop = p.Addr, func() { p.Stop(5e9) }
+		addr, stop, pid = p.Addr, func() { p.Stop(5e9) }, p.Pid()
 	}
 	rdb := newClient(addr, c.workers1+4)
 	if err := cluster.Load(context.Background(), rdb); err != nil {
@@ -145,7 +146,7 @@ func startLibrary(c config) (*env, error) {
 		rdb.Close()
 		return nil, err
 	}
-	return &env{addr: addr, ex: &functionsExec{rdb: rdb}, raw: rawFunctions{},
+	return &env{addr: addr, pid: pid, ex: &functionsExec{rdb: rdb}, raw: rawFunctions{},
 		route: func(string) string { return addr }, stop: func() { rdb.Close(); stop() }, sweep: true}, nil
 }
 

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,7 +115,7 @@ func main() {
 	fs.StringVar(&c.client, "client", "raw", "job-cycle client: raw (lean RESP over net.Conn, pre-encoded commands) or go-redis; the sweep always uses go-redis")
 	fs.IntVar(&c.rounds, "rounds", 1, "rounds; each runs every side in turn (emqd, redis, ... emqd, redis, ...) and the tables print medians")
 	fs.StringVar(&c.serverCPU, "server-cpu", "", "run the emqd, redis and library servers the driver starts under taskset -c LIST (e.g. 0; pin the driver itself elsewhere)")
-	fs.BoolVar(&c.tsv, "tsv", false, "print the medians of sides emqd and redis as tab-separated lines instead of the tables: cycle, name, mode, workers, batch, emqd jobs/s, redis jobs/s; sweep, leases, limit, emqd s, redis s")
+	fs.BoolVar(&c.tsv, "tsv", false, "print the medians of sides emqd and redis as tab-separated lines instead of the tables: cycle, name, mode, workers, batch, emqd jobs/s, redis jobs/s, emqd and redis server CPU per job (us; 0: not read); sweep, leases, limit, emqd s, redis s")
 	fs.IntVar(&c.lanes, "lanes", 100, "lanes of each worker's queue on side emqd+lanes (every job in lane l<hash(id) mod lanes>)")
 	fs.BoolVar(&c.retryCells, "retry-cells", true, "also run the cycle with one failure (enqueue, claim, fail, claim, complete)")
 	fs.BoolVar(&c.next, "next", true, "also run every cell in the NEXT form (enqueue, complete NEXT; enqueue, fail NEXT, complete NEXT: docs/verbs.md §4.5.1) on the sides that have it (emqd, the library, the clusters); the scripted side's NEXT rows are its plain ones. --next=false: the plain form only")
@@ -179,6 +180,7 @@ func run(c config) error {
 	// the machine's load during the run falls on every side alike.
 	res := make([]sideResult, len(c.sides))
 	rates := make([][][]float64, len(c.sides))
+	cpus := make([][][]float64, len(c.sides))
 	sweeps := make([][]sweepResult, len(c.sides))
 	for round := 0; round < c.rounds; round++ {
 		tag := randTag()
@@ -190,17 +192,23 @@ func run(c config) error {
 			res[i].addr = r.addr
 			if rates[i] == nil {
 				rates[i] = make([][]float64, len(cells))
+				cpus[i] = make([][]float64, len(cells))
 			}
 			for j, v := range r.rates {
 				rates[i][j] = append(rates[i][j], v)
+				cpus[i][j] = append(cpus[i][j], r.cpu[j])
 			}
 			sweeps[i] = append(sweeps[i], r.sweep)
 		}
 	}
 	for i := range res {
 		res[i].rates = make([]float64, len(cells))
+		res[i].cpu = make([]float64, len(cells))
 		for j := range cells {
 			res[i].rates[j] = median(rates[i][j])
+			if c.only != "sweep" {
+				res[i].cpu[j] = median(cpus[i][j])
+			}
 		}
 		res[i].sweep = medianSweep(sweeps[i])
 	}
@@ -211,7 +219,7 @@ func run(c config) error {
 		}
 		if c.only != "sweep" {
 			for i, cl := range cells {
-				fmt.Printf("cycle\t%s\t%s\t%d\t%d\t%.0f\t%.0f\n", cl.name, cl.mode, cl.cy.workers, cl.cy.batch, res[e].rates[i], res[r].rates[i])
+				fmt.Printf("cycle\t%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.2f\t%.2f\n", cl.name, cl.mode, cl.cy.workers, cl.cy.batch, res[e].rates[i], res[r].rates[i], res[e].cpu[i], res[r].cpu[i])
 			}
 		}
 		if c.only != "cycle" {
@@ -243,6 +251,18 @@ func run(c config) error {
 			fmt.Printf("%-26s %7d %5d", cl.name, cl.cy.workers, cl.cy.batch)
 			for i := range c.sides {
 				fmt.Printf(" %10.0f", res[i].rates[ci])
+			}
+			fmt.Printf("   (%s)\n", cl.mode)
+		}
+		fmt.Printf("\nserver CPU per job (us, all threads, from the first command to the last reply; - : not read)\n")
+		for ci, cl := range cells {
+			fmt.Printf("%-26s %7d %5d", cl.name, cl.cy.workers, cl.cy.batch)
+			for i := range c.sides {
+				if res[i].cpu[ci] > 0 {
+					fmt.Printf(" %10.2f", res[i].cpu[ci])
+				} else {
+					fmt.Printf(" %10s", "-")
+				}
 			}
 			fmt.Printf("   (%s)\n", cl.mode)
 		}
@@ -357,6 +377,7 @@ func plainTwin(cells []cell, i int) int {
 type sideResult struct {
 	addr  string
 	rates []float64
+	cpu   []float64 // server CPU per job (us) of each cell; 0: not read
 	sweep sweepResult
 }
 
@@ -377,7 +398,7 @@ func startSide(c config, name string) (*env, error) {
 		addr, bin = c.emqdAddr, c.emqdBin
 		start = func(bin string) (*procs.Proc, error) { return procs.StartEmqdCPU(c.serverCPU, bin) }
 	}
-	stop := func() {}
+	stop, pid := func() {}, 0
 	if addr == "" {
 		p, err := start(bin)
 		if err != nil {
@@ -386,10 +407,10 @@ func startSide(c config, name string) (*env, error) {
 			}
 			return nil, err
 		}
-		addr, stop = p.Addr, func() { p.Stop(5 * time.Second) }
+		addr, stop, pid = p.Addr, func() { p.Stop(5 * time.Second) }, p.Pid()
 	}
 	rdb := newClient(addr, c.workers1+4)
-	e := &env{addr: addr, ex: &nativeExec{rdb: rdb}, raw: rawNative{}, route: func(string) string { return addr },
+	e := &env{addr: addr, pid: pid, ex: &nativeExec{rdb: rdb}, raw: rawNative{}, route: func(string) string { return addr },
 		stop: func() { rdb.Close(); stop() }, sweep: true}
 	if name == "emqd+lanes" {
 		// The job cycle with lanes on; the sweep is timed on "emqd".
@@ -424,6 +445,7 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 	}
 	if c.only != "sweep" {
 		res.rates = make([]float64, len(cells))
+		res.cpu = make([]float64, len(cells))
 		for ci, cl := range cells {
 			if cl.cy.next && !e.raw.hasNext() {
 				continue // its plain twin's figure, below
@@ -432,6 +454,11 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 			q := fmt.Sprintf("jc.%s.%s.%d.%v.%v", tag, strings.NewReplacer("/", "", "+", "-").Replace(name), cl.cy.batch, cl.cy.retry, cl.cy.next)
 			cy := cl.cy
 			cy.place = e.place
+			if e.pid != 0 {
+				pid := e.pid
+				cy.cpuNs = func() (int64, error) { return cpuNanos(pid) }
+				cy.cpuPerJob = &res.cpu[ci]
+			}
 			var r float64
 			var err error
 			if name == "emqd+lanes" {
@@ -452,6 +479,7 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 		for ci, cl := range cells {
 			if cl.cy.next && !e.raw.hasNext() {
 				res.rates[ci] = res.rates[plainTwin(cells, ci)]
+				res.cpu[ci] = res.cpu[plainTwin(cells, ci)]
 			}
 		}
 	}
@@ -648,9 +676,14 @@ type cycle struct {
 	// stats, when set, is called after a lean-client run with each
 	// worker's batches of job numbers taken (of up to batch jobs) and
 	// round trips made.
-	stats   func(batches, trips int)
-	leaseMs int
-	payload string
+	stats func(batches, trips int)
+	// cpuNs, when set, reads the server's CPU time (ns, all threads); a
+	// lean-client run then sets *cpuPerJob to the server CPU per job (us)
+	// from the first command to the last reply.
+	cpuNs     func() (int64, error)
+	cpuPerJob *float64
+	leaseMs   int
+	payload   string
 	// place, when set, gives the queue of a worker's name "<q>.<w>" (the
 	// cluster sides put it on a chosen primary).
 	place func(name string) string
@@ -914,4 +947,31 @@ func sweep(ctx context.Context, ex executor, q string, c config, payload string)
 		return r, fmt.Errorf("after the sweep: %d active (%v)", n, err)
 	}
 	return r, nil
+}
+
+// cpuNanos is the CPU time (ns) of every thread of process pid: the sum of
+// the first field of each /proc/PID/task/TID/schedstat (bench/cmd/compare
+// reads the servers' CPU the same way).
+func cpuNanos(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
+		}
+		sum += v
+	}
+	return sum, nil
 }

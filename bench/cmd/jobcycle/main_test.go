@@ -421,3 +421,28 @@ func TestRawLanesEnqueue(t *testing.T) {
 		t.Fatalf("checkLanes over l0 holding jobs: %v", err)
 	}
 }
+
+// A run with cpuNs set reports the server's CPU per job: here the test's
+// own process holds the server, so the figure is positive, and it is the
+// CPU read over the run divided by the jobs (a reader that counts 1 ms
+// per read gives 1 ms over the run: 1000 us / jobs).
+func TestCPUPerJob(t *testing.T) {
+	ctx := context.Background()
+	s := server.StartTest(t)
+	rdb := newClient(s.Addr(), 4)
+	t.Cleanup(func() { rdb.Close() })
+	if n, err := cpuNanos(os.Getpid()); err != nil || n <= 0 {
+		t.Fatalf("cpuNanos of this process: %d %v", n, err)
+	}
+	var got float64
+	var reads int64
+	cy := cycle{jobs: 40, workers: 2, batch: 5, next: true, leaseMs: 30000, payload: "p", cpuPerJob: &got,
+		cpuNs: func() (int64, error) { reads++; return reads * 1e6, nil }}
+	q := "cpu." + randTag()
+	if _, err := cy.runRaw(fixed(s.Addr()), rawNative{}, q, func(q string) error { return cy.check(ctx, rdb, q) }); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 || got != 1000.0/40 {
+		t.Fatalf("%d reads, %v us per job; want 2 and %v", reads, got, 1000.0/40)
+	}
+}

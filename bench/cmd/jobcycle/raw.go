@@ -387,6 +387,13 @@ func (cy cycle) runRaw(route func(q string) string, side rawSide, q string, chec
 	base := uint64(time.Now().UnixMilli()) << 20
 	var wg sync.WaitGroup
 	errs := make(chan error, cy.workers)
+	var cpu0 int64
+	if cy.cpuNs != nil {
+		var err error
+		if cpu0, err = cy.cpuNs(); err != nil {
+			return 0, err
+		}
+	}
 	start := time.Now()
 	for w := 0; w < cy.workers; w++ {
 		wg.Add(1)
@@ -404,6 +411,13 @@ func (cy cycle) runRaw(route func(q string) string, side rawSide, q string, chec
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	if cy.cpuNs != nil {
+		cpu1, err := cy.cpuNs()
+		if err != nil {
+			return 0, err
+		}
+		*cy.cpuPerJob = float64(cpu1-cpu0) / 1e3 / float64(cy.jobs)
+	}
 	close(errs)
 	if err := <-errs; err != nil {
 		return 0, err
