@@ -341,6 +341,30 @@ func (z *ZSet) At(i int) (ZItem, bool) {
 	return it, true
 }
 
+// AtView is At with the member as a view instead of a string of its own:
+// while z is a listpack, of z's memory, valid until z's next write; in the
+// skiplist encoding, of the member's string. Either way it is read-only.
+// A caller that keeps the member copies it (the job verbs' claim builds
+// the row key from it, one allocation for the key and the id).
+func (z *ZSet) AtView(i int) (member []byte, score float64, ok bool) {
+	if z.tree != nil {
+		it, ok := z.tree.GetAt(i)
+		if !ok {
+			return nil, 0, false
+		}
+		return unsafe.Slice(unsafe.StringData(it.Member), len(it.Member)), it.Score, true
+	}
+	if i < 0 || i >= lpCount(z.lp) {
+		return nil, 0, false
+	}
+	off := lpHeader
+	for ; i > 0; i-- {
+		_, _, off = z.lpEntry(off)
+	}
+	m, sc, _ := z.lpEntry(off)
+	return m, sc, true
+}
+
 // Min returns the lowest member.
 func (z *ZSet) Min() (ZItem, bool) { return z.At(0) }
 

@@ -1,8 +1,13 @@
 package verbs
 
 import (
+	"bytes"
+	"math"
+	"slices"
+	"strconv"
 	"testing"
 
+	"github.com/emqd/emqd/internal/plan"
 	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
 )
@@ -19,8 +24,108 @@ const plainCycleAllocsBase = 37
 // read the mint's last id with a peek (the mint's listpack rewritten in
 // place, internal/store/listpack.go), 27 once ApplyPlan rendered each plan
 // for the feed into the store's reused scratch (plan.ArgvsInto: three
-// allocations per plan, three plans per cycle).
-const plainCycleAllocs = 27
+// allocations per plan, three plans per cycle), 23 once the run id's bytes
+// and the time in decimal were made once (Verbs.runIDBytes, Verbs.msNow:
+// ENQUEUE's enqueued_at and CLAIM's claimed_at share one slice within a
+// ms), the minted id's plan value viewed its string (strBytes), and the
+// claim built a candidate's row key and id in one allocation
+// (store.ZSet.AtView, Keys.rowOf), 21 once a claimed job's reply size was
+// counted without rendering its failures (decimalLen) and a small token
+// was a shared slice (tokenBytes).
+const plainCycleAllocs = 21
+
+// nextCycleAllocs is the allocations of one job of the NEXT form's cycle
+// (nextCycle: ENQUEUE *, COMPLETE ... NEXT), measured with
+// TestNextCycleAllocs: 28 before the cuts of plainCycleAllocs (27 -> 21)
+// and NEXT's overlay in Verbs' scratch (Verbs.nextOv), 21 after.
+const nextCycleAllocs = 21
+
+// TestNextCycleAllocs guards nextCycleAllocs; under -race only from below,
+// as TestPlainCycleAllocs.
+func TestNextCycleAllocs(t *testing.T) {
+	s := store.New(16)
+	s.SetFeed(nopFeed{})
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	cycle := nextCycle(t, New(Config{}), c)
+	for i := 0; i < 100; i++ {
+		cycle()
+	}
+	got := testing.AllocsPerRun(2000, cycle)
+	if raceEnabled {
+		if got < nextCycleAllocs {
+			t.Fatalf("NEXT job cycle under -race: %v allocations, below the %d measured without it", got, nextCycleAllocs)
+		}
+	} else if got != nextCycleAllocs {
+		t.Fatalf("NEXT job cycle: %v allocations, want %d", got, nextCycleAllocs)
+	}
+	// The cycle leaves one job held (active) and nothing pending.
+	k := NewKeys("q")
+	if act, _ := zsetKind(s.DB(0), k.Active); act == nil || act.Len() != 1 {
+		t.Fatalf("active after the NEXT cycles: %v, want the one held job", act)
+	}
+	if pend, _ := zsetKind(s.DB(0), k.Pending); pend != nil {
+		t.Fatalf("pending after the NEXT cycles holds %d", pend.Len())
+	}
+}
+
+// The rows written within one ms share the bytes of their enqueued_at and
+// claimed_at (Verbs.msNow), and a row in the hashtable encoding (a payload
+// over hash-max-listpack-value) keeps a view of them: a later write to one
+// row's field must leave the other's alone. Both through a plan
+// (HINCRBY, HSET) and through the hash's own setter.
+func TestSharedTimeBytesStayPut(t *testing.T) {
+	s := store.New(16)
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	payload := bytes.Repeat([]byte("x"), 100)
+	ids := []string{tID, tID2, tID3}
+	for _, id := range ids {
+		c.W.Reset()
+		c.ResetForCommand([][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte(id), payload})
+		vs.cmdEnqueue(c)
+		if string(c.W.Buf) != "$14\r\n"+id+"\r\n" {
+			t.Fatalf("enqueue %s: %q", id, c.W.Buf)
+		}
+	}
+	c.W.Reset()
+	c.ResetForCommand([][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("30000"), []byte("COUNT"), []byte("3")})
+	vs.cmdClaim(c)
+	k := NewKeys("q")
+	field := func(id, f string) []byte {
+		h, _ := hashKind(s.DB(0), k.Row(id))
+		if h == nil {
+			t.Fatalf("row %s is gone", id)
+		}
+		v, ok := h.Get(f)
+		if !ok {
+			t.Fatalf("row %s has no %s", id, f)
+		}
+		return v
+	}
+	want := strconv.FormatInt(tNow, 10)
+	for _, f := range []string{"enqueued_at", "claimed_at"} {
+		a, b := field(tID, f), field(tID2, f)
+		if string(a) != want || string(b) != want {
+			t.Fatalf("%s: %q and %q, want %s", f, a, b, want)
+		}
+		if &a[0] != &b[0] {
+			t.Fatalf("%s: the rows do not share the bytes (the test would prove nothing)", f)
+		}
+	}
+	p := plan.Get(2)
+	p.HIncrBy(k.Row(tID), "enqueued_at", 5)
+	p.HSetBytes(k.Row(tID2), []byte("claimed_at"), []byte("7"))
+	c.ApplyPlan(p)
+	plan.Put(p)
+	h3, _ := hashKind(s.DB(0), k.Row(tID3))
+	h3.Set("enqueued_at", []byte("8"))
+	got := []string{string(field(tID, "enqueued_at")), string(field(tID2, "enqueued_at")), string(field(tID3, "enqueued_at")),
+		string(field(tID, "claimed_at")), string(field(tID2, "claimed_at")), string(field(tID3, "claimed_at"))}
+	wantAll := []string{strconv.FormatInt(tNow+5, 10), want, "8", want, "7", want}
+	if !slices.Equal(got, wantAll) {
+		t.Fatalf("after the writes: %v, want %v", got, wantAll)
+	}
+}
 
 // plainCycle returns one job cycle on queue q of vs: ENQUEUE q * payload
 // [extra...], CLAIM q 30000, COMPLETE q id token, reusing its argv and
@@ -84,12 +189,13 @@ func TestPlainCycleAllocs(t *testing.T) {
 // lane key names cached per queue, the lane and lane_vt HSETs built
 // without strings, the claim's and the added jobs' bookkeeping without
 // maps), 48 after, 47 once the mint's last id is read with a peek (its
-// listpack rewritten in place), 38 with the plans' render reused
-// (plainCycleAllocs); the plain cycle is plainCycleAllocs. What is left
+// listpack rewritten in place), 38 with the plans' render reused, 33 with
+// the run id's bytes, the time and small tokens made once and the reply
+// size counted (plainCycleAllocs); the plain cycle is plainCycleAllocs. What is left
 // above the plain cycle is the lane's own keys: every cycle creates the
 // lane's hash, pending set and registry entry at ENQUEUE and removes them
 // at COMPLETE (an empty, idle lane is garbage, docs/verbs.md §4.26.4).
-const laneCycleAllocs = 38
+const laneCycleAllocs = 33
 
 // laneCycle is plainCycle with every job in lane x of a queue with one
 // other, idle, configured lane (BenchmarkJobCycleLanes' lanes=true).
@@ -133,5 +239,21 @@ func TestLaneCycleAllocs(t *testing.T) {
 	}
 	if _, kind := hashKind(s.DB(0), k.LanePrefix+"x"); kind != keyAbsent {
 		t.Fatalf("lane x's hash is left after the last COMPLETE")
+	}
+}
+
+// decimalLen and tokenBytes render as strconv does, at the edges too.
+func TestDecimalLenAndTokenBytes(t *testing.T) {
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 255, 256, 1 << 40, -1, -9, -10, -255, math.MaxInt64, math.MinInt64} {
+		want := strconv.FormatInt(n, 10)
+		if got := decimalLen(n); got != len(want) {
+			t.Fatalf("decimalLen(%d) = %d, want %d", n, got, len(want))
+		}
+		if got := string(tokenBytes(n)); got != want {
+			t.Fatalf("tokenBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if &tokenBytes(7)[0] != &tokenBytes(7)[0] {
+		t.Fatal("a small token is not shared")
 	}
 }

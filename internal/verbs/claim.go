@@ -25,6 +25,9 @@ type claimArgs struct {
 	// hand out a job whose reply the client would be disconnected for
 	// (docs/verbs.md §2.16).
 	Room int64
+	// NowB is the claim's time in decimal for claimed_at (Verbs.msNow;
+	// nil: judgeClaim renders it).
+	NowB []byte
 }
 
 func (vs *Verbs) parseClaim(c *store.Ctx, a *claimArgs) bool {
@@ -154,20 +157,26 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, bu
 	}
 	for i := 0; need > 0; i++ {
 		var it store.ZItem
+		var m []byte // the member, a view (AtView)
 		var ok bool
 		if pend != nil {
-			it, ok = pend.At(i)
+			m, it.Score, ok = pend.AtView(i)
 		}
-		if len(rel) > 0 && (!ok || it.Score > rel[0].Score || (it.Score == rel[0].Score && it.Member > rel[0].Member)) {
+		var key string
+		if len(rel) > 0 && (!ok || it.Score > rel[0].Score || (it.Score == rel[0].Score && string(m) > rel[0].Member)) {
 			// A released parent comes first (by score, then id).
 			it, ok = rel[0], true
 			rel = rel[1:]
 			i--
+			key = k.Row(it.Member)
+		} else if ok {
+			// The row key and the id in one allocation (the id is the
+			// key's tail).
+			key, it.Member = k.rowOf(m)
 		}
 		if !ok {
 			break
 		}
-		key := k.Row(it.Member)
 		row := readRow(d, key)
 		if ov != nil && it.Member == ov.ID {
 			row = ov.Row
@@ -183,6 +192,7 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, bu
 // ClaimedJob is one job a claim handed out (docs/verbs.md §4.3): the wire
 // reply's [id, payload, token, failures]. Key is the job's row key.
 // Payload is the stored value: read it before the next write of the job.
+// Token is read-only: a small one is shared (tokenBytes).
 type ClaimedJob struct {
 	ID       string
 	Key      string
@@ -351,7 +361,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 			}
 			failures = n
 		}
-		jb := claimedJob{ID: c.ID, Key: rowKey, Payload: c.Row.Payload.Val, Token: strconv.AppendInt(nil, tok, 10), Failures: failures}
+		jb := claimedJob{ID: c.ID, Key: rowKey, Payload: c.Row.Payload.Val, Token: tokenBytes(tok), Failures: failures}
 		if n := jb.replyBytes(); n > room-size {
 			if len(v.Jobs) == 0 {
 				return claimVerdict{}, nil, refuse(ErrReplyLimit)
@@ -378,7 +388,9 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 	deadline := addMs(now, a.LeaseMs)
 	var claimedAt []byte
 	if len(v.Jobs) > 0 {
-		claimedAt = msBytes(now)
+		if claimedAt = a.NowB; claimedAt == nil {
+			claimedAt = msBytes(now)
+		}
 	}
 	for _, jb := range v.Jobs {
 		p.ZRem(k.Pending, jb.ID)
@@ -446,9 +458,10 @@ func (vs *Verbs) Claim(c *store.Ctx, a *ClaimArgs) (ClaimResult, error) {
 // claimOnce runs one claim at c.NowMs: read, judge, apply, wake.
 func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (claimVerdict, error) {
 	a.Room = c.ReplyRoom()
+	a.NowB = vs.msNow(c.NowMs)
 	lb := vs.laneScratch()
 	r := readClaimAfter(c.DB, a, c.NowMs, nil, nil, lb)
-	v, p, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), a)
+	v, p, ref := judgeClaim(&r, c.NowMs, vs.runIDBytes(c.RunID), a)
 	if ref.Refused() {
 		return v, vs.refused(c, ref)
 	}
@@ -478,7 +491,41 @@ func (vs *Verbs) claimed(c *store.Ctx, a *claimArgs, v *claimVerdict) {
 // `*4`, three bulks and an integer (the same bytes in RESP2 and RESP3).
 func (j *claimedJob) replyBytes() int64 {
 	return 4 + bulkBytes(len(j.ID)) + bulkBytes(len(j.Payload)) + bulkBytes(len(j.Token)) +
-		int64(3+len(strconv.AppendInt(nil, j.Failures, 10)))
+		int64(3+decimalLen(j.Failures))
+}
+
+// decimalLen is len(strconv.AppendInt(nil, n, 10)), counted without
+// rendering (replyBytes runs for every claimed job).
+func decimalLen(n int64) int {
+	l := 1
+	u := uint64(n)
+	if n < 0 {
+		l, u = 2, uint64(-(n+1))+1
+	}
+	for ; u >= 10; u /= 10 {
+		l++
+	}
+	return l
+}
+
+// smallTokens are the decimal bytes of 0 .. len-1, shared read-only by
+// tokenBytes.
+var smallTokens = func() [][]byte {
+	t := make([][]byte, 256)
+	for i := range t {
+		t[i] = strconv.AppendInt(nil, int64(i), 10)
+	}
+	return t
+}()
+
+// tokenBytes is a claim's token in decimal: a shared read-only slice for
+// the common small tokens (a job's attempts rarely pass 255), a new one
+// otherwise. Nothing writes a ClaimedJob's Token (the reply writes it out).
+func tokenBytes(n int64) []byte {
+	if n >= 0 && n < int64(len(smallTokens)) {
+		return smallTokens[n]
+	}
+	return strconv.AppendInt(nil, n, 10)
 }
 
 // bulkBytes is the wire size of a bulk string of n bytes: `$n`, CRLF, the

@@ -23,6 +23,9 @@ type enqueueArgs struct {
 	ID      string // the client's id; "" when Mint
 	Mint    bool   // id was `*`
 	Payload []byte
+	// NowB is the time in decimal for enqueued_at (Verbs.msNow; nil:
+	// rendered by addJobRow).
+	NowB []byte
 	jobOpts
 }
 
@@ -266,6 +269,7 @@ func (vs *Verbs) Enqueue(c *store.Ctx, ea *EnqueueArgs) (EnqueueResult, error) {
 	}
 	if r.Row == keyAbsent {
 		a.Payload = clone(a.Payload)
+		a.NowB = vs.msNow(c.NowMs)
 	}
 	r.RowKey = rowKey
 	var ref refusal
@@ -357,11 +361,11 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 		return enqueueVerdict{}, nil, wrongType(dest)
 	}
 	p := newPlan(3)
-	if ref := addJobRow(p, k, r.Lanes, rowKey, r.ID, state, a.Payload, now, dest, score, &a.jobOpts, a.rowExtra()...); ref.Refused() {
+	if ref := addJobRow(p, k, r.Lanes, rowKey, r.ID, state, a.Payload, now, a.NowB, dest, score, &a.jobOpts, a.rowExtra()...); ref.Refused() {
 		return enqueueVerdict{}, nil, ref
 	}
 	if a.Mint {
-		p.HSetBytes(MintKey, fLast, []byte(r.ID))
+		p.HSetBytes(MintKey, fLast, strBytes(r.ID))
 	}
 	return enqueueVerdict{ID: r.ID, Pending: a.Sched == schedNone}, p, noRefusal
 }
@@ -372,19 +376,23 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 // every verb that admits a job (EMQ.ENQUEUE, its batch form, a schedule's
 // occurrence) calls it, so every row gets the same fields. payload must be
 // the verb's own copy (the plan keeps it); now is the verb's one clock
-// reading in Unix ms (§2.4), score already capped (§2.12). extra are
+// reading in Unix ms (§2.4), nowB the same in decimal when the caller has
+// it (Verbs.msNow; nil: rendered here), score already capped (§2.12). extra are
 // (field, value, ...) pairs written after those (a schedule's occurrence:
 // `schedule <name> slot_ms <slot>`, §4.22.4).
 //
 // A job bound for pending (dest == k.Pending) enters it through seam 1
 // with o's priority and lane (o nil: neither), which extra must then carry
 // (o.rowExtra). A refusal comes from the lane's stored state.
-func addJobRow(p *plan.Plan, k *Keys, lt *laneTx, rowKey, id string, state, payload []byte, now int64, dest string, score int64, o *jobOpts, extra ...[]byte) refusal {
+func addJobRow(p *plan.Plan, k *Keys, lt *laneTx, rowKey, id string, state, payload []byte, now int64, nowB []byte, dest string, score int64, o *jobOpts, extra ...[]byte) refusal {
+	if nowB == nil {
+		nowB = msBytes(now)
+	}
 	if len(extra) == 0 {
-		p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
+		p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, nowB)
 	} else {
 		fv := make([][]byte, 0, 8+len(extra))
-		fv = append(fv, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, msBytes(now))
+		fv = append(fv, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, nowB)
 		p.HSetBytes(rowKey, append(fv, extra...)...)
 	}
 	if dest == k.Pending {
@@ -605,7 +613,7 @@ func (vs *Verbs) EnqueueMany(c *store.Ctx, a *EnqueueManyArgs) (EnqueueManyResul
 	admitted := 0
 	for j := 0; j < n; j++ {
 		if ids[j] != "" {
-			addJobRow(p, k, lt, keys[j], ids[j], state, c.KeepArg(jobs[j].Payload), c.NowMs, dest, score, &o, extra...)
+			addJobRow(p, k, lt, keys[j], ids[j], state, c.KeepArg(jobs[j].Payload), c.NowMs, vs.msNow(c.NowMs), dest, score, &o, extra...)
 			admitted++
 		}
 	}

@@ -381,12 +381,12 @@ func judgeFlow(d *store.DB, nodes []flowNode, now int64) (dup bool, p *plan.Plan
 			extra = append(extra, fParent, []byte(nodes[n.Up].Ref))
 		}
 		if len(n.Kids) == 0 {
-			addJobRow(p, n.K, lts[n.K.Queue], n.RowKey, n.ID, vPending, n.Payload, now, n.K.Pending, 0, nil, extra...)
+			addJobRow(p, n.K, lts[n.K.Queue], n.RowKey, n.ID, vPending, n.Payload, now, nil, n.K.Pending, 0, nil, extra...)
 			continue
 		}
 		cnt := countBytes(int64(len(n.Kids)))
 		extra = append(extra, fChildren, cnt, fChildrenLeft, cnt, fOnChildFail, nodePolicy(n))
-		addJobRow(p, n.K, nil, n.RowKey, n.ID, vWaiting, n.Payload, now, n.K.Waiting, 0, nil, extra...)
+		addJobRow(p, n.K, nil, n.RowKey, n.ID, vWaiting, n.Payload, now, nil, n.K.Waiting, 0, nil, extra...)
 		fv := make([][]byte, 0, 2*len(n.Kids))
 		for _, r := range kidsRefs(nodes, n) {
 			fv = append(fv, []byte(r), vPending)

@@ -886,7 +886,7 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 			}
 			failures = n
 		}
-		jb := claimedJob{ID: c.id, Key: c.key, Payload: c.row.Payload.Val, Token: strconv.AppendInt(nil, tok, 10), Failures: failures}
+		jb := claimedJob{ID: c.id, Key: c.key, Payload: c.row.Payload.Val, Token: tokenBytes(tok), Failures: failures}
 		if n := jb.replyBytes(); n > room-size {
 			if len(jobs) == 0 {
 				return claimVerdict{}, nil, refuse(ErrReplyLimit)
@@ -938,7 +938,9 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 	deadline := addMs(now, a.LeaseMs)
 	var claimedAt []byte
 	if len(jobs) > 0 {
-		claimedAt = msBytes(now)
+		if claimedAt = a.NowB; claimedAt == nil {
+			claimedAt = msBytes(now)
+		}
 	}
 	for _, j := range jobs {
 		p.ZRem(j.lane.pkey, j.ID)

@@ -1156,7 +1156,7 @@ func (vs *Verbs) fire(d *store.DB, k *Keys, now, limit int64) (fireResult, *plan
 		} else {
 			rowKey := k.Row(id)
 			if d.Get(rowKey) == nil && !fired[id] {
-				addJobRow(p, k, lt, rowKey, id, vPending, s.Payload, now, k.Pending, 0, nil,
+				addJobRow(p, k, lt, rowKey, id, vPending, s.Payload, now, nil, k.Pending, 0, nil,
 					[]byte("schedule"), []byte(s.Name), []byte("slot_ms"), i64(slot))
 				res.Created = append(res.Created, id)
 			}

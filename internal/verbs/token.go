@@ -230,7 +230,8 @@ func (vs *Verbs) Complete(c *store.Ctx, ta *CompleteArgs) (CompleteResult, error
 	var v claimVerdict
 	var p2 *plan.Plan
 	if next {
-		ov := &rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}, Released: fe.releasedIn(a.K)}
+		ov := &vs.nextOv // judgeNext keeps no reference to it
+		*ov = rowOverlay{ID: a.ID, Row: jobRow{Kind: keyAbsent}, Released: fe.releasedIn(a.K)}
 		if v, p2, ref = vs.judgeNext(c, &na, p, ov, r.Lanes); ref.Refused() {
 			plan.Put(p)
 			return CompleteResult{}, vs.refused(c, ref)
@@ -300,8 +301,9 @@ func (vs *Verbs) parseNext(c *store.Ctx, q string, from int, na *ClaimArgs, ca *
 // refuses the whole call.
 func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOverlay, lt *laneTx) (claimVerdict, *plan.Plan, refusal) {
 	na.Room = c.ReplyRoom()
+	na.NowB = vs.msNow(c.NowMs)
 	r := readClaimAfter(c.DB, na, c.NowMs, ov, lt, nil)
-	v, p2, ref := judgeClaim(&r, c.NowMs, []byte(c.RunID), na)
+	v, p2, ref := judgeClaim(&r, c.NowMs, vs.runIDBytes(c.RunID), na)
 	if ref.Refused() {
 		return v, nil, ref
 	}
@@ -485,7 +487,8 @@ func (vs *Verbs) Fail(c *store.Ctx, ta *FailArgs) (FailResult, error) {
 		row := r.Row
 		row.Payload.Val = clone(row.Payload.Val)
 		row.Failures = rowField{Val: strconv.AppendInt(nil, v.F, 10), Present: true}
-		ov := &rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs, Released: fe.releasedIn(a.K)}
+		ov := &vs.nextOv // judgeNext keeps no reference to it
+		*ov = rowOverlay{ID: a.ID, Row: row, Sched: !v.Dead, Due: !v.Dead && addMs(c.NowMs, fa.DelayMs) <= c.NowMs, Released: fe.releasedIn(a.K)}
 		if nv, p2, ref = vs.judgeNext(c, &na, p, ov, r.Lanes); ref.Refused() {
 			plan.Put(p)
 			return FailResult{}, vs.refused(c, ref)
