@@ -269,8 +269,11 @@ func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []
 	for i := range out {
 		end := at + len(k.JobPrefix) + len(out[i].ID)
 		out[i].Key = keys[at:end]
-		out[i].Row = readRow(d, out[i].Key)
+		d.Warm(out[i].Key) // all rows first (store.DB.Warm)
 		at = end
+	}
+	for i := range out {
+		out[i].Row = readRow(d, out[i].Key)
 	}
 	return out
 }

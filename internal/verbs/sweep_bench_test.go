@@ -1,8 +1,10 @@
 package verbs
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,4 +72,75 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sweepCallAllocsMax bounds the allocations of one EMQ.STALLED.CHECK of
+// 100 expired leases (TestStalledCheckAllocs): one per lease for the row's
+// new listpack (the row grows, and its bytes were viewed by the read pass,
+// docs/verbs.md §4.11), a few per call (the verdicts, the reply's id
+// lists, the row keys' one string, the tree leaves of dead), and nothing
+// else per lease. Before the sweep's scratch was reused it was 5.2 per
+// lease (bench/README.md, "What stands in the way: the stall sweep").
+const sweepCallAllocsMax = 100 + 16
+
+// TestStalledCheckAllocs guards the sweep's allocations per call, on the
+// dead-letter path (max_stalled 1), the recovery path (max_stalled 2) and
+// the restart exemption (leases of another run id): at most
+// sweepCallAllocsMax (111, 109 and 109 when written), and at least one per
+// lease (the row copies), so the count measures the sweep and not an empty
+// call.
+func TestStalledCheckAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxStalled string
+		runID      string
+	}{{"dead", "1", tRun}, {"recover", "2", tRun}, {"exempt", "1", "another-run"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const runs, per = 10, 100
+			s := store.New(16)
+			c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+			vs := New(Config{})
+			for j := 0; j < (runs+2)*per; j++ {
+				c.W.Reset()
+				c.ResetForCommand([][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte(fmt.Sprintf("JOB%011d", j)), []byte("payload")})
+				vs.cmdEnqueue(c)
+				if c.W.Buf[0] == '-' {
+					t.Fatalf("enqueue: %q", c.W.Buf)
+				}
+			}
+			for j := 0; j < runs+2; j++ {
+				c.W.Reset()
+				c.ResetForCommand([][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("1"), []byte("COUNT"), []byte(strconv.Itoa(per))})
+				vs.cmdClaim(c)
+				if !strings.HasPrefix(string(c.W.Buf), "*100\r\n") {
+					t.Fatalf("claim: %.80q", c.W.Buf)
+				}
+			}
+			c.NowMs += 20
+			c.RunID = tc.runID
+			sweep := [][]byte{[]byte("EMQ.STALLED.CHECK"), []byte("q"), []byte(tc.maxStalled), []byte(strconv.Itoa(per))}
+			call := func() {
+				c.W.Reset()
+				c.ResetForCommand(sweep)
+				vs.cmdStalledCheck(c)
+				if n := strings.Count(string(c.W.Buf), "$14\r\n"); n != per {
+					t.Fatalf("sweep listed %d ids, want %d: %.80q", n, per, c.W.Buf)
+				}
+			}
+			call() // the scratch's first sizing
+			got := testing.AllocsPerRun(runs, call)
+			if raceEnabled {
+				// -race allocates beside the code (about one more per
+				// lease here): only the lower bound holds.
+				if got < per {
+					t.Fatalf("%s under -race: %v allocations per sweep of %d leases, want at least %d", tc.name, got, per, per)
+				}
+				return
+			}
+			if got < per || got > sweepCallAllocsMax {
+				t.Fatalf("%s: %v allocations per sweep of %d leases, want %d to %d", tc.name, got, per, per, sweepCallAllocsMax)
+			}
+			t.Logf("%s: %v allocations per sweep of %d leases", tc.name, got, per)
+		})
+	}
 }
