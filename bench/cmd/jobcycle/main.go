@@ -211,6 +211,11 @@ func run(c config) error {
 			}
 		}
 		res[i].sweep = medianSweep(sweeps[i])
+		var cpu []float64
+		for _, r := range sweeps[i] {
+			cpu = append(cpu, float64(r.cpu))
+		}
+		res[i].sweepCPU = time.Duration(median(cpu))
 	}
 	if c.tsv {
 		e, r := slices.Index(c.sides, "emqd"), slices.Index(c.sides, "redis")
@@ -283,15 +288,20 @@ func run(c config) error {
 	}
 	if c.only != "cycle" {
 		fmt.Printf("\nstall sweep over %d expired leases, limit %d per call, max_stalled %d\n", c.sweepLeases, c.sweepLimit, c.maxStalled)
-		fmt.Printf("%-28s %10s %8s %12s %14s\n", "sweep", "time", "calls", "us/call", "leases/s")
+		fmt.Printf("%-28s %10s %8s %12s %14s %12s %14s\n", "sweep", "time", "calls", "us/call", "leases/s", "server CPU", "CPU us/lease")
 		labels := map[string]string{"emqd": "EMQ.STALLED.CHECK (emqd)", "redis": "sweep_stalled.lua (redis)", "library": "emq_stalled_check (library)"}
 		for i, name := range c.sides {
 			r := res[i].sweep
 			if r.calls == 0 {
 				continue // the cluster sides run no sweep (one queue is one node: the library's)
 			}
-			fmt.Printf("%-28s %10s %8d %12.1f %14.0f\n", labels[name], r.elapsed.Round(time.Millisecond), r.calls,
+			fmt.Printf("%-28s %10s %8d %12.1f %14.0f", labels[name], r.elapsed.Round(time.Millisecond), r.calls,
 				float64(r.elapsed.Microseconds())/float64(r.calls), float64(r.swept)/r.elapsed.Seconds())
+			if cpu := res[i].sweepCPU; cpu > 0 {
+				fmt.Printf(" %12s %14.2f\n", cpu.Round(time.Millisecond), float64(cpu.Nanoseconds())/1000/float64(r.swept))
+			} else {
+				fmt.Printf(" %12s %14s\n", "-", "-")
+			}
 		}
 	}
 	return nil
@@ -379,6 +389,8 @@ type sideResult struct {
 	rates []float64
 	cpu   []float64 // server CPU per job (us) of each cell; 0: not read
 	sweep sweepResult
+	// sweepCPU is the median of the rounds' sweep CPU (0: not read).
+	sweepCPU time.Duration
 }
 
 // startSide starts the servers of one side (or uses the given address).
@@ -485,7 +497,7 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 	}
 	if c.only != "cycle" && e.sweep {
 		fmt.Fprintf(os.Stderr, "%s: sweep ...\n", name)
-		r, err := sweep(ctx, ex, fmt.Sprintf("sw.%s.%s", tag, name), c, payload(c))
+		r, err := sweep(ctx, ex, fmt.Sprintf("sw.%s.%s", tag, name), c, payload(c), e.pid)
 		if err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
@@ -879,12 +891,17 @@ func (cy cycle) worker(ctx context.Context, ex executor, q string, base uint64, 
 type sweepResult struct {
 	elapsed      time.Duration
 	calls, swept int
+	// cpu is the server's CPU time over the timed calls (all threads'
+	// schedstat; 0: not read): on a loaded machine it moves much less than
+	// elapsed, which counts the time the server waited for its core.
+	cpu time.Duration
 }
 
 // sweep fills queue q with c.sweepLeases active jobs leased for 1 ms, waits
 // for the leases to expire, then times sweep calls until one comes back
-// empty, and checks that every lease was swept.
-func sweep(ctx context.Context, ex executor, q string, c config, payload string) (sweepResult, error) {
+// empty, and checks that every lease was swept. pid (0: unknown) is the
+// server's process, whose CPU over the timed calls r.cpu reports.
+func sweep(ctx context.Context, ex executor, q string, c config, payload string, pid int) (sweepResult, error) {
 	rdb := ex.client()
 	base := uint64(time.Now().UnixMilli()) << 20
 	const chunk = 1000
@@ -920,6 +937,13 @@ func sweep(ctx context.Context, ex executor, q string, c config, payload string)
 	}
 	time.Sleep(20 * time.Millisecond) // every lease (1 ms) has expired
 	var r sweepResult
+	var cpu0 int64
+	if pid != 0 {
+		var err error
+		if cpu0, err = cpuNanos(pid); err != nil {
+			return r, err
+		}
+	}
 	start := time.Now()
 	for {
 		cmd := ex.sweep(ctx, q, c.maxStalled, c.sweepLimit)
@@ -940,6 +964,13 @@ func sweep(ctx context.Context, ex executor, q string, c config, payload string)
 		r.swept += len(rec) + len(dead)
 	}
 	r.elapsed = time.Since(start)
+	if pid != 0 {
+		cpu1, err := cpuNanos(pid)
+		if err != nil {
+			return r, err
+		}
+		r.cpu = time.Duration(cpu1 - cpu0)
+	}
 	if r.swept != c.sweepLeases {
 		return r, fmt.Errorf("swept %d, want %d", r.swept, c.sweepLeases)
 	}

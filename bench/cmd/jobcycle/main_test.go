@@ -20,6 +20,12 @@ import (
 
 // startScripted starts redis-server with the scripts loaded, or skips.
 func startScripted(t *testing.T) *scriptExec {
+	ex, _ := startScriptedPid(t)
+	return ex
+}
+
+// startScriptedPid is startScripted also giving the server's process id.
+func startScriptedPid(t *testing.T) (*scriptExec, int) {
 	t.Helper()
 	bin := testsupport.LookPath(t, "redis-server", "redis-server")
 	p, err := procs.StartRedis(bin)
@@ -34,7 +40,7 @@ func startScripted(t *testing.T) *scriptExec {
 			t.Fatal(err)
 		}
 	}
-	return ex
+	return ex, p.Pid()
 }
 
 // The scripted cycle completes every job, unpipelined and pipelined, with
@@ -57,15 +63,19 @@ func TestScriptedCycle(t *testing.T) {
 }
 
 // The scripted sweep counts every expiry: at max_stalled 1 all die, at 2
-// all are recovered with stalled 1.
+// all are recovered with stalled 1; the server's CPU over the timed calls
+// is read (more than nothing, less than the elapsed time on one thread).
 func TestScriptedSweep(t *testing.T) {
-	ex := startScripted(t)
+	ex, pid := startScriptedPid(t)
 	ctx := context.Background()
 	for _, ms := range []int{1, 2} {
 		q := "sw." + randTag()
-		r, err := sweep(ctx, ex, q, config{sweepLeases: 250, sweepLimit: 100, maxStalled: ms}, "p")
+		r, err := sweep(ctx, ex, q, config{sweepLeases: 250, sweepLimit: 100, maxStalled: ms}, "p", pid)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if r.cpu <= 0 {
+			t.Fatalf("server CPU over the sweep: %v", r.cpu)
 		}
 		if r.calls != 4 || r.swept != 250 {
 			t.Fatalf("calls %d swept %d, want 4 and 250", r.calls, r.swept)
@@ -336,7 +346,7 @@ func TestLibrarySide(t *testing.T) {
 			}
 		}
 	}
-	r, err := sweep(ctx, e.ex, "sw."+randTag(), config{sweepLeases: 250, sweepLimit: 100, maxStalled: 2}, "p")
+	r, err := sweep(ctx, e.ex, "sw."+randTag(), config{sweepLeases: 250, sweepLimit: 100, maxStalled: 2}, "p", e.pid)
 	if err != nil || r.calls != 4 || r.swept != 250 {
 		t.Fatalf("sweep %+v %v", r, err)
 	}
