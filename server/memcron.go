@@ -190,9 +190,11 @@ func heapState() (live, objects, free uint64) {
 // gcPercentFor is the GOGC that lets the heap grow by the larger of
 // gcHeadroomFloor and an eighth of live (bytes) before the next collection:
 // gcMinPercent (12) from eight times the floor (32 MB of live data), 100 at
-// the floor, more below it, at most 400. Below the floor the runtime's
-// minimum heap (4 MB at GOGC 100, scaled by GOGC) governs: a heap of 1 to
-// 4 MB is collected when it reaches 8 to 16 MB, not every few MB allocated.
+// the floor, more below it, at most 400. Below the floor the heap's target
+// is the larger of live plus 4 MB and the runtime's minimum heap (4 MB at
+// GOGC 100, scaled by GOGC): 6.7 to 16 MB for 1 to 4 MB of live data (the
+// least, 6.7 MB, at 2.7 MB live), so a small heap is not collected every
+// few hundred KB allocated.
 func gcPercentFor(live uint64) int {
 	if live == 0 {
 		return 400
