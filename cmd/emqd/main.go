@@ -137,6 +137,22 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// log-format text (default) or json.
 	log := server.NewLogger(logOut, cfg["log-format"], level)
 
+	// pidfile (or daemonize yes): the pid and a newline, removed at exit
+	// (and when the start fails); a file that cannot be written is a
+	// warning, as in Valkey. It is written before the server starts, so it
+	// exists once the port accepts (Valkey's main: createPidFile before
+	// initListeners); a supervisor that waits for the port finds it.
+	if pf := cfg["pidfile"]; pf != "" || daemon {
+		if pf == "" {
+			pf = defaultPidFile
+		}
+		if err := os.WriteFile(pf, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			log.Warn("Failed to write PID file: " + err.Error())
+		} else {
+			defer os.Remove(pf)
+		}
+	}
+
 	s, err := server.Start(server.Options{Config: defaults, Directives: sdirs, Logger: log})
 	if err != nil {
 		var bad *badDirective
@@ -167,18 +183,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 		s.SetConfigFile(abs)
-	}
-	// pidfile (or daemonize yes): the pid and a newline, removed at exit;
-	// a file that cannot be written is a warning, as in Valkey.
-	if pf := cfg["pidfile"]; pf != "" || daemon {
-		if pf == "" {
-			pf = defaultPidFile
-		}
-		if err := os.WriteFile(pf, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-			log.Warn("Failed to write PID file: " + err.Error())
-		} else {
-			defer os.Remove(pf)
-		}
 	}
 	tellParent(ready, "")
 	s.OnConfigSet("loglevel", func(v string) error { level.Set(server.LogLevel(v)); return nil })
