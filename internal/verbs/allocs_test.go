@@ -127,6 +127,41 @@ func TestSharedTimeBytesStayPut(t *testing.T) {
 	}
 }
 
+// sameMsCycleAllocs is plainCycleAllocs with the clock held within one ms,
+// as at the job cycle's 22 jobs per ms: what is made once per ms
+// (Verbs.msNow's time, Verbs.activeFields' claimed-row HSET) is made once
+// for all the cycles.
+const sameMsCycleAllocs = 19
+
+// TestSameMsCycleAllocs guards sameMsCycleAllocs (under -race only from
+// below, as TestPlainCycleAllocs), and that the rows of that ms share one
+// claimed_at.
+func TestSameMsCycleAllocs(t *testing.T) {
+	s := store.New(16)
+	s.SetFeed(nopFeed{})
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	inner := plainCycle(t, vs, c)
+	cycle := func() {
+		c.NowMs = tNow // plainCycle moves it to tNow+1: every cycle runs in one ms
+		inner()
+	}
+	for i := 0; i < 100; i++ {
+		cycle()
+	}
+	got := testing.AllocsPerRun(2000, cycle)
+	if raceEnabled {
+		if got < sameMsCycleAllocs {
+			t.Fatalf("job cycle within one ms under -race: %v allocations, below the %d measured without it", got, sameMsCycleAllocs)
+		}
+	} else if got != sameMsCycleAllocs {
+		t.Fatalf("job cycle within one ms: %v allocations, want %d (%d when the ms moves every cycle)", got, sameMsCycleAllocs, plainCycleAllocs)
+	}
+	if fv := vs.activeFields(tNow+1, tRun); &fv[5][0] != &vs.msNow(tNow + 1)[0] || string(fv[3]) != tRun {
+		t.Fatalf("the claimed rows' HSET does not share the ms's time and the run id: %q", fv)
+	}
+}
+
 // plainCycle returns one job cycle on queue q of vs: ENQUEUE q * payload
 // [extra...], CLAIM q 30000, COMPLETE q id token, reusing its argv and
 // writer, failing t unless COMPLETE answers :1.

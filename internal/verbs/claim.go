@@ -26,8 +26,11 @@ type claimArgs struct {
 	// (docs/verbs.md §2.16).
 	Room int64
 	// NowB is the claim's time in decimal for claimed_at (Verbs.msNow;
-	// nil: judgeClaim renders it).
-	NowB []byte
+	// nil: judgeClaim renders it), ActiveFV the HSET of a claimed row
+	// (state active, lease_epoch, claimed_at) built from it and the run id
+	// (Verbs.activeFields; nil: judgeClaim builds it, once per claim).
+	NowB     []byte
+	ActiveFV [][]byte
 }
 
 func (vs *Verbs) parseClaim(c *store.Ctx, a *claimArgs) bool {
@@ -392,10 +395,14 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 			claimedAt = msBytes(now)
 		}
 	}
+	fv := a.ActiveFV
+	if fv == nil && len(v.Jobs) > 0 {
+		fv = [][]byte{fState, vActive, fLeaseEpoch, runID, fClaimedAt, claimedAt}
+	}
 	for _, jb := range v.Jobs {
 		p.ZRem(k.Pending, jb.ID)
 		hincr1(p, jb.Key, fvAttempts)
-		p.HSetBytes(jb.Key, fState, vActive, fLeaseEpoch, runID, fClaimedAt, claimedAt)
+		p.HSetBytes(jb.Key, fv...) // shared by the jobs (plan values are read-only)
 		p.ZAdd(k.Active, deadline, jb.ID)
 	}
 	if len(p.Ops) == 0 {
@@ -461,6 +468,9 @@ func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (claimVerdict, error) {
 	a.NowB = vs.msNow(c.NowMs)
 	lb := vs.laneScratch()
 	r := readClaimAfter(c.DB, a, c.NowMs, nil, nil, lb)
+	if r.Lanes == nil || !r.Lanes.on {
+		a.ActiveFV = vs.activeFields(c.NowMs, c.RunID) // the lane path writes lane_slot too
+	}
 	v, p, ref := judgeClaim(&r, c.NowMs, vs.runIDBytes(c.RunID), a)
 	if ref.Refused() {
 		return v, vs.refused(c, ref)

@@ -303,6 +303,9 @@ func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOve
 	na.Room = c.ReplyRoom()
 	na.NowB = vs.msNow(c.NowMs)
 	r := readClaimAfter(c.DB, na, c.NowMs, ov, lt, nil)
+	if r.Lanes == nil || !r.Lanes.on {
+		na.ActiveFV = vs.activeFields(c.NowMs, c.RunID) // the lane path writes lane_slot too
+	}
 	v, p2, ref := judgeClaim(&r, c.NowMs, vs.runIDBytes(c.RunID), na)
 	if ref.Refused() {
 		return v, nil, ref

@@ -63,6 +63,23 @@ type Verbs struct {
 	nowMs  int64
 	nowB   []byte
 	nextOv rowOverlay
+	// activeFV is the claimed rows' HSET for activeMs and activeRun
+	// (activeFields).
+	activeFV  [][]byte
+	activeMs  int64
+	activeRun string
+}
+
+// activeFields is the field list a claim writes into each claimed row
+// (docs/verbs.md §4.3: state active, lease_epoch <run id>, claimed_at
+// <now>), made once per ms and run id and shared by the plans of that ms,
+// read-only as their values are (msNow).
+func (vs *Verbs) activeFields(ms int64, runID string) [][]byte {
+	if vs.activeFV == nil || vs.activeMs != ms || vs.activeRun != runID {
+		vs.activeMs, vs.activeRun = ms, runID
+		vs.activeFV = [][]byte{fState, vActive, fLeaseEpoch, vs.runIDBytes(runID), fClaimedAt, vs.msNow(ms)}
+	}
+	return vs.activeFV
 }
 
 // runIDBytes is id (the server's run id, a lease's lease_epoch) as bytes,
