@@ -65,6 +65,9 @@ type client struct {
 	// readEnded is set when a read from the peer failed (EOF, reset):
 	// the connection is ending even before cleanup has run.
 	readEnded atomic.Bool
+	// ended: a turn run inside the read (rawReadOnce) ended the
+	// connection; serveLoop returns (connection goroutine only).
+	ended bool
 
 	created time.Time
 	// createdMs is the connection time on the server clock (ms): CLIENT
@@ -264,19 +267,61 @@ func (c *client) read() (int, error) {
 }
 
 // rawReadOnce is read's callback for syscall.RawConn.Read: one read(2)
-// (rawRead: a raw system call, rawio.go);
-// false (the runtime waits for the socket) when nothing is there. Its
-// results go in fields, so the callback is one method value made once
-// per connection, not a closure allocated per read.
+// (rawRead: a raw system call, rawio.go); false (the runtime waits for the
+// socket) when nothing is there. Its results go in fields, so the callback
+// is one method value made once per connection, not a closure allocated
+// per read.
+//
+// Served in the read: when the read(2) was short (it emptied the socket's
+// receive queue), the bytes are taken and the connection's turns run here,
+// inside the read, until the next read would come; then the callback
+// answers false and the runtime waits for the socket without another
+// read(2). That read would find nothing (EAGAIN) in a request-reply
+// exchange, one system call per round trip. Waiting without it is safe
+// only here: syscall.RawConn.Read clears the socket's readiness once,
+// before the first read(2) of the call, so bytes that arrived after the
+// short read have marked the socket ready again and the wait returns at
+// once; a new RawConn.Read would clear that mark and wait for an event
+// that already came. The callback answers true (back to serveLoop, which
+// reads afresh) whenever the state is anything but plain: the connection
+// ended (c.ended), is parked, holds bytes of a command not yet complete,
+// or was asked to demote.
 func (c *client) rawReadOnce(fd uintptr) bool {
 	for {
-		m, e := rawRead(int(fd), c.rd.Space())
+		space := c.rd.Space()
+		m, e := rawRead(int(fd), space)
 		switch e {
 		case 0:
-			c.rn = m
 			if m == 0 {
 				c.rerr = io.EOF
+				return true
 			}
+			if m == len(space) {
+				c.rn = m // more may be waiting: serveLoop reads again
+				return true
+			}
+			c.rbuf.Store(int64(c.rd.Held()))
+			if !c.received(m) {
+				c.ended = true
+				return true
+			}
+			for {
+				switch c.turn() {
+				case turnEnd:
+					c.ended = true
+					return true
+				case turnAgain:
+					continue
+				case turnReadParked:
+					return true
+				}
+				break
+			}
+			if c.demote.Load() || !c.rd.Release() {
+				return true
+			}
+			c.rbuf.Store(0)
+			return false
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
@@ -309,7 +354,9 @@ func (c *client) serve() {
 // under one store lock acquisition and writes the replies, until the
 // connection ends (cleanup) or, for a plain TCP connection the clients
 // cron found idle, until it goes to sleep (client.sleep): the goroutine
-// ends, and client.resume starts a new one running serveLoop.
+// ends, and client.resume starts a new one running serveLoop. A plain TCP
+// connection usually runs its turns inside the read (rawReadOnce: served
+// in the read).
 func (c *client) serveLoop() {
 	idle := false
 	defer func() {
@@ -319,65 +366,18 @@ func (c *client) serveLoop() {
 	}()
 	defer c.recoverConn()
 	for {
-		c.wakeMu.Lock()
-		parked := c.parked
-		c.wakeMu.Unlock()
-		if parked {
-			// Frames for a parked client (invalidations, messages) go out
-			// while it waits.
-			c.flushParked()
-		} else {
-			if c.commitPending.Load() && !c.commit() {
-				return
-			}
-			c.flushOut()
-			if c.killed.Load() {
-				return
-			}
-			if len(c.pending) > 0 {
-				cmds := c.pending
-				c.pending = nil
-				if !c.runBatch(cmds) {
-					return
-				}
-				continue
-			}
-			if c.perr != nil {
-				c.protocolError(c.perr)
-				return
-			}
-			max := 0
-			if c.authRequired() {
-				max = 1 // AUTH must run before the next command is parsed
-			}
-			c.rd.MaxBulkLen = c.s.maxBulk.Load()
-			if c.recycle {
-				c.rd.Recycle()
-				c.recycle = false
-			}
-			cmds, perr := c.rd.Parse(max, c.authRequired())
-			c.qbuf.Store(int64(c.rd.Buffered()))
-			c.argvMem.Store(int64(c.rd.ArgvBytes()))
-			if len(cmds) > 0 || perr != nil {
-				c.perr = perr
-				if len(cmds) > 0 && !c.runBatch(cmds) {
-					return
-				}
-				continue
-			}
+		switch c.turn() {
+		case turnEnd:
+			return
+		case turnAgain:
+			continue
 		}
 		n, err := c.read()
-		if n > 0 {
-			c.lastIO.Store(c.s.clock.NowMs())
-			c.rd.Commit(n)
-			c.netIn.Add(int64(n))
-			c.s.statNetIn.Add(int64(n))
-			if used, lim := c.queryMemory(); used > lim {
-				c.s.statQbufClosed.Add(1)
-				c.s.log.Warn("Closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
-					"qbuf", c.rd.Buffered(), "argv_mem", c.rd.ArgvBytes(), "used", used, "limit", lim)
-				return
-			}
+		if c.ended {
+			return // the connection ended in a turn run inside the read
+		}
+		if n > 0 && !c.received(n) {
+			return
 		}
 		if err == errIdle {
 			// Demoted while idle: the idle poller watches the socket
@@ -404,6 +404,86 @@ func (c *client) serveLoop() {
 			return
 		}
 	}
+}
+
+// What serveLoop does after a turn (client.turn).
+const (
+	turnRead       = iota // read the next bytes
+	turnReadParked        // read the next bytes; the client is parked
+	turnAgain             // run another turn
+	turnEnd               // the connection ends
+)
+
+// turn is one pass of serveLoop before it reads: the output is written,
+// then commands pending behind a parked one, a protocol error found
+// earlier, or the complete commands parsed from the bytes read run as one
+// batch (runBatch). It says what comes next (turnRead ...).
+func (c *client) turn() int {
+	c.wakeMu.Lock()
+	parked := c.parked
+	c.wakeMu.Unlock()
+	if parked {
+		// Frames for a parked client (invalidations, messages) go out
+		// while it waits.
+		c.flushParked()
+		return turnReadParked
+	}
+	if c.commitPending.Load() && !c.commit() {
+		return turnEnd
+	}
+	c.flushOut()
+	if c.killed.Load() {
+		return turnEnd
+	}
+	if len(c.pending) > 0 {
+		cmds := c.pending
+		c.pending = nil
+		if !c.runBatch(cmds) {
+			return turnEnd
+		}
+		return turnAgain
+	}
+	if c.perr != nil {
+		c.protocolError(c.perr)
+		return turnEnd
+	}
+	max := 0
+	if c.authRequired() {
+		max = 1 // AUTH must run before the next command is parsed
+	}
+	c.rd.MaxBulkLen = c.s.maxBulk.Load()
+	if c.recycle {
+		c.rd.Recycle()
+		c.recycle = false
+	}
+	cmds, perr := c.rd.Parse(max, c.authRequired())
+	c.qbuf.Store(int64(c.rd.Buffered()))
+	c.argvMem.Store(int64(c.rd.ArgvBytes()))
+	if len(cmds) > 0 || perr != nil {
+		c.perr = perr
+		if len(cmds) > 0 && !c.runBatch(cmds) {
+			return turnEnd
+		}
+		return turnAgain
+	}
+	return turnRead
+}
+
+// received takes n bytes just read into the reader and counts them; false
+// when the client's requests now pass the query buffer limit (the
+// connection ends).
+func (c *client) received(n int) bool {
+	c.lastIO.Store(c.s.clock.NowMs())
+	c.rd.Commit(n)
+	c.netIn.Add(int64(n))
+	c.s.statNetIn.Add(int64(n))
+	if used, lim := c.queryMemory(); used > lim {
+		c.s.statQbufClosed.Add(1)
+		c.s.log.Warn("Closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
+			"qbuf", c.rd.Buffered(), "argv_mem", c.rd.ArgvBytes(), "used", used, "limit", lim)
+		return false
+	}
+	return true
 }
 
 // tlsAccept completes a TLS client's handshake (bounded) and then applies

@@ -347,5 +347,5 @@ func (c *client) securityWarning() {
 	c.outMu.Unlock()
 	c.closeAfter = true
 	c.killed.Store(true)
-	c.nc.Close()
+	c.hangUp()
 }

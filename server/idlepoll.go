@@ -4,6 +4,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The idle poller (docs/operations.md §8, "Memory per connection"): a plain
@@ -209,6 +211,25 @@ func (c *client) resumeLocked() bool {
 // closeConn closes c's connection from any goroutine; an asleep c is
 // resumed, so its goroutine sees the close and cleans up.
 func (c *client) closeConn() {
-	c.nc.Close()
+	c.hangUp()
 	c.resume()
+}
+
+// hangUp ends c's connection without waiting, from any goroutine, the
+// connection's own too. A plain TCP socket is shut down both ways
+// (shutdown(2): the peer sees the end at once, a read or write of the
+// connection's goroutine fails or ends, and cleanup closes the descriptor):
+// net.Conn.Close would wait for the socket's read in progress, and the
+// connection's goroutine runs its commands inside that read (rawReadOnce),
+// so a command that closes its own connection, or a command of another
+// client that closes this one under the store lock this one waits for,
+// would never return. Other connections are closed.
+func (c *client) hangUp() {
+	if !c.rawRead {
+		c.nc.Close()
+		return
+	}
+	if err := c.raw.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) }); err != nil {
+		c.nc.Close() // already closing: Close returns at once
+	}
 }
