@@ -333,7 +333,7 @@ func redisBenchmark(c config) ([]row, error) {
 			logf("redis-benchmark round %d/%d, -P %d", round+1, c.rounds, p)
 			for _, t := range rbTests {
 				for side, proc := range []*procs.Proc{e, r} {
-					ns0, err := cpuNanos(proc.Cmd.Process.Pid)
+					ns0, err := procs.CPUNanos(proc.Cmd.Process.Pid)
 					if err != nil {
 						return nil, err
 					}
@@ -341,7 +341,7 @@ func redisBenchmark(c config) ([]row, error) {
 					if err != nil {
 						return nil, fmt.Errorf("%s -P %d %s: %w", proc.Name, p, t.name, err)
 					}
-					ns1, err := cpuNanos(proc.Cmd.Process.Pid)
+					ns1, err := procs.CPUNanos(proc.Cmd.Process.Pid)
 					if err != nil {
 						return nil, err
 					}
@@ -376,32 +376,6 @@ func redisBenchmark(c config) ([]row, error) {
 		}
 	}
 	return rows, nil
-}
-
-// cpuNanos is the CPU time (ns) the process has run so far, all its
-// threads: the first field of each /proc/PID/task/TID/schedstat.
-func cpuNanos(pid int) (int64, error) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue // the thread ended
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
-		}
-		sum += v
-	}
-	return sum, nil
 }
 
 // runRB runs one redis-benchmark test on the client CPUs and returns its
@@ -657,7 +631,7 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 			}
 		}()
 	}
-	cpu0, err := cpuNanos(p.Pid())
+	cpu0, err := procs.CPUNanos(p.Pid())
 	if err != nil {
 		return m, err
 	}
@@ -680,7 +654,7 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 	if werr != nil {
 		return m, werr
 	}
-	cpu1, err := cpuNanos(p.Pid())
+	cpu1, err := procs.CPUNanos(p.Pid())
 	if err != nil {
 		return m, err
 	}

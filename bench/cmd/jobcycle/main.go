@@ -55,7 +55,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -468,7 +467,7 @@ func runSide(c config, name, tag string, cells []cell) (sideResult, error) {
 			cy.place = e.place
 			if e.pid != 0 {
 				pid := e.pid
-				cy.cpuNs = func() (int64, error) { return cpuNanos(pid) }
+				cy.cpuNs = func() (int64, error) { return procs.CPUNanos(pid) }
 				cy.cpuPerJob = &res.cpu[ci]
 			}
 			var r float64
@@ -940,7 +939,7 @@ func sweep(ctx context.Context, ex executor, q string, c config, payload string,
 	var cpu0 int64
 	if pid != 0 {
 		var err error
-		if cpu0, err = cpuNanos(pid); err != nil {
+		if cpu0, err = procs.CPUNanos(pid); err != nil {
 			return r, err
 		}
 	}
@@ -965,7 +964,7 @@ func sweep(ctx context.Context, ex executor, q string, c config, payload string,
 	}
 	r.elapsed = time.Since(start)
 	if pid != 0 {
-		cpu1, err := cpuNanos(pid)
+		cpu1, err := procs.CPUNanos(pid)
 		if err != nil {
 			return r, err
 		}
@@ -978,31 +977,4 @@ func sweep(ctx context.Context, ex executor, q string, c config, payload string,
 		return r, fmt.Errorf("after the sweep: %d active (%v)", n, err)
 	}
 	return r, nil
-}
-
-// cpuNanos is the CPU time (ns) of every thread of process pid: the sum of
-// the first field of each /proc/PID/task/TID/schedstat (bench/cmd/compare
-// reads the servers' CPU the same way).
-func cpuNanos(pid int) (int64, error) {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return 0, err
-	}
-	var sum int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue // the thread ended
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
-		}
-		sum += v
-	}
-	return sum, nil
 }

@@ -441,7 +441,7 @@ func TestCPUPerJob(t *testing.T) {
 	s := server.StartTest(t)
 	rdb := newClient(s.Addr(), 4)
 	t.Cleanup(func() { rdb.Close() })
-	if n, err := cpuNanos(os.Getpid()); err != nil || n <= 0 {
+	if n, err := procs.CPUNanos(os.Getpid()); err != nil || n <= 0 {
 		t.Fatalf("cpuNanos of this process: %d %v", n, err)
 	}
 	var got float64

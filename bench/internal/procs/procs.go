@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -276,4 +277,32 @@ func StartRedisCluster(bin, cli string, n int) ([]*Proc, error) {
 		}
 	}
 	return nodes, nil
+}
+
+// CPUNanos is the CPU time (ns) process pid has run so far, all its
+// threads: the sum of the first field of each
+// /proc/PID/task/TID/schedstat (a thread that ends meanwhile is skipped).
+// bench/cmd/jobcycle and bench/cmd/compare read the servers' CPU with it.
+func CPUNanos(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
+		}
+		sum += v
+	}
+	return sum, nil
 }
