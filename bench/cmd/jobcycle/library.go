@@ -22,69 +22,24 @@ import (
 type rawFunctions struct{}
 
 func (rawFunctions) enqueue(e *enc, k *qkeys, id, payload string) {
-	e.array(6)
-	e.bulk("FCALL")
-	e.bulk("emq_enqueue")
-	e.bulk("1")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(payload)
+	e.cmd("FCALL", "emq_enqueue", "1", k.q, id, payload)
 }
 func (rawFunctions) claim(e *enc, k *qkeys) {
-	e.array(5)
-	e.bulk("FCALL")
-	e.bulk("emq_claim")
-	e.bulk("1")
-	e.bulk(k.q)
-	e.bulk(k.leaseMs)
+	e.cmd("FCALL", "emq_claim", "1", k.q, k.leaseMs)
 }
 func (rawFunctions) complete(e *enc, k *qkeys, id, token string) {
-	e.array(6)
-	e.bulk("FCALL")
-	e.bulk("emq_complete")
-	e.bulk("1")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
+	e.cmd("FCALL", "emq_complete", "1", k.q, id, token)
 }
 func (rawFunctions) fail(e *enc, k *qkeys, id, token string) {
-	e.array(9)
-	e.bulk("FCALL")
-	e.bulk("emq_fail")
-	e.bulk("1")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
-	e.bulk("3")
-	e.bulk("0")
-	e.bulk("boom")
+	e.cmd("FCALL", "emq_fail", "1", k.q, id, token, "3", "0", "boom")
 }
 
 func (rawFunctions) hasNext() bool { return true }
 func (rawFunctions) completeNext(e *enc, k *qkeys, id, token string) {
-	e.array(8)
-	e.bulk("FCALL")
-	e.bulk("emq_complete")
-	e.bulk("1")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
-	e.bulk("NEXT")
-	e.bulk(k.leaseMs)
+	e.cmd("FCALL", "emq_complete", "1", k.q, id, token, "NEXT", k.leaseMs)
 }
 func (rawFunctions) failNext(e *enc, k *qkeys, id, token string) {
-	e.array(11)
-	e.bulk("FCALL")
-	e.bulk("emq_fail")
-	e.bulk("1")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
-	e.bulk("3")
-	e.bulk("0")
-	e.bulk("boom")
-	e.bulk("NEXT")
-	e.bulk(k.leaseMs)
+	e.cmd("FCALL", "emq_fail", "1", k.q, id, token, "3", "0", "boom", "NEXT", k.leaseMs)
 }
 
 // functionsExec is the go-redis executor of the library.

@@ -46,6 +46,14 @@ func (e *enc) bulk(parts ...string) {
 	e.b = append(e.b, '\r', '\n')
 }
 
+// cmd appends one command of whole-string arguments (array and bulks).
+func (e *enc) cmd(args ...string) {
+	e.array(len(args))
+	for _, a := range args {
+		e.bulk(a)
+	}
+}
+
 // val is one parsed reply: kind is the RESP2 type byte ('+' '-' ':' '$'
 // '*'), or '_' for a nil bulk or array. An array's elements are
 // vals[first : first+count] of the same table.
@@ -225,56 +233,23 @@ type rawSide interface {
 type rawNative struct{}
 
 func (rawNative) enqueue(e *enc, k *qkeys, id, payload string) {
-	e.array(4)
-	e.bulk("EMQ.ENQUEUE")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(payload)
+	e.cmd("EMQ.ENQUEUE", k.q, id, payload)
 }
 func (rawNative) claim(e *enc, k *qkeys) {
-	e.array(3)
-	e.bulk("EMQ.CLAIM")
-	e.bulk(k.q)
-	e.bulk(k.leaseMs)
+	e.cmd("EMQ.CLAIM", k.q, k.leaseMs)
 }
 func (rawNative) complete(e *enc, k *qkeys, id, token string) {
-	e.array(4)
-	e.bulk("EMQ.COMPLETE")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
+	e.cmd("EMQ.COMPLETE", k.q, id, token)
 }
 func (rawNative) fail(e *enc, k *qkeys, id, token string) {
-	e.array(7)
-	e.bulk("EMQ.FAIL")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
-	e.bulk("3")
-	e.bulk("0")
-	e.bulk("boom")
+	e.cmd("EMQ.FAIL", k.q, id, token, "3", "0", "boom")
 }
 func (rawNative) hasNext() bool { return true }
 func (rawNative) completeNext(e *enc, k *qkeys, id, token string) {
-	e.array(6)
-	e.bulk("EMQ.COMPLETE")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
-	e.bulk("NEXT")
-	e.bulk(k.leaseMs)
+	e.cmd("EMQ.COMPLETE", k.q, id, token, "NEXT", k.leaseMs)
 }
 func (rawNative) failNext(e *enc, k *qkeys, id, token string) {
-	e.array(9)
-	e.bulk("EMQ.FAIL")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(token)
-	e.bulk("3")
-	e.bulk("0")
-	e.bulk("boom")
-	e.bulk("NEXT")
-	e.bulk(k.leaseMs)
+	e.cmd("EMQ.FAIL", k.q, id, token, "3", "0", "boom", "NEXT", k.leaseMs)
 }
 
 // rawLanes is rawNative with lanes on (docs/verbs.md §4.26): each job is
@@ -299,13 +274,7 @@ func (r rawLanes) enqueue(e *enc, k *qkeys, id, payload string) {
 	for i := 0; i < len(id); i++ {
 		h = (h ^ uint32(id[i])) * 16777619
 	}
-	e.array(6)
-	e.bulk("EMQ.ENQUEUE")
-	e.bulk(k.q)
-	e.bulk(id)
-	e.bulk(payload)
-	e.bulk("LANE")
-	e.bulk(r.names[h%uint32(len(r.names))])
+	e.cmd("EMQ.ENQUEUE", k.q, id, payload, "LANE", r.names[h%uint32(len(r.names))])
 }
 
 // rawScripted sends the same EVALSHA calls as scriptExec. The scripts have
@@ -332,15 +301,7 @@ func (rawScripted) enqueue(e *enc, k *qkeys, id, payload string) {
 	e.bulk(payload)
 }
 func (rawScripted) claim(e *enc, k *qkeys) {
-	e.array(8)
-	e.bulk("EVALSHA")
-	e.bulk(lua.Claim.SHA)
-	e.bulk("3")
-	e.bulk(k.pending)
-	e.bulk(k.active)
-	e.bulk(k.schedule)
-	e.bulk(k.prefix)
-	e.bulk(k.leaseMs)
+	e.cmd("EVALSHA", lua.Claim.SHA, "3", k.pending, k.active, k.schedule, k.prefix, k.leaseMs)
 }
 func (rawScripted) complete(e *enc, k *qkeys, id, token string) {
 	e.array(8)
