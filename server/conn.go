@@ -631,8 +631,22 @@ func (c *client) classLimit() classLimit {
 	return l.normal
 }
 
-// hardLimit is the hard limit of the client's class in bytes (0: none).
-func (c *client) hardLimit() int64 { return c.classLimit().hard }
+// replyBufBytes is the reply bytes a client holds that no output limit
+// counts: Valkey's fixed per-client reply buffer (PROTO_REPLY_CHUNK_BYTES,
+// 16 KiB), which its getClientOutputBufferMemoryUsage leaves out, so a
+// client under `normal 100 0 0` still reads a 200-byte value
+// (docs/operations.md §4).
+const replyBufBytes = 16 << 10
+
+// hardLimit is the hard limit of the client's class in bytes of output
+// (0: none), with the uncounted reply buffer (replyBufBytes) added: what
+// the unsent output is compared with.
+func (c *client) hardLimit() int64 {
+	if h := c.classLimit().hard; h > 0 {
+		return h + replyBufBytes
+	}
+	return 0
+}
 
 // setReplyRoom tells x how many reply bytes the client can still take
 // before its output passes lim (store.Ctx.ReplyRoom): the replies already
@@ -645,12 +659,13 @@ func (c *client) setReplyRoom(x *store.Ctx, lim int64) {
 }
 
 // overOutputLimit is Valkey's checkClientOutputBufferLimits for a client
-// holding n bytes of output: past the hard limit of its class, or past the
+// holding n bytes of output, of which the first replyBufBytes do not count: past the hard limit of its class, or past the
 // soft limit for more than its seconds (server clock) without dropping
 // back under it; a client back under the soft limit starts afresh.
 // Called whenever its output grows (outMu held).
 func (c *client) overOutputLimit(n int64) bool {
 	cl := c.classLimit()
+	n -= replyBufBytes // not counted (replyBufBytes)
 	if cl.hard > 0 && n > cl.hard {
 		return true
 	}
@@ -697,7 +712,7 @@ func (c *client) outputOverLimit() {
 	}
 	c.s.statObufClosed.Add(1)
 	c.s.log.Warn("Client scheduled to be closed ASAP for overcoming of output buffer limits.",
-		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.hardLimit())
+		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.classLimit().hard)
 	c.closeConn()
 }
 
