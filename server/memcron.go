@@ -368,7 +368,8 @@ func (s *Server) memoryInfo(add func(field, value string)) {
 	ui("go_heap_unreclaimed", garbage)
 	ui("go_heap_free_kept", u(2))
 	ui("go_heap_released", u(3))
-	ui("go_gc_percent", u(11))
+	// The runtime reports GOGC=off as -1 in a uint64: shown as -1.
+	add("go_gc_percent", strconv.FormatInt(int64(u(11)), 10))
 	ui("go_gc_cycles", u(8))
 	share := 0.0
 	if t := f(10); t > 0 {

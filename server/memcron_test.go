@@ -223,6 +223,24 @@ func TestMemoryInfoFields(t *testing.T) {
 	}
 }
 
+// With the collector off in the environment (GOGC=off, which a gogc auto
+// server keeps: docs/operations.md §5.1), INFO's go_gc_percent is -1, the
+// value debug.SetGCPercent uses for off, not -1 read as an unsigned
+// 18446744073709551615; closing puts the found setting back.
+func TestGCPercentOffShowsMinusOne(t *testing.T) {
+	prev := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(prev)
+	t.Setenv("GOGC", "off")
+	s := startServer(t, nil, nil)
+	if got := infoInt(t, s, "go_gc_percent"); got != -1 {
+		t.Fatalf("go_gc_percent %d with GOGC=off, want -1", got)
+	}
+	s.Close(context.Background())
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Fatalf("GC percent after close %d, want -1 (the one found)", p)
+	}
+}
+
 // An idle connection holds no read buffer (issue 27 item 9: 11.8 KB
 // resident per idle connection, 16 KiB of it the read buffer, against
 // Valkey's 3.6 KB): 300 connections that sent one PING each grow the heap
