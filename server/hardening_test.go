@@ -36,7 +36,8 @@ func refDial(t *testing.T, addr string) *testsupport.Conn {
 // TestOutputLimitDefaultsAsValkey (issue 27 item 1): CONFIG GET
 // client-output-buffer-limit answers Valkey 8.0.1's bytes, class names
 // included (normal without limit, "slave", pubsub 32 MiB / 8 MiB 60 s), and
-// CONFIG SET with "replica" reads back as "slave" on both.
+// CONFIG SET with "replica" reads back as "slave" on both; CONFIG SET of
+// the empty string answers OK and changes nothing on both (newcomer run).
 func TestOutputLimitDefaultsAsValkey(t *testing.T) {
 	ref := valkeyref.Start(t)
 	s := startServer(t, nil, nil)
@@ -46,6 +47,13 @@ func TestOutputLimitDefaultsAsValkey(t *testing.T) {
 		{"CONFIG", "SET", "client-output-buffer-limit", "replica 1mb 2mb 3"},
 		{"CONFIG", "GET", "client-output-buffer-limit"},
 		{"CONFIG", "SET", "client-output-buffer-limit", "master 1mb 2mb 3"},
+		// The empty string is no groups: OK, nothing changes; spaces
+		// only are refused.
+		{"CONFIG", "SET", "client-output-buffer-limit", ""},
+		{"CONFIG", "SET", "client-output-buffer-limit", "  "},
+		{"CONFIG", "SET", "client-output-buffer-limit", "", "maxclients", "5000"},
+		{"CONFIG", "GET", "client-output-buffer-limit"},
+		{"CONFIG", "GET", "maxclients"},
 	} {
 		got, want := e.Do(cmd...), v.Do(cmd...)
 		if got != want {
