@@ -159,8 +159,9 @@ type client struct {
 	out     []byte
 	spare   []byte
 	writing bool
-	// inWrite is the length of the buffer being written (outMu): with out
-	// it is the output not yet taken by the kernel (CLIENT LIST omem).
+	// inWrite is what the kernel has not yet taken of the buffer being
+	// written (outMu; client.sent counts it down as the write goes): with
+	// out it is the output not yet taken (CLIENT LIST omem).
 	inWrite int
 	// softSince is when the output went past its class's soft limit
 	// (server clock ms; 0: it is under it). outMu.
@@ -769,12 +770,10 @@ func (c *client) flush(parked bool) {
 		// (TestIdleSubscribersStay failed 1 in 5 under -race when the
 		// test's clock jump landed between the reply and this store).
 		wrote := c.s.clock.NowMs()
-		n, err := c.write(data)
+		n, err := c.write(data) // counts the bytes sent (client.sent)
 		if n > 0 {
 			c.lastIO.Store(wrote)
 		}
-		c.netOut.Add(int64(n))
-		c.s.statNetOut.Add(int64(n))
 		c.outMu.Lock()
 		c.writing = false
 		c.inWrite = 0

@@ -665,18 +665,29 @@ func TestENOSPCAfterRewriteNamesTheAOF(t *testing.T) {
 // name ("" when there is none).
 func clientField(t *testing.T, c *testsupport.Conn, name, k string) string {
 	t.Helper()
+	return clientFields(t, c, name)[k]
+}
+
+// clientFields reads every field of the CLIENT LIST line of the client
+// named name, from one CLIENT LIST (nil when there is none): fields that
+// move while a write goes on (omem, tot-net-out, tot-mem) are then read at
+// one moment.
+func clientFields(t *testing.T, c *testsupport.Conn, name string) map[string]string {
+	t.Helper()
 	r := c.Do("CLIENT", "LIST")
 	for _, line := range strings.Split(r, "\n") {
 		if !strings.Contains(line, " name="+name+" ") {
 			continue
 		}
+		m := map[string]string{}
 		for _, f := range strings.Fields(line) {
-			if v, ok := strings.CutPrefix(f, k+"="); ok {
-				return v
+			if k, v, ok := strings.Cut(f, "="); ok {
+				m[k] = v
 			}
 		}
+		return m
 	}
-	return ""
+	return nil
 }
 
 // TestOutputMemoryAndPubsubClass (issue 27 item 9): a client that stops
@@ -696,13 +707,15 @@ func TestOutputMemoryAndPubsubClass(t *testing.T) {
 		p = append(p, encode("GET", "big")...)
 	}
 	slow.Write(p) // and never read
-	var omem int64
+	var omem, oll, tot int64
 	eventually(t, func() bool {
-		omem, _ = strconv.ParseInt(clientField(t, a, "slow", "omem"), 10, 64)
+		// One CLIENT LIST line: omem moves as the kernel takes bytes.
+		f := clientFields(t, a, "slow")
+		omem, _ = strconv.ParseInt(f["omem"], 10, 64)
+		oll, _ = strconv.ParseInt(f["oll"], 10, 64)
+		tot, _ = strconv.ParseInt(f["tot-mem"], 10, 64)
 		return omem > 4<<20
 	})
-	oll, _ := strconv.ParseInt(clientField(t, a, "slow", "oll"), 10, 64)
-	tot, _ := strconv.ParseInt(clientField(t, a, "slow", "tot-mem"), 10, 64)
 	if oll < omem/16384 || tot < omem {
 		t.Fatalf("omem %d oll %d tot-mem %d", omem, oll, tot)
 	}
@@ -864,4 +877,39 @@ func TestPubsubClassAsValkey(t *testing.T) {
 			t.Fatalf("%s: INFO stats: %q", side.name, r)
 		}
 	}
+}
+
+// TestOmemCountsWhatTheKernelTook: while a client that stopped reading
+// holds a reply bigger than the socket buffers, CLIENT LIST shows what the
+// kernel has taken in tot-net-out and only the rest in omem (they add up
+// to the reply), as Valkey does, instead of tot-net-out 0 and the whole
+// reply in omem until the write ends (newcomer run); once it reads
+// everything omem is 0 and tot-net-out the whole reply.
+func TestOmemCountsWhatTheKernelTook(t *testing.T) {
+	s := startServer(t, nil, nil)
+	a := dial(t, s)
+	a.Do("SET", "big", strings.Repeat("v", 20<<20))
+	slow := dial(t, s)
+	slow.Do("CLIENT", "SETNAME", "slow") // +OK: 5 bytes out
+	reply := int64(len(fmt.Sprintf("$%d\r\n", 20<<20)) + 20<<20 + 2)
+	slow.Write(encode("GET", "big")) // not read yet
+	field := func(k string) int64 {
+		v, _ := strconv.ParseInt(clientField(t, a, "slow", k), 10, 64)
+		return v
+	}
+	var omem, out int64
+	eventually(t, func() bool {
+		f := clientFields(t, a, "slow")
+		omem, _ = strconv.ParseInt(f["omem"], 10, 64)
+		out, _ = strconv.ParseInt(f["tot-net-out"], 10, 64)
+		out -= 5
+		return out > 0 && omem > 0 && omem+out == reply
+	})
+	if omem >= reply {
+		t.Fatalf("omem %d of a %d-byte reply with %d bytes taken", omem, reply, out)
+	}
+	if r := slow.Read(); int64(len(r)) != reply {
+		t.Fatalf("read %d bytes, want %d", len(r), reply)
+	}
+	eventually(t, func() bool { return field("omem") == 0 && field("tot-net-out") == 5+reply })
 }

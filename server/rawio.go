@@ -74,7 +74,9 @@ func errnoOf(n int, err error) (int, syscall.Errno) {
 // set writing (flush) calls it.
 func (c *client) write(data []byte) (int, error) {
 	if !c.rawRead {
-		return c.nc.Write(data)
+		n, err := c.nc.Write(data)
+		c.sent(n)
+		return n, err
 	}
 	c.wdata, c.wn, c.werr = data, 0, nil
 	if c.writeFn == nil {
@@ -89,6 +91,22 @@ func (c *client) write(data []byte) (int, error) {
 	return n, err
 }
 
+// sent counts n bytes the kernel took from the buffer being written: out
+// of omem (client.inWrite) and into tot-net-out and INFO's
+// total_net_output_bytes at once, so a client that stops reading a big
+// reply shows what it has taken and what is left while the write waits,
+// as Valkey's CLIENT LIST does (docs/operations.md §4).
+func (c *client) sent(n int) {
+	if n <= 0 {
+		return
+	}
+	c.outMu.Lock()
+	c.inWrite -= n
+	c.outMu.Unlock()
+	c.netOut.Add(int64(n))
+	c.s.statNetOut.Add(int64(n))
+}
+
 // rawWriteSome is write's callback for syscall.RawConn.Write: write(2)
 // until all of c.wdata is taken (true), the socket buffer is full (false:
 // the runtime waits until it is writable and calls again) or an error
@@ -100,6 +118,7 @@ func (c *client) rawWriteSome(fd uintptr) bool {
 		switch e {
 		case 0:
 			c.wn += m
+			c.sent(m)
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
