@@ -217,7 +217,8 @@ func (n *Node) Stop() {
 // Client is a new RESP2/RESP3 client of the node, closed when the test
 // ends.
 func (n *Node) Client(proto int) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: proto, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: proto, MaxRetries: -1,
+		ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	n.t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -225,7 +226,8 @@ func (n *Node) Client(proto int) *redis.Client {
 // RunID is the node's run_id (INFO server).
 func (n *Node) RunID() string {
 	n.t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2})
+	c := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2,
+		ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	defer c.Close()
 	info, err := c.Info(context.Background(), "server").Result()
 	if err != nil {
@@ -327,7 +329,8 @@ func (c *Cluster) WaitOK() {
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, n := range c.Nodes {
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2})
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2,
+			ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 		for {
 			info, err := cl.ClusterInfo(ctx).Result()
 			if err == nil && InfoField(info, "cluster_state") == "ok" &&
@@ -348,7 +351,8 @@ func (c *Cluster) WaitOK() {
 // Client is a new go-redis cluster client over the nodes (RESP2), closed
 // when the test ends.
 func (c *Cluster) Client() *redis.ClusterClient {
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Protocol: 2,
+		ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	c.t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
@@ -356,7 +360,8 @@ func (c *Cluster) Client() *redis.ClusterClient {
 // NodeOf is the node that serves key's slot.
 func (c *Cluster) NodeOf(key string) *Node {
 	c.t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr, Protocol: 2})
+	rdb := redis.NewClient(&redis.Options{Addr: c.Nodes[0].Addr, Protocol: 2,
+		ReadTimeout: testsupport.ClientTimeout, WriteTimeout: testsupport.ClientTimeout})
 	defer rdb.Close()
 	slot, err := rdb.ClusterKeySlot(context.Background(), key).Result()
 	if err != nil {
