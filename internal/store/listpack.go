@@ -63,6 +63,29 @@ import (
 // The bit is only ever set by a holder and cleared by a new allocation, so
 // a missed clear costs an allocation, never a changed view
 // (TestHashInPlaceKeepsViews).
+//
+// A sorted set's listpack follows the same rule with the same bit (ZSet's
+// lpInPlace, lpRemove, lpInsert): while no view is outstanding, a removal
+// from the front moves the header forward over the removed entry's last
+// bytes and starts the slice there (O(1), no copy: ZPOPMIN, the claim's
+// ZREM of the oldest pending job, COMPLETE's ZREM of the oldest lease), a
+// removal elsewhere moves the later bytes down, the tail's cut keeps its
+// capacity, and an insert that fits the capacity moves the later bytes up;
+// otherwise the listpack is copied, as before. The holders, and why each
+// is covered:
+//
+//   - members handed out are copies (ZItem.Member: At, Min, PopMin, the
+//     walks, members for SCAN and ZSCAN's snapshot), so replies, Lua, the
+//     AOF rewrite of a small set (its ZADDs built under the lock) and the
+//     job verbs' plans never hold the set's bytes;
+//   - ZSet.AtView (the claim's read pass) hands out a view valid only until
+//     the set's next write, and its one caller copies it into the row key
+//     before any write: it does not set the bit;
+//   - ZSet.Snapshot (BGSAVE, DUMP, the AOF rewrite's capture, all read
+//     without the lock) shares the bytes in O(1) and sets the bit;
+//   - a walk (Ascend, Descend and their variants) reads the slice as it was
+//     while its callback may write the set: ZSet.walks forbids in-place
+//     edits until it returns (TestZSetInPlaceKeepsViews, FuzzZSetInPlace).
 
 const lpHeader = 4
 

@@ -4,17 +4,21 @@ package store
 // valid and unchanged after the store lock is released, whatever is written
 // next: the AOF rewrite takes one of a large sorted set under the lock in
 // O(1) (a copy-on-write tree Copy, ztree.go) and writes it out without the
-// lock. A listpack set is copied whole (it is small).
+// lock. A listpack set's snapshot shares its bytes, also in O(1): the
+// listpack is marked viewed, so no later write edits those bytes in place
+// (listpack.go; the next write copies the listpack once).
 type ZSetSnapshot struct {
-	lp   []byte // a private copy of a listpack set
+	lp   []byte // a listpack set's bytes, to len at the snapshot (marked viewed)
+	n    int    // a listpack set's count (its header may be written later: listpack.go)
 	tree *ztree
 }
 
 // Snapshot copies z (call under the store lock). Later writes to z copy the
-// tree nodes they touch; the snapshot keeps the old ones.
+// tree nodes they touch, or the listpack; the snapshot keeps the old ones.
 func (z *ZSet) Snapshot() *ZSetSnapshot {
 	if z.tree == nil {
-		return &ZSetSnapshot{lp: append([]byte(nil), z.lp...)}
+		lpMarkViewed(z.lp)
+		return &ZSetSnapshot{lp: z.lp[:len(z.lp):len(z.lp)], n: lpCount(z.lp)}
 	}
 	return &ZSetSnapshot{tree: z.tree.Copy()}
 }
@@ -22,7 +26,7 @@ func (z *ZSet) Snapshot() *ZSetSnapshot {
 // Len is the number of members.
 func (s *ZSetSnapshot) Len() int {
 	if s.tree == nil {
-		return lpCount(s.lp)
+		return s.n
 	}
 	return s.tree.Len()
 }

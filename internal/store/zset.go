@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"math"
 	"unsafe"
 )
@@ -36,6 +37,13 @@ func zless(a, b ZItem) bool {
 // Members handed out (ZItem.Member) are the caller's own strings: a
 // listpack's are copied out of it, a big set's are the set's immutable
 // strings.
+//
+// A listpack set is edited in place (a removal from the front moves the
+// header forward, one elsewhere moves the bytes after it down, an insert
+// moves them up within the spare capacity) while no view of its bytes is
+// outstanding: the header's viewed bit is clear (Snapshot sets it) and no
+// walk is under way (walks). Otherwise it is copied, as before
+// (listpack.go has the rule; TestZSetInPlaceKeepsViews).
 type ZSet struct {
 	lp   []byte // the listpack, while tree is nil
 	tree *ztree
@@ -43,6 +51,10 @@ type ZSet struct {
 	uni  float64
 	// lim are the store's thresholds (nil: the defaults, encoding.go).
 	lim *Limits
+	// walks counts the listpack walks under way (lpAscend, lpDescend):
+	// their callback may write z while the walk still reads the old
+	// bytes, so no edit is in place meanwhile.
+	walks int32
 }
 
 // NewZSet returns an empty sorted set (listpack encoding).
@@ -109,9 +121,56 @@ func (z *ZSet) lpInsert(member string, score float64) {
 		lpSetCount(z.lp, n)
 		return
 	}
+	if z.lpInPlace() {
+		lp := z.lp
+		if cap(lp)-len(lp) < size {
+			// No room: one copy with a quarter of headroom, as lpGrow
+			// (a set filled out of order copies O(log n) times).
+			out := append(lpAlloc(len(lp)+size+len(lp)/4), lp...)
+			lp = lpFresh(out)
+		}
+		end := len(lp)
+		lp = lp[:end+size]
+		copy(lp[off+size:], lp[off:end])
+		lpAppendScore(lpAppendStr(lp[off:off], member), score) // within lp: size bytes
+		lpSetCount(lp, n)
+		z.lp = lp
+		return
+	}
 	z.lp = lpSplice(z.lp, off, off, size, n, func(dst []byte) []byte {
 		return lpAppendScore(lpAppendStr(dst, member), score)
 	})
+}
+
+// lpInPlace reports whether the listpack's bytes below len may be written:
+// no view of them was handed out (the viewed bit, listpack.go) and no walk
+// is reading them.
+func (z *ZSet) lpInPlace() bool { return z.walks == 0 && !lpViewed(z.lp) }
+
+// lpRemove removes the entries in z.lp[off:end] (n: the count after): in
+// place when lpInPlace, else as lpCut (a copy, or the tail cut with its
+// capacity). In place, a removal from the front writes the header over the
+// last 4 bytes of what it removes and starts the slice there (O(1): the
+// ZPOPMIN, the claim's ZREM of the oldest pending member, a lease's ZREM
+// of the oldest active one); a removal elsewhere moves the bytes after it
+// down. The bytes before a moved start stay unused until the next copy.
+func (z *ZSet) lpRemove(off, end, n int) {
+	lp := z.lp
+	if !z.lpInPlace() {
+		z.lp = lpCut(lp, off, end, n)
+		return
+	}
+	switch {
+	case end == len(lp):
+		lp = lp[:off] // the capacity stays: nothing beyond len is seen
+	case off == lpHeader:
+		lp = lp[end-lpHeader:]
+	default:
+		k := copy(lp[off:], lp[end:])
+		lp = lp[:off+k]
+	}
+	binary.LittleEndian.PutUint32(lp, uint32(n)) // the viewed bit is clear
+	z.lp = lp
 }
 
 // lpItem is the entry at off as a ZItem with its own member string.
@@ -153,7 +212,7 @@ func (z *ZSet) Add(member string, score float64) bool {
 		if old == score {
 			return false
 		}
-		z.lp = lpCut(z.lp, off, end, lpCount(z.lp)-1)
+		z.lpRemove(off, end, lpCount(z.lp)-1)
 		z.lpInsert(member, score)
 		return false
 	}
@@ -283,7 +342,7 @@ func (z *ZSet) Copy() *ZSet {
 	out := &ZSet{lim: z.lim}
 	if z.tree == nil {
 		if z.lp != nil {
-			out.lp = append(lpAlloc(len(z.lp)), z.lp...)
+			out.lp = lpFresh(append(lpAlloc(len(z.lp)), z.lp...))
 		}
 		return out
 	}
@@ -321,7 +380,7 @@ func (z *ZSet) Rem(member string) bool {
 	if !ok {
 		return false
 	}
-	z.lp = lpCut(z.lp, off, end, lpCount(z.lp)-1)
+	z.lpRemove(off, end, lpCount(z.lp)-1)
 	return true
 }
 
@@ -342,10 +401,13 @@ func (z *ZSet) At(i int) (ZItem, bool) {
 }
 
 // AtView is At with the member as a view instead of a string of its own:
-// while z is a listpack, of z's memory, valid until z's next write; in the
-// skiplist encoding, of the member's string. Either way it is read-only.
-// A caller that keeps the member copies it (the job verbs' claim builds
-// the row key from it, one allocation for the key and the id).
+// while z is a listpack, of z's memory, valid until z's next write (which
+// may edit those bytes in place: AtView does not mark the listpack viewed,
+// listpack.go); in the skiplist encoding, of the member's string. Either
+// way it is read-only, and never passed back to a write of z. A caller
+// that keeps the member copies it before any write (the job verbs' claim
+// builds the row key from it in its read pass, one allocation for the key
+// and the id).
 func (z *ZSet) AtView(i int) (member []byte, score float64, ok bool) {
 	if z.tree != nil {
 		it, ok := z.tree.GetAt(i)
@@ -414,6 +476,8 @@ func (z *ZSet) Ascend(pivot ZItem, fn func(ZItem) bool) {
 
 func (z *ZSet) lpAscend(off int, fn func(ZItem) bool) {
 	lp := z.lp // fn may write to z: walk the slice as it was
+	z.walks++  // and keep its bytes as they were (lpInPlace)
+	defer func() { z.walks-- }()
 	for off < len(lp) {
 		m, s := lpStr(lp, off)
 		if !fn(ZItem{lpScore(lp, s), string(m)}) {
@@ -445,6 +509,8 @@ func (z *ZSet) Descend(pivot ZItem, fn func(ZItem) bool) {
 // lpDescend walks a listpack set from its end (from pivot, when not nil).
 func (z *ZSet) lpDescend(pivot *ZItem, fn func(ZItem) bool) {
 	lp := z.lp // fn may write to z: walk the slice as it was
+	z.walks++  // and keep its bytes as they were (lpInPlace)
+	defer func() { z.walks-- }()
 	offs := z.lpOffsets()
 	for i := len(offs) - 1; i >= 0; i-- {
 		m, s := lpStr(lp, offs[i])
@@ -517,7 +583,7 @@ func (z *ZSet) AddBytes(member []byte, score float64) bool {
 		if old == score {
 			return false
 		}
-		z.lp = lpCut(z.lp, off, end, lpCount(z.lp)-1)
+		z.lpRemove(off, end, lpCount(z.lp)-1)
 		z.lpInsert(view, score)
 		return false
 	}
@@ -591,7 +657,7 @@ func (z *ZSet) lpPopAt(i int) (ZItem, bool) {
 		_, _, off = z.lpEntry(off)
 	}
 	it, end := z.lpItem(off)
-	z.lp = lpCut(z.lp, off, end, n-1)
+	z.lpRemove(off, end, n-1)
 	return it, true
 }
 
@@ -617,7 +683,7 @@ func (z *ZSet) DeleteRankRange(lo, hi int) int {
 		for ; i < hi; i++ {
 			_, _, end = z.lpEntry(end)
 		}
-		z.lp = lpCut(z.lp, off, end, n-(hi-lo))
+		z.lpRemove(off, end, n-(hi-lo))
 		return hi - lo
 	}
 	n := 0
