@@ -237,12 +237,6 @@ func (s *Server) memCronTick() {
 	s.setGCPercentLocked(live)
 	purge := false
 	if now-g.lastActive >= purgeIdleMs && g.purgedCmds != s.statCmds {
-		// A keyspace churned since it was built gives its grown table
-		// back first, so that the purge collects the old one
-		// (internal/store/shrink.go ShrinkChurned).
-		if s.store.ShrinkChurned() > 0 {
-			purge = true
-		}
 		if worthPurge(reclaimable(live, objects, free), live) {
 			purge = true
 		}

@@ -237,7 +237,7 @@ func (pk *planKeys) zsetForWrite(d *DB, key string) (*ZSet, string) {
 	}
 	z, e := d.ZSetForWrite(key)
 	if z != nil {
-		pk.put(key, d.keys[key])
+		pk.put(key, d.keys.get(key))
 	}
 	return z, e
 }
@@ -253,7 +253,7 @@ func (pk *planKeys) hashForWrite(d *DB, key string) (*Hash, string) {
 	}
 	h, e := d.HashForWrite(key)
 	if h != nil {
-		pk.put(key, d.keys[key])
+		pk.put(key, d.keys.get(key))
 	}
 	return h, e
 }

@@ -64,7 +64,7 @@ func (d *DB) deleteExpired(key string) {
 	// tracking), so without this copy for the rare expired one, escape
 	// analysis makes every read command's key conversion a heap
 	// allocation (one per HGET, ZSCORE, HINCRBY: BenchmarkHGetPipelined64).
-	delete(d.keys, key)
+	d.keys.del(key)
 	delete(d.expires, key)
 	d.noteKeyGone()
 	s := d.s
@@ -80,7 +80,7 @@ func (d *DB) deleteExpired(key string) {
 // has passed, without any side effect (no deletion, no access time): for
 // readers outside a command, such as the AOF rewrite.
 func (d *DB) Lookup(key string) *Value {
-	v := d.keys[key]
+	v := d.keys.get(key)
 	if v == nil || d.isExpired(key) {
 		return nil
 	}
@@ -100,7 +100,7 @@ func (d *DB) ExpireAt(key string) (int64, bool) {
 
 // SetExpire sets key's expire time (Unix ms). The key must exist.
 func (d *DB) SetExpire(key string, at int64) {
-	if _, ok := d.keys[key]; !ok {
+	if d.keys.get(key) == nil {
 		panic("store: SetExpire on a missing key " + key)
 	}
 	d.s.mutations++
@@ -248,21 +248,14 @@ func (s *Store) ActiveExpireCycle(budget time.Duration, effort int) (timeLimit b
 // expired ones it meets (Valkey's dbRandomKey), or "" and false when d is
 // empty.
 func (d *DB) RandomKey() (string, bool) {
-	for len(d.keys) > 0 {
-		// Go's map iteration starts at a random place; stepping a random
-		// number of keys in spreads the choice further.
+	for d.keys.len() > 0 {
+		// The first key from a random slot; stepping a random number of
+		// keys on spreads the choice further.
 		skip := 0
-		if n := len(d.keys); n > 1 {
+		if n := d.keys.len(); n > 1 {
 			skip = rand.IntN(min(n, 16))
 		}
-		var key string
-		for k := range d.keys {
-			key = k
-			if skip == 0 {
-				break
-			}
-			skip--
-		}
+		key, _ := d.keys.random(skip)
 		if d.expireIfNeeded(key) {
 			continue
 		}

@@ -225,11 +225,8 @@ func cmdFlushAll(c *Ctx) {
 // returned the freed pages to the operating system (runtime/debug
 // FreeOSMemory); Valkey asks jemalloc to purge its dirty pages. It blocks
 // every client while the collection runs (tens of milliseconds per GiB of
-// live heap). A keyspace whose keys turned over is rebuilt first, so that
-// the collection takes its grown table (shrink.go ShrinkChurned).
-// docs/compat.md §2.6.
+// live heap). docs/compat.md §2.6.
 func cmdMemoryPurge(c *Ctx) {
-	c.S.ShrinkChurned()
 	debug.FreeOSMemory()
 	c.W.OK()
 }

@@ -216,7 +216,6 @@ func (s *Store) SwapDB(a, b int) {
 	// What the maps held since they were built goes with them (shrink.go).
 	da.keysPeak, db.keysPeak = db.keysPeak, da.keysPeak
 	da.expiresPeak, db.expiresPeak = db.expiresPeak, da.expiresPeak
-	da.keysAdds, db.keysAdds = db.keysAdds, da.keysAdds
 	da.avgTTL, db.avgTTL = db.avgTTL, da.avgTTL
 	da.resetScan()
 	db.resetScan()
@@ -225,7 +224,7 @@ func (s *Store) SwapDB(a, b int) {
 		// copied again whole.
 		for _, d := range []*DB{da, db} {
 			s.notifyTouch(d.Index, "")
-			for k := range d.keys {
+			for k := range d.keys.all() {
 				s.notifyTouch(d.Index, k)
 			}
 		}
@@ -244,8 +243,8 @@ func (s *Store) touchSwap(emptied, with *DB) {
 		if k.db != emptied.Index {
 			continue
 		}
-		inEmptied := emptied.keys[k.key] != nil
-		inWith := with.keys[k.key] != nil
+		inEmptied := emptied.keys.get(k.key) != nil
+		inWith := with.keys.get(k.key) != nil
 		if !inEmptied && !inWith {
 			continue
 		}

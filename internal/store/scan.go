@@ -108,9 +108,9 @@ func (sn *scanSnapshot) page(cursor uint64, count int64) ([]scanName, uint64) {
 // (the caller checks each still exists) and the next cursor.
 func (d *DB) scanKeysPage(cursor uint64, count int64) ([]scanName, uint64) {
 	sn := d.scan.keys
-	if sn == nil || (cursor == 0 && (sn.dirty != d.s.DirtyCount || sn.size != len(d.keys))) {
-		sn = buildScanSnapshot(nil, d.s.DirtyCount, len(d.keys), func(yield func(string)) {
-			for k := range d.keys {
+	if sn == nil || (cursor == 0 && (sn.dirty != d.s.DirtyCount || sn.size != d.keys.len())) {
+		sn = buildScanSnapshot(nil, d.s.DirtyCount, d.keys.len(), func(yield func(string)) {
+			for k := range d.keys.all() {
 				yield(k)
 			}
 		})

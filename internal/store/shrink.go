@@ -32,21 +32,16 @@ const (
 // should be rebuilt.
 func mustShrink(n, peak int) bool { return peak >= shrinkMinPeak && n*shrinkFill < peak }
 
-// noteKeys records the keyspace's size after an insertion into a map of
-// before keys.
-func (d *DB) noteKeys(before int) {
-	n := len(d.keys)
-	if n > before {
-		d.keysAdds++
-	}
-	if n > d.keysPeak {
+// noteKeys records the keyspace's size after a key was added.
+func (d *DB) noteKeys() {
+	if n := d.keys.len(); n > d.keysPeak {
 		d.keysPeak = n
 	}
 }
 
 // noteKeyGone marks d for ShrinkMaps when its maps fell below the line.
 func (d *DB) noteKeyGone() {
-	if mustShrink(len(d.keys), d.keysPeak) || mustShrink(len(d.expires), d.expiresPeak) {
+	if mustShrink(d.keys.len(), d.keysPeak) || mustShrink(len(d.expires), d.expiresPeak) {
 		d.s.shrinkDue = true
 	}
 }
@@ -61,12 +56,9 @@ func (s *Store) ShrinkMaps() int {
 	s.shrinkDue = false
 	n := 0
 	for _, d := range s.dbs {
-		if mustShrink(len(d.keys), d.keysPeak) {
-			m := make(map[string]*Value, len(d.keys))
-			for k, v := range d.keys {
-				m[k] = v
-			}
-			d.keys, d.keysPeak, d.keysAdds = m, len(m), 0
+		if mustShrink(d.keys.len(), d.keysPeak) {
+			d.keys.fit()
+			d.keysPeak = d.keys.len()
 			n++
 		}
 		if mustShrink(len(d.expires), d.expiresPeak) {
@@ -82,46 +74,16 @@ func (s *Store) ShrinkMaps() int {
 	return n
 }
 
-// Churned keyspaces (docs/architecture.md §2.10): a Go map whose count stays
-// constant while its keys turn over (a job queue's rows: created, completed,
-// deleted) grows its table once, as if it held about twice its keys (the
-// swiss table does not rehash in place), and keeps it: 200,000 pending jobs
-// under a job cycle held 35 B per job more than after the fill
-// (BenchmarkPendingJobMemory's store after 400,000 cycles), all of it the
-// keyspace map's table. Valkey's dict does not grow under a turnover. When
-// the server is idle (the memory cron's idle purge, which then collects the
-// old table at once) it asks ShrinkChurned to rebuild every keyspace that
-// took at least twice its size in new keys since it was built; a rebuild
-// costs about 100 ns a key under the store lock, so keyspaces of more than
-// churnMaxKeys are left alone (a pause of over 100 ms for an idle server's
-// next command is not worth a table).
-const churnMaxKeys = 1 << 20
-
-// churned reports whether d's keyspace should be rebuilt at idle.
-func (d *DB) churned() bool {
-	n := len(d.keys)
-	return n >= shrinkMinPeak && n <= churnMaxKeys && d.keysAdds >= 2*n
-}
-
-// ShrinkChurned rebuilds every churned keyspace map (above) at its size and
-// returns how many it rebuilt. Store lock held; no map of the store may be
-// in iteration (as ShrinkMaps).
-func (s *Store) ShrinkChurned() int {
-	n := 0
-	for _, d := range s.dbs {
-		if !d.churned() {
-			continue
-		}
-		m := make(map[string]*Value, len(d.keys))
-		for k, v := range d.keys {
-			m[k] = v
-		}
-		d.keys, d.keysPeak, d.keysAdds = m, len(m), 0
-		n++
-	}
-	s.MapsShrunk += int64(n)
-	return n
-}
+// Churned keyspaces (docs/architecture.md §2.10): a Go map whose count
+// stays constant while its keys turn over (a job queue's rows: created,
+// completed, deleted) doubles its table and keeps it (35.0 -> 69.9 B a key
+// for 200,000 keys, BenchmarkKeyTableTurnover); the keyspace is a keyTable
+// (keytable.go) for that reason, whose deletions leave no tombstones, so
+// there is nothing to rebuild after a turnover. (Until round 6 the idle tick
+// and MEMORY PURGE rebuilt a churned Go map, ShrinkChurned, which gave the
+// table back only when the server went idle.) The TTL table is still a Go
+// map: a turnover of keys with TTLs grows it the same way, and ShrinkMaps
+// rebuilds it only after mass deletion.
 
 // dictDel deletes member from a big set's member map, rebuilding the map
 // when it fell below the line.

@@ -85,7 +85,7 @@ func (v *Value) Hash() *Hash {
 // DB is one numbered database (SELECT n).
 type DB struct {
 	Index int
-	keys  map[string]*Value
+	keys  keyTable // the keyspace (keytable.go)
 	// expires holds the absolute expire time (Unix ms) of every key that
 	// has one (expire.go).
 	expires map[string]int64
@@ -97,9 +97,6 @@ type DB struct {
 	// keysPeak and expiresPeak are the most entries keys and expires held
 	// since they were built (shrink.go).
 	keysPeak, expiresPeak int
-	// keysAdds counts the keys added to keys since it was built: a
-	// turnover at a constant count grows a Go map's table (shrink.go).
-	keysAdds int
 }
 
 // Get returns the value at key, or nil. A key whose TTL has passed is
@@ -107,7 +104,7 @@ type DB struct {
 // key's access time is updated (OBJECT IDLETIME). Use Peek for the commands
 // Valkey looks up without touching (TYPE, EXISTS, TTL, OBJECT).
 func (d *DB) Get(key string) *Value {
-	v := d.keys[key]
+	v := d.keys.get(key)
 	if v == nil {
 		return nil
 	}
@@ -128,7 +125,7 @@ func (d *DB) Get(key string) *Value {
 //
 //go:noinline
 func (d *DB) Warm(key string) byte {
-	v := d.keys[key]
+	v := d.keys.get(key)
 	if v == nil || len(v.Str) == 0 {
 		return 0
 	}
@@ -137,7 +134,7 @@ func (d *DB) Warm(key string) byte {
 
 // Peek is Get without updating the access time.
 func (d *DB) Peek(key string) *Value {
-	v := d.keys[key]
+	v := d.keys.get(key)
 	if v == nil {
 		return nil
 	}
@@ -149,7 +146,7 @@ func (d *DB) Peek(key string) *Value {
 
 // Len is the number of keys (DBSIZE), counting keys whose TTL has passed
 // but that no read or expire cycle has deleted yet, as Valkey does.
-func (d *DB) Len() int { return len(d.keys) }
+func (d *DB) Len() int { return d.keys.len() }
 
 // Put stores v at key, replacing what was there, and clears the key's TTL
 // (Valkey's setKey without KEEPTTL). It does not touch watchers nor count a
@@ -157,9 +154,9 @@ func (d *DB) Len() int { return len(d.keys) }
 func (d *DB) Put(key string, v *Value) {
 	d.s.mutations++
 	d.s.touchAccess(v)
-	n := len(d.keys)
-	d.keys[key] = v
-	d.noteKeys(n)
+	if d.keys.put(key, v) {
+		d.noteKeys()
+	}
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
@@ -170,18 +167,17 @@ func (d *DB) Put(key string, v *Value) {
 func (d *DB) Replace(key string, v *Value) {
 	d.s.mutations++
 	d.s.touchAccess(v)
-	n := len(d.keys)
-	d.keys[key] = v
-	d.noteKeys(n)
+	if d.keys.put(key, v) {
+		d.noteKeys()
+	}
 }
 
 // Remove deletes key (and its TTL) and reports whether it existed.
 func (d *DB) Remove(key string) bool {
-	if _, ok := d.keys[key]; !ok {
+	if !d.keys.del(key) {
 		return false
 	}
 	d.s.mutations++
-	delete(d.keys, key)
 	if len(d.expires) > 0 {
 		delete(d.expires, key)
 	}
@@ -198,7 +194,7 @@ func (d *DB) Mutating() { d.s.mutations++ }
 // Keys calls fn for every key until fn returns false, skipping keys whose
 // TTL has passed (without deleting them, as KEYS). Order is unspecified.
 func (d *DB) Keys(fn func(key string, v *Value) bool) {
-	for k, v := range d.keys {
+	for k, v := range d.keys.all() {
 		if len(d.expires) > 0 && d.isExpired(k) {
 			continue
 		}
@@ -221,9 +217,9 @@ func (d *DB) NoteRead(key string) {
 // Clear removes every key.
 func (d *DB) Clear() {
 	d.s.mutations++
-	d.keys = make(map[string]*Value)
+	d.keys = keyTable{}
 	d.expires = make(map[string]int64)
-	d.keysPeak, d.expiresPeak, d.keysAdds = 0, 0, 0
+	d.keysPeak, d.expiresPeak = 0, 0
 	d.avgTTL = 0
 }
 
@@ -290,7 +286,7 @@ func (d *DB) ZSetForWrite(key string) (*ZSet, string) {
 // DropIfEmpty removes key when it holds an empty hash or sorted set
 // (Valkey never stores empty collections) and reports whether it did.
 func (d *DB) DropIfEmpty(key string) bool {
-	v := d.keys[key]
+	v := d.keys.get(key)
 	if v == nil {
 		return false
 	}
@@ -393,7 +389,7 @@ func New(n int, opts ...Option) *Store {
 	s.hashLim = &hashTable{lim: &s.limits}
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
-		s.dbs[i] = &DB{Index: i, keys: make(map[string]*Value), expires: make(map[string]int64), s: s}
+		s.dbs[i] = &DB{Index: i, expires: make(map[string]int64), s: s}
 	}
 	return s
 }
@@ -483,7 +479,7 @@ func (s *Store) touch(db int, key string, byCommand bool) {
 	m := s.watched[watchKey{db, key}]
 	for w, expired := range m {
 		if expired {
-			if s.dbs[db].keys[key] == nil {
+			if s.dbs[db].keys.get(key) == nil {
 				m[w] = false
 			}
 			continue
@@ -504,7 +500,7 @@ func (s *Store) TouchDB(db int) {
 		if db >= 0 && k.db != db {
 			continue
 		}
-		if s.dbs[k.db].keys[k.key] == nil {
+		if s.dbs[k.db].keys.get(k.key) == nil {
 			continue
 		}
 		for w, expired := range m {

@@ -12,13 +12,13 @@ func TestDBWarmHasNoEffect(t *testing.T) {
 	d.Put("gone", &Value{Kind: KindString, Str: []byte("old")})
 	d.expires["gone"] = 1 // long past
 	s.SetNow(1 << 40)
-	v := d.keys["k"]
+	v := d.keys.get("k")
 	access, muts := v.access, s.mutations
 	if got := d.Warm("k"); got != 'x' {
 		t.Fatalf("Warm(k) = %q, want 'x'", got)
 	}
-	if got := d.Warm("gone"); got != 'o' || d.keys["gone"] == nil {
-		t.Fatalf("Warm(gone) = %q, key kept %v: want 'o' and the key left for the next read to expire", got, d.keys["gone"] != nil)
+	if got := d.Warm("gone"); got != 'o' || d.keys.get("gone") == nil {
+		t.Fatalf("Warm(gone) = %q, key kept %v: want 'o' and the key left for the next read to expire", got, d.keys.get("gone") != nil)
 	}
 	if d.Warm("missing") != 0 {
 		t.Fatal("Warm(missing) != 0")
