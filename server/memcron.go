@@ -44,10 +44,9 @@ import (
 //     and returns every free page (debug.FreeOSMemory, as MEMORY PURGE), on
 //     its own goroutine, without the store lock. Cost: one collection, a
 //     mark of the live data (about 1 ms of CPU per 10 MB of pointers), once
-//     per idle period at most, and only after enough churn.
-//     Before it, a keyspace whose keys turned over (twice its size added
-//     since its map was built, at most a million keys) is rebuilt at its
-//     size under the lock: its Go map's table grew under the turnover.
+//     per idle period at most, and only after enough churn. (A keyspace
+//     whose keys turned over needs no rebuild first: its table keeps its
+//     size, internal/store/keytable.go.)
 //   - After FLUSHALL or FLUSHDB of a heap of purgeMinBytes or more, the
 //     same purge runs at once (Valkey frees the flushed data at once): the
 //     flushed values are garbage the collector would otherwise reach only
