@@ -34,6 +34,12 @@ func (k Kind) String() string { return names[k] }
 // Op is one primitive write.
 type Op struct {
 	Kind Kind
+	// Room: HSET only, bytes of spare capacity the store leaves in a
+	// listpack row this write copies or grows, so that a later write's new
+	// fields fit in place (the claim leaves room for the sweep's death,
+	// docs/architecture.md §2.11). A layout hint: the keyspace and the AOF
+	// record are the same with any value (not rendered by Argv).
+	Room uint16
 	Key  string
 	// Fields: HSET field/value pairs; HDEL fields; HINCRBY the one field.
 	Fields [][]byte

@@ -271,7 +271,7 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 		mustType(e, o)
 		// A plan's bytes are never written again (package plan), so the
 		// hash may keep the field as a view of them.
-		h.setPlan(o.Fields)
+		h.setPlan(o.Fields, int(o.Room))
 	case plan.HDel:
 		h, e := d.LookupHash(o.Key)
 		mustType(e, o)

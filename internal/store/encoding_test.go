@@ -419,7 +419,7 @@ func TestPendingRowListpackSize(t *testing.T) {
 	fv := [][]byte{[]byte("state"), []byte("pending"), []byte("attempts"), []byte("0"),
 		[]byte("payload"), bytes.Repeat([]byte("x"), 64), []byte("enqueued_at"), []byte("1764600000000")}
 	h.Reserve(fv)
-	h.setPlan(fv)
+	h.setPlan(fv, 0)
 	if n := len(h.Str); n != 89 {
 		t.Fatalf("pending row listpack is %d bytes, want 89", n)
 	}

@@ -1,5 +1,7 @@
 package store
 
+import "unsafe"
+
 // Hash is a field/value map that iterates in insertion order
 // (docs/compat.md §3.1) in one of two encodings, as Valkey's hashes
 // (encoding.go has the rules that switch them):
@@ -20,10 +22,14 @@ package store
 type Hash Value
 
 type hashTable struct {
-	lim     *Limits // a listpack hash's thresholds (the shared table only)
-	idx     map[string]int
-	entries []hashEntry
-	live    int
+	lim *Limits // a listpack hash's thresholds (the shared table only)
+	// copyOnly: a listpack hash of this store is never rewritten in place
+	// (the shared table only; Store.SetListpackInPlace, for the tests that
+	// compare the in-place path with the copying one).
+	copyOnly bool
+	idx      map[string]int
+	entries  []hashEntry
+	live     int
 }
 
 // defaultLimitsTable is the shared table of a listpack hash made outside a
@@ -113,6 +119,24 @@ func (h *Hash) Visit(fn func(field string, value []byte) bool) {
 	}
 }
 
+// RangeForPlan is Range for a job verb's read pass that keeps the views
+// until its own plan writes this hash and reads none of them after that
+// write (the verb's audit: docs/architecture.md §2.5, "Views of a row and
+// its in-place write"): it leaves a listpack hash unmarked, so the plan's
+// HSET may rewrite it in place. A plan's HSET of at most 8 distinct fields
+// (setPlan's one-pass path) writes same-size values over the old ones and
+// appends new fields beyond the end, so the views of the fields it does
+// not set stay as they were (FuzzHashSetPlanInPlace); any other write may
+// move them (a smaller value in place moves the bytes after it). A
+// hashtable hash is Range.
+func (h *Hash) RangeForPlan(fn func(field string, value []byte) bool) {
+	if !h.big() {
+		h.lpRange(func(f, v []byte) bool { return fn(lpView(f), v) })
+		return
+	}
+	h.Range(fn)
+}
+
 // peek is Get for a caller that is done with the value before the store
 // lock is released and before the hash is next written (it copies it into
 // a reply or parses it): it does not mark a listpack viewed, so a later
@@ -181,7 +205,7 @@ func (h *Hash) lpSet(field string, value []byte) bool {
 		lp := h.Str
 		if old, _ := lpStr(lp, vOff); string(old) != string(value) {
 			vs := lpView(value)
-			if n := lpStrLen(vs); n <= end-vOff && !lpViewed(lp) {
+			if n := lpStrLen(vs); n <= end-vOff && h.lpInPlaceOK(lp) {
 				lpAppendStr(lp[vOff:vOff], vs) // within lp: n <= end-vOff bytes
 				if n < end-vOff {
 					k := copy(lp[vOff+n:], lp[end:])
@@ -213,9 +237,24 @@ func (h *Hash) lpSet(field string, value []byte) bool {
 // is rewritten in one pass and at most one allocation when existing fields
 // change: Set per pair scanned the listpack once per field and copied it
 // for each change (the sweep's dead row: state changed, stalled and
-// last_error added).
-func (h *Hash) setPlan(fv [][]byte) {
-	if !h.lpSetPairs(fv) {
+// last_error added). room (bytes, plan.Op.Room) is the spare capacity a
+// listpack copied or grown by this write keeps for a later write's new
+// fields (a layout hint: the contents are the same without it).
+func (h *Hash) setPlan(fv [][]byte, room int) {
+	if !h.lpSetPairs(fv, room) {
+		if !h.big() && lpCount(h.Str) > 0 {
+			// A pair that converts the hash converts it first, as Valkey's
+			// hashTypeTryConversion does before the writes: the pairs
+			// before it then leave the listpack's bytes alone (a smaller
+			// value written in place would move the bytes after it,
+			// under a RangeForPlan view).
+			for i := 0; i+1 < len(fv); i += 2 {
+				if h.lpTooLong(len(fv[i]), len(fv[i+1])) {
+					h.convert()
+					break
+				}
+			}
+		}
 		h.Reserve(fv) // a new row is one allocation of its size (BenchmarkPendingJobMemory)
 		for i := 0; i+1 < len(fv); i += 2 {
 			h.Set(zview(fv[i]), fv[i+1])
@@ -223,10 +262,26 @@ func (h *Hash) setPlan(fv [][]byte) {
 	}
 }
 
+// ListpackRoom is the bytes the field/value pairs fv (field, value, ...)
+// take when appended to a listpack hash (listpack.go's encoding): the room
+// a plan's HSET leaves for a later write's new fields (plan.Op.Room; the
+// claim leaves room for the sweep's death, internal/verbs).
+func ListpackRoom(fv ...[]byte) int {
+	n := 0
+	for _, b := range fv {
+		n += lpStrLen(lpView(b))
+	}
+	return n
+}
+
 // lpSetPairs is setPlan's one-pass path; it reports false, having written
 // nothing, when it does not apply: a hashtable or empty hash, more than 8
-// pairs, a repeated field, or a write that converts the hash.
-func (h *Hash) lpSetPairs(fv [][]byte) bool {
+// pairs, a repeated field, or a write that converts the hash. It writes in
+// place (no allocation) when the listpack was never handed out
+// (lpViewed), every changed value keeps its encoded size and the new
+// fields fit in the spare capacity (lpSetPairsInPlace); otherwise it copies
+// the listpack once, leaving room bytes spare.
+func (h *Hash) lpSetPairs(fv [][]byte, room int) bool {
 	const maxPairs = 8
 	n := len(fv) / 2
 	if h.big() || n == 0 || n > maxPairs || len(fv)%2 != 0 {
@@ -268,7 +323,7 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 	if h.lpTooMany(count + n - found) {
 		return false
 	}
-	size, changed, same := len(lp), false, 0
+	size, changed, same, resized := len(lp), false, 0, false
 	for i := 0; i < n; i++ {
 		vs := lpView(fv[2*i+1])
 		if vOff[i] < 0 {
@@ -280,19 +335,23 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 			same++
 			continue
 		}
-		size += lpStrLen(vs) - (vEnd[i] - vOff[i])
+		if d := lpStrLen(vs) - (vEnd[i] - vOff[i]); d != 0 {
+			size += d
+			resized = true
+		}
 		changed = true
 	}
 	if same == n {
 		return true // nothing to write
 	}
-	if found == n && !lpViewed(lp) && h.lpSetPairsInPlace(fv, vOff[:n], vEnd[:n]) {
+	if changed && !resized && size <= cap(lp) && h.lpInPlaceOK(lp) {
+		h.lpSetPairsInPlace(fv, vOff[:n], size, count+n-found)
 		return true
 	}
 	var out []byte
 	if changed {
 		// Copy lp once, the changed values replaced in offset order.
-		out = lpAlloc(size)
+		out = lpAlloc(size + room)
 		at := 0
 		for {
 			k := -1
@@ -310,7 +369,7 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 		}
 		out = lpFresh(append(out, lp[at:]...))
 	} else {
-		out = lpGrow(lp, size-len(lp))
+		out = lpGrowRoom(lp, size-len(lp), room)
 	}
 	for i := 0; i < n; i++ {
 		if vOff[i] == -1 {
@@ -323,24 +382,38 @@ func (h *Hash) lpSetPairs(fv [][]byte) bool {
 	return true
 }
 
-// lpSetPairsInPlace is lpSetPairs for pairs that all exist (vOff, vEnd:
-// their values; -2 unchanged) in a listpack nobody holds a view of
-// (listpack.go): when every new value encodes to its old one's size it
-// writes them over the old ones and reports true, else it writes nothing
-// and reports false.
-func (h *Hash) lpSetPairsInPlace(fv [][]byte, vOff, vEnd []int) bool {
-	for i := range vOff {
-		if vOff[i] >= 0 && lpStrLen(lpView(fv[2*i+1])) != vEnd[i]-vOff[i] {
-			return false
-		}
-	}
+// lpInPlaceOK reports whether lp's bytes below len may be rewritten in
+// place: no view of them was handed out (listpack.go), and the store has
+// not turned in-place rewrites off (Store.SetListpackInPlace, the copying
+// path the tests compare with).
+func (h *Hash) lpInPlaceOK(lp []byte) bool {
+	return !lpViewed(lp) && !h.tab.copyOnly
+}
+
+// lpSetPairsInPlace is lpSetPairs written into the listpack's own buffer
+// (the caller checked lpInPlaceOK, that every changed value of vOff (its
+// offset; -1 new, -2 unchanged) encodes to its old one's size and that the
+// new size (bytes) fits in the capacity): the changed values are written
+// over the old ones, which moves no other byte, and the new fields are
+// appended beyond len (bytes nobody has seen); count is the new count.
+func (h *Hash) lpSetPairsInPlace(fv [][]byte, vOff []int, size, count int) {
 	lp := h.Str
 	for i := range vOff {
 		if vOff[i] >= 0 {
 			lpAppendStr(lp[vOff[i]:vOff[i]], lpView(fv[2*i+1])) // within lp: the same size
 		}
 	}
-	return true
+	for i := range vOff {
+		if vOff[i] == -1 {
+			lp = lpAppendStr(lp, lpView(fv[2*i]))
+			lp = lpAppendStr(lp, lpView(fv[2*i+1]))
+		}
+	}
+	if len(lp) != size || unsafe.SliceData(lp) != unsafe.SliceData(h.Str) {
+		panic("store: listpack in-place rewrite moved") // the caller's checks were wrong
+	}
+	lpSetCount(lp, count)
+	h.Str = lp
 }
 
 // Reserve sizes the listpack of an empty hash for the fields and values

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -242,3 +243,117 @@ func BenchmarkHIncrBy(b *testing.B) { benchHashCmd(b, nil, "HINCRBY", "bench:h",
 func BenchmarkHSetSameSize(b *testing.B) {
 	benchHashCmd(b, func(i int, argv [][]byte) { argv[3][0] = 'a' + byte(i%26) }, "HSET", "bench:h", "f", "somevalue")
 }
+
+// FuzzHashSetPlanInPlace: a plan's HSET (setPlan) on a listpack row nobody
+// holds a view of writes the row in place when every changed value keeps
+// its encoded size and the new fields fit in the spare capacity, and
+// copies it otherwise; either way the row's bytes are, byte for byte, what
+// the copying path (a store with in-place rewrites off) gives, the values
+// of the fields the write does not set, viewed before it, are unchanged
+// after it, and a row that was viewed (Get) is never written in place.
+// The input picks the row (fields from the row's words and others, values
+// of every length), the pairs set (existing fields with values of the same
+// size or not, new fields), the room left and whether a view was taken.
+func FuzzHashSetPlanInPlace(f *testing.F) {
+	f.Add([]byte("\x05\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a"), uint16(19), false)
+	f.Add([]byte("\x09\x00\x10\x20\x30\x01\x11\x21\x31\x02\x12"), uint16(0), true)
+	f.Add([]byte("\x03\xff\xfe\xfd\x81\x82\x83\x84\x85"), uint16(40), false)
+	// A smaller value and then one that converts the hash: the conversion
+	// comes first (it moved an unmarked view's bytes before).
+	f.Add([]byte("10010220077\xff000000000"), uint16(5), true)
+	fields := []string{"state", "attempts", "payload", "stalled", "last_error", "finished_at", "lease_epoch", "claimed_at", "f", "other", "lane"}
+	values := []string{"", "0", "1", "5", "42", "99", "100", "active", "dead", "pending", "stalled", "1700000000000", "1700000000005", "abcdef", "x"}
+	f.Fuzz(func(t *testing.T, in []byte, room uint16, viewed bool) {
+		if len(in) == 0 {
+			return
+		}
+		at := 0
+		next := func() int {
+			if at >= len(in) {
+				return 0
+			}
+			at++
+			return int(in[at-1])
+		}
+		value := func() string {
+			b := next()
+			if b >= 0xF0 {
+				return string(make([]byte, (b-0xF0)*9)) // 0..135 bytes: some convert the hash
+			}
+			return values[b%len(values)]
+		}
+		nFields := 1 + next()%8
+		build := func(s *Store) *Hash {
+			h, _ := s.DB(0).HashForWrite("row")
+			at = 1
+			for i := 0; i < nFields; i++ {
+				h.Set(fields[next()%len(fields)], []byte(value()))
+			}
+			return h
+		}
+		sa, sb := New(1), New(1)
+		sb.SetListpackInPlace(false)
+		ha, hb := build(sa), build(sb)
+		if ha.Big() {
+			return
+		}
+		start := at
+		// Room beyond the row, as a claim leaves it (plan.Op.Room).
+		ha.Str = lpFresh(append(lpAlloc(len(ha.Str)+int(room%64)), ha.Str...))
+		if viewed {
+			ha.Range(func(string, []byte) bool { return true }) // a holder's view: marked
+		}
+		at = start
+		nPairs := 1 + next()%6
+		var fv [][]byte
+		seen := map[string]bool{}
+		for i := 0; i < nPairs; i++ {
+			fld := fields[next()%len(fields)]
+			if seen[fld] {
+				continue
+			}
+			seen[fld] = true
+			fv = append(fv, []byte(fld), []byte(value()))
+		}
+		// Views of the fields the write leaves alone, taken before it
+		// without marking (as the sweep's read pass takes them).
+		type view struct {
+			got  []byte
+			want string
+		}
+		var views []view
+		ha.RangeForPlan(func(fld string, v []byte) bool {
+			if !seen[fld] {
+				views = append(views, view{v, string(v)})
+			}
+			return true
+		})
+		wasViewed, before, capBefore, lenBefore := lpViewed(ha.Str), lpData(ha), cap(ha.Str), len(ha.Str)
+		oldView, orig := ha.Str, append([]byte(nil), ha.Str...)
+		ha.setPlan(fv, int(room))
+		hb.setPlan(fv, int(room))
+		if ha.Big() != hb.Big() {
+			t.Fatalf("encodings differ: %v and %v", ha.Big(), hb.Big())
+		}
+		for _, v := range views {
+			if string(v.got) != v.want {
+				t.Fatalf("a view of an untouched field changed: %q, was %q", v.got, v.want)
+			}
+		}
+		if ha.Big() {
+			return
+		}
+		if !bytes.Equal(lpBody(ha.Str), lpBody(hb.Str)) || lpCount(ha.Str) != lpCount(hb.Str) {
+			t.Fatalf("in place %q, copying %q", ha.Str, hb.Str)
+		}
+		if lpData(ha) == before && len(ha.Str) > lenBefore && cap(ha.Str) != capBefore {
+			t.Fatal("the buffer changed capacity in place")
+		}
+		if wasViewed && !bytes.Equal(lpBody(oldView), lpBody(orig)) {
+			t.Fatalf("a viewed row's bytes changed: %q, were %q", oldView, orig)
+		}
+	})
+}
+
+// lpBody is a listpack's elements (its bytes after the header).
+func lpBody(lp []byte) []byte { return lp[lpHeader:] }

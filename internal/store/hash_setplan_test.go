@@ -31,7 +31,7 @@ func TestHashSetPlan(t *testing.T) {
 		for i, n := 0, 1+rng.Intn(4); i < n; i++ {
 			fv = append(fv, []byte(names[rng.Intn(len(names))]), []byte(vals[rng.Intn(len(vals))]))
 		}
-		a.setPlan(fv)
+		a.setPlan(fv, 0)
 		for i := 0; i < len(fv); i += 2 {
 			b.Set(zview(fv[i]), fv[i+1])
 		}

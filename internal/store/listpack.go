@@ -56,6 +56,10 @@ import (
 //     Snapshot set the bit;
 //   - the job verbs' read pass and plans (rows and counters read with Get and
 //     Range, kept until the apply and the reply): the bit is set;
+//   - EMQ.STALLED.CHECK's read pass reads its rows with RangeForPlan, which
+//     does not set it: the verb reads none of a row's views after its
+//     plan's HSET of the row (the audit: docs/architecture.md §2.5, "Views
+//     of a row and its in-place write"; TestSweepInPlaceMatchesCopy);
 //   - keyspace notifications, client-side caching and WATCH keep keys, never
 //     values; the AOF record of a write is its argv (or, for HINCRBYFLOAT,
 //     the formatted text), copied into the AOF buffer.
@@ -286,4 +290,14 @@ func lpGrow(lp []byte, more int) []byte {
 		return lp
 	}
 	return lpFresh(append(lpAlloc(len(lp)+more+len(lp)/4), lp...))
+}
+
+// lpGrowRoom is lpGrow for a write that knows a later one will add about
+// room more bytes (plan.Op.Room): when the buffer must be replaced, the new
+// one has room spare beyond the quarter; when more fits, nothing moves.
+func lpGrowRoom(lp []byte, more, room int) []byte {
+	if lp == nil || cap(lp)-len(lp) >= more || room <= 0 {
+		return lpGrow(lp, more)
+	}
+	return lpFresh(append(lpAlloc(len(lp)+more+len(lp)/4+room), lp...))
 }

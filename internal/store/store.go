@@ -357,6 +357,13 @@ type Store struct {
 	argvs plan.ArgvScratch
 }
 
+// SetListpackInPlace turns the in-place rewrite of this store's listpack
+// hashes on (the default) or off (listpack.go): off, every change of a
+// value below a listpack's end copies it, as when a view of it may exist.
+// The keyspace, the replies and the AOF are the same either way; the tests
+// compare the two paths (TestSweepInPlaceMatchesCopy). Under the lock.
+func (s *Store) SetListpackInPlace(on bool) { s.hashLim.copyOnly = !on }
+
 // Mutations counts, under the lock, every change to the keyspace that has
 // begun: a DB write method (Put, Replace, Remove, Clear, HashForWrite,
 // ZSetForWrite, DropIfEmpty, SetExpire, Persist, SwapDB), DB.Mutating

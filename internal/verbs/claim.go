@@ -403,6 +403,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		p.ZRem(k.Pending, jb.ID)
 		hincr1(p, jb.Key, fvAttempts)
 		p.HSetBytes(jb.Key, fv...) // shared by the jobs (plan values are read-only)
+		p.Ops[len(p.Ops)-1].Room = deathRoom
 		p.ZAdd(k.Active, deadline, jb.ID)
 	}
 	if len(p.Ops) == 0 {

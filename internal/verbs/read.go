@@ -135,7 +135,14 @@ func peekField(h *store.Hash, f string) rowField {
 }
 
 // readRow reads the job row at key.
-func readRow(d *store.DB, key string) jobRow {
+func readRow(d *store.DB, key string) jobRow { return readRowFor(d, key, false) }
+
+// readRowFor is readRow; forPlan reads a listpack row without marking it
+// viewed (store.Hash.RangeForPlan), for a verb whose views of the row are
+// dead once its plan's HSET of the row applies, so that HSET may rewrite
+// the row in place (EMQ.STALLED.CHECK: docs/architecture.md §2.5, "Views
+// of a row and its in-place write").
+func readRowFor(d *store.DB, key string, forPlan bool) jobRow {
 	h, k := hashKind(d, key)
 	if k != keyOK {
 		return jobRow{Kind: k}
@@ -143,7 +150,7 @@ func readRow(d *store.DB, key string) jobRow {
 	if !h.Big() {
 		// A listpack row is read in one pass, not one scan per field.
 		r := jobRow{Kind: keyOK}
-		h.Range(func(f string, v []byte) bool {
+		fn := func(f string, v []byte) bool {
 			switch f {
 			case "group":
 				r.Lane = true
@@ -171,7 +178,12 @@ func readRow(d *store.DB, key string) jobRow {
 				r.LaneSlot = true
 			}
 			return true
-		})
+		}
+		if forPlan {
+			h.RangeForPlan(fn)
+		} else {
+			h.Range(fn)
+		}
 		return r
 	}
 	_, lane := h.Get("group")
@@ -235,6 +247,11 @@ func (d *dueJob) rowKey(k *Keys) string {
 // when buf is not nil) and the row keys share one allocation
 // (BenchmarkStalledCheck).
 func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob) []dueJob {
+	return readDueFor(d, k, z, now, limit, buf, false)
+}
+
+// readDueFor is readDue reading the rows with readRowFor(forPlan).
+func readDueFor(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob, forPlan bool) []dueJob {
 	if z == nil || z.Len() == 0 {
 		return nil
 	}
@@ -273,7 +290,7 @@ func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []
 		at = end
 	}
 	for i := range out {
-		out[i].Row = readRow(d, out[i].Key)
+		out[i].Row = readRowFor(d, out[i].Key, forPlan)
 	}
 	return out
 }

@@ -135,7 +135,11 @@ func (vs *Verbs) StalledCheck(c *store.Ctx, a *StalledCheckArgs) (StalledCheckRe
 	r := stalledRead{Now: c.NowMs}
 	var act *store.ZSet
 	act, r.Active = zsetKind(d, k.Active)
-	r.Expired = readDue(d, k, act, c.NowMs, limit, vs.sweep.due)
+	// The rows are read unmarked (readRowFor): no view of a row's bytes
+	// the plan's HSET of it overwrites is read after that HSET
+	// (docs/architecture.md §2.5, "Views of a row and its in-place write"),
+	// so the HSET rewrites the row in place when it fits.
+	r.Expired = readDueFor(d, k, act, c.NowMs, limit, vs.sweep.due, true)
 	var deadZ *store.ZSet
 	if len(r.Expired) > 0 {
 		_, r.Pending = zsetKind(d, k.Pending)
@@ -215,6 +219,15 @@ func (vs *Verbs) StalledCheck(c *store.Ctx, a *StalledCheckArgs) (StalledCheckRe
 	}
 	return StalledCheckResult{Recovered: v.Recovered, Dead: v.Dead}, nil
 }
+
+// deathRoom is the bytes the sweep's death adds to a claimed row's
+// listpack (stalled 1, last_error stalled, finished_at <13 digits>: 19),
+// the room the claim's HSET leaves in the row it copies (plan.Op.Room), so
+// that a lease that expires and dies is rewritten in place, with no new
+// listpack (docs/architecture.md §2.5, "Views of a row and its in-place
+// write"; the active row of a 64-byte payload: 146 bytes, from the 160-byte
+// size class to the 176-byte one).
+var deathRoom = uint16(store.ListpackRoom(fStalled, vOne, fLastError, vStalled, fFinishedAt, msBytes(1_000_000_000_000)))
 
 // sweepGuardRead is what the guard of EMQ.STALLED.CHECK ... EVERY read:
 // the meta hash and its swept_at field.

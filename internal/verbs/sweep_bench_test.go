@@ -75,20 +75,21 @@ func cpuTime() time.Duration {
 }
 
 // sweepCallAllocsMax bounds the allocations of one EMQ.STALLED.CHECK of
-// 100 expired leases (TestStalledCheckAllocs): one per lease for the row's
-// new listpack (the row grows, and its bytes were viewed by the read pass,
-// docs/verbs.md §4.11), a few per call (the verdicts, the reply's id
-// lists, the row keys' one string, the tree leaves of dead), and nothing
-// else per lease. Before the sweep's scratch was reused it was 5.2 per
-// lease (bench/README.md, "What stands in the way: the stall sweep").
-const sweepCallAllocsMax = 100 + 16
+// 100 expired leases (TestStalledCheckAllocs): a few per call (the
+// verdicts, the reply's id lists, the row keys' one string, the tree leaves
+// of dead) and none per lease: each row is rewritten in place (read
+// unmarked, docs/architecture.md §2.5 "Views of a row and its in-place
+// write"; the claim left room for the death's fields). Before the sweep's
+// scratch was reused it was 5.2 per lease (bench/README.md, "What stands
+// in the way: the stall sweep"), before the in-place rewrite 1.1 (111, 109
+// and 109 per call).
+const sweepCallAllocsMax = 16
 
 // TestStalledCheckAllocs guards the sweep's allocations per call, on the
 // dead-letter path (max_stalled 1), the recovery path (max_stalled 2) and
 // the restart exemption (leases of another run id): at most
-// sweepCallAllocsMax (111, 109 and 109 when written), and at least one per
-// lease (the row copies), so the count measures the sweep and not an empty
-// call.
+// sweepCallAllocsMax (11, 9 and 9 when written), fewer than one per ten
+// leases, where a row copied per lease would be 100 more.
 func TestStalledCheckAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -131,14 +132,12 @@ func TestStalledCheckAllocs(t *testing.T) {
 			got := testing.AllocsPerRun(runs, call)
 			if raceEnabled {
 				// -race allocates beside the code (about one more per
-				// lease here): only the lower bound holds.
-				if got < per {
-					t.Fatalf("%s under -race: %v allocations per sweep of %d leases, want at least %d", tc.name, got, per, per)
-				}
+				// lease here): the count is not the code's.
+				t.Logf("%s under -race: %v allocations per sweep of %d leases (not checked)", tc.name, got, per)
 				return
 			}
-			if got < per || got > sweepCallAllocsMax {
-				t.Fatalf("%s: %v allocations per sweep of %d leases, want %d to %d", tc.name, got, per, per, sweepCallAllocsMax)
+			if got > sweepCallAllocsMax {
+				t.Fatalf("%s: %v allocations per sweep of %d leases, want at most %d", tc.name, got, per, sweepCallAllocsMax)
 			}
 			t.Logf("%s: %v allocations per sweep of %d leases", tc.name, got, per)
 		})
