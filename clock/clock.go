@@ -28,8 +28,10 @@ type Clock interface {
 // Wall is the system clock.
 type Wall struct{}
 
-// NowMs returns time.Now in Unix milliseconds.
-func (Wall) NowMs() int64 { return time.Now().UnixMilli() }
+// NowMs returns the system's wall clock in Unix milliseconds, as
+// time.Now().UnixMilli() would (wallMs: on Linux one gettimeofday(2)
+// through the vDSO, where time.Now reads the wall and the monotonic clock).
+func (Wall) NowMs() int64 { return wallMs() }
 
 // maxTimerMs is the longest delay a time.Duration can hold, in ms (about
 // 292 years); longer delays are clamped to it rather than overflowing into

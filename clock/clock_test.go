@@ -186,3 +186,17 @@ func TestShiftedFiresCountedByBase(t *testing.T) {
 		t.Fatal("the base's Advance did not wait for the shifted timer's callback")
 	}
 }
+
+// TestWallNowMsIsTimeNow: Wall.NowMs (one gettimeofday on Linux) reads the
+// same clock as time.Now: each of 1,000 readings lies between the
+// time.Now().UnixMilli() read just before it and the one just after.
+func TestWallNowMsIsTimeNow(t *testing.T) {
+	for i := 0; i < 1000; i++ {
+		before := time.Now().UnixMilli()
+		got := Wall{}.NowMs()
+		after := time.Now().UnixMilli()
+		if got < before || got > after {
+			t.Fatalf("reading %d: Wall.NowMs() = %d, outside time.Now's [%d, %d]", i, got, before, after)
+		}
+	}
+}

@@ -536,8 +536,15 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	if wrote && !c.commit() {
 		return false
 	}
+	// The replies go out stamped with the batch's own clock reading, the
+	// end of its last command, with no clock read of the write's own; a
+	// delayed authentication reply waited since, so it reads the clock.
+	at := c.batchEndMs()
+	if c.authDelay > 0 {
+		at = 0
+	}
 	c.waitAuthDelay()
-	c.flushOut()
+	c.flushAt(false, at)
 	if done := c.heldDone; done != nil {
 		c.heldDone = nil
 		c.waitUnpause(done)
@@ -566,9 +573,10 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	st := s.store
 	st.Lock()
 	defer st.Unlock()
-	c.lastCmd = time.Now()
-	c.batchWall = c.lastCmd.UnixNano()
-	c.batchMono = nanotime()
+	sec, nsec, mono := timeNow() // one wall/monotonic pair (time.Now and nanotime read both clocks again)
+	c.lastCmd = time.Unix(sec, int64(nsec))
+	c.batchWall = sec*1e9 + int64(nsec)
+	c.batchMono = mono
 	c.tick = c.batchMono
 	dirty := st.DirtyCount
 	lim := c.hardLimit()
@@ -740,16 +748,30 @@ func (c *client) enqueueLocked(w *resp.Writer) {
 // flushOut writes the output queue unless another goroutine is writing.
 // Only the connection's goroutine calls it, so writes never happen under
 // the store lock.
-func (c *client) flushOut() { c.flush(false) }
+func (c *client) flushOut() { c.flushAt(false, 0) }
 
 // flushParked is flushOut for a parked client: frames queued for it while
 // it waits (invalidations, messages) go out, but not a reply that a
 // wake-up queued behind a write that is not yet durable (commitPending is
 // set before that reply is queued, and checked under outMu before each
 // write).
-func (c *client) flushParked() { c.flush(true) }
+func (c *client) flushParked() { c.flushAt(true, 0) }
 
-func (c *client) flush(parked bool) {
+// batchEndMs is the server clock (ms) when the batch just run ended,
+// without a clock read where the clock is the wall clock: the batch's
+// wall/monotonic pair plus the monotonic time of its last command's end
+// (client.tick). With any other clock (clock.Manual in tests) it reads it.
+func (c *client) batchEndMs() int64 {
+	if c.s.wall {
+		return (c.batchWall + (c.tick - c.batchMono)) / 1e6
+	}
+	return c.s.clock.NowMs()
+}
+
+// flushAt is flushOut (parked: flushParked) with at the server clock (ms)
+// the first write is stamped with in lastIO, read before the write; 0:
+// read the clock there. Later writes of the same call read it.
+func (c *client) flushAt(parked bool, at int64) {
 	c.outMu.Lock()
 	if c.writing {
 		c.outMu.Unlock()
@@ -769,7 +791,11 @@ func (c *client) flush(parked bool) {
 		// client look active after the moment its last reply went out
 		// (TestIdleSubscribersStay failed 1 in 5 under -race when the
 		// test's clock jump landed between the reply and this store).
-		wrote := c.s.clock.NowMs()
+		wrote := at
+		if wrote == 0 {
+			wrote = c.s.clock.NowMs()
+		}
+		at = 0
 		n, err := c.write(data) // counts the bytes sent (client.sent)
 		if n > 0 {
 			c.lastIO.Store(wrote)

@@ -319,6 +319,16 @@ func (c *client) countReplyError(reply []byte) {
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 
+// timeNow is the runtime's time.now: the wall clock (Unix seconds and
+// nanoseconds) and the monotonic clock on nanotime's scale, read together
+// (two vDSO reads, where time.Now followed by nanotime makes three: about
+// 95 + 48 ns against 80 on the benchmark machine, bench/README.md "`-P 32`
+// and `-P 1` (issue 25, round 6)"). The runtime keeps this linkname for
+// outside packages (go.dev/issue/67401).
+//
+//go:linkname timeNow time.now
+func timeNow() (sec int64, nsec int32, mono int64)
+
 // isCrossProtocol reports whether name is POST or Host: (any case), the
 // first words of an HTTP request's lines: Valkey's processCommand closes
 // such a connection before anything else is checked, since a browser tricked
