@@ -516,6 +516,32 @@ type memReading struct {
 	// the cycle (enqueue, claim, complete), in microseconds: the price of
 	// the collector's setting beside the resident set it buys.
 	cpuPerCycle float64
+	// fillHeap and peakHeap are emqd's collector fields (INFO memory) after
+	// the fill and at the cycle's highest resident reading, for the log.
+	fillHeap, peakHeap string
+}
+
+// heapFields reads emqd's INFO memory fields that say where a resident
+// set's bytes are: the live data, the heap's target, the objects not yet
+// collected, the free pages kept, and the soft limit.
+func heapFields(ctx context.Context, rdb *redis.Client) string {
+	s, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		for _, f := range []string{"go_heap_live", "go_heap_goal", "go_heap_unreclaimed", "go_heap_free_kept", "go_memory_limit"} {
+			if v, ok := strings.CutPrefix(line, f+":"); ok {
+				if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
+					v = fmt.Sprintf("%.1f MB", n/1e6)
+				}
+				fmt.Fprintf(&b, "%s %s, ", f, v)
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), ", ")
 }
 
 func memOneSide(c config, native bool) (m memReading, err error) {
@@ -582,6 +608,9 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 	if v, err := infoField(ctx, rdb, "memory", "used_memory"); err == nil {
 		m.used, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
 	}
+	if native {
+		m.fillHeap = heapFields(ctx, rdb)
+	}
 	time.Sleep(c.memIdle)
 	if m.rss[1], err = rssNow(); err != nil {
 		return m, err
@@ -643,6 +672,9 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 		if err != nil {
 			werr = err
 		}
+		if r > m.rss[2] && native {
+			m.peakHeap = heapFields(ctx, rdb)
+		}
 		m.rss[2] = max(m.rss[2], r)
 		select {
 		case werr = <-errs:
@@ -676,6 +708,9 @@ func memOneSide(c config, native bool) (m memReading, err error) {
 		return m, err
 	}
 	logf("%s: fresh %.1f MB; %s", p.Name, m.base/1e6, fmtPhases(m))
+	if native {
+		logf("%s: at the fill %s; at the cycle's peak %s", p.Name, m.fillHeap, m.peakHeap)
+	}
 	return m, nil
 }
 
