@@ -298,6 +298,16 @@ type sweepScratch struct {
 	ops  []plan.Op
 	fv   [][]byte
 	plan plan.Plan
+	// verdicts: the judgement's one per selected lease (pointer-free, so
+	// kept as it is; every entry is written before it is read).
+	verdicts []sweepVerdict
+}
+
+// sweepVerdict is the judgement of one expired lease: its kind (ghost,
+// exempt, recovered, dead: judgeStalledInto) and its new stall count.
+type sweepVerdict struct {
+	kind int
+	s    int64
 }
 
 // sweepKeepMax is the largest scratch (entries of the selection, ops of
@@ -355,11 +365,16 @@ func judgeStalledInto(r *stalledRead, runID []byte, k *Keys, maxStalled int64, s
 		recovered
 		dead
 	)
-	type verdict struct {
-		kind int
-		s    int64
+	type verdict = sweepVerdict
+	var vs []verdict
+	if sc != nil && cap(sc.verdicts) >= len(r.Expired) {
+		vs = sc.verdicts[:len(r.Expired)]
+	} else {
+		vs = make([]verdict, len(r.Expired))
+		if sc != nil && len(r.Expired) <= sweepKeepMax {
+			sc.verdicts = vs
+		}
 	}
-	vs := make([]verdict, len(r.Expired))
 	var nRecovered, nDead int64
 	for i := range r.Expired {
 		d := &r.Expired[i]
