@@ -54,8 +54,10 @@ import (
 //     values and writes them without the lock) and BGSAVE/DUMP's
 //     HashSnapshot (kept in O(1) and read without the lock): Range and
 //     Snapshot set the bit;
-//   - the job verbs' read pass and plans (rows and counters read with Get and
-//     Range, kept until the apply and the reply): the bit is set;
+//   - the job verbs' read pass and plans (rows read with Get and Range, kept
+//     until the apply and the reply): the bit is set; the metrics counters
+//     and the mint's last id, only parsed by the judgement before the apply,
+//     are read with Peek and leave it clear (verbs.readCounter);
 //   - EMQ.STALLED.CHECK's read pass reads its rows with RangeForPlan, which
 //     does not set it: the verb reads none of a row's views after its
 //     plan's HSET of the row (the audit: docs/architecture.md §2.5, "Views

@@ -83,14 +83,35 @@ func (z *ZSet) lpEntry(off int) ([]byte, float64, int) {
 
 // lpFind locates member in the listpack: its entry's offsets and score.
 func (z *ZSet) lpFind(member string) (off, end int, score float64, ok bool) {
-	for off = lpHeader; off < len(z.lp); {
-		m, sc, next := z.lpEntry(off)
-		if string(m) == member {
-			return off, next, sc, true
-		}
-		off = next
+	off, end, score, ok, _ = z.lpFindLast(member)
+	return
+}
+
+// lpEntryAt is lpEntry at off when off is an entry's offset (>= lpHeader),
+// else nothing.
+func (z *ZSet) lpEntryAt(off int) ([]byte, float64, int) {
+	if off < lpHeader || off >= len(z.lp) {
+		return nil, 0, 0
 	}
-	return 0, 0, 0, false
+	return z.lpEntry(off)
+}
+
+// lpFindLast is lpFind that also returns, when member is absent, the
+// offset of the last entry (-1: the set is empty): the scan for a member
+// passes every entry, so an insert after the last one (a queue's
+// appends: pending by enqueue order, active by deadline) needs no second
+// scan for its place (lpInsert). A score is only decoded for the match.
+func (z *ZSet) lpFindLast(member string) (off, end int, score float64, ok bool, last int) {
+	lp := z.lp
+	last = -1
+	for off = lpHeader; off < len(lp); {
+		m, s := lpStr(lp, off)
+		if string(m) == member {
+			return off, s + 8, lpScore(lp, s), true, 0
+		}
+		last, off = off, s+8
+	}
+	return 0, 0, 0, false, last
 }
 
 // lpPos is the offset of the first entry not ordered before it, and that
@@ -106,13 +127,23 @@ func (z *ZSet) lpPos(it ZItem) (off, rank int) {
 	return off, rank
 }
 
-// lpInsert puts member at its place (it is not in the set).
-func (z *ZSet) lpInsert(member string, score float64) {
+// lpInsert puts member at its place (it is not in the set); last is the
+// offset of the last entry when the caller knows it (lpFindLast; -1 for an
+// empty set or when unknown): an item ordered after it goes at the end
+// without a scan for its place.
+func (z *ZSet) lpInsert(member string, score float64, last int) {
 	size := lpStrLen(member) + 8
 	if z.lp == nil {
 		z.lp = lpNew(size)
 	}
-	off, _ := z.lpPos(ZItem{score, member})
+	var off int
+	if it := (ZItem{score, member}); len(z.lp) <= lpHeader {
+		off = len(z.lp)
+	} else if m, sc, _ := z.lpEntryAt(last); last >= lpHeader && zless(ZItem{sc, lpView(m)}, it) {
+		off = len(z.lp)
+	} else {
+		off, _ = z.lpPos(it)
+	}
 	n := lpCount(z.lp) + 1
 	if off == len(z.lp) {
 		z.lp = lpGrow(z.lp, size)
@@ -207,20 +238,20 @@ func (z *ZSet) Add(member string, score float64) bool {
 	if z.tree != nil {
 		return z.bigAdd(member, score, false)
 	}
-	off, end, old, ok := z.lpFind(member)
+	off, end, old, ok, last := z.lpFindLast(member)
 	if ok {
 		if old == score {
 			return false
 		}
 		z.lpRemove(off, end, lpCount(z.lp)-1)
-		z.lpInsert(member, score)
+		z.lpInsert(member, score, -1)
 		return false
 	}
 	if z.lpTooLong(len(member)) {
 		z.convert()
 		return z.bigAdd(member, score, false)
 	}
-	z.lpInsert(member, score)
+	z.lpInsert(member, score, last)
 	if z.lpTooMany(lpCount(z.lp)) {
 		z.convert()
 	}
@@ -578,20 +609,20 @@ func (z *ZSet) AddBytes(member []byte, score float64) bool {
 	if z.tree != nil {
 		return z.bigAdd(view, score, true)
 	}
-	off, end, old, ok := z.lpFind(view)
+	off, end, old, ok, last := z.lpFindLast(view)
 	if ok {
 		if old == score {
 			return false
 		}
 		z.lpRemove(off, end, lpCount(z.lp)-1)
-		z.lpInsert(view, score)
+		z.lpInsert(view, score, -1)
 		return false
 	}
 	if z.lpTooLong(len(member)) {
 		z.convert()
 		return z.bigAdd(view, score, true)
 	}
-	z.lpInsert(view, score)
+	z.lpInsert(view, score, last)
 	if z.lpTooMany(lpCount(z.lp)) {
 		z.convert()
 	}

@@ -196,3 +196,87 @@ func BenchmarkJobCycleNext(b *testing.B) {
 		cycle()
 	}
 }
+
+// BenchmarkJobCycleBatch100 is bench/cmd/jobcycle's pipelined worker
+// through the handlers, per job: batches of 100 jobs on one queue, in the
+// plain form (100 ENQUEUE *, 100 CLAIM, 100 COMPLETE) and the NEXT form
+// (100 ENQUEUE *, then 100 COMPLETE ... NEXT of the jobs held, each
+// claiming one of the batch just enqueued). pending and active hold about
+// 100 members each: small sorted sets, whose removals from the front are
+// in place (internal/store/listpack.go).
+func BenchmarkJobCycleBatch100(b *testing.B) {
+	for _, next := range []bool{false, true} {
+		name := "plain"
+		if next {
+			name = "next"
+		}
+		b.Run(name, func(b *testing.B) { benchJobBatch(b, next, 100) })
+	}
+}
+
+func benchJobBatch(b *testing.B, next bool, batch int) {
+	s := store.New(16)
+	s.SetFeed(nopFeed{})
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	enq := [][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte("*"), []byte("payload-bytes")}
+	claim := [][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("30000")}
+	complete := [][]byte{[]byte("EMQ.COMPLETE"), []byte("q"), nil, []byte("1")}
+	completeNext := [][]byte{[]byte("EMQ.COMPLETE"), []byte("q"), nil, []byte("1"), []byte("NEXT"), []byte("30000")}
+	held := make([][]byte, batch)
+	for i := range held {
+		held[i] = make([]byte, 14)
+	}
+	// take reads the id of the job a claim array hands out into held[i].
+	take := func(i int) {
+		buf := c.W.Buf
+		if len(buf) < 13+14 || string(buf[:11]) != "*1\r\n*4\r\n$14" {
+			b.Fatalf("claim: %q", buf)
+		}
+		copy(held[i], buf[13:13+14])
+	}
+	enqueue := func() {
+		for range batch {
+			c.W.Reset()
+			c.ResetForCommand(enq)
+			vs.cmdEnqueue(c)
+		}
+	}
+	claimAll := func() {
+		for i := range batch {
+			c.W.Reset()
+			c.ResetForCommand(claim)
+			vs.cmdClaim(c)
+			take(i)
+		}
+	}
+	if next {
+		enqueue()
+		claimAll()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		c.NowMs++
+		enqueue()
+		if !next {
+			claimAll()
+		}
+		for i := range batch {
+			c.W.Reset()
+			if next {
+				completeNext[2] = held[i]
+				c.ResetForCommand(completeNext)
+				vs.cmdComplete(c)
+				take(i)
+			} else {
+				complete[2] = held[i]
+				c.ResetForCommand(complete)
+				vs.cmdComplete(c)
+				if string(c.W.Buf) != ":1\r\n" {
+					b.Fatalf("complete: %q", c.W.Buf)
+				}
+			}
+		}
+	}
+}

@@ -128,7 +128,8 @@ func getField(h *store.Hash, f string) rowField {
 
 // peekField is getField for a value the read pass is done with before the
 // verb applies (store.Hash.Peek: the hash may then be rewritten in place,
-// internal/store/listpack.go): the mint's last id, decoded at once.
+// internal/store/listpack.go): the mint's last id, decoded at once; a
+// metrics counter, parsed by the judgement (readCounter).
 func peekField(h *store.Hash, f string) rowField {
 	v, ok := h.Peek(f)
 	return rowField{Val: v, Present: ok}
@@ -205,13 +206,19 @@ func readRowFor(d *store.DB, key string, forPlan bool) jobRow {
 	}
 }
 
-// readCounter reads a metrics hash.
+// readCounter reads a metrics hash (emq:{q}:metrics:completed, :failed).
+// Its count is only parsed, by the judgement before the verb applies
+// (counterCheck: the HINCRBY the plan will run; EMQ.STATS's metric) and
+// never kept past it, so it is peeked (peekField): the hash is not marked
+// viewed and the plan's HINCRBY rewrites the count in place, where Get's
+// mark made every COMPLETE copy the hash (internal/store/listpack.go;
+// TestNextCycleAllocs).
 func readCounter(d *store.DB, key string) counter {
 	h, k := hashKind(d, key)
 	if k != keyOK {
 		return counter{Kind: k}
 	}
-	return counter{Kind: keyOK, Count: getField(h, "count")}
+	return counter{Kind: keyOK, Count: peekField(h, "count")}
 }
 
 // member reads whether id is in the sorted set at key, and its score.
