@@ -327,27 +327,33 @@ func redisBenchmark(c config) ([]row, error) {
 		side int
 	}
 	res := map[key][]float64{}
-	cpu := map[key][]float64{} // server CPU per request, us
+	cpu := map[key][]float64{}  // server CPU per request, us
+	wait := map[key][]float64{} // server run-queue wait, % of the test's wall time
+	ccpu := map[key][]float64{} // redis-benchmark's CPU per request, us
 	for round := 0; round < c.rounds; round++ {
 		for _, p := range []int{1, 32} {
 			logf("redis-benchmark round %d/%d, -P %d", round+1, c.rounds, p)
 			for _, t := range rbTests {
 				for side, proc := range []*procs.Proc{e, r} {
-					ns0, err := procs.CPUNanos(proc.Cmd.Process.Pid)
+					ns0, w0, err := procs.SchedNanos(proc.Cmd.Process.Pid)
 					if err != nil {
 						return nil, err
 					}
-					rps, err := runRB(c, proc.Addr, p, t)
+					t0 := time.Now()
+					rps, client, err := runRB(c, proc.Addr, p, t)
 					if err != nil {
 						return nil, fmt.Errorf("%s -P %d %s: %w", proc.Name, p, t.name, err)
 					}
-					ns1, err := procs.CPUNanos(proc.Cmd.Process.Pid)
+					wall := time.Since(t0)
+					ns1, w1, err := procs.SchedNanos(proc.Cmd.Process.Pid)
 					if err != nil {
 						return nil, err
 					}
 					k := key{p, t.name, side}
 					res[k] = append(res[k], rps)
 					cpu[k] = append(cpu[k], float64(ns1-ns0)/1e3/float64(c.rbRequests))
+					wait[k] = append(wait[k], 100*float64(w1-w0)/float64(wall.Nanoseconds()))
+					ccpu[k] = append(ccpu[k], float64(client.Nanoseconds())/1e3/float64(c.rbRequests))
 				}
 			}
 		}
@@ -374,22 +380,42 @@ func redisBenchmark(c config) ([]row, error) {
 				emqd: median(cpu[key{p, t.name, 0}]), redis: median(cpu[key{p, t.name, 1}]),
 			})
 		}
+		// Why a rate and the CPU per request disagree: the share of the
+		// test's wall time the server waited for CPU 0 behind other
+		// processes, and what the client on CPU 1 spent per request
+		// (bench/README.md, "`-P 32` and `-P 1` (issue 25, round 6)").
+		for _, t := range rbTests {
+			rows = append(rows, row{
+				section: fmt.Sprintf("redis-benchmark -P %d: server run-queue wait (%% of the wall time; no goal)", p),
+				name:    t.name, unit: "%",
+				emqd: median(wait[key{p, t.name, 0}]), redis: median(wait[key{p, t.name, 1}]),
+			})
+		}
+		for _, t := range rbTests {
+			rows = append(rows, row{
+				section: fmt.Sprintf("redis-benchmark -P %d: redis-benchmark's CPU per request (us; no goal)", p),
+				name:    t.name, unit: "us",
+				emqd: median(ccpu[key{p, t.name, 0}]), redis: median(ccpu[key{p, t.name, 1}]),
+			})
+		}
 	}
 	return rows, nil
 }
 
 // runRB runs one redis-benchmark test on the client CPUs and returns its
-// requests per second. An error reply stops redis-benchmark 7 and fails the
-// measure.
-func runRB(c config, addr string, p int, t rbTest) (float64, error) {
+// requests per second and the CPU time (user and system) redis-benchmark
+// used. An error reply stops redis-benchmark 7 and fails the measure.
+func runRB(c config, addr string, p int, t rbTest) (float64, time.Duration, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	args := []string{"-c", c.clientCPU, c.benchBin, "-h", host, "-p", port, "-c", strconv.Itoa(c.rbClients),
 		"-n", strconv.Itoa(c.rbRequests), "-P", strconv.Itoa(p), "--csv"}
 	args = append(args, t.args...)
-	out, err := exec.Command("taskset", args...).CombinedOutput()
+	cmd := exec.Command("taskset", args...) // taskset execs redis-benchmark: one process
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("%v: %s", err, out)
+		return 0, 0, fmt.Errorf("%v: %s", err, out)
 	}
+	client := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	for _, line := range strings.Split(strings.ReplaceAll(string(out), "\r", "\n"), "\n") {
 		if !strings.HasPrefix(line, `"`) || strings.HasPrefix(line, `"test"`) {
 			continue
@@ -400,11 +426,11 @@ func runRB(c config, addr string, p int, t rbTest) (float64, error) {
 		}
 		v, err := strconv.ParseFloat(strings.Trim(f[1], `"`), 64)
 		if err != nil {
-			return 0, fmt.Errorf("bad csv line %q", line)
+			return 0, 0, fmt.Errorf("bad csv line %q", line)
 		}
-		return v, nil
+		return v, client, nil
 	}
-	return 0, fmt.Errorf("no result in %q", out)
+	return 0, 0, fmt.Errorf("no result in %q", out)
 }
 
 // ---- job cycle and stall sweep (bench/cmd/jobcycle)

@@ -284,25 +284,39 @@ func StartRedisCluster(bin, cli string, n int) ([]*Proc, error) {
 // /proc/PID/task/TID/schedstat (a thread that ends meanwhile is skipped).
 // bench/cmd/jobcycle and bench/cmd/compare read the servers' CPU with it.
 func CPUNanos(pid int) (int64, error) {
+	cpu, _, err := SchedNanos(pid)
+	return cpu, err
+}
+
+// SchedNanos is the CPU time (ns) process pid has run so far and the time
+// (ns) its threads have waited in a run queue, runnable but not running:
+// the sums of the first and the second field of each
+// /proc/PID/task/TID/schedstat (a thread that ends meanwhile is skipped).
+// On a shared core the wait is the share of it other processes (or the
+// process's own other threads) took: bench/cmd/compare prints it beside
+// the rates, which follow it (bench/README.md, "`-P 32` and `-P 1` (issue
+// 25, round 6)").
+func SchedNanos(pid int) (cpu, wait int64, err error) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var sum int64
 	for _, t := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
 		if err != nil {
 			continue // the thread ended
 		}
 		f := strings.Fields(string(b))
-		if len(f) == 0 {
+		if len(f) < 2 {
 			continue
 		}
-		v, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
+		v, err1 := strconv.ParseInt(f[0], 10, 64)
+		w, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
 		}
-		sum += v
+		cpu += v
+		wait += w
 	}
-	return sum, nil
+	return cpu, wait, nil
 }
