@@ -85,7 +85,8 @@ func TestIdleConnectionsSleepAndResume(t *testing.T) {
 // 300 idle connections hold no goroutine once asleep (issue 27 item 9:
 // the goroutine's stack was 4.3 KiB of the 7,505 resident bytes each): the
 // goroutine count comes back to within 20 of what it was before they
-// connected, where it is 300 higher without the idle poller.
+// connected, where it is at least 280 higher while they are awake (and
+// stays so without the idle poller).
 func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 	clk := clock.NewManual(1_000_000)
 	s := startServer(t, nil, clk)
@@ -100,7 +101,11 @@ func TestIdleConnectionsHoldNoGoroutine(t *testing.T) {
 			t.Fatal(r)
 		}
 	}
-	if g := runtime.NumGoroutine(); g < before+n {
+	// Awake, each connection holds its goroutine. The count is taken
+	// with the same slack of 20 as asleep below: a goroutine of the
+	// server's or the runtime's counted in before may have ended since
+	// (the newcomer's whole-suite run read 305 against 306 under load).
+	if g := runtime.NumGoroutine(); g < before+n-20 {
 		t.Fatalf("%d goroutines with %d connections awake, %d before", g, n, before)
 	}
 	clk.Advance(idleShrinkMs + 100)
