@@ -78,9 +78,6 @@ func ktCapFor(n int) int {
 
 func (t *keyTable) len() int { return t.used }
 
-// bytes is the size of the table's arrays (not of the keys and values).
-func (t *keyTable) bytes() int { return len(t.tag) * (2 + 24) }
-
 func (t *keyTable) hash(k string) uint64 { return maphash.String(t.seed, k) }
 
 func ktTag(h uint64) uint8 { return uint8(h>>57) | ktFull }
