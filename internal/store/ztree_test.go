@@ -80,15 +80,7 @@ func ztCheck(t *ztree, want []ZItem) error {
 }
 
 func ztRefPos(ref []ZItem, it ZItem) int {
-	i, _ := slices.BinarySearchFunc(ref, it, func(a, b ZItem) int {
-		switch {
-		case zless(a, b):
-			return -1
-		case zless(b, a):
-			return 1
-		}
-		return 0
-	})
+	i, _ := slices.BinarySearchFunc(ref, it, zcmp)
 	return i
 }
 
