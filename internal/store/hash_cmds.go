@@ -37,7 +37,8 @@ func hashCommands() []*CommandSpec {
 
 // HashScanAllMax is the largest hash that HSCAN returns whole, with cursor
 // 0, whatever the cursor asked (as Valkey does for a listpack-encoded hash;
-// the brief fixes the bound at 512 fields). Bigger hashes are paged (scan.go).
+// the brief fixes the bound at 512 fields). Bigger hashes are paged (scan.go),
+// and a paged scan goes on paging a hash that shrinks to this size meanwhile.
 const HashScanAllMax = 512
 
 // HSET key field value [field value ...] -> `:n` new fields;
@@ -380,7 +381,7 @@ func cmdHScan(c *Ctx) {
 	}
 	var out []fv
 	var next uint64
-	if h.Len() <= HashScanAllMax {
+	if h.Len() <= HashScanAllMax && !c.DB.scanCollPaging(h, cursor) {
 		h.Range(func(f string, v []byte) bool {
 			if o.match(f) {
 				out = append(out, fv{f, v})
@@ -391,7 +392,7 @@ func cmdHScan(c *Ctx) {
 		var names []scanName
 		names, next = c.DB.scanCollPage(h, h.Len(), cursor, o.count, func(yield func(string)) {
 			h.Range(func(f string, _ []byte) bool { yield(f); return true })
-		})
+		}, func(f string) bool { _, ok := h.Peek(f); return ok })
 		for _, n := range names {
 			if v, ok := h.Get(n.name); ok && o.match(n.name) {
 				out = append(out, fv{n.name, v})

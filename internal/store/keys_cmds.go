@@ -86,9 +86,10 @@ func cmdKeys(c *Ctx) {
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]: `*2` [cursor,
 // array of keys]. `ERR invalid cursor`, then the options in order
 // (parseScanOptions: COUNT, `ERR unknown type name 'x'`, NOVALUES/NOSCORES
-// errors, syntax errors). COUNT (default 10) is how many keys of the scan
-// order a call visits; MATCH and TYPE filter those, so a page may be empty
-// with a non-zero cursor. Guarantees: scan.go.
+// errors, syntax errors). COUNT (default 10) is how many present keys of
+// the scan order a call samples, looking at no more than 10*COUNT positions
+// (Valkey's scanGenericCommand); MATCH and TYPE filter those, so a page may
+// be empty with a non-zero cursor (docs/compat.md). Guarantees: scan.go.
 func cmdScan(c *Ctx) {
 	cursor, ok := ParseScanCursor(c.Argv[1])
 	if !ok {

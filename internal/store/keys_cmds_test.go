@@ -431,3 +431,113 @@ func TestCommandSpecs(t *testing.T) {
 		}
 	}
 }
+
+// A scan whose snapshot was built before most keys were deleted still moves
+// about COUNT live keys a call (docs/compat.md: COUNT samples present names,
+// looking at no more than 10*COUNT positions, and a scan rebuilds its
+// snapshot when eight in nine of its names are gone), and returns every
+// survivor once. Before these rules, 5,000 snapshot names at COUNT 10 took
+// 500 calls however few keys were left.
+func TestScanAfterMassDeletion(t *testing.T) {
+	for _, c := range []struct {
+		keep       int // keep every keep-th key after the first page
+		minC, maxC int // calls wanted
+		why        string
+	}{
+		{5, 95, 110, "1,000 survivors, no rebuild (a fifth are left): about 10 a call"},
+		{10, 45, 60, "500 survivors, the snapshot rebuilt: about 10 a call"},
+		{5000, 2, 2, "one survivor, the snapshot rebuilt: the next call ends the scan"},
+	} {
+		s := New(16)
+		const n = 5000
+		for i := 0; i < n; i++ {
+			run(t, s, 2, "SET", "k"+strconv.Itoa(i), "v")
+		}
+		seen, pages := scanAll(t, s, []string{"COUNT", "10"}, func(page int) {
+			if page == 1 {
+				for i := 0; i < n; i++ {
+					if i%c.keep != 0 {
+						run(t, s, 2, "DEL", "k"+strconv.Itoa(i))
+					}
+				}
+			}
+		})
+		for i := 0; i < n; i += c.keep {
+			if k := "k" + strconv.Itoa(i); seen[k] != 1 {
+				t.Fatalf("keep 1 in %d: survivor %s returned %d times", c.keep, k, seen[k])
+			}
+		}
+		if pages < c.minC || pages > c.maxC {
+			t.Fatalf("keep 1 in %d: the scan took %d calls at COUNT 10, want %d-%d (%s)", c.keep, pages, c.minC, c.maxC, c.why)
+		}
+	}
+}
+
+// HSCAN and ZSCAN of big collections follow the same rule.
+func TestCollScanAfterMassDeletion(t *testing.T) {
+	s := New(16)
+	const n = 3000
+	for i := 0; i < n; i++ {
+		run(t, s, 2, "HSET", "h", "f"+strconv.Itoa(i), "v")
+		run(t, s, 2, "ZADD", "z", strconv.Itoa(i), "m"+strconv.Itoa(i))
+	}
+	for _, c := range []struct{ cmd, key, pre, only, del string }{
+		{"HSCAN", "h", "f", "NOVALUES", "HDEL"}, {"ZSCAN", "z", "m", "NOSCORES", "ZREM"},
+	} {
+		cursor, calls, seen := "0", 0, map[string]int{}
+		for {
+			node, _ := parseRESP(t, run(t, s, 2, c.cmd, c.key, cursor, "COUNT", "10", c.only))
+			for _, k := range node.kids[1].kids {
+				seen[k.text]++
+			}
+			cursor = node.kids[0].text
+			calls++
+			if calls == 1 { // keep every tenth name
+				for i := 0; i < n; i++ {
+					if i%10 != 0 {
+						run(t, s, 2, c.del, c.key, c.pre+strconv.Itoa(i))
+					}
+				}
+			}
+			if cursor == "0" || calls > 10000 {
+				break
+			}
+		}
+		for i := 0; i < n; i += 10 {
+			if m := c.pre + strconv.Itoa(i); seen[m] != 1 {
+				t.Fatalf("%s: survivor %s returned %d times", c.cmd, m, seen[m])
+			}
+		}
+		// 300 survivors at about 10 a call, against 300 calls by snapshot size.
+		if calls > 36 || calls < 28 {
+			t.Fatalf("%s took %d calls over 300 survivors at COUNT 10, want about 30", c.cmd, calls)
+		}
+	}
+}
+
+// A page looks at no more than 10*COUNT snapshot names, live or not, as
+// Valkey's SCAN visits at most 10*COUNT buckets a call.
+func TestScanPageLooksAtTenTimesCount(t *testing.T) {
+	sn := buildScanSnapshot(nil, 0, 1000, func(yield func(string)) {
+		for i := 0; i < 1000; i++ {
+			yield("n" + strconv.Itoa(i))
+		}
+	})
+	only := sn.names[500].name
+	looked := 0
+	live := func(name string) bool { looked++; return name == only }
+	names, next := sn.page(0, 10, live)
+	if len(names) < 100 || len(names) > 101 || looked != 100 || next == 0 {
+		t.Fatalf("page over dead names: %d names, %d looked at, next %d; want 100 (ties aside), 100, non-zero", len(names), looked, next)
+	}
+	looked = 0
+	names, next = sn.page(sn.names[450].pos, 3, live)
+	if looked != 30 || next == 0 {
+		t.Fatalf("page from 450 at COUNT 3: %d looked at, next %d", looked, next)
+	}
+	looked = 0
+	names, _ = sn.page(sn.names[495].pos, 1, live)
+	if looked != 6 || names[len(names)-1].pos != sn.names[500].pos {
+		t.Fatalf("page from 495 at COUNT 1 looked at %d names, ended at %q; want 6, ending on the live one", looked, names[len(names)-1].name)
+	}
+}

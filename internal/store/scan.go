@@ -85,15 +85,29 @@ func buildScanSnapshot(src any, dirty int64, size int, each func(yield func(stri
 	return sn
 }
 
-// page returns the names at or after cursor, count of them plus any that
-// share the last one's position, and the cursor of the next page (0 when
-// this page reaches the end).
-func (sn *scanSnapshot) page(cursor uint64, count int64) ([]scanName, uint64) {
+// page returns the names at or after cursor and the cursor of the next
+// page (0 when this page reaches the end). live reports whether a name is
+// still present; like Valkey's scanGenericCommand (db.c), which visits
+// buckets until it has sampled COUNT entries or visited 10*COUNT buckets, a
+// page runs until it holds count live names or has looked at 10*count
+// names, then takes any that share the last one's position. So a snapshot
+// whose names were mostly deleted after it was built (a keyspace emptied
+// while a scan runs) still moves about COUNT live names a call, where a page
+// of count snapshot names would return mostly nothing; Valkey's table
+// shrinks under the same deletions to the same effect.
+func (sn *scanSnapshot) page(cursor uint64, count int64, live func(string) bool) ([]scanName, uint64) {
 	n := len(sn.names)
 	i := sort.Search(n, func(i int) bool { return sn.names[i].pos >= cursor })
-	end := n
-	if count < int64(n-i) {
-		end = i + int(count)
+	limit := int64(n - i)
+	if count <= limit/10 {
+		limit = count * 10
+	}
+	end, sampled := i, int64(0)
+	for end < i+int(limit) && sampled < count {
+		if live(sn.names[end].name) {
+			sampled++
+		}
+		end++
 	}
 	for end < n && end > i && sn.names[end].pos == sn.names[end-1].pos {
 		end++
@@ -104,11 +118,30 @@ func (sn *scanSnapshot) page(cursor uint64, count int64) ([]scanName, uint64) {
 	return sn.names[i:end], sn.names[end-1].pos + 1
 }
 
+// scanShrinkMin and scanShrinkRatio decide when a scan under way rebuilds
+// its snapshot because most of its names are gone: at least scanShrinkMin
+// names, and scanShrinkRatio times the live count or more. Valkey shrinks a
+// hash table whose fill falls under an eighth (dict.c), after which its
+// cursor walks the small table; a rebuilt snapshot does the same here. The
+// guarantees hold across a rebuild (positions are a function of the name,
+// and the new snapshot, built after the scan began, holds every name present
+// throughout). The cost is O(n log n) of the live names, paid again only
+// after another eightfold shrink.
+const (
+	scanShrinkMin   = 1024
+	scanShrinkRatio = 8
+)
+
+func scanShrunk(sn *scanSnapshot, live int) bool {
+	return sn.size >= scanShrinkMin && sn.size >= scanShrinkRatio*live
+}
+
 // scanKeysPage returns one page of the keyspace for SCAN: candidate keys
 // (the caller checks each still exists) and the next cursor.
 func (d *DB) scanKeysPage(cursor uint64, count int64) ([]scanName, uint64) {
+	live := func(k string) bool { return d.keys.get(k) != nil }
 	sn := d.scan.keys
-	if sn == nil || (cursor == 0 && (sn.dirty != d.s.DirtyCount || sn.size != d.keys.len())) {
+	if sn == nil || (cursor == 0 && (sn.dirty != d.s.DirtyCount || sn.size != d.keys.len())) || scanShrunk(sn, d.keys.len()) {
 		sn = buildScanSnapshot(nil, d.s.DirtyCount, d.keys.len(), func(yield func(string)) {
 			for k := range d.keys.all() {
 				yield(k)
@@ -116,7 +149,7 @@ func (d *DB) scanKeysPage(cursor uint64, count int64) ([]scanName, uint64) {
 		})
 		d.scan.keys = sn
 	}
-	names, next := sn.page(cursor, count)
+	names, next := sn.page(cursor, count, live)
 	if next == 0 {
 		d.scan.keys = nil
 	}
@@ -125,9 +158,9 @@ func (d *DB) scanKeysPage(cursor uint64, count int64) ([]scanName, uint64) {
 
 // scanCollPage returns one page of a big collection src (a *Hash or *ZSet,
 // for HSCAN/ZSCAN) of size names, listed by each when a snapshot must be
-// built: candidate names (the caller checks each still exists) and the next
-// cursor.
-func (d *DB) scanCollPage(src any, size int, cursor uint64, count int64, each func(yield func(string))) ([]scanName, uint64) {
+// built, and live reports whether a name is still in it: candidate names
+// (the caller checks each still exists) and the next cursor.
+func (d *DB) scanCollPage(src any, size int, cursor uint64, count int64, each func(yield func(string)), live func(string) bool) ([]scanName, uint64) {
 	idx := -1
 	for i, sn := range d.scan.colls {
 		if sn.src == src {
@@ -138,7 +171,7 @@ func (d *DB) scanCollPage(src any, size int, cursor uint64, count int64, each fu
 	var sn *scanSnapshot
 	if idx >= 0 {
 		sn = d.scan.colls[idx]
-		if cursor == 0 && (sn.dirty != d.s.DirtyCount || sn.size != size) {
+		if (cursor == 0 && (sn.dirty != d.s.DirtyCount || sn.size != size)) || scanShrunk(sn, size) {
 			sn = nil
 		}
 		d.scan.colls = append(d.scan.colls[:idx], d.scan.colls[idx+1:]...)
@@ -146,7 +179,7 @@ func (d *DB) scanCollPage(src any, size int, cursor uint64, count int64, each fu
 	if sn == nil {
 		sn = buildScanSnapshot(src, d.s.DirtyCount, size, each)
 	}
-	names, next := sn.page(cursor, count)
+	names, next := sn.page(cursor, count, live)
 	if next != 0 {
 		if len(d.scan.colls) >= scanCollMax {
 			d.scan.colls = append(d.scan.colls[:0], d.scan.colls[1:]...)
@@ -154,6 +187,22 @@ func (d *DB) scanCollPage(src any, size int, cursor uint64, count int64, each fu
 		d.scan.colls = append(d.scan.colls, sn)
 	}
 	return names, next
+}
+
+// scanCollPaging reports whether a paged scan of src is under way: a
+// snapshot of it is kept and cursor is not 0. HSCAN and ZSCAN then go on
+// paging a collection that has shrunk to the size they return whole, so
+// that the scan's names are not returned a second time.
+func (d *DB) scanCollPaging(src any, cursor uint64) bool {
+	if cursor == 0 {
+		return false
+	}
+	for _, sn := range d.scan.colls {
+		if sn.src == src {
+			return true
+		}
+	}
+	return false
 }
 
 // resetScan drops every snapshot of d (FLUSHDB, FLUSHALL).

@@ -1161,7 +1161,8 @@ func zremrangeGeneric(c *Ctx, rt zrangeType) {
 
 // ZSetScanAllMax is the largest sorted set that ZSCAN returns whole, in
 // rank order, with cursor 0 (Valkey's zset-max-listpack-entries default:
-// such sets are listpacks there and are also returned whole).
+// such sets are listpacks there and are also returned whole). A paged scan
+// goes on paging a set that shrinks to this size meanwhile (scan.go).
 const ZSetScanAllMax = 128
 
 // cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count] [NOSCORES]:
@@ -1200,7 +1201,7 @@ func cmdZScan(c *Ctx) {
 			writeScoreBulk(c.W, it.Score)
 		}
 	}
-	if z.Len() <= ZSetScanAllMax {
+	if z.Len() <= ZSetScanAllMax && !c.DB.scanCollPaging(z, cursor) {
 		c.W.Array(2)
 		c.W.BulkString("0")
 		at, n := len(c.W.Buf), 0
@@ -1214,7 +1215,8 @@ func cmdZScan(c *Ctx) {
 		deferredArray(c.W, at, n)
 		return
 	}
-	names, next := c.DB.scanCollPage(z, z.Len(), cursor, o.count, z.members)
+	names, next := c.DB.scanCollPage(z, z.Len(), cursor, o.count, z.members,
+		func(m string) bool { _, ok := z.Score(m); return ok })
 	var tmp [24]byte
 	c.W.Array(2)
 	c.W.Bulk(strconv.AppendUint(tmp[:0], next, 10))
