@@ -226,9 +226,13 @@ func (t *ztree) leafInsert(l *ztLeaf, it ZItem, first, last, atEnd bool) (*ztLea
 	copy(all[pos+1:], l.items[pos:])
 	m := (ztFan + 1) / 2
 	switch {
-	case last && pos == ztFan:
-		m = ztFan // ascending inserts: keep this leaf full
-	case first && pos == 0:
+	case last && pos > ztFan/2:
+		// Ascending inserts, some a few places out of order (a queue's
+		// producers): keep this leaf full, the new last one takes the
+		// greatest item. A leaf split in half here would stay half full:
+		// only later stragglers land in its range.
+		m = ztFan
+	case first && pos < ztFan/2:
 		m = 1 // descending inserts: keep the new leaf full
 	}
 	right := &ztLeaf{owner: t.id, items: make([]ZItem, ztFan+1-m, ztFan)}
@@ -250,6 +254,9 @@ func (t *ztree) innerInsert(n *ztInner, h int, it ZItem, first, last, atEnd bool
 	var sep ZItem
 	if h == 1 {
 		l := t.ownLeaf(&n.leaves[i])
+		if len(l.items) == ztFan && t.leafShift(n, i, l, it, atEnd) {
+			return nil, ZItem{}
+		}
 		r, s := t.leafInsert(l, it, first, last, atEnd)
 		n.sizes[i] = len(l.items)
 		if r == nil {
@@ -267,6 +274,59 @@ func (t *ztree) innerInsert(n *ztInner, h int, it ZItem, first, last, atEnd bool
 		newRight, sep = r, s
 	}
 	return t.innerAdd(n, h, i+1, newRight, sep, last)
+}
+
+// leafShift inserts it into l, the full leaf child i of n (owned), by
+// moving one item to a neighbour leaf with room instead of splitting l:
+// the greatest to the front of the next leaf, else the least to the end of
+// the previous one; false when neither has room (n is unchanged). A queue's
+// pending set needs it: a straggler among ascending job ids that belongs
+// to the full leaf before the last would otherwise split it in half, for
+// good (TestZTreeQueueTurnoverKeepsLeavesFull).
+func (t *ztree) leafShift(n *ztInner, i int, l *ztLeaf, it ZItem, atEnd bool) bool {
+	pos := ztFan
+	if !atEnd {
+		pos = leafPos(l, it)
+	}
+	switch {
+	case i+1 < n.n && len(n.leaves[i+1].items) < ztFan:
+		out := it
+		if pos < ztFan {
+			out = l.items[ztFan-1]
+			copy(l.items[pos+1:], l.items[pos:ztFan-1])
+			l.items[pos] = it
+		}
+		r := t.ownLeaf(&n.leaves[i+1])
+		leafRoom(r)
+		r.items = r.items[:len(r.items)+1]
+		copy(r.items[1:], r.items)
+		r.items[0] = out
+		n.sizes[i+1]++
+		n.seps[i] = out
+	case i > 0 && len(n.leaves[i-1].items) < ztFan:
+		out := it
+		if pos > 0 {
+			out = l.items[0]
+			copy(l.items[:pos-1], l.items[1:pos])
+			l.items[pos-1] = it
+		}
+		p := t.ownLeaf(&n.leaves[i-1])
+		leafRoom(p)
+		p.items = append(p.items, out)
+		n.sizes[i-1]++
+		n.seps[i-1] = l.items[0]
+	default:
+		return false
+	}
+	return true
+}
+
+// leafRoom gives l, which holds fewer than ztFan items, the capacity for
+// one more.
+func leafRoom(l *ztLeaf) {
+	if n := len(l.items); n == cap(l.items) {
+		l.items = append(make([]ZItem, 0, min(ztFan, max(4, 2*n))), l.items...)
+	}
 }
 
 // innerAdd puts child c (a *ztLeaf at height 1, else a *ztInner) with
