@@ -55,6 +55,15 @@ type ZSet struct {
 	// their callback may write z while the walk still reads the old
 	// bytes, so no edit is in place meanwhile.
 	walks int32
+	// lpTail is the offset of the listpack's last entry while its members
+	// are known to ascend in member order too (0: not known). A queue's
+	// sets are built so (pending by minted id at one score, active by
+	// deadline as the ids are claimed), and a member that orders after the
+	// tail in both score and member bytes is then new and goes at the end:
+	// Add needs no scan of the set for it (lpAfterTail). Kept by lpInsert
+	// and lpRemove, the only writers of a listpack's entries; it fits in
+	// the struct's padding (64 bytes either way).
+	lpTail int32
 }
 
 // NewZSet returns an empty sorted set (listpack encoding).
@@ -146,12 +155,14 @@ func (z *ZSet) lpInsert(member string, score float64, last int) {
 	}
 	n := lpCount(z.lp) + 1
 	if off == len(z.lp) {
+		z.setTail(off, n == 1 || (last >= lpHeader && int(z.lpTail) == last && z.lpMemberAt(last) < member))
 		z.lp = lpGrow(z.lp, size)
 		z.lp = lpAppendStr(z.lp, member)
 		z.lp = lpAppendScore(z.lp, score)
 		lpSetCount(z.lp, n)
 		return
 	}
+	z.lpTail = 0 // an entry in the middle: the member order is not known
 	if z.lpInPlace() {
 		lp := z.lp
 		if cap(lp)-len(lp) < size {
@@ -173,6 +184,52 @@ func (z *ZSet) lpInsert(member string, score float64, last int) {
 	})
 }
 
+// lpAfterTail reports whether member, at score, is known to be absent
+// from the listpack and to order after its last entry without a scan: the
+// members ascend in member order as well (lpTail is set), and the tail's
+// score is at most score and its member orders before member. Every
+// member is then at most the tail's, so none is member.
+func (z *ZSet) lpAfterTail(member string, score float64) bool {
+	t := int(z.lpTail)
+	if t < lpHeader || t >= len(z.lp) {
+		return false
+	}
+	m, sc, _ := z.lpEntry(t)
+	return sc <= score && lpView(m) < member
+}
+
+// lpAddAtEnd is Add's insert of a new member that orders after every
+// entry (lpAfterTail): at the end, converting the set as Add does; clone
+// as bigAdd's.
+func (z *ZSet) lpAddAtEnd(member string, score float64, clone bool) bool {
+	if z.lpTooLong(len(member)) {
+		z.convert()
+		return z.bigAdd(member, score, clone)
+	}
+	z.lpInsert(member, score, int(z.lpTail))
+	if z.lpTooMany(lpCount(z.lp)) {
+		z.convert()
+	}
+	return true
+}
+
+// lpMemberAt is the member of the entry at off, a view.
+func (z *ZSet) lpMemberAt(off int) string {
+	m, _ := lpStr(z.lp, off)
+	return lpView(m)
+}
+
+// setTail records off as the offset of a new last entry, with the member
+// order known to ascend when asc (lpTail; an offset past int32 is not
+// kept).
+func (z *ZSet) setTail(off int, asc bool) {
+	if asc && off <= math.MaxInt32 {
+		z.lpTail = int32(off)
+	} else {
+		z.lpTail = 0
+	}
+}
+
 // lpInPlace reports whether the listpack's bytes below len may be written:
 // no view of them was handed out (the viewed bit, listpack.go) and no walk
 // is reading them.
@@ -186,6 +243,20 @@ func (z *ZSet) lpInPlace() bool { return z.walks == 0 && !lpViewed(z.lp) }
 // of the oldest active one); a removal elsewhere moves the bytes after it
 // down. The bytes before a moved start stay unused until the next copy.
 func (z *ZSet) lpRemove(off, end, n int) {
+	if t := int(z.lpTail); t >= end {
+		z.lpTail = int32(t - (end - off)) // the entries after the cut move down
+	} else if t >= off {
+		// The tail is cut (and everything after off with it): the members
+		// before off still ascend, and the last of them is the new tail.
+		// Finding it is a walk up to off, which the removal's own search
+		// for off has just made (ZREM and ZPOPMAX of the last member).
+		last := -1
+		for o := lpHeader; o < off; {
+			_, s := lpStr(z.lp, o)
+			last, o = o, s+8
+		}
+		z.setTail(last, last >= lpHeader)
+	}
 	lp := z.lp
 	if !z.lpInPlace() {
 		z.lp = lpCut(lp, off, end, n)
@@ -237,6 +308,9 @@ func (z *ZSet) Add(member string, score float64) bool {
 	}
 	if z.tree != nil {
 		return z.bigAdd(member, score, false)
+	}
+	if z.lpAfterTail(member, score) {
+		return z.lpAddAtEnd(member, score, false)
 	}
 	off, end, old, ok, last := z.lpFindLast(member)
 	if ok {
@@ -314,7 +388,7 @@ func (z *ZSet) convert() {
 		}
 		t.Insert(it)
 	}
-	z.tree, z.lp = t, nil
+	z.tree, z.lp, z.lpTail = t, nil, 0
 	if !uniform {
 		z.buildDict()
 	}
@@ -374,6 +448,7 @@ func (z *ZSet) Copy() *ZSet {
 	if z.tree == nil {
 		if z.lp != nil {
 			out.lp = lpFresh(append(lpAlloc(len(z.lp)), z.lp...))
+			out.lpTail = z.lpTail // the same bytes at the same offsets
 		}
 		return out
 	}
@@ -608,6 +683,9 @@ func (z *ZSet) AddBytes(member []byte, score float64) bool {
 	view := zview(member)
 	if z.tree != nil {
 		return z.bigAdd(view, score, true)
+	}
+	if z.lpAfterTail(view, score) {
+		return z.lpAddAtEnd(view, score, true)
 	}
 	off, end, old, ok, last := z.lpFindLast(view)
 	if ok {
