@@ -73,6 +73,10 @@ type planKeys struct {
 	incr  []pendingIncr // at most 4, in order of first increment
 	buf   [4]pendingIncr
 	head  heldHead
+	// fold is an HSET's pairs with its key's held increments before them
+	// (foldIncr), and digits their values in decimal.
+	fold   [2 * 8][]byte
+	digits [4][20]byte
 }
 
 // heldHead is the ZREMs of a big sorted set's least members held back: the
@@ -168,6 +172,66 @@ func (pk *planKeys) flushIncr(key string) {
 	pk.incr = kept
 }
 
+// foldIncr writes the increments held for key together with the HSET of
+// fv that follows them (room: plan.Op.Room) in one pass over h's
+// listpack, as if each increment were written first and then fv
+// (Hash.lpSetPairs with the incremented fields' pairs before fv's: an
+// existing field is rewritten where it stands and a new one appended in
+// that order, which is what the op-by-op writes leave). The claim's
+// HINCRBY of attempts and HSET of state, lease_epoch and claimed_at
+// copied the row twice; folded, once (TestPlainCycleAllocs). It reports
+// false, having written nothing, when it does not apply: no increment
+// held for key, a hashtable hash (it keeps views of the values, and the
+// digits here are scratch), or a write lpSetPairs declines (a field of fv
+// incremented too, more than 8 pairs, a conversion); the caller then
+// writes them op by op.
+func (pk *planKeys) foldIncr(key string, h *Hash, fv [][]byte, room int) bool {
+	if h.big() {
+		return false
+	}
+	n := 0
+	for _, p := range pk.incr {
+		if p.key == key {
+			n++
+		}
+	}
+	if n == 0 || 2*n+len(fv) > len(pk.fold) {
+		return false
+	}
+	pairs := pk.fold[:0]
+	k := 0
+	for _, p := range pk.incr {
+		if p.key != key {
+			continue
+		}
+		var cur int64
+		if v, ok := h.peek(zview(p.field)); ok {
+			c, ok := num.ParseInt(v)
+			if !ok {
+				panic("store: plan HINCRBY on a non-integer field " + key + " " + zview(p.field))
+			}
+			cur = c
+		}
+		pairs = append(pairs, p.field, strconv.AppendInt(pk.digits[k][:0], cur+p.sum, 10))
+		k++
+	}
+	pairs = append(pairs, fv...)
+	ok := h.lpSetPairs(pairs, room)
+	clear(pairs) // the pool of plans holds no bytes through the scratch
+	if !ok {
+		return false
+	}
+	kept := pk.incr[:0]
+	for _, p := range pk.incr {
+		if p.key != key {
+			kept = append(kept, p)
+		}
+	}
+	clear(pk.incr[len(kept):])
+	pk.incr = kept
+	return true
+}
+
 // incrField is HINCRBY key field n on h, known to succeed.
 func incrField(key string, h *Hash, field []byte, n int64) {
 	f := zview(field)
@@ -259,7 +323,7 @@ func (pk *planKeys) hashForWrite(d *DB, key string) (*Hash, string) {
 }
 
 func applyOp(d *DB, o *plan.Op, pk *planKeys) {
-	if len(pk.incr) > 0 && o.Kind != plan.HIncrBy {
+	if len(pk.incr) > 0 && o.Kind != plan.HIncrBy && o.Kind != plan.HSet {
 		pk.flushIncr(o.Key) // the op sees the key's increments
 	}
 	if pk.head.z != nil && o.Kind != plan.ZRem && o.Key == pk.head.key {
@@ -269,6 +333,12 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 	case plan.HSet:
 		h, e := d.HashForWrite(o.Key)
 		mustType(e, o)
+		if len(pk.incr) > 0 {
+			if pk.foldIncr(o.Key, h, o.Fields, int(o.Room)) {
+				return
+			}
+			pk.flushIncr(o.Key) // the op sees the key's increments
+		}
 		// A plan's bytes are never written again (package plan), so the
 		// hash may keep the field as a view of them.
 		h.setPlan(o.Fields, int(o.Room))

@@ -80,12 +80,23 @@ func TestApplyPlanRandom(t *testing.T) {
 			f := fields[rng.Intn(len(fields))]
 			switch rng.Intn(8) {
 			case 0:
-				v := int64(rng.Intn(2000) - 1000)
-				p.HSet(hk, f, strconv.FormatInt(v, 10))
-				if model[hk] == nil {
-					model[hk] = map[string]int64{}
+				// One to three pairs (a field may repeat: the last value
+				// stays), often after increments of the same hash (the
+				// claim's HINCRBY attempts and HSET of the row, folded into
+				// one write: planKeys.foldIncr).
+				var fv []string
+				for j, m := 0, 1+rng.Intn(3); j < m; j++ {
+					if j > 0 {
+						f = fields[rng.Intn(len(fields))]
+					}
+					v := int64(rng.Intn(2000) - 1000)
+					fv = append(fv, f, strconv.FormatInt(v, 10))
+					if model[hk] == nil {
+						model[hk] = map[string]int64{}
+					}
+					model[hk][f] = v
 				}
-				model[hk][f] = v
+				p.HSet(hk, fv...)
 			case 1:
 				p.HDel(hk, f)
 				delete(model[hk], f)
