@@ -40,7 +40,15 @@ type Op struct {
 	// docs/architecture.md §2.11). A layout hint: the keyspace and the AOF
 	// record are the same with any value (not rendered by Argv).
 	Room uint16
-	Key  string
+	// Borrow: HSET only, bit i set when the value of pair i is the
+	// caller's bytes, valid only while the plan applies (a command's
+	// argument: the store copies what it keeps, docs/architecture.md §2.9),
+	// so the store copies it where it would keep the slice itself (a
+	// hashtable hash); a listpack copies every value anyway. Without the
+	// bit a value is kept as given (shared read-only plan bytes). Like
+	// Room, a storage hint: the keyspace and the AOF record are the same.
+	Borrow uint8
+	Key    string
 	// Fields: HSET field/value pairs; HDEL fields; HINCRBY the one field.
 	Fields [][]byte
 	// Member: ZADD / ZREM member.
@@ -73,6 +81,11 @@ type Plan struct {
 	Ops []Op
 	// pooled: the plan came from Get, and Put may take it back.
 	pooled bool
+	// fields is the backing of the Fields HSetBytes copies its pairs into,
+	// kept with the plan through the pool: a verb's variadic pairs then
+	// stay on its stack (a new row's eight were a 192-byte allocation per
+	// job, the mint's two another).
+	fields [][]byte
 }
 
 // pool holds plans Put back after they were applied: a verb's plan and its
@@ -108,6 +121,12 @@ func Put(p *Plan) {
 		clear(p.Ops)
 		p.Ops = p.Ops[:0]
 	}
+	if cap(p.fields) > maxPooledFields {
+		p.fields = nil
+	} else {
+		clear(p.fields)
+		p.fields = p.fields[:0]
+	}
 	pool.Put(p)
 }
 
@@ -123,9 +142,19 @@ func (p *Plan) HSet(key string, fv ...string) {
 	p.Ops = append(p.Ops, Op{Kind: HSet, Key: key, Fields: fs})
 }
 
-// HSetBytes is HSet with byte values (binary payloads).
+// maxPooledFields is the most field and value slices a plan's Fields
+// backing may keep through the pool (a claim of 64 jobs shares one field
+// list; the common plans hold 2 to 12).
+const maxPooledFields = 256
+
+// HSetBytes is HSet with byte values (binary payloads). The op's Fields
+// are a copy of fv in the plan's own backing (the slices, not the bytes
+// they point to, which the plan keeps as given): fv may be the caller's
+// scratch or its variadic list.
 func (p *Plan) HSetBytes(key string, fv ...[]byte) {
-	p.Ops = append(p.Ops, Op{Kind: HSet, Key: key, Fields: fv})
+	at := len(p.fields)
+	p.fields = append(p.fields, fv...)
+	p.Ops = append(p.Ops, Op{Kind: HSet, Key: key, Fields: p.fields[at:len(p.fields):len(p.fields)]})
 }
 
 // HDel appends HDEL key field...

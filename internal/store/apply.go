@@ -341,7 +341,7 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 		}
 		// A plan's bytes are never written again (package plan), so the
 		// hash may keep the field as a view of them.
-		h.setPlan(o.Fields, int(o.Room))
+		h.setPlanBorrow(o.Fields, int(o.Room), o.Borrow)
 	case plan.HDel:
 		h, e := d.LookupHash(o.Key)
 		mustType(e, o)

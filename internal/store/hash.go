@@ -240,7 +240,13 @@ func (h *Hash) lpSet(field string, value []byte) bool {
 // last_error added). room (bytes, plan.Op.Room) is the spare capacity a
 // listpack copied or grown by this write keeps for a later write's new
 // fields (a layout hint: the contents are the same without it).
-func (h *Hash) setPlan(fv [][]byte, room int) {
+func (h *Hash) setPlan(fv [][]byte, room int) { h.setPlanBorrow(fv, room, 0) }
+
+// setPlanBorrow is setPlan with borrow (plan.Op.Borrow): bit i set, the
+// value of pair i is the caller's, valid only while the plan applies, so
+// a hashtable hash keeps a copy of it instead of the slice (a listpack
+// copies every value it stores anyway).
+func (h *Hash) setPlanBorrow(fv [][]byte, room int, borrow uint8) {
 	if !h.lpSetPairs(fv, room) {
 		if !h.big() && lpCount(h.Str) > 0 {
 			// A pair that converts the hash converts it first, as Valkey's
@@ -257,7 +263,11 @@ func (h *Hash) setPlan(fv [][]byte, room int) {
 		}
 		h.Reserve(fv) // a new row is one allocation of its size (BenchmarkPendingJobMemory)
 		for i := 0; i+1 < len(fv); i += 2 {
-			h.Set(zview(fv[i]), fv[i+1])
+			v := fv[i+1]
+			if i/2 < 8 && borrow&(1<<(i/2)) != 0 && h.bigFor(len(fv[i]), len(v)) {
+				v = append(make([]byte, 0, len(v)), v...) // the hashtable keeps it
+			}
+			h.Set(zview(fv[i]), v)
 		}
 	}
 }

@@ -11,7 +11,9 @@ import (
 // the same fields, values, order, encoding and listpack bytes as Set pair by
 // pair, for random rows and pairs: new and existing fields, unchanged values,
 // listpack words, repeated fields, values past hash-max-listpack-value and
-// writes past hash-max-listpack-entries.
+// writes past hash-max-listpack-entries; and values marked borrowed
+// (setPlanBorrow), changed by their owner after the write, are kept as
+// they were.
 func TestHashSetPlan(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	names := []string{"state", "stalled", "last_error", "attempts", "payload", "f1", "f2", "x", "lease_epoch"}
@@ -31,9 +33,23 @@ func TestHashSetPlan(t *testing.T) {
 		for i, n := 0, 1+rng.Intn(4); i < n; i++ {
 			fv = append(fv, []byte(names[rng.Intn(len(names))]), []byte(vals[rng.Intn(len(vals))]))
 		}
-		a.setPlan(fv, 0)
-		for i := 0; i < len(fv); i += 2 {
-			b.Set(zview(fv[i]), fv[i+1])
+		// Borrowed values (plan.Op.Borrow) are the caller's: they change
+		// once the plan applied, and the hash must have kept a copy.
+		borrow := uint8(rng.Intn(16))
+		fvb := make([][]byte, len(fv))
+		for i := range fv {
+			fvb[i] = []byte(string(fv[i]))
+		}
+		a.setPlanBorrow(fv, 0, borrow)
+		for i := 1; i < len(fv); i += 2 {
+			if borrow&(1<<(i/2)) != 0 {
+				for j := range fv[i] {
+					fv[i][j] = '#'
+				}
+			}
+		}
+		for i := 0; i < len(fvb); i += 2 {
+			b.Set(zview(fvb[i]), fvb[i+1])
 		}
 		if got, want := dumpHash(a), dumpHash(b); got != want {
 			t.Fatalf("iter %d: HSET %q\n got %s\nwant %s", iter, fv, got, want)

@@ -34,16 +34,20 @@ const plainCycleAllocsBase = 37
 // was a shared slice (tokenBytes), 20 once a small sorted set's front
 // removals were in place (round 6), 19 once the claim's HINCRBY of
 // attempts was folded into the row's HSET (one copy of the row instead of
-// two: store's planKeys.foldIncr, round 7).
-const plainCycleAllocs = 19
+// two: store's planKeys.foldIncr, round 7), 16 once a plan's HSET pairs
+// were copied into the plan's own pooled backing (plan.HSetBytes: the new
+// row's list and the mint's) and ENQUEUE's payload was borrowed, not
+// cloned (plan.Op.Borrow: the row's listpack copies it).
+const plainCycleAllocs = 16
 
 // nextCycleAllocs is the allocations of one job of the NEXT form's cycle
 // (nextCycle: ENQUEUE *, COMPLETE ... NEXT), measured with
 // TestNextCycleAllocs: 28 before the cuts of plainCycleAllocs (27 -> 21)
 // and NEXT's overlay in Verbs' scratch (Verbs.nextOv), 21 after, 20 with
 // the in-place set removals, 19 with the claim's row copied once
-// (plainCycleAllocs).
-const nextCycleAllocs = 19
+// (plainCycleAllocs), 16 with the pooled HSET lists and the borrowed
+// payload.
+const nextCycleAllocs = 16
 
 // TestNextCycleAllocs guards nextCycleAllocs; under -race only from below,
 // as TestPlainCycleAllocs.
@@ -136,7 +140,7 @@ func TestSharedTimeBytesStayPut(t *testing.T) {
 // as at the job cycle's 22 jobs per ms: what is made once per ms
 // (Verbs.msNow's time, Verbs.activeFields' claimed-row HSET) is made once
 // for all the cycles.
-const sameMsCycleAllocs = 17
+const sameMsCycleAllocs = 14
 
 // TestSameMsCycleAllocs guards sameMsCycleAllocs (under -race only from
 // below, as TestPlainCycleAllocs), and that the rows of that ms share one
@@ -237,8 +241,10 @@ func TestPlainCycleAllocs(t *testing.T) {
 // above the plain cycle is the lane's own keys: every cycle creates the
 // lane's hash, pending set and registry entry at ENQUEUE and removes them
 // at COMPLETE (an empty, idle lane is garbage, docs/verbs.md §4.26.4).
-// 30 with the claim's row copied once (plainCycleAllocs).
-const laneCycleAllocs = 30
+// 30 with the claim's row copied once (plainCycleAllocs), 26 with the
+// pooled HSET lists (the lane row's list of extra fields too) and the
+// borrowed payload.
+const laneCycleAllocs = 26
 
 // laneCycle is plainCycle with every job in lane x of a queue with one
 // other, idle, configured lane (BenchmarkJobCycleLanes' lanes=true).

@@ -23,6 +23,11 @@ type enqueueArgs struct {
 	ID      string // the client's id; "" when Mint
 	Mint    bool   // id was `*`
 	Payload []byte
+	// Borrowed: Payload is the caller's bytes (the command's argument),
+	// not the verb's copy: the row's HSET marks it (plan.Op.Borrow), and
+	// the store copies it where it keeps values (a listpack row copies
+	// every value; only a hashtable row would have kept the slice).
+	Borrowed bool
 	// NowB is the time in decimal for enqueued_at (Verbs.msNow; nil:
 	// rendered by addJobRow).
 	NowB []byte
@@ -268,7 +273,10 @@ func (vs *Verbs) Enqueue(c *store.Ctx, ea *EnqueueArgs) (EnqueueResult, error) {
 		_, r.Dest = zsetKind(d, k.Schedule)
 	}
 	if r.Row == keyAbsent {
-		a.Payload = clone(a.Payload)
+		// Not cloned: the row's listpack copies it, and a hashtable row
+		// copies what Borrow marks (a 64-byte payload's clone was one of
+		// the job cycle's allocations).
+		a.Borrowed = true
 		a.NowB = vs.msNow(c.NowMs)
 	}
 	r.RowKey = rowKey
@@ -364,6 +372,9 @@ func judgeEnqueue(r *enqueueRead, now int64, a *enqueueArgs) (enqueueVerdict, *p
 	if ref := addJobRow(p, k, r.Lanes, rowKey, r.ID, state, a.Payload, now, a.NowB, dest, score, &a.jobOpts, a.rowExtra()...); ref.Refused() {
 		return enqueueVerdict{}, nil, ref
 	}
+	if a.Borrowed {
+		p.Ops[0].Borrow = rowPayloadPair // addJobRow's first op is the row's HSET
+	}
 	if a.Mint {
 		p.HSetBytes(MintKey, fLast, strBytes(r.ID))
 	}
@@ -391,8 +402,8 @@ func addJobRow(p *plan.Plan, k *Keys, lt *laneTx, rowKey, id string, state, payl
 	if len(extra) == 0 {
 		p.HSetBytes(rowKey, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, nowB)
 	} else {
-		fv := make([][]byte, 0, 8+len(extra))
-		fv = append(fv, fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, nowB)
+		var buf [16][]byte // on the stack: HSetBytes copies the list
+		fv := append(buf[:0], fState, state, fAttempts, vZero, fPayload, payload, fEnqueuedAt, nowB)
 		p.HSetBytes(rowKey, append(fv, extra...)...)
 	}
 	if dest == k.Pending {
@@ -405,6 +416,10 @@ func addJobRow(p *plan.Plan, k *Keys, lt *laneTx, rowKey, id string, state, payl
 	p.ZAdd(dest, score, id)
 	return noRefusal
 }
+
+// rowPayloadPair is plan.Op.Borrow's bit of the payload in addJobRow's
+// HSET of a new row (state, attempts, payload, ...: the third pair).
+const rowPayloadPair = 1 << 2
 
 // msBytes is a time in Unix ms in decimal, as the row stores it.
 func msBytes(ms int64) []byte { return strconv.AppendInt(make([]byte, 0, 13), ms, 10) }

@@ -1,8 +1,10 @@
 package verbs
 
 import (
+	"bytes"
 	"testing"
 
+	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
 )
 
@@ -114,5 +116,65 @@ func TestMintedIDs(t *testing.T) {
 	// A duplicate is nil and never overwrites.
 	if h.do("EMQ.ENQUEUE", "q", next, "other") != nil || h.field("q", next, "payload") != "mine" {
 		t.Fatal("duplicate")
+	}
+}
+
+// TestEnqueueKeepsItsPayload: ENQUEUE does not copy its payload argument
+// (the row's HSET borrows it, plan.Op.Borrow): a row that stays a listpack
+// copies it into the listpack, and one in the hashtable encoding (a
+// payload past hash-max-listpack-value, or more fields than
+// hash-max-listpack-entries) keeps a copy. The argument's bytes changed
+// after the command leave the stored payload as sent, with and without a
+// feed, for a minted and a given id, and so does the claim's reply.
+func TestEnqueueKeepsItsPayload(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		payload int
+		entries int64
+		big     bool
+	}{
+		{"listpack", 64, 128, false},
+		{"long value", 65, 128, true},
+		{"many fields", 10, 3, true},
+	} {
+		for _, feed := range []bool{false, true} {
+			s := store.New(16)
+			if feed {
+				s.SetFeed(nopFeed{})
+			}
+			lim := store.DefaultLimits
+			lim.HashEntries = tc.entries
+			s.SetLimits(lim)
+			c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+			vs := New(Config{})
+			want := bytes.Repeat([]byte("p"), tc.payload)
+			for _, id := range []string{"*", tID} {
+				arg := bytes.Clone(want)
+				c.W.Reset()
+				c.ResetForCommand([][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte(id), arg})
+				vs.cmdEnqueue(c)
+				got := string(c.W.Buf)
+				if len(got) != 21 || got[:5] != "$14\r\n" {
+					t.Fatalf("%s: enqueue %s: %q", tc.name, id, got)
+				}
+				rowID := got[5:19]
+				for i := range arg {
+					arg[i] = '#' // the argument's memory is reused (or the caller's)
+				}
+				h, _ := hashKind(s.DB(0), NewKeys("q").Row(rowID))
+				if h == nil || h.Big() != tc.big {
+					t.Fatalf("%s: row %s: %v, want big=%v", tc.name, rowID, h, tc.big)
+				}
+				if v, _ := h.Get("payload"); !bytes.Equal(v, want) {
+					t.Fatalf("%s, feed %v: stored payload %q after the argument changed, want %q", tc.name, feed, v, want)
+				}
+			}
+			c.W.Reset()
+			c.ResetForCommand([][]byte{[]byte("EMQ.CLAIM"), []byte("q"), []byte("1000"), []byte("COUNT"), []byte("2")})
+			vs.cmdClaim(c)
+			if n := bytes.Count(c.W.Buf, want); n != 2 {
+				t.Fatalf("%s: claim reply %q holds the payload %d times, want 2", tc.name, c.W.Buf, n)
+			}
+		}
 	}
 }
