@@ -101,7 +101,11 @@ func TestHashSetArgScratchOnStack(t *testing.T) {
 // its key for the write (the value is rewritten in place, listpack.go; 2
 // allocations with the new listpack before). Before, every lookup's key
 // escaped: 1 and 3 allocations (redis-benchmark's `HGET bench:h f`,
-// `HINCRBY bench:h n 1`).
+// `HINCRBY bench:h n 1`). The same holds for the write commands that end
+// up writing nothing: ZPOPMIN of a missing key and a ZADD that re-adds a
+// member at its score (redis-benchmark's ZPOPMIN and ZADD tests, which pop
+// an empty `myzset` and re-add one member) allocate nothing (1 each
+// before: the key).
 func TestReadKeyConversionOnStack(t *testing.T) {
 	s := New(1)
 	run(t, s, 2, "HSET", "bench:h", "f", "somevalue", "n", "0")
@@ -113,6 +117,8 @@ func TestReadKeyConversionOnStack(t *testing.T) {
 		{[]string{"HGET", "bench:h", "f"}, 0},
 		{[]string{"ZSCORE", "bench:z", "m"}, 0},
 		{[]string{"HINCRBY", "bench:h", "n", "1"}, 1},
+		{[]string{"ZPOPMIN", "myzset"}, 0},
+		{[]string{"ZADD", "bench:z", "1", "m"}, 0},
 	} {
 		argv := make([][]byte, len(c.args))
 		for i, a := range c.args {

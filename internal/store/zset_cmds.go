@@ -207,8 +207,11 @@ options:
 		scores = append(scores, v)
 	}
 
-	key := string(argv[1])
-	z, e := c.DB.LookupZSet(key)
+	// The key is converted for the lookup on the stack and again only
+	// where it is kept (a new set, Dirty): a ZADD that changes nothing
+	// (redis-benchmark's ZADD of one member, a job re-added at its score)
+	// allocates no key (TestReadKeyConversionOnStack).
+	z, e := c.DB.LookupZSet(string(argv[1]))
 	if e != "" {
 		c.W.Error(e)
 		return
@@ -222,7 +225,7 @@ options:
 			}
 			return
 		}
-		z, _ = c.DB.ZSetForWrite(key)
+		z, _ = c.DB.ZSetForWrite(string(argv[1]))
 	}
 	c.DB.Mutating()
 	z.NoteHint(elements, zaddMaxLen(argv[idx:]))
@@ -262,7 +265,7 @@ options:
 		}
 	}
 	if added+updated > 0 {
-		c.Dirty(key)
+		c.Dirty(string(argv[1]))
 	}
 	if incr {
 		if processed > 0 {
@@ -1087,8 +1090,11 @@ func zpopGeneric(c *Ctx, max bool) {
 		}
 		count = n
 	}
-	key := string(argv[1])
-	z, e := c.DB.LookupZSet(key)
+	// The lookup's key stays on the stack (TestReadKeyConversionOnStack);
+	// only a pop that writes converts it again for DropIfEmpty and Dirty,
+	// so a pop of a missing key, the common case of a drained queue and of
+	// redis-benchmark's ZPOPMIN, allocates nothing.
+	z, e := c.DB.LookupZSet(string(argv[1]))
 	if e != "" {
 		c.W.Error(e)
 		return
@@ -1097,6 +1103,7 @@ func zpopGeneric(c *Ctx, max bool) {
 		c.W.Array(0)
 		return
 	}
+	key := string(argv[1])
 	nested := c.W.Proto == 3 && count != -1
 	if count == -1 {
 		count = 1
