@@ -106,6 +106,13 @@ func (s *Server) schedDBReplaced(db int) { s.sched.rescan[db] = true }
 // held; serveReady calls it at the end of every batch and timer callback).
 func (s *Server) schedFlush() {
 	sc := s.sched
+	if len(sc.rescan) == 0 && len(sc.dirty) == 0 {
+		// Nothing to look at (every batch calls this): no map iteration
+		// is started, and the timer is armed as the loops below would
+		// leave it.
+		s.schedArm()
+		return
+	}
 	for db := range sc.rescan {
 		delete(sc.rescan, db)
 		for k := range sc.entries {
