@@ -140,7 +140,7 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 		gaugeFunc("emqd_rdb_last_bgsave_ok", "1 when the last background save succeeded (or none ran), 0 when it failed (INFO rdb_last_bgsave_status).",
 			func() float64 {
 				return float64(s.rdb.stat(func(r *saver) int64 {
-					if r.lastOK {
+					if r.lastOK.Load() {
 						return 1
 					}
 					return 0

@@ -53,7 +53,9 @@ type saver struct {
 	scheduled bool
 	bgStart   time.Time
 	lastSave  int64 // Unix s of the last successful save (or of the start)
-	lastOK    bool  // rdb_last_bgsave_status
+	// lastOK is rdb_last_bgsave_status: written under mu, read without it
+	// by the write gate (writeError), which every write command asks.
+	lastOK    atomic.Bool
 	lastBgSec int64
 	lastTryMs int64 // server clock of the last background save begun
 	saves     int64
@@ -89,7 +91,8 @@ func savePoints(v string) []savePoint {
 // start when appendonly is no, SAVE/BGSAVE/LASTSAVE, the save points, the
 // write gate's RDB part, INFO's rdb_* fields, the final save at shutdown.
 func (s *Server) startRDB(fsys aof.FS, loadFile bool) error {
-	r := &saver{s: s, fs: fsys, lastOK: true, lastBgSec: -1, stop: make(chan struct{})}
+	r := &saver{s: s, fs: fsys, lastBgSec: -1, stop: make(chan struct{})}
+	r.lastOK.Store(true)
 	if r.fs == nil {
 		r.fs = aof.OSFS{}
 	}
@@ -324,7 +327,7 @@ func (r *saver) saveNow(locked bool) error {
 		return err
 	}
 	r.lastSave = s.clock.NowMs() / 1000
-	r.lastOK = true
+	r.lastOK.Store(true)
 	r.saves++
 	r.dirtyBase = dirty
 	s.log.Info("DB saved on disk")
@@ -365,7 +368,7 @@ func (r *saver) startBG() bool {
 		r.lastBgSec = int64(time.Since(r.bgStart) / time.Second)
 		switch {
 		case err == nil:
-			r.lastOK = true
+			r.lastOK.Store(true)
 			r.lastSave = s.clock.NowMs() / 1000
 			r.saves++
 			r.dirtyBase = dirty
@@ -373,7 +376,7 @@ func (r *saver) startBG() bool {
 			// Stopped by FLUSHALL, as Valkey's killRDBChild: the status
 			// stays as it was.
 		default:
-			r.lastOK = false
+			r.lastOK.Store(false)
 		}
 		r.mu.Unlock()
 		if err == nil {
@@ -488,7 +491,7 @@ func (r *saver) tick() {
 	due := r.scheduled
 	changes := s.store.DirtyCount - r.dirtyBase
 	for _, p := range savePoints(s.Config("save")) {
-		if changes >= p.changes && now/1000-r.lastSave > p.sec && (r.lastOK || now-r.lastTryMs > bgsaveRetryMs) {
+		if changes >= p.changes && now/1000-r.lastSave > p.sec && (r.lastOK.Load() || now-r.lastTryMs > bgsaveRetryMs) {
 			s.log.Info(fmt.Sprintf("%d changes in %d seconds. Saving...", p.changes, p.sec))
 			due = true
 			break
@@ -502,12 +505,9 @@ func (r *saver) tick() {
 
 // writeError is the RDB part of the write gate: Valkey's MISCONF after a
 // failed background save, with stop-writes-on-bgsave-error yes and save
-// points set.
+// points set. Without a lock: it runs before every write command.
 func (r *saver) writeError() string {
-	r.mu.Lock()
-	ok := r.lastOK
-	r.mu.Unlock()
-	if ok || r.s.Config("stop-writes-on-bgsave-error") != "yes" || r.s.Config("save") == "" {
+	if r.lastOK.Load() || r.s.Config("stop-writes-on-bgsave-error") != "yes" || r.s.Config("save") == "" {
 		return ""
 	}
 	return errMisconfRDB
@@ -596,7 +596,7 @@ func (r *saver) info(kv [][2]string) [][2]string {
 		return "0"
 	}
 	status := "ok"
-	if !r.lastOK {
+	if !r.lastOK.Load() {
 		status = "err"
 	}
 	cur := int64(-1)
