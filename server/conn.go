@@ -148,7 +148,10 @@ type client struct {
 	recycle bool
 
 	wakeMu sync.Mutex
-	parked bool // the goroutine must not run commands (guarded by wakeMu)
+	// parked: the goroutine must not run commands. Set and cleared under
+	// wakeMu (with woken and the read deadline); turn reads it without
+	// the lock, one load per turn instead of a lock and an unlock.
+	parked atomic.Bool
 	// woken: a wake-up set a read deadline the goroutine has not seen yet
 	// (wakeMu): the goroutine must not go to sleep before it looks.
 	woken bool
@@ -171,8 +174,13 @@ type client struct {
 	commitPending atomic.Bool
 
 	// lastIO is when a byte was last read from or written to the client,
-	// server clock ms (the idle timeout, clients_cron.go).
+	// server clock ms (the idle timeout, clients_cron.go). readUnstamped:
+	// bytes were read since lastIO was last set for a read (connection
+	// goroutine only): the batch they complete sets it from its own clock
+	// reading (runLocked), a turn that runs none reads the clock
+	// (stampRead), so a round trip reads no clock for it.
 	lastIO        atomic.Int64
+	readUnstamped bool
 	qbuf          atomic.Int64 // bytes buffered unparsed (CLIENT LIST qbuf=)
 	rbuf          atomic.Int64 // capacity of the read buffer held, 0 when none (CLIENT LIST rbs=)
 	argvMem       atomic.Int64 // bytes of a frame's arguments so far (CLIENT LIST argv-mem=)
@@ -420,10 +428,8 @@ const (
 // earlier, or the complete commands parsed from the bytes read run as one
 // batch (runBatch). It says what comes next (turnRead ...).
 func (c *client) turn() int {
-	c.wakeMu.Lock()
-	parked := c.parked
-	c.wakeMu.Unlock()
-	if parked {
+	if c.parked.Load() {
+		c.stampRead()
 		// Frames for a parked client (invalidations, messages) go out
 		// while it waits.
 		c.flushParked()
@@ -458,8 +464,8 @@ func (c *client) turn() int {
 		c.recycle = false
 	}
 	cmds, perr := c.rd.Parse(max, c.authRequired())
-	c.qbuf.Store(int64(c.rd.Buffered()))
-	c.argvMem.Store(int64(c.rd.ArgvBytes()))
+	setGauge(&c.qbuf, int64(c.rd.Buffered()))
+	setGauge(&c.argvMem, int64(c.rd.ArgvBytes()))
 	if len(cmds) > 0 || perr != nil {
 		c.perr = perr
 		if len(cmds) > 0 && !c.runBatch(cmds) {
@@ -467,14 +473,33 @@ func (c *client) turn() int {
 		}
 		return turnAgain
 	}
+	c.stampRead()
 	return turnRead
+}
+
+// stampRead sets lastIO to the server clock if bytes were read since it
+// was last set for a read and no batch took them (readUnstamped).
+func (c *client) stampRead() {
+	if c.readUnstamped {
+		c.readUnstamped = false
+		c.lastIO.Store(c.s.clock.NowMs())
+	}
+}
+
+// setGauge stores v in g unless g already holds it: a load instead of an
+// atomic store (an exchange) in the common case of a turn that leaves the
+// gauge as it was (qbuf and argv-mem are 0 after every complete command).
+func setGauge(g *atomic.Int64, v int64) {
+	if g.Load() != v {
+		g.Store(v)
+	}
 }
 
 // received takes n bytes just read into the reader and counts them; false
 // when the client's requests now pass the query buffer limit (the
 // connection ends).
 func (c *client) received(n int) bool {
-	c.lastIO.Store(c.s.clock.NowMs())
+	c.readUnstamped = true // lastIO: the batch's clock, or stampRead
 	c.rd.Commit(n)
 	c.netIn.Add(int64(n))
 	c.s.statNetIn.Add(int64(n))
@@ -578,6 +603,16 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 	c.batchWall = sec*1e9 + int64(nsec)
 	c.batchMono = mono
 	c.tick = c.batchMono
+	if c.readUnstamped {
+		// The bytes this batch runs were read just now: lastIO from the
+		// batch's own clock reading, not one of the read's.
+		c.readUnstamped = false
+		ms := c.batchWall / 1e6
+		if !s.wall {
+			ms = s.clock.NowMs()
+		}
+		c.lastIO.Store(ms)
+	}
 	dirty := st.DirtyCount
 	lim := c.hardLimit()
 	c.setReplyRoom(&c.ctx, lim)
@@ -904,7 +939,7 @@ func (c *client) unpark() {
 	c.park = nil
 	c.enqueueLocked(&c.aw)
 	c.wakeMu.Lock()
-	c.parked = false
+	c.parked.Store(false)
 	if !c.resumeLocked() {
 		c.woken = true
 		c.nc.SetReadDeadline(time.Unix(1, 0)) // interrupt the blocked Read
@@ -928,7 +963,7 @@ func (c *client) wake() {
 // setParked marks the goroutine as parked (under the store lock).
 func (c *client) setParked() {
 	c.wakeMu.Lock()
-	c.parked = true
+	c.parked.Store(true)
 	c.wakeMu.Unlock()
 }
 

@@ -75,7 +75,7 @@ func errnoOf(n int, err error) (int, syscall.Errno) {
 func (c *client) write(data []byte) (int, error) {
 	if !c.rawRead {
 		n, err := c.nc.Write(data)
-		c.sent(n)
+		c.sent(n, false)
 		return n, err
 	}
 	c.wdata, c.wn, c.werr = data, 0, nil
@@ -91,18 +91,23 @@ func (c *client) write(data []byte) (int, error) {
 	return n, err
 }
 
-// sent counts n bytes the kernel took from the buffer being written: out
-// of omem (client.inWrite) and into tot-net-out and INFO's
-// total_net_output_bytes at once, so a client that stops reading a big
-// reply shows what it has taken and what is left while the write waits,
-// as Valkey's CLIENT LIST does (docs/operations.md §4).
-func (c *client) sent(n int) {
+// sent counts n bytes the kernel took from the buffer being written: into
+// tot-net-out and INFO's total_net_output_bytes, and, while more of the
+// buffer is still to go (more), out of omem (client.inWrite), so a client
+// that stops reading a big reply shows what it has taken and what is left
+// while the write waits, as Valkey's CLIENT LIST does (docs/operations.md
+// §4). A write that took the rest of the buffer leaves inWrite alone:
+// flushAt zeroes it under outMu as soon as the write returns, so the reply
+// of a round trip costs no lock of its own here.
+func (c *client) sent(n int, more bool) {
 	if n <= 0 {
 		return
 	}
-	c.outMu.Lock()
-	c.inWrite -= n
-	c.outMu.Unlock()
+	if more {
+		c.outMu.Lock()
+		c.inWrite -= n
+		c.outMu.Unlock()
+	}
 	c.netOut.Add(int64(n))
 	c.s.statNetOut.Add(int64(n))
 }
@@ -118,7 +123,7 @@ func (c *client) rawWriteSome(fd uintptr) bool {
 		switch e {
 		case 0:
 			c.wn += m
-			c.sent(m)
+			c.sent(m, c.wn < len(c.wdata))
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			return false
