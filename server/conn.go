@@ -694,9 +694,14 @@ func (c *client) hardLimit() int64 {
 
 // setReplyRoom tells x how many reply bytes the client can still take
 // before its output passes lim (store.Ctx.ReplyRoom): the replies already
-// queued and not yet written count.
+// queued and not yet written count. Without a limit (lim 0, the default
+// normal class) there is no room to count and no lock is taken.
 func (c *client) setReplyRoom(x *store.Ctx, lim int64) {
 	x.OutLimit = lim
+	if lim <= 0 {
+		x.OutQueued = 0
+		return
+	}
 	c.outMu.Lock()
 	x.OutQueued = int64(len(c.out))
 	c.outMu.Unlock()
