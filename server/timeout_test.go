@@ -122,3 +122,55 @@ func TestIdleSubscribersStay(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleTimeoutCountsFromEveryRead: a read that completes a command is
+// stamped with its batch's clock reading and one that completes none with
+// a reading of its own (client.stampRead), so with timeout 2 a client
+// whose only traffic is a command with no reply (CLIENT REPLY OFF) or half
+// a command stays 1.5 s later, and is closed 2.1 s after its last byte.
+// Before the read read the clock itself; a stamp missing from either path
+// would close the client at the second or third step (3 s and 4.5 s after
+// its last reply).
+func TestIdleTimeoutCountsFromEveryRead(t *testing.T) {
+	clk := clock.NewManual(pt0)
+	s := startServer(t, map[string]string{"timeout": "2"}, clk)
+	admin, c := dial(t, s), dial(t, s)
+	id := strings.TrimSpace(strings.TrimPrefix(c.Do("CLIENT", "ID"), ":"))
+	// netIn waits until the server has read n bytes from c in all.
+	netIn := func(n int) {
+		t.Helper()
+		want := " tot-net-in=" + itoa(int64(n)) + " "
+		for deadline := time.Now().Add(60 * time.Second); ; {
+			list := admin.Do("CLIENT", "LIST", "ID", id)
+			if !strings.Contains(list, "id="+id+" ") {
+				t.Fatalf("client %s was closed before the server read %d bytes from it", id, n)
+			}
+			if strings.Contains(list, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the server never read %d bytes from client %s", n, id)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	sent := len(encode("CLIENT", "ID"))
+	step := func(b []byte) {
+		t.Helper()
+		c.Write(b)
+		sent += len(b)
+		netIn(sent)
+		clk.Advance(1500)
+		clk.Wait()
+	}
+	step(encode("CLIENT", "REPLY", "OFF")) // t = 1.5 s
+	step(encode("PING"))                   // no reply: stamped by its batch; t = 3.0 s
+	step([]byte("*1\r\n$4\r\nPIN"))        // half a command: stampRead; t = 4.5 s
+	c.Write(append([]byte("G\r\n"), encode("CLIENT", "REPLY", "ON")...))
+	if r := c.Read(); r != "+OK\r\n" {
+		t.Fatalf("CLIENT REPLY ON after 4.5 s: %q, want +OK (closed early?)", r)
+	}
+	clk.Advance(2100)
+	clk.Wait()
+	c.ExpectClosed()
+}
