@@ -346,11 +346,11 @@ func checkZSet(z *ZSet) error {
 		}
 		return err
 	}
-	if z.tree.Len() != len(z.dict) {
-		return fmt.Errorf("tree has %d items, dict %d", z.tree.Len(), len(z.dict))
+	if z.tree.Len() != z.dict.len() {
+		return fmt.Errorf("tree has %d items, dict %d", z.tree.Len(), z.dict.len())
 	}
 	z.tree.Scan(func(it ZItem) bool {
-		switch sc, ok := z.dict[it.Member]; {
+		switch sc, ok := z.dict.lookup(it.Member); {
 		case !ok:
 			err = fmt.Errorf("tree member %q not in dict", it.Member)
 		case math.Float64bits(sc) != math.Float64bits(it.Score):
@@ -475,7 +475,7 @@ func TestFuzzInvariantsCatch(t *testing.T) {
 		t.Fatalf("prepared keyspace: %v", err)
 	}
 	z := s.DB(0).Get("zbig").ZSet
-	z.dict["member:1"] = 42 // the index disagrees with the tree
+	z.dict.put("member:1", 42) // the index disagrees with the tree
 	if err := checkStoreInvariants(s); err == nil || !strings.Contains(err.Error(), "tree score") {
 		t.Errorf("dict/tree disagreement not caught: %v", err)
 	}

@@ -4,13 +4,17 @@ import (
 	"hash/maphash"
 	"iter"
 	"math/rand/v2"
+	"slices"
+	"unsafe"
 )
 
-// keyTable is a database's keyspace: key -> *Value, an open-addressing hash
-// table with linear probing whose deletions move entries back instead of
-// leaving tombstones (Knuth's algorithm R, "backward shift"), so that a
-// keyspace whose count stays constant while its keys turn over (a job
-// queue's rows: created, completed, deleted) keeps its table's size.
+// oaTable is a string-keyed open-addressing hash table: a database's
+// keyspace (keyTable: key -> *Value, store.go) and a big sorted set's
+// member index (zdict: member -> score, zset.go). It probes linearly, and
+// its deletions move entries back instead of leaving tombstones (Knuth's
+// algorithm R, "backward shift"), so that a table whose count stays
+// constant while its keys turn over (a job queue's rows: created,
+// completed, deleted; an active set's leases) keeps its size.
 //
 // Why not a Go map (docs/architecture.md §2.10, bench/README.md "Memory
 // during a job cycle (issue 25, round 6)"): Go 1.26's swiss-table map
@@ -19,39 +23,57 @@ import (
 // or doubles the table instead of rehashing it in place. 200,000 keys filled
 // take 35.0 B a key of table; after 200,000 turnovers (a new key in, the
 // oldest out) 69.9 B, and it stays there (BenchmarkKeyTableTurnover). This
-// table holds 26 B a slot (a 16-byte string header, an 8-byte pointer, a
-// tag byte and a distance byte) at a load between 2/5 and 4/5, whatever
-// the turnover: 200,000 keys in 262,144 slots, 34.1 B a key, before and
-// after any number of turnovers.
+// table holds 24 B a slot at a load between 2/5 and 4/5, whatever the
+// turnover: 200,000 keys in 262,144 slots, 31.5 B a key, before and after
+// any number of turnovers.
 //
-// Slots: tag[i] is ktEmpty, ktDead (a tombstone, left only by a deletion
-// during an iteration, see all) or ktFull|7 bits of the key's hash, which
-// a lookup compares before the key's bytes; dist[i] is a full slot's
-// distance from its key's home slot (hash & mask), at most ktMaxDist, which
-// lets a deletion shift entries back without hashing their keys again.
-// There is always an empty slot (the load stays at most 4/5), so every
-// probe ends.
+// A slot is the key's data pointer, a word of metadata and the value, 24
+// bytes for an 8-byte value. The metadata word is the key's length (bits
+// 16 and up), the slot's distance from its key's home slot (hash & mask;
+// bits 8-15, at most ktMaxDist, which lets a deletion shift entries back
+// without hashing their keys again) and a tag (bits 0-7): ktEmpty, ktDead
+// (a tombstone, left only by a deletion during an iteration, see all) or
+// ktFull|7 bits of the key's hash, which a lookup compares, with the
+// length, before the key's bytes. Everything a probe reads of a slot is in
+// the slot, so a lookup costs one cache miss in the table, not one in a
+// tag array and one in the slots (round 7: bench/README.md "The stall
+// sweep, round 7 (issue 25)"). There is always an empty slot (the load
+// stays at most 4/5), so every probe ends.
 //
-// The zero keyTable is an empty table. Values are never nil (get returns
-// nil for a missing key). Not safe for concurrent use (the store lock).
-type keyTable struct {
-	tag   []uint8
-	dist  []uint8
-	slots []ktSlot
+// The zero oaTable is an empty table. In the keyspace values are never nil
+// (get returns nil for a missing key). Not safe for concurrent use (the
+// store lock).
+type oaTable[V any] struct {
+	slots []ktSlot[V]
 	used  int // full slots
 	dead  int // tombstones
 	// iters counts the iterations in progress (all): while there is one, a
 	// deletion leaves a tombstone instead of moving entries.
 	iters int
-	// gen changes whenever the slot arrays are replaced (a resize), so that
-	// an iteration over the old arrays checks each key against the new ones.
+	// gen changes whenever the slot array is replaced (a resize), so that
+	// an iteration over the old array checks each key against the new one.
 	gen  uint32
 	seed maphash.Seed
 }
 
-type ktSlot struct {
-	key string
-	v   *Value
+// keyTable is a database's keyspace (store.go).
+type keyTable = oaTable[*Value]
+
+// ktSlot is one slot: kp is the key's bytes (unsafe.StringData of the
+// stored string, which it keeps alive), meta its length, distance and tag.
+type ktSlot[V any] struct {
+	kp   *byte
+	meta uint64
+	v    V
+}
+
+func (s *ktSlot[V]) tag() uint8  { return uint8(s.meta) }
+func (s *ktSlot[V]) dist() int   { return int(uint8(s.meta >> 8)) }
+func (s *ktSlot[V]) key() string { return unsafe.String(s.kp, int(s.meta>>16)) }
+
+// ktMeta is the metadata word of key k with tag tag at distance d.
+func ktMeta(k string, tag uint8, d int) uint64 {
+	return uint64(len(k))<<16 | uint64(d)<<8 | uint64(tag)
 }
 
 const (
@@ -76,56 +98,71 @@ func ktCapFor(n int) int {
 	return c
 }
 
-func (t *keyTable) len() int { return t.used }
+func (t *oaTable[V]) len() int { return t.used }
 
-func (t *keyTable) hash(k string) uint64 { return maphash.String(t.seed, k) }
+func (t *oaTable[V]) hash(k string) uint64 { return maphash.String(t.seed, k) }
 
 func ktTag(h uint64) uint8 { return uint8(h>>57) | ktFull }
 
-// find returns the slot of k, or -1.
-func (t *keyTable) find(k string) int {
+// find returns the slot of k, or -1. A slot matches on its tag and
+// length, then on the key's data pointer (a member index is mostly asked
+// about the set's own strings) or bytes.
+func (t *oaTable[V]) find(k string) int {
 	if t.used == 0 {
 		return -1
 	}
 	h := t.hash(k)
-	mask := len(t.tag) - 1
-	c := ktTag(h)
+	mask := len(t.slots) - 1
+	want := uint64(len(k))<<16 | uint64(ktTag(h))
+	kp := unsafe.StringData(k)
 	for i := int(h) & mask; ; i = (i + 1) & mask {
-		switch x := t.tag[i]; x {
-		case c:
-			if t.slots[i].key == k {
-				return i
-			}
-		case ktEmpty:
+		s := &t.slots[i]
+		m := s.meta
+		if m&^0xff00 == want && (s.kp == kp || s.key() == k) {
+			return i
+		}
+		if uint8(m) == ktEmpty {
 			return -1
 		}
 	}
 }
 
-// get returns the value at k, or nil.
-func (t *keyTable) get(k string) *Value {
+// get returns the value at k, or V's zero value (nil in the keyspace).
+func (t *oaTable[V]) get(k string) V {
 	if i := t.find(k); i >= 0 {
 		return t.slots[i].v
 	}
-	return nil
+	var zero V
+	return zero
+}
+
+// lookup returns the value at k and whether k is there.
+func (t *oaTable[V]) lookup(k string) (V, bool) {
+	if i := t.find(k); i >= 0 {
+		return t.slots[i].v, true
+	}
+	var zero V
+	return zero, false
 }
 
 // put stores v at k and reports whether k is new. An existing key keeps
 // its string (as a Go map's assignment does); only its value changes.
-func (t *keyTable) put(k string, v *Value) bool {
-	if t.tag == nil {
+func (t *oaTable[V]) put(k string, v V) bool {
+	if t.slots == nil {
 		t.resize(ktMinCap)
 	}
 	h := t.hash(k)
-	mask := len(t.tag) - 1
+	mask := len(t.slots) - 1
 	c := ktTag(h)
+	want := uint64(len(k))<<16 | uint64(c)
 	home := int(h) & mask
 	tomb := -1
 	i := home
 	for ; ; i = (i + 1) & mask {
-		x := t.tag[i]
-		if x == c && t.slots[i].key == k {
-			t.slots[i].v = v
+		s := &t.slots[i]
+		x := s.tag()
+		if s.meta&^0xff00 == want && s.key() == k {
+			s.v = v
 			return false
 		}
 		if x == ktEmpty {
@@ -141,14 +178,14 @@ func (t *keyTable) put(k string, v *Value) bool {
 		t.used++
 		return true
 	}
-	if d := (i - home) & mask; d <= ktMaxDist && t.used+t.dead < ktMaxLoad(len(t.tag)) {
+	if d := (i - home) & mask; d <= ktMaxDist && t.used+t.dead < ktMaxLoad(len(t.slots)) {
 		t.set(i, c, d, k, v)
 		t.used++
 		return true
 	}
 	// Full (or a probe too long to record): a new table, the same size
 	// when the tombstones are what fills it, else twice the size.
-	c2 := len(t.tag)
+	c2 := len(t.slots)
 	for ktMaxLoad(c2) < t.used+1 {
 		c2 *= 2
 	}
@@ -158,19 +195,19 @@ func (t *keyTable) put(k string, v *Value) bool {
 	return true
 }
 
-func (t *keyTable) set(i int, tag uint8, d int, k string, v *Value) {
-	t.tag[i], t.dist[i], t.slots[i] = tag, uint8(d), ktSlot{k, v}
+func (t *oaTable[V]) set(i int, tag uint8, d int, k string, v V) {
+	t.slots[i] = ktSlot[V]{unsafe.StringData(k), ktMeta(k, tag, d), v}
 }
 
 // tryInsertNew places k, known to be missing, in the first free slot of its
 // probe and reports false when that slot is beyond ktMaxDist (the caller
 // then grows the table). It does not count the entry.
-func (t *keyTable) tryInsertNew(k string, v *Value) bool {
+func (t *oaTable[V]) tryInsertNew(k string, v V) bool {
 	h := t.hash(k)
-	mask := len(t.tag) - 1
+	mask := len(t.slots) - 1
 	home := int(h) & mask
 	for i := home; ; i = (i + 1) & mask {
-		if x := t.tag[i]; x == ktEmpty || x == ktDead {
+		if x := t.slots[i].tag(); x == ktEmpty || x == ktDead {
 			d := (i - home) & mask
 			if d > ktMaxDist {
 				return false
@@ -184,26 +221,25 @@ func (t *keyTable) tryInsertNew(k string, v *Value) bool {
 	}
 }
 
-func (t *keyTable) insertNew(k string, v *Value) {
+func (t *oaTable[V]) insertNew(k string, v V) {
 	for !t.tryInsertNew(k, v) {
-		t.resize(len(t.tag) * 2)
+		t.resize(len(t.slots) * 2)
 	}
 }
 
-// resize moves every entry into new arrays of capacity c (a power of two
+// resize moves every entry into a new array of capacity c (a power of two
 // holding them), dropping the tombstones, with a new hash seed. The old
-// arrays are left as they were, for an iteration in progress.
-func (t *keyTable) resize(c int) {
+// array is left as it was, for an iteration in progress.
+func (t *oaTable[V]) resize(c int) {
 	for {
 		old := t.slots
-		oldTag := t.tag
-		t.tag, t.dist, t.slots = make([]uint8, c), make([]uint8, c), make([]ktSlot, c)
+		t.slots = make([]ktSlot[V], c)
 		t.seed = maphash.MakeSeed()
 		t.dead = 0
 		t.gen++
 		ok := true
-		for i, x := range oldTag {
-			if x >= ktFull && !t.tryInsertNew(old[i].key, old[i].v) {
+		for i := range old {
+			if s := &old[i]; s.tag() >= ktFull && !t.tryInsertNew(s.key(), s.v) {
 				ok = false
 				break
 			}
@@ -212,54 +248,72 @@ func (t *keyTable) resize(c int) {
 			return
 		}
 		// A probe longer than ktMaxDist (practically never with a random
-		// seed): twice the size, from the same old arrays.
-		t.tag, t.slots = oldTag, old
+		// seed): twice the size, from the same old array.
+		t.slots = old
 		c *= 2
 	}
 }
 
 // del deletes k and reports whether it was there.
-func (t *keyTable) del(k string) bool {
+func (t *oaTable[V]) del(k string) bool {
 	i := t.find(k)
 	if i < 0 {
 		return false
 	}
 	t.used--
 	if t.iters > 0 {
-		t.tag[i], t.dist[i], t.slots[i] = ktDead, 0, ktSlot{}
+		t.slots[i] = ktSlot[V]{meta: ktDead}
 		t.dead++
 		return true
 	}
 	// Backward shift: an entry after the hole whose home is at or before
 	// the hole moves into it, and its slot becomes the hole; the scan ends
 	// at an empty slot. Tombstones (from an earlier iteration) are passed.
-	mask := len(t.tag) - 1
+	mask := len(t.slots) - 1
 	hole := i
 	for j := (i + 1) & mask; ; j = (j + 1) & mask {
-		x := t.tag[j]
+		s := &t.slots[j]
+		x := s.tag()
 		if x == ktEmpty {
 			break
 		}
 		if x == ktDead {
 			continue
 		}
-		if gap := (j - hole) & mask; gap <= int(t.dist[j]) {
-			t.set(hole, x, int(t.dist[j])-gap, t.slots[j].key, t.slots[j].v)
+		if gap := (j - hole) & mask; gap <= s.dist() {
+			t.slots[hole] = ktSlot[V]{s.kp, s.meta - uint64(gap)<<8, s.v}
 			hole = j
 		}
 	}
-	t.tag[hole], t.dist[hole], t.slots[hole] = ktEmpty, 0, ktSlot{}
+	t.slots[hole] = ktSlot[V]{}
 	return true
 }
 
 // fit rebuilds the table at the capacity its entries need (ShrinkMaps).
 // No iteration may be in progress.
-func (t *keyTable) fit() {
+func (t *oaTable[V]) fit() {
 	if t.used == 0 {
-		*t = keyTable{}
+		*t = oaTable[V]{}
 		return
 	}
 	t.resize(ktCapFor(t.used))
+}
+
+// reserve sizes an empty table for n entries (a member index built from a
+// set of n members), so that filling it does not resize it.
+func (t *oaTable[V]) reserve(n int) {
+	if t.used == 0 && t.dead == 0 && len(t.slots) < ktCapFor(n) {
+		t.resize(ktCapFor(n))
+	}
+}
+
+// clone returns a copy of t (its slots copied, its keys' strings shared).
+// No iteration may be in progress.
+func (t *oaTable[V]) clone() *oaTable[V] {
+	out := *t
+	out.slots = slices.Clone(t.slots)
+	out.iters = 0
+	return &out
 }
 
 // all iterates over the entries in slot order. As with a Go map, the body
@@ -267,23 +321,25 @@ func (t *keyTable) fit() {
 // and add keys (which may or may not be produced); every key present for
 // the whole iteration is produced once, with its value at that moment.
 // While an iteration runs, deletions leave tombstones; a resize during it
-// (an insertion that fills the table) leaves the old arrays to it, and it
-// checks each of their keys against the table.
-func (t *keyTable) all() iter.Seq2[string, *Value] {
-	return func(yield func(string, *Value) bool) {
+// (an insertion that fills the table) leaves the old array to it, and it
+// checks each of its keys against the table.
+func (t *oaTable[V]) all() iter.Seq2[string, V] {
+	return func(yield func(string, V) bool) {
 		if t.used == 0 {
 			return
 		}
 		t.iters++
 		defer func() { t.iters-- }()
-		tag, slots, gen := t.tag, t.slots, t.gen
-		for i := range tag {
-			if tag[i] < ktFull {
+		slots, gen := t.slots, t.gen
+		for i := range slots {
+			s := &slots[i]
+			if s.tag() < ktFull {
 				continue
 			}
-			k, v := slots[i].key, slots[i].v
+			k, v := s.key(), s.v
 			if t.gen != gen {
-				if v = t.get(k); v == nil {
+				var ok bool
+				if v, ok = t.lookup(k); !ok {
 					continue
 				}
 			}
@@ -296,17 +352,17 @@ func (t *keyTable) all() iter.Seq2[string, *Value] {
 
 // random returns a key chosen at random (the first full slot from a random
 // one, then up to skip more; RANDOMKEY), or "" and false when empty.
-func (t *keyTable) random(skip int) (string, bool) {
+func (t *oaTable[V]) random(skip int) (string, bool) {
 	if t.used == 0 {
 		return "", false
 	}
-	mask := len(t.tag) - 1
-	for i := rand.IntN(len(t.tag)); ; i = (i + 1) & mask {
-		if t.tag[i] < ktFull {
+	mask := len(t.slots) - 1
+	for i := rand.IntN(len(t.slots)); ; i = (i + 1) & mask {
+		if t.slots[i].tag() < ktFull {
 			continue
 		}
 		if skip == 0 {
-			return t.slots[i].key, true
+			return t.slots[i].key(), true
 		}
 		skip--
 	}

@@ -91,19 +91,16 @@ func (z *ZSet) dictDel(member string) {
 	if z.dict == nil {
 		return // no index (zset.go: one score)
 	}
-	delete(z.dict, member)
-	if t := z.tree; mustShrink(len(z.dict), t.dictPeak) {
-		m := make(map[string]float64, len(z.dict))
-		for k, sc := range z.dict {
-			m[k] = sc
-		}
-		z.dict, t.dictPeak = m, len(m)
+	z.dict.del(member)
+	if t := z.tree; mustShrink(z.dict.len(), t.dictPeak) {
+		z.dict.fit()
+		t.dictPeak = z.dict.len()
 	}
 }
 
 // noteDict records a big set's member count after an insertion.
 func (z *ZSet) noteDict() {
-	if n := len(z.dict); n > z.tree.dictPeak {
+	if n := z.dict.len(); n > z.tree.dictPeak {
 		z.tree.dictPeak = n
 	}
 }

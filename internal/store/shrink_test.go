@@ -124,8 +124,8 @@ func TestShrinkZSetDict(t *testing.T) {
 	}
 	run(t, s, 2, args...)
 	after := liveBytes()
-	if z.tree.dictPeak >= n || len(z.dict) != z.tree.Len() || len(z.dict) != 12_000 {
-		t.Fatalf("peak %d, dict %d, tree %d", z.tree.dictPeak, len(z.dict), z.tree.Len())
+	if z.tree.dictPeak >= n || z.dict.len() != z.tree.Len() || z.dict.len() != 12_000 {
+		t.Fatalf("peak %d, dict %d, tree %d", z.tree.dictPeak, z.dict.len(), z.tree.Len())
 	}
 	if before-after < 1<<20 {
 		t.Fatalf("heap %d -> %d: the member map was not rebuilt", before, after)
@@ -214,7 +214,7 @@ func TestChurnedKeyspaceKeepsItsTable(t *testing.T) {
 	for i := 0; i < n; i++ {
 		d.Put(key(i), v)
 	}
-	cap0 := len(d.keys.tag)
+	cap0 := len(d.keys.slots)
 	filled := liveBytes()
 	next := n
 	for ; next < 4*n; next++ {
@@ -228,7 +228,7 @@ func TestChurnedKeyspaceKeepsItsTable(t *testing.T) {
 	if churned-filled > 1<<20 {
 		t.Fatalf("heap %d -> %d bytes over %d turnovers: the table grew", filled, churned, 3*n)
 	}
-	if got := len(d.keys.tag); got != cap0 || d.keys.dead != 0 {
+	if got := len(d.keys.slots); got != cap0 || d.keys.dead != 0 {
 		t.Fatalf("table of %d slots (%d tombstones) after the turnover, %d after the fill", got, d.keys.dead, cap0)
 	}
 	if s.ShrinkMaps() != 0 || d.Len() != n {

@@ -47,7 +47,7 @@ func zless(a, b ZItem) bool {
 type ZSet struct {
 	lp   []byte // the listpack, while tree is nil
 	tree *ztree
-	dict map[string]float64 // nil while tree holds only members scored uni
+	dict *zdict // nil while tree holds only members scored uni
 	uni  float64
 	// lim are the store's thresholds (nil: the defaults, encoding.go).
 	lim *Limits
@@ -78,7 +78,7 @@ func (z *ZSet) Len() int {
 		if z.dict == nil {
 			return z.tree.Len()
 		}
-		return len(z.dict)
+		return z.dict.len()
 	}
 	return lpCount(z.lp)
 }
@@ -355,19 +355,20 @@ func (z *ZSet) bigAdd(member string, score float64, clone bool) bool {
 		}
 		z.buildDict()
 	}
-	if old, ok := z.dict[member]; ok {
+	if i := z.dict.find(member); i >= 0 {
+		old := z.dict.slots[i].v
 		if old == score {
 			return false
 		}
+		z.dict.slots[i].v = score // the slot keeps the set's own string
 		prev, _ := z.tree.Delete(ZItem{old, member})
-		z.dict[prev.Member] = score
 		z.tree.Insert(ZItem{score, prev.Member})
 		return false
 	}
 	if clone {
 		member = string([]byte(member))
 	}
-	z.dict[member] = score
+	z.dict.put(member, score)
 	z.tree.Insert(ZItem{score, member})
 	z.noteDict()
 	return true
@@ -397,12 +398,13 @@ func (z *ZSet) convert() {
 // buildDict builds a big set's member index (the first member whose score
 // is not uni, or a listpack of mixed scores converting).
 func (z *ZSet) buildDict() {
-	m := make(map[string]float64, z.tree.Len())
+	d := &zdict{}
+	d.reserve(z.tree.Len())
 	z.tree.Scan(func(it ZItem) bool {
-		m[it.Member] = it.Score
+		d.put(it.Member, it.Score)
 		return true
 	})
-	z.dict = m
+	z.dict = d
 	z.noteDict()
 }
 
@@ -414,8 +416,7 @@ func (z *ZSet) bigScore(member string) (float64, bool) {
 		}
 		return z.uni, z.tree.contains(ZItem{z.uni, member})
 	}
-	s, ok := z.dict[member]
-	return s, ok
+	return z.dict.lookup(member)
 }
 
 // members calls yield with every member in no particular order (the
@@ -429,7 +430,7 @@ func (z *ZSet) members(yield func(string)) {
 			})
 			return
 		}
-		for m := range z.dict {
+		for m := range z.dict.all() {
 			yield(m)
 		}
 		return
@@ -454,10 +455,7 @@ func (z *ZSet) Copy() *ZSet {
 	}
 	out.uni = z.uni
 	if z.dict != nil {
-		out.dict = make(map[string]float64, len(z.dict))
-		for m, s := range z.dict {
-			out.dict[m] = s
-		}
+		out.dict = z.dict.clone()
 	}
 	out.tree = z.tree.Copy()
 	return out
@@ -830,3 +828,8 @@ func (z *ZSet) SameScore() bool {
 	hi, _ := z.Max()
 	return lo.Score == hi.Score
 }
+
+// zdict is a big set's member index, member -> score (keytable.go's table:
+// unlike a Go map it keeps its size while its members turn over, as an
+// active set's leases do; docs/architecture.md §2.10).
+type zdict = oaTable[float64]

@@ -165,8 +165,8 @@ func TestZSetOneScoreIndexBuiltOnce(t *testing.T) {
 	if z.Add("job:7", 3) {
 		t.Fatal("a rescore reported as new")
 	}
-	if z.dict == nil || len(z.dict) != 1000 {
-		t.Fatalf("index of %d after a second score", len(z.dict))
+	if z.dict == nil || z.dict.len() != 1000 {
+		t.Fatalf("index of %d after a second score", z.dict.len())
 	}
 	if s, _ := z.Score("job:7"); s != 3 {
 		t.Fatalf("job:7 scored %v", s)
