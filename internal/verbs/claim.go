@@ -31,6 +31,10 @@ type claimArgs struct {
 	// (Verbs.activeFields; nil: judgeClaim builds it, once per claim).
 	NowB     []byte
 	ActiveFV [][]byte
+	// Cands is the read pass's scratch for the candidates (an empty slice
+	// of Verbs.cands, handed back with candsDone once judged; nil: a new
+	// one).
+	Cands []dueJob
 }
 
 func (vs *Verbs) parseClaim(c *store.Ctx, a *claimArgs) bool {
@@ -151,7 +155,7 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, bu
 		need = math.MaxInt64 - claimPromoteMax
 	}
 	need += int64(len(r.Due))
-	if need <= 8 {
+	if r.Cands = a.Cands[:0]; r.Cands == nil && need <= 8 {
 		r.Cands = make([]dueJob, 0, need)
 	}
 	var rel []store.ZItem
@@ -467,12 +471,15 @@ func (vs *Verbs) Claim(c *store.Ctx, a *ClaimArgs) (ClaimResult, error) {
 func (vs *Verbs) claimOnce(c *store.Ctx, a *claimArgs) (claimVerdict, error) {
 	a.Room = c.ReplyRoom()
 	a.NowB = vs.msNow(c.NowMs)
+	a.Cands = vs.candScratch()
 	lb := vs.laneScratch()
 	r := readClaimAfter(c.DB, a, c.NowMs, nil, nil, lb)
 	if r.Lanes == nil || !r.Lanes.on {
 		a.ActiveFV = vs.activeFields(c.NowMs, c.RunID) // the lane path writes lane_slot too
 	}
 	v, p, ref := judgeClaim(&r, c.NowMs, vs.runIDBytes(c.RunID), a)
+	vs.candsDone(r.Cands)
+	a.Cands = nil // a parked claim's arguments keep no scratch
 	if ref.Refused() {
 		return v, vs.refused(c, ref)
 	}

@@ -302,11 +302,14 @@ func (vs *Verbs) parseNext(c *store.Ctx, q string, from int, na *ClaimArgs, ca *
 func (vs *Verbs) judgeNext(c *store.Ctx, na *claimArgs, p *plan.Plan, ov *rowOverlay, lt *laneTx) (claimVerdict, *plan.Plan, refusal) {
 	na.Room = c.ReplyRoom()
 	na.NowB = vs.msNow(c.NowMs)
+	na.Cands = vs.candScratch()
 	r := readClaimAfter(c.DB, na, c.NowMs, ov, lt, nil)
 	if r.Lanes == nil || !r.Lanes.on {
 		na.ActiveFV = vs.activeFields(c.NowMs, c.RunID) // the lane path writes lane_slot too
 	}
 	v, p2, ref := judgeClaim(&r, c.NowMs, vs.runIDBytes(c.RunID), na)
+	vs.candsDone(r.Cands)
+	na.Cands = nil
 	if ref.Refused() {
 		return v, nil, ref
 	}

@@ -63,6 +63,10 @@ type Verbs struct {
 	nowMs  int64
 	nowB   []byte
 	nextOv rowOverlay
+	// cands is the claim's read pass's candidates (claimArgs.Cands), reused
+	// from claim to claim: a dueJob holds a whole jobRow (344 bytes), and
+	// a claim of one job made one for each call (candScratch).
+	cands []dueJob
 	// activeFV is the claimed rows' HSET for activeMs and activeRun
 	// (activeFields).
 	activeFV  [][]byte
@@ -265,6 +269,28 @@ func (vs *Verbs) queueArg(c *store.Ctx) *Keys {
 // needs a second queue's lanes (a flow parent's release, a schedule's
 // fire, the bulk verbs) reads them with readLanes.
 func (vs *Verbs) laneScratch() *laneTx { return &vs.lanes }
+
+// candScratchKeep bounds the candidates a claim's scratch keeps between
+// claims (a claim of COUNT 1,000 reads at least as many; the common ones
+// 1 to 100).
+const candScratchKeep = 128
+
+// candScratch is the claim's candidate list for its read pass (an empty
+// slice of vs.cands); candsDone takes it back, cleared, once the claim's
+// judgement is done with it (nothing it returns points into it: a
+// claimed job copies its candidate's strings and views).
+func (vs *Verbs) candScratch() []dueJob { return vs.cands[:0] }
+
+// candsDone is candScratch's return: the list the read pass grew.
+func (vs *Verbs) candsDone(c []dueJob) {
+	if c == nil {
+		return // the read pass stopped before the candidates
+	}
+	clear(c) // the rows' views: no stored bytes are kept alive
+	if cap(c) <= candScratchKeep {
+		vs.cands = c[:0]
+	}
+}
 
 // flushApply appends lt's lane writes to p (lanes.go), applies it, and
 // wakes k's blocked claimers when a lane entered the selection (a slot or
