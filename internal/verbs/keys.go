@@ -33,6 +33,13 @@ type Keys struct {
 	// laneCache holds the key names of the lanes used last (laneKeys).
 	laneCache [laneCacheSize]laneKeyNames
 	laneNext  int
+
+	// qs caches the queue's counters in database qsDB of the Stats qsOf,
+	// taken at its Prune generation qsGen (Stats.knownFor).
+	qs    *QueueStats
+	qsOf  *Stats
+	qsDB  int
+	qsGen uint64
 }
 
 // laneCacheSize is how many lanes' key names a queue's Keys keep: a verb

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -102,6 +103,58 @@ func TestStatsCountsAppliedTransitions(t *testing.T) {
 	wantCounts(t, st, 3, "q", map[Transition]int64{Enqueued: 1, Claimed: 1, StallDead: 1})
 	if st.Total(Enqueued) != 4 || st.NumQueues() != 2 {
 		t.Fatalf("totals enqueued=%d queues=%d", st.Total(Enqueued), st.NumQueues())
+	}
+}
+
+// TestStatsCacheFollowsPrune: the counters a queue's keys cache
+// (Stats.knownFor) are the ones Known hands out, per database and per
+// Stats; after a Prune that forgot the queue, the next count registers
+// it anew and counts there (not into the forgotten counters), and a
+// queue turned away while the table is full is counted once room is made.
+func TestStatsCacheFollowsPrune(t *testing.T) {
+	s := store.New(4)
+	c := &store.Ctx{S: s, DB: s.DB(0)}
+	vs := New(Config{})
+	st := NewStats()
+	vs.SetStats(st)
+	k := vs.keysOf("q")
+	vs.count(c, k, Claimed, 2)
+	vs.count(c, k, Claimed, 3)
+	first := st.Known(0, "q")
+	if got := first.Count(Claimed); got != 5 {
+		t.Fatalf("claimed %d, want 5", got)
+	}
+	c1 := &store.Ctx{S: s, DB: s.DB(1)}
+	vs.count(c1, k, Claimed, 7)
+	if got, got0 := st.Known(1, "q").Count(Claimed), first.Count(Claimed); got != 7 || got0 != 5 {
+		t.Fatalf("db 1 claimed %d (want 7), db 0 %d (want 5)", got, got0)
+	}
+	vs.count(c, k, Claimed, 1) // db 0's counters cached again: 6
+	if forgot, _ := st.Prune(func(db int, q string) bool { return db == 0 }); forgot != 1 {
+		t.Fatalf("Prune forgot %d, want 1", forgot)
+	}
+	vs.count(c, k, Claimed, 1)
+	if again := st.Known(0, "q"); again == first || again.Count(Claimed) != 1 || first.Count(Claimed) != 6 {
+		t.Fatalf("after the Prune: claimed %d in the new counters (want 1), the forgotten ones %d (want 6), same %v",
+			again.Count(Claimed), first.Count(Claimed), again == first)
+	}
+	other := NewStats()
+	vs.SetStats(other)
+	vs.count(c, k, Enqueued, 4)
+	if got := other.Known(0, "q").Count(Enqueued); got != 4 || st.Known(0, "q").Count(Enqueued) != 0 {
+		t.Fatalf("another Stats: enqueued %d there (want 4), %d in the old", got, st.Known(0, "q").Count(Enqueued))
+	}
+	full := NewStats()
+	for i := range MaxTrackedQueues {
+		full.Known(2, fmt.Sprint("f", i))
+	}
+	vs.SetStats(full)
+	c2 := &store.Ctx{S: s, DB: s.DB(2)}
+	vs.count(c2, k, Claimed, 1) // turned away: the table is full
+	full.Prune(func(db int, q string) bool { return q == "f0" })
+	vs.count(c2, k, Claimed, 1)
+	if got := full.Known(2, "q"); got == nil || got.Count(Claimed) != 1 {
+		t.Fatalf("after room was made: %v", got)
 	}
 }
 
