@@ -158,8 +158,16 @@ func (pk *planKeys) hincr(key string, h *Hash, field []byte, n int64) {
 	pk.incr = append(pk.incr, pendingIncr{key: key, h: h, field: field, sum: n})
 }
 
-// flushIncr writes the held increments of key ("": of every key).
+// flushIncr writes the held increments of key ("": of every key). It
+// returns at once when none is held for key: every op of a plan that
+// holds one calls it (the sweep's ZREMs and ZADDs while metrics:failed's
+// increments are held), and rewriting the held entries onto themselves
+// cost a write barrier per pointer while the collector marks (4% of the
+// sweep's CPU, bench/README.md "The stall sweep, round 7 (issue 25)").
 func (pk *planKeys) flushIncr(key string) {
+	if key != "" && !pk.holds(key) {
+		return
+	}
 	kept := pk.incr[:0]
 	for _, p := range pk.incr {
 		if key == "" || p.key == key {
@@ -170,6 +178,16 @@ func (pk *planKeys) flushIncr(key string) {
 	}
 	clear(pk.incr[len(kept):])
 	pk.incr = kept
+}
+
+// holds reports whether an increment of key is held.
+func (pk *planKeys) holds(key string) bool {
+	for i := range pk.incr {
+		if pk.incr[i].key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // foldIncr writes the increments held for key together with the HSET of

@@ -82,3 +82,50 @@ func TestSweepMemoryGivenBackAfterFlush(t *testing.T) {
 		t.Fatalf("live heap after the flush is %d bytes over the %d before the sweep (peak %d)", after-base, base, peak)
 	}
 }
+
+// The reply's id lists of EMQ.STALLED.CHECK are the sweep's scratch, lent
+// to the call and given back cleared (recovery.go, sweepScratch.lend):
+// after sweeps of 100 dead and then 100 recovered leases the replies
+// list the right ids, both lists keep their capacity of 100 and hold no
+// member string, and the typed StalledCheck (whose caller keeps its
+// lists) gets lists of its own.
+func TestSweepReplyListsLent(t *testing.T) {
+	h := newTH(t)
+	for i := 0; i < 300; i++ {
+		h.ok("EMQ.ENQUEUE", "q", fmt.Sprintf("JOB%011d", i+1), "p")
+	}
+	held := func() (n int) {
+		for _, l := range [][]string{h.v.sweep.rec, h.v.sweep.dead} {
+			for _, id := range l[:cap(l)] {
+				if id != "" {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	h.ok("EMQ.CLAIM", "q", "1", "COUNT", "100")
+	h.clk.Advance(10)
+	v := h.ok("EMQ.STALLED.CHECK", "q", "1").([]any)
+	if d := v[1].([]any); len(v[0].([]any)) != 0 || len(d) != 100 || d[0] != "JOB00000000001" || d[99] != "JOB00000000100" {
+		t.Fatalf("dead sweep: %v", v)
+	}
+	h.ok("EMQ.CLAIM", "q", "1", "COUNT", "100")
+	h.clk.Advance(10)
+	v = h.ok("EMQ.STALLED.CHECK", "q", "2").([]any)
+	if r := v[0].([]any); len(r) != 100 || len(v[1].([]any)) != 0 || r[0] != "JOB00000000101" || r[99] != "JOB00000000200" {
+		t.Fatalf("recovering sweep: %v", v)
+	}
+	if cap(h.v.sweep.rec) != 100 || cap(h.v.sweep.dead) != 100 || held() != 0 {
+		t.Fatalf("lists: rec cap %d, dead cap %d, %d ids held", cap(h.v.sweep.rec), cap(h.v.sweep.dead), held())
+	}
+	h.ok("EMQ.CLAIM", "q", "1", "COUNT", "100")
+	h.clk.Advance(10)
+	res, err := h.v.StalledCheck(h.ctx(nil), &StalledCheckArgs{Queue: "q", MaxStalled: 1})
+	if err != nil || len(res.Dead) != 100 {
+		t.Fatalf("typed: %v %v", res, err)
+	}
+	if len(h.v.sweep.dead) != 0 || &res.Dead[:1][0] == &h.v.sweep.dead[:1][0] {
+		t.Fatal("the typed call's list is the scratch's")
+	}
+}
