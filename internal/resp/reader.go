@@ -361,17 +361,20 @@ func (r *Reader) Recycle() { r.reuse = true }
 // multibulkHeader reads "*count\r\n" at r.pos.
 func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 	b := r.buf[r.pos:]
-	nl := cIndex(b, '\r')
-	if nl < 0 {
-		if len(b) > MaxInline {
-			return false, protoErr("too big mbulk count string")
+	nl, ll, ok := shortHeader(b, '*')
+	if !ok {
+		nl = cIndex(b, '\r')
+		if nl < 0 {
+			if len(b) > MaxInline {
+				return false, protoErr("too big mbulk count string")
+			}
+			return false, nil
 		}
-		return false, nil
+		if nl > len(b)-2 { // the byte after \r (not checked to be \n, as Valkey)
+			return false, nil
+		}
+		ll, ok = num.ParseInt(b[1:nl])
 	}
-	if nl > len(b)-2 { // the byte after \r (not checked to be \n, as Valkey)
-		return false, nil
-	}
-	ll, ok := num.ParseInt(b[1:nl])
 	if !ok || ll > maxIntArg {
 		return false, protoErr("invalid multibulk length")
 	}
@@ -405,20 +408,23 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 	for r.mbRemain > 0 {
 		if r.bulkLen < 0 {
 			b := r.buf[r.pos:]
-			nl := cIndex(b, '\r')
-			if nl < 0 {
-				if len(b) > MaxInline {
-					return false, protoErr("too big bulk count string")
+			nl, ll, ok := shortHeader(b, '$')
+			if !ok {
+				nl = cIndex(b, '\r')
+				if nl < 0 {
+					if len(b) > MaxInline {
+						return false, protoErr("too big bulk count string")
+					}
+					return false, nil
 				}
-				return false, nil
+				if nl > len(b)-2 {
+					return false, nil
+				}
+				if b[0] != '$' {
+					return false, protoErr("expected '$', got '" + string(b[0:1]) + "'")
+				}
+				ll, ok = num.ParseInt(b[1:nl])
 			}
-			if nl > len(b)-2 {
-				return false, nil
-			}
-			if b[0] != '$' {
-				return false, protoErr("expected '$', got '" + string(b[0:1]) + "'")
-			}
-			ll, ok := num.ParseInt(b[1:nl])
 			if !ok || ll < 0 || ll > maxBulk {
 				return false, protoErr("invalid bulk length")
 			}
@@ -473,6 +479,29 @@ func (r *Reader) multibulkArgs(unauth bool) (bool, error) {
 		r.mbRemain--
 	}
 	return true, nil
+}
+
+// shortHeader reads a complete header line of one or two digits at the
+// start of b ("$5\r\n", "*3\r\n", "$20\r\n": lead, the count, \r and one
+// more byte), the common case, without the search for \r and the general
+// integer parse: the index of its \r, the count and true; false for
+// anything else (longer, signed, a leading zero, not yet complete), which
+// the caller parses the general way with the same result.
+func shortHeader(b []byte, lead byte) (int, int64, bool) {
+	if len(b) < 4 || b[0] != lead {
+		return 0, 0, false
+	}
+	d := b[1] - '0'
+	if d > 9 {
+		return 0, 0, false
+	}
+	if b[2] == '\r' {
+		return 2, int64(d), true
+	}
+	if e := b[2] - '0'; d > 0 && e <= 9 && len(b) >= 5 && b[3] == '\r' {
+		return 3, int64(d)*10 + int64(e), true
+	}
+	return 0, 0, false
 }
 
 // bulkNeed is the bytes the current bulk takes with its CRLF. It

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/emqd/emqd/internal/num"
 )
 
 // parseAll feeds in to a fresh Reader in one piece and returns the commands
@@ -596,5 +598,48 @@ func TestCIndexIsStrchr(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestShortHeaderMatchesGeneral: wherever shortHeader reads a header line
+// (the fast path of one or two digits), the general path (the search for
+// \r, then num.ParseInt) reads the same line end and count: every line of
+// two to four bytes after the lead over digits, signs, CR, LF, NUL and a
+// letter, both leads, with and without a byte after it.
+func TestShortHeaderMatchesGeneral(t *testing.T) {
+	alpha := []byte("0123456789\r\n-+\x00a")
+	fast := 0
+	for _, lead := range []byte{'$', '*'} {
+		for _, c1 := range alpha {
+			for _, c2 := range alpha {
+				for _, c3 := range alpha {
+					for _, c4 := range alpha {
+						for n := 3; n <= 5; n++ {
+							b := []byte{lead, c1, c2, c3, c4}[:n]
+							nl, ll, ok := shortHeader(b, lead)
+							if !ok {
+								continue
+							}
+							fast++
+							gnl := cIndex(b, '\r')
+							if gnl < 0 || gnl > len(b)-2 {
+								t.Fatalf("%q: shortHeader read a line the general path waits on", b)
+							}
+							gll, gok := num.ParseInt(b[1:gnl])
+							if !gok || gnl != nl || gll != ll {
+								t.Fatalf("%q: shortHeader (%d, %d), general (%d, %d, %v)", b, nl, ll, gnl, gll, gok)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Per lead: 4 bytes, a digit then CR then any byte (repeated by the
+	// unused c4 loop); 5 bytes, that with any fifth byte, or two digits
+	// without a leading zero then CR then any byte.
+	a := len(alpha)
+	if want := 2 * (10*a*a + 10*a*a + 9*10*a); fast != want {
+		t.Fatalf("the fast path read %d lines, want %d", fast, want)
 	}
 }
