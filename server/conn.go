@@ -49,6 +49,11 @@ type client struct {
 	readFn func(uintptr) bool
 	rn     int
 	rerr   error
+	// readFd is the socket's descriptor while rawReadOnce runs (-1
+	// otherwise): the read in progress holds it, so a reply written by a
+	// turn run inside the read goes straight to write(2) (rawio.go,
+	// client.write).
+	readFd int
 	// The raw write's callback, the bytes being written and its results
 	// (rawio.go): the goroutine that set writing uses them.
 	writeFn func(uintptr) bool
@@ -196,6 +201,7 @@ func newClient(s *Server, nc net.Conn) *client {
 		addr:    connAddr(nc.RemoteAddr(), nc.LocalAddr()),
 		laddr:   connAddr(nc.LocalAddr(), nc.LocalAddr()),
 		fd:      -1,
+		readFd:  -1,
 		created: now,
 		lastCmd: now,
 		authed:  !s.passwordSet(),
@@ -296,6 +302,8 @@ func (c *client) read() (int, error) {
 // ended (c.ended), is parked, holds bytes of a command not yet complete,
 // or was asked to demote.
 func (c *client) rawReadOnce(fd uintptr) bool {
+	c.readFd = int(fd)
+	defer func() { c.readFd = -1 }()
 	for {
 		space := c.rd.Space()
 		m, e := rawRead(int(fd), space)

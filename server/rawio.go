@@ -69,7 +69,10 @@ func errnoOf(n int, err error) (int, syscall.Errno) {
 // write writes all of data to the connection: through the socket's
 // syscall.RawConn with rawWrite for a plain TCP connection (waiting in the
 // netpoller while the socket buffer is full, as net.Conn.Write does, and
-// honouring a write deadline the same way), through net.Conn otherwise. It
+// honouring a write deadline the same way; inside the read callback with
+// rawWrite on the descriptor the read holds first, and through RawConn
+// only for what the socket buffer did not take), through net.Conn
+// otherwise. It
 // returns the bytes written and the first error. Only the goroutine that
 // set writing (flush) calls it.
 func (c *client) write(data []byte) (int, error) {
@@ -79,6 +82,17 @@ func (c *client) write(data []byte) (int, error) {
 		return n, err
 	}
 	c.wdata, c.wn, c.werr = data, 0, nil
+	if c.readFd >= 0 && c.rawWriteSome(uintptr(c.readFd)) {
+		// Inside the read callback (rawReadOnce), whose read holds the
+		// descriptor, the reply went out in full (or failed) without
+		// syscall.RawConn.Write (its descriptor lock, its deadline
+		// check): a round trip's reply costs write(2) alone. Plain TCP
+		// connections have no write deadline (only TLS and the
+		// listeners' refusals set one).
+		n, werr := c.wn, c.werr
+		c.wdata = nil
+		return n, werr
+	}
 	if c.writeFn == nil {
 		c.writeFn = c.rawWriteSome
 	}
