@@ -28,7 +28,11 @@ import (
 //     gcHeadroomFloor or by an eighth of the live data, whichever is more
 //     (GOGC 100 at gcHeadroomFloor of live data, gcMinPercent from eight
 //     times that, more for a smaller heap), so a big keyspace keeps about
-//     1.12 times itself resident, not twice;
+//     1.12 times itself resident, not twice. The live data is the least
+//     heap the last gcMarkRing collections marked while the keyspace held
+//     about as many keys as now (liveBase): a collection under load also
+//     marks what was allocated while it marked, and that floating garbage
+//     gets no headroom of its own (gcPercentAbove);
 //     with maxmemory set the runtime's soft limit (an eighth above it) also
 //     applies (memory.go). The directive gogc (default auto) replaces the
 //     derived percentage with a fixed one, for a user who would rather
@@ -63,6 +67,9 @@ const (
 	gcMinPercent  = 12
 	purgeIdleMs   = 2000
 	purgeMinBytes = 4 << 20
+	// gcMarkRing is how many collections' marks liveBase takes the least
+	// of.
+	gcMarkRing = 4
 )
 
 // memCron is the cron's state (store lock, but for the atomics).
@@ -74,7 +81,16 @@ type memCron struct {
 	gcPercent  int   // the GOGC set (0: not yet)
 	gcFound    int   // the GOGC found at start, put back at Close
 	gcEnv      bool  // GOGC is in the environment (auto then keeps gcFound)
-	started    bool  // startMemCron ran (setGOGC applies at once)
+	// marks are the heaps the last collections marked and the keys the
+	// keyspace held then (a ring, markN filled), seen at ticks when
+	// /gc/cycles/total moved past gcCycles: auto's live data is the least
+	// mark of about the same keys (liveBase).
+	marks    [gcMarkRing]gcMark
+	markN    int
+	markAt   int
+	gcCycles uint64
+	keys     uint64 // the keyspace's keys at the last tick
+	started  bool   // startMemCron ran (setGOGC applies at once)
 	// gcFixed is the directive gogc: a percentage, or 0 for auto.
 	gcFixed    atomic.Int64
 	purging    atomic.Bool
@@ -146,7 +162,60 @@ func (g *memCron) gcTarget(live uint64) int {
 	case g.gcEnv:
 		return g.gcFound
 	}
-	return gcPercentFor(live)
+	return gcPercentAbove(live, g.liveBase(live, g.keys))
+}
+
+// gcMark is one collection's mark (bytes) and the keys of every
+// database when the cron saw it.
+type gcMark struct{ live, keys uint64 }
+
+// noteMark records the heap the last collection marked, with the keys the
+// keyspace holds, when a collection ran since the previous call (cycles:
+// /gc/cycles/total).
+func (g *memCron) noteMark(live, keys, cycles uint64) {
+	if cycles == g.gcCycles || live == 0 {
+		return
+	}
+	g.gcCycles = cycles
+	g.marks[g.markAt] = gcMark{live, keys}
+	g.markAt = (g.markAt + 1) % gcMarkRing
+	g.markN = min(g.markN+1, gcMarkRing)
+}
+
+// liveBase is auto's estimate of the live data: the least of live (the
+// last mark) and the marks of the last gcMarkRing collections taken while
+// the keyspace held about as many keys as now (within a sixty-fourth:
+// keys). A collection marks the live data and everything allocated while
+// it marked (allocated black: floating garbage, kept until the next
+// collection), which under a sustained job cycle is 1-3% of a big heap
+// and more when the mark is slow (a loaded machine); the least mark of the
+// same keyspace is the nearest to the data itself. A keyspace that grew
+// or shrank since (a fill, a mass deletion) has no such marks: its last
+// mark is the estimate, as before (docs/operations.md §5.1).
+func (g *memCron) liveBase(live, keys uint64) uint64 {
+	b := live
+	for _, m := range g.marks[:g.markN] {
+		if m.keys+m.keys/64 >= keys && m.keys <= keys+keys/64 {
+			b = min(b, m.live)
+		}
+	}
+	return b
+}
+
+// gcPercentAbove is the GOGC that puts the heap's target where
+// gcPercentFor(base) puts it for a heap that marked base: base times
+// (100 + gcPercentFor(base))/100, expressed over live (the heap the
+// last collection marked, at least base), and at least gcMinPercent/2, so
+// that a heap growing fast (a fill: the least of the recent marks lags
+// behind) is not collected after every few allocations. With live ==
+// base it is gcPercentFor(live).
+func gcPercentAbove(live, base uint64) int {
+	p := gcPercentFor(base)
+	if live <= base || base == 0 {
+		return gcPercentFor(live)
+	}
+	q := int((float64(base)*float64(100+p))/float64(live)) - 100
+	return max(gcMinPercent/2, min(p, q))
 }
 
 // setGCPercentLocked sets the process's GOGC to gcTarget(live) when it
@@ -167,11 +236,18 @@ var cronSamples = []string{
 	"/gc/heap/live:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/free:bytes",
+	"/gc/cycles/total:gc-cycles",
 }
 
 // heapState reads the live data at the last collection, the heap objects
 // now (live and not yet freed) and the free pages kept.
 func heapState() (live, objects, free uint64) {
+	live, objects, free, _ = heapStateCycles()
+	return
+}
+
+// heapStateCycles is heapState and the collections run since start.
+func heapStateCycles() (live, objects, free, cycles uint64) {
 	s := make([]metrics.Sample, len(cronSamples))
 	for i, n := range cronSamples {
 		s[i].Name = n
@@ -183,7 +259,7 @@ func heapState() (live, objects, free uint64) {
 		}
 		return 0
 	}
-	return v(0), v(1), v(2)
+	return v(0), v(1), v(2), v(3)
 }
 
 // gcPercentFor is the GOGC that lets the heap grow by the larger of
@@ -232,7 +308,9 @@ func (s *Server) memCronTick() {
 	if s.statCmds != g.lastCmds {
 		g.lastCmds, g.lastActive = s.statCmds, now
 	}
-	live, objects, free := heapState()
+	live, objects, free, cycles := heapStateCycles()
+	g.keys = s.keyCountLocked()
+	g.noteMark(live, g.keys, cycles)
 	s.setGCPercentLocked(live)
 	purge := false
 	if now-g.lastActive >= purgeIdleMs && g.purgedCmds != s.statCmds {
@@ -247,6 +325,15 @@ func (s *Server) memCronTick() {
 	if purge {
 		s.purgeMemory(false)
 	}
+}
+
+// keyCountLocked is the keys of every database (store lock held).
+func (s *Server) keyCountLocked() uint64 {
+	n := 0
+	for i := 0; i < s.store.NumDBs(); i++ {
+		n += s.store.DB(i).Len()
+	}
+	return uint64(n)
 }
 
 // purgeSoon runs a purge after a flush when the heap is big enough to be

@@ -45,6 +45,68 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
+// Auto's live data is the least of the last gcMarkRing marks
+// (docs/operations.md §5.1): a collection that marked floating garbage
+// besides the data gets the target of the data, a fast-growing heap no
+// less than gcMinPercent/2, and a heap whose marks agree gcPercentFor.
+func TestGCPercentAbove(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		live, base uint64
+		want       int
+	}{
+		{48 * mb, 48 * mb, 12},   // marks agree: gcPercentFor
+		{50 * mb, 0, 12},         // no mark yet: gcPercentFor
+		{49 * mb, 50 * mb, 12},   // the last mark is the least: gcPercentFor(live)
+		{50 * mb, 48 * mb, 7},    // 48 MB * 1.12 = 53.76 MB = 50 MB * 1.0752
+		{49 * mb, 48 * mb, 9},    // 53.76 / 49 = 1.0971
+		{48*mb + 1, 48 * mb, 11}, // a byte over: the next percentage down
+		{80 * mb, 48 * mb, 6},    // growing: at least gcMinPercent/2
+		{3 * mb, 2 * mb, 100},    // small: base + 4 MB = 6 MB, 3 MB * 2
+		{2 * mb, 1 * mb, 150},    // 1 MB * 5 (GOGC 400) = 5 MB = 2 MB * 2.5
+		{8 * mb, 4 * mb, 6},      // 4 MB * 2 = 8 MB: 0%, so the floor
+	} {
+		if got := gcPercentAbove(c.live, c.base); got != c.want {
+			t.Errorf("gcPercentAbove(%.2f MB, %.2f MB) = %d, want %d", float64(c.live)/mb, float64(c.base)/mb, got, c.want)
+		}
+	}
+	var g memCron
+	if b := g.liveBase(50*mb, 200000); b != 50*mb {
+		t.Fatalf("no marks: liveBase %d", b)
+	}
+	// The ring takes a mark only when the cycle count moved, and keeps the
+	// last gcMarkRing.
+	for i, m := range []uint64{47, 52, 49, 51, 50} {
+		g.noteMark(m*mb, 200000, uint64(i+1))
+		g.noteMark(30*mb, 200000, uint64(i+1)) // same cycle: ignored
+	}
+	if b := g.liveBase(53*mb, 200000); b != 49*mb {
+		t.Fatalf("liveBase over 52, 49, 51, 50 and 53: %d MB, want 49", b/mb)
+	}
+	if b := g.liveBase(48*mb, 200000); b != 48*mb {
+		t.Fatalf("liveBase with a lower live: %d MB, want 48", b/mb)
+	}
+	// Marks of another keyspace size (a fill since, a mass deletion) do
+	// not count: within a sixty-fourth they do.
+	if b := g.liveBase(53*mb, 200000+200000/64); b != 49*mb {
+		t.Fatalf("liveBase with a sixty-fourth more keys: %d MB, want 49", b/mb)
+	}
+	if b := g.liveBase(53*mb, 210000); b != 53*mb {
+		t.Fatalf("liveBase with 5%% more keys: %d MB, want the last mark, 53", b/mb)
+	}
+	if b := g.liveBase(53*mb, 190000); b != 53*mb {
+		t.Fatalf("liveBase with 5%% fewer keys: %d MB, want the last mark, 53", b/mb)
+	}
+	g.keys = 200000
+	if p := g.gcTarget(53 * mb); p != gcPercentAbove(53*mb, 49*mb) || p >= 12 {
+		t.Fatalf("gcTarget(53 MB) = %d, want gcPercentAbove(53, 49) = %d", p, gcPercentAbove(53*mb, 49*mb))
+	}
+	g.gcFixed.Store(30)
+	if p := g.gcTarget(53 * mb); p != 30 {
+		t.Fatalf("gogc 30: gcTarget %d", p)
+	}
+}
+
 // The idle purge's threshold (docs/operations.md §5.1): 4 MiB and a
 // sixteenth of the live data to give back.
 func TestWorthPurge(t *testing.T) {
@@ -322,19 +384,27 @@ func TestGOGCDirective(t *testing.T) {
 	if got := c.Do("CONFIG", "GET", "gogc"); got != "*2\r\n$4\r\ngogc\r\n$4\r\nauto\r\n" {
 		t.Fatal(got)
 	}
-	// Under auto the percentage is gcPercentFor of the live heap the cron
-	// last read; a collection between its tick and INFO may move the live
-	// figure, so read both after a tick, a few times at most.
+	// Under auto the percentage is gcPercentAbove of the live heap the
+	// cron last read and the least of the recent marks; a collection
+	// between its tick and INFO may move the live figure, so read both
+	// after a tick, a few times at most.
 	ok := false
+	want := func(live int64) int64 {
+		s.store.Lock()
+		defer s.store.Unlock()
+		g := &s.mem.cron
+		return int64(gcPercentAbove(uint64(live), g.liveBase(uint64(live), g.keys)))
+	}
 	for i := 0; i < 5 && !ok; i++ {
 		clk.Advance(100)
 		clk.Wait()
 		p, live := infoInt(t, s, "go_gc_percent"), infoInt(t, s, "go_heap_live")
-		ok = p == int64(gcPercentFor(uint64(live)))
+		ok = p == want(live)
 	}
 	if !ok {
-		t.Fatalf("gogc auto: go_gc_percent %d, gcPercentFor(go_heap_live %d) = %d",
-			infoInt(t, s, "go_gc_percent"), infoInt(t, s, "go_heap_live"), gcPercentFor(uint64(infoInt(t, s, "go_heap_live"))))
+		live := infoInt(t, s, "go_heap_live")
+		t.Fatalf("gogc auto: go_gc_percent %d, gcPercentAbove(go_heap_live %d, base) = %d",
+			infoInt(t, s, "go_gc_percent"), live, want(live))
 	}
 	c.Do("CONFIG", "SET", "gogc", "70")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
