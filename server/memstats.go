@@ -41,15 +41,6 @@ func memoryCommand(storeCmds []*store.CommandSpec) serverCmd {
 	return mc
 }
 
-// Estimated bytes per entry of a database's key map and expires map (a Go
-// map's bucket share of a string key, a pointer or int64, and its tophash
-// byte, at the average load factor): emqd's stand-in for Valkey's dict
-// overhead in MEMORY STATS db.<n>.
-const (
-	mapEntryMain    = 40
-	mapEntryExpires = 40
-)
-
 // memOverhead is Valkey's serverMemOverhead, from the Go runtime.
 type memOverhead struct {
 	peak, total, startup, aofBuf, overheadTotal int64
@@ -104,7 +95,7 @@ func (s *Server) memoryOverhead() memOverhead {
 		if db.Len() == 0 {
 			continue
 		}
-		main, exp := int64(db.Len())*mapEntryMain, int64(db.ExpiresLen())*mapEntryExpires
+		main, exp := db.TableBytes()
 		m.dbs = append(m.dbs, [3]int64{int64(i), main, exp})
 		m.overheadTotal += main + exp
 		m.keys += int64(db.Len())
@@ -152,8 +143,9 @@ func replyDouble(x *store.Ctx, v float64) {
 // cluster.links, lua.caches, functions.caches, the hashtable lut and
 // rehashing fields and allocator.muzzy are 0 (emqd has none of these);
 // clients.normal is every other client's memory (clientsMemory); the
-// db.<n> overheads are estimates
-// (mapEntryMain, mapEntryExpires bytes per entry).
+// db.<n> overheads are the slot arrays of the keyspace's and the TTLs'
+// tables (store.DB.TableBytes), as Valkey's are its two dicts' bucket
+// arrays and entries.
 func cmdMemoryStats(c *client, x *store.Ctx) {
 	m := c.s.memoryOverhead()
 	w := x.W

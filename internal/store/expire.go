@@ -8,7 +8,8 @@ import (
 
 // Key expiry (docs/compat.md §1.7; Valkey's db.c and expire.c). A key's TTL
 // is an absolute time in Unix milliseconds on the server clock, kept in its
-// database's expires map. A key is expired once the command time is past
+// database's TTL table (an oaTable, keytable.go, with the walk of the
+// active expire cycle below). A key is expired once the command time is past
 // its expire time (now > at, Valkey's keyIsExpired: at the expire time
 // itself the key still exists, with PTTL 0). An expired key is deleted
 // when a command looks it up (lazy expiry) or when the active expire cycle
@@ -35,10 +36,10 @@ func (s *Store) Loading() bool { return s.loading }
 // isExpired reports whether key has a TTL that has passed (without
 // deleting it). Never while loading.
 func (d *DB) isExpired(key string) bool {
-	if len(d.expires) == 0 || d.s.loading {
+	if d.expires.used == 0 || d.s.loading {
 		return false
 	}
-	at, ok := d.expires[key]
+	at, ok := d.expires.lookup(key)
 	return ok && d.s.now > at
 }
 
@@ -64,8 +65,8 @@ func (d *DB) deleteExpired(key string) {
 	// tracking), so without this copy for the rare expired one, escape
 	// analysis makes every read command's key conversion a heap
 	// allocation (one per HGET, ZSCORE, HINCRBY: BenchmarkHGetPipelined64).
+	d.expires.del(key)
 	d.keys.del(key)
-	delete(d.expires, key)
 	d.noteKeyGone()
 	s := d.s
 	s.ExpiredKeys++
@@ -91,38 +92,45 @@ func (d *DB) Lookup(key string) *Value {
 // does not check whether the key itself is expired (callers look the key up
 // first).
 func (d *DB) ExpireAt(key string) (int64, bool) {
-	if len(d.expires) == 0 {
+	if d.expires.used == 0 {
 		return 0, false
 	}
-	at, ok := d.expires[key]
-	return at, ok
+	return d.expires.lookup(key)
 }
 
-// SetExpire sets key's expire time (Unix ms). The key must exist.
+// SetExpire sets key's expire time (Unix ms). The key must exist. The TTL
+// table keeps the keyspace's string of the key, not key itself, so a key
+// with a TTL costs its bytes once (as Valkey's expires dict shares the
+// keyspace's sds).
 func (d *DB) SetExpire(key string, at int64) {
-	if d.keys.get(key) == nil {
+	i := d.keys.find(key)
+	if i < 0 {
 		panic("store: SetExpire on a missing key " + key)
 	}
 	d.s.mutations++
-	d.expires[key] = at
-	if n := len(d.expires); n > d.expiresPeak {
-		d.expiresPeak = n
+	if d.expires.put(d.keys.slots[i].key(), at) {
+		if n := d.expires.len(); n > d.expiresPeak {
+			d.expiresPeak = n
+		}
 	}
 }
 
 // Persist removes key's TTL and reports whether it had one.
 func (d *DB) Persist(key string) bool {
-	if _, ok := d.expires[key]; !ok {
+	if d.expires.used == 0 || !d.expires.del(key) {
 		return false
 	}
 	d.s.mutations++
-	delete(d.expires, key)
 	d.noteKeyGone()
 	return true
 }
 
+// TableBytes is the size of the slot arrays of d's keyspace table and TTL
+// table (MEMORY STATS db.<n> overhead.hashtable.main and .expires).
+func (d *DB) TableBytes() (main, expires int64) { return d.keys.bytes(), d.expires.bytes() }
+
 // ExpiresLen is the number of keys with a TTL (INFO keyspace expires=).
-func (d *DB) ExpiresLen() int { return len(d.expires) }
+func (d *DB) ExpiresLen() int { return d.expires.len() }
 
 // AvgTTL is the estimated average TTL of the keys with one, in ms, as the
 // active expire cycle samples it (INFO keyspace avg_ttl=).
@@ -138,7 +146,7 @@ func (s *Store) PurgeExpired() int {
 	}
 	n := 0
 	for _, d := range s.dbs {
-		for k, at := range d.expires {
+		for k, at := range d.expires.all() {
 			if s.now > at {
 				d.deleteExpired(k)
 				n++
@@ -162,12 +170,25 @@ const (
 	expireAvgTTLSmoothing = 50
 )
 
+// The active expire cycle walks each database's TTL table in slot order,
+// as Valkey's walks its expires dict with db->expires_cursor: a sample goes
+// on from the slot where the last one stopped, and the walk starts again at
+// slot 0 after the last. Until round 7 the TTL table was a Go map, and each
+// sample was a range from Go's random start: once part of the table was
+// cleaned, most samples began in a cleaned stretch, found few keys expired
+// and ended the database's turn, so 400,000 expired keys beside 200,000
+// long-lived ones went at about 2,000 a second, where Valkey 8.0.1 took
+// about ten seconds for all of them (docs/compat.md, bench/README.md "Key
+// expiry (round 7)"). A key inserted behind the walk is met on its next
+// pass; a resize (new slots, a new seed) leaves the cursor where it was.
+
 // ActiveExpireCycle is one run of Valkey's slow active expire cycle at the
 // time set by SetNow and the given active-expire-effort (1..10): up to 16
 // databases (continuing round robin where the last run stopped), each
-// sampled 20 keys at a time (more with more effort); expired ones are
-// deleted, and a database is sampled again while more than 10% (less with
-// more effort) of a sample was expired. It stops when budget (real time)
+// sampled 20 keys at a time (more with more effort) along its TTL table
+// from where its last sample stopped; expired ones are deleted, and a
+// database is sampled again while more than 10% (less with more effort) of
+// a sample was expired and its walk has not come back to the start. It stops when budget (real time)
 // is spent and then reports true (the cycle hit its time limit; the caller
 // runs another one soon, releasing the store lock in between so clients
 // never wait longer than one budget). Call under the store lock.
@@ -185,29 +206,44 @@ func (s *Store) ActiveExpireCycle(budget time.Duration, effort int) (timeLimit b
 		d := s.dbs[s.expireDB%len(s.dbs)]
 		s.expireDB++
 		for {
-			n := len(d.expires)
+			n := d.expires.len()
 			if n == 0 {
 				d.avgTTL = 0
+				d.expCursor = 0
 				break
 			}
 			if n > keysPerLoop {
 				n = keysPerLoop
 			}
-			sampled, expired := 0, 0
+			sampled, expired, done := 0, 0, false
 			var ttlSum, ttlSamples int64
-			// Go's map iteration starts at a random place: a sample.
-			for k, at := range d.expires {
-				if sampled >= n {
+			// The sample goes on along the table from where the last one
+			// stopped (the walk, above), looking at up to 20 slots a key.
+			slots := d.expires.slots
+			for looked := 0; sampled < n && looked < n*20; {
+				if d.expCursor >= len(slots) {
+					d.expCursor, done = 0, true
 					break
 				}
+				sl := &slots[d.expCursor]
+				if sl.tag() < ktFull {
+					d.expCursor++
+					looked++
+					continue
+				}
 				sampled++
-				if s.now > at {
-					d.deleteExpired(k)
+				if at := sl.v; s.now > at {
+					// The deletion may shift a later entry into this slot
+					// (backward shift): the slot is looked at again.
+					d.deleteExpired(sl.key())
 					expired++
+					continue
 				} else if ttl := at - s.now; ttl > 0 {
 					ttlSum += ttl
 					ttlSamples++
 				}
+				d.expCursor++
+				looked++
 			}
 			totalSampled += int64(sampled)
 			totalExpired += int64(expired)
@@ -224,7 +260,10 @@ func (s *Store) ActiveExpireCycle(budget time.Duration, effort int) (timeLimit b
 				timeLimit = true
 				break
 			}
-			if sampled != 0 && expired*100/sampled <= acceptable {
+			// Valkey's rule: the database's turn ends when its walk came
+			// back to the start, or when no more than acceptable percent of
+			// a sample had expired.
+			if done || (sampled != 0 && expired*100/sampled <= acceptable) {
 				break
 			}
 		}

@@ -213,6 +213,7 @@ func (s *Store) SwapDB(a, b int) {
 	s.touchSwap(db, da)
 	da.keys, db.keys = db.keys, da.keys
 	da.expires, db.expires = db.expires, da.expires
+	da.expCursor, db.expCursor = db.expCursor, da.expCursor
 	// What the maps held since they were built goes with them (shrink.go).
 	da.keysPeak, db.keysPeak = db.keysPeak, da.keysPeak
 	da.expiresPeak, db.expiresPeak = db.expiresPeak, da.expiresPeak

@@ -100,6 +100,12 @@ func ktCapFor(n int) int {
 
 func (t *oaTable[V]) len() int { return t.used }
 
+// bytes is the size of t's slot array (the key and value bytes they point
+// at are not counted).
+func (t *oaTable[V]) bytes() int64 {
+	return int64(len(t.slots)) * int64(unsafe.Sizeof(ktSlot[V]{}))
+}
+
 func (t *oaTable[V]) hash(k string) uint64 { return maphash.String(t.seed, k) }
 
 func ktTag(h uint64) uint8 { return uint8(h>>57) | ktFull }

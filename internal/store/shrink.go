@@ -41,7 +41,7 @@ func (d *DB) noteKeys() {
 
 // noteKeyGone marks d for ShrinkMaps when its maps fell below the line.
 func (d *DB) noteKeyGone() {
-	if mustShrink(d.keys.len(), d.keysPeak) || mustShrink(len(d.expires), d.expiresPeak) {
+	if mustShrink(d.keys.len(), d.keysPeak) || mustShrink(d.expires.len(), d.expiresPeak) {
 		d.s.shrinkDue = true
 	}
 }
@@ -61,12 +61,10 @@ func (s *Store) ShrinkMaps() int {
 			d.keysPeak = d.keys.len()
 			n++
 		}
-		if mustShrink(len(d.expires), d.expiresPeak) {
-			m := make(map[string]int64, len(d.expires))
-			for k, at := range d.expires {
-				m[k] = at
-			}
-			d.expires, d.expiresPeak = m, len(m)
+		if mustShrink(d.expires.len(), d.expiresPeak) {
+			d.expires.fit()
+			d.expiresPeak = d.expires.len()
+			d.expCursor = 0
 			n++
 		}
 	}
@@ -81,9 +79,8 @@ func (s *Store) ShrinkMaps() int {
 // (keytable.go) for that reason, whose deletions leave no tombstones, so
 // there is nothing to rebuild after a turnover. (Until round 6 the idle tick
 // and MEMORY PURGE rebuilt a churned Go map, ShrinkChurned, which gave the
-// table back only when the server went idle.) The TTL table is still a Go
-// map: a turnover of keys with TTLs grows it the same way, and ShrinkMaps
-// rebuilds it only after mass deletion.
+// table back only when the server went idle.) The TTL table is the same
+// kind of table since round 7 (expire.go).
 
 // dictDel deletes member from a big set's member map, rebuilding the map
 // when it fell below the line.

@@ -87,8 +87,8 @@ type DB struct {
 	Index int
 	keys  keyTable // the keyspace (keytable.go)
 	// expires holds the absolute expire time (Unix ms) of every key that
-	// has one (expire.go).
-	expires map[string]int64
+	// has one (expire.go), under the keyspace's own string of the key.
+	expires oaTable[int64]
 	// avgTTL is the estimate INFO keyspace reports (ms), kept by the
 	// active expire cycle as Valkey's db->avg_ttl.
 	avgTTL int64
@@ -97,6 +97,9 @@ type DB struct {
 	// keysPeak and expiresPeak are the most entries keys and expires held
 	// since they were built (shrink.go).
 	keysPeak, expiresPeak int
+	// expCursor is the active expire cycle's place in expires: the slot
+	// its next sample starts at (expire.go, as Valkey's expires_cursor).
+	expCursor int
 }
 
 // Get returns the value at key, or nil. A key whose TTL has passed is
@@ -108,7 +111,7 @@ func (d *DB) Get(key string) *Value {
 	if v == nil {
 		return nil
 	}
-	if len(d.expires) > 0 && d.expireIfNeeded(key) {
+	if d.expires.used > 0 && d.expireIfNeeded(key) {
 		return nil
 	}
 	d.s.touchAccess(v)
@@ -138,7 +141,7 @@ func (d *DB) Peek(key string) *Value {
 	if v == nil {
 		return nil
 	}
-	if len(d.expires) > 0 && d.expireIfNeeded(key) {
+	if d.expires.used > 0 && d.expireIfNeeded(key) {
 		return nil
 	}
 	return v
@@ -157,8 +160,8 @@ func (d *DB) Put(key string, v *Value) {
 	if d.keys.put(key, v) {
 		d.noteKeys()
 	}
-	if len(d.expires) > 0 {
-		delete(d.expires, key)
+	if d.expires.used > 0 {
+		d.expires.del(key)
 	}
 }
 
@@ -178,8 +181,8 @@ func (d *DB) Remove(key string) bool {
 		return false
 	}
 	d.s.mutations++
-	if len(d.expires) > 0 {
-		delete(d.expires, key)
+	if d.expires.used > 0 {
+		d.expires.del(key)
 	}
 	d.noteKeyGone()
 	return true
@@ -195,7 +198,7 @@ func (d *DB) Mutating() { d.s.mutations++ }
 // TTL has passed (without deleting them, as KEYS). Order is unspecified.
 func (d *DB) Keys(fn func(key string, v *Value) bool) {
 	for k, v := range d.keys.all() {
-		if len(d.expires) > 0 && d.isExpired(k) {
+		if d.expires.used > 0 && d.isExpired(k) {
 			continue
 		}
 		if !fn(k, v) {
@@ -218,7 +221,8 @@ func (d *DB) NoteRead(key string) {
 func (d *DB) Clear() {
 	d.s.mutations++
 	d.keys = keyTable{}
-	d.expires = make(map[string]int64)
+	d.expires = oaTable[int64]{}
+	d.expCursor = 0
 	d.keysPeak, d.expiresPeak = 0, 0
 	d.avgTTL = 0
 }
@@ -396,7 +400,7 @@ func New(n int, opts ...Option) *Store {
 	s.hashLim = &hashTable{lim: &s.limits}
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
-		s.dbs[i] = &DB{Index: i, expires: make(map[string]int64), s: s}
+		s.dbs[i] = &DB{Index: i, s: s}
 	}
 	return s
 }

@@ -10,7 +10,7 @@ func TestDBWarmHasNoEffect(t *testing.T) {
 	d := s.DB(0)
 	d.Put("k", &Value{Kind: KindString, Str: []byte("xyz")})
 	d.Put("gone", &Value{Kind: KindString, Str: []byte("old")})
-	d.expires["gone"] = 1 // long past
+	d.expires.put("gone", 1) // long past
 	s.SetNow(1 << 40)
 	v := d.keys.get("k")
 	access, muts := v.access, s.mutations
