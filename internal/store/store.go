@@ -135,6 +135,23 @@ func (d *DB) Warm(key string) byte {
 	return v.Str[0]
 }
 
+// WarmKey is Warm for a key given as bytes (not kept) that also returns
+// the keyspace's own string of it ("" when key is absent): a caller that
+// built key in scratch bytes to look it up keeps the stored string
+// instead (immutable, and as long-lived as any key string: the sweep's
+// row keys, internal/verbs readDueFor).
+func (d *DB) WarmKey(key []byte) (string, byte) {
+	i := d.keys.find(zview(key))
+	if i < 0 {
+		return "", 0
+	}
+	s := &d.keys.slots[i]
+	if len(s.v.Str) == 0 {
+		return s.key(), 0
+	}
+	return s.key(), s.v.Str[0]
+}
+
 // Peek is Get without updating the access time.
 func (d *DB) Peek(key string) *Value {
 	v := d.keys.get(key)

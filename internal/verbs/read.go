@@ -1,8 +1,6 @@
 package verbs
 
 import (
-	"strings"
-
 	"github.com/emqd/emqd/internal/store"
 )
 
@@ -251,14 +249,22 @@ func (d *dueJob) rowKey(k *Keys) string {
 // readDue selects the members of the zset z with score <= now, lowest
 // first, at most limit, with their rows (ZRANGEBYSCORE key -inf now LIMIT 0
 // limit). The result is sized by counting first (or appended to buf[:0]
-// when buf is not nil) and the row keys share one allocation
+// when buf is not nil); each row key is the keyspace's own string
+// (store.DB.WarmKey), looked up with the keys built in one buffer
 // (BenchmarkStalledCheck).
 func readDue(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob) []dueJob {
-	return readDueFor(d, k, z, now, limit, buf, false)
+	return readDueFor(d, k, z, now, limit, buf, nil, false)
 }
 
-// readDueFor is readDue reading the rows with readRowFor(forPlan).
-func readDueFor(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob, forPlan bool) []dueJob {
+// readDueFor is readDue reading the rows with readRowFor(forPlan) and
+// building the row keys to look up in *kb (nil: a buffer of its own). The
+// keys handed out are never *kb's bytes: a present row's is the keyspace's
+// string of it, an absent one's (a ghost) a new string (k.Row). Until
+// round 7 the keys were one new string per call (34 B a lease, two fifths
+// of the bytes the sweep allocated: bench/README.md "The stall sweep,
+// round 7 (issue 25)"); a plan's keys reach the observer (blocking's ready
+// list, tracking), which may keep them, so they cannot be scratch.
+func readDueFor(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf []dueJob, kb *[]byte, forPlan bool) []dueJob {
 	if z == nil || z.Len() == 0 {
 		return nil
 	}
@@ -282,21 +288,32 @@ func readDueFor(d *store.DB, k *Keys, z *store.ZSet, now int64, limit int64, buf
 		nk += len(k.JobPrefix) + len(it.Member)
 		return true
 	})
-	var sb strings.Builder
-	sb.Grow(nk)
-	for i := range out {
-		sb.WriteString(k.JobPrefix)
-		sb.WriteString(out[i].ID)
+	var keys []byte
+	if kb != nil {
+		keys = (*kb)[:0]
 	}
-	keys := sb.String()
+	if cap(keys) < nk {
+		keys = make([]byte, 0, nk)
+	}
+	for i := range out {
+		keys = append(keys, k.JobPrefix...)
+		keys = append(keys, out[i].ID...)
+	}
 	at := 0
 	for i := range out {
 		end := at + len(k.JobPrefix) + len(out[i].ID)
-		out[i].Key = keys[at:end]
-		d.Warm(out[i].Key) // all rows first (store.DB.Warm)
+		// All rows first (store.DB.Warm): the cache misses of independent
+		// lookups overlap.
+		out[i].Key, _ = d.WarmKey(keys[at:end])
 		at = end
 	}
+	if kb != nil && cap(keys) <= 64*sweepKeepMax {
+		*kb = keys[:0]
+	}
 	for i := range out {
+		if out[i].Key == "" {
+			out[i].Key = k.Row(out[i].ID) // a ghost (or a row gone since)
+		}
 		out[i].Row = readRowFor(d, out[i].Key, forPlan)
 	}
 	return out

@@ -145,7 +145,7 @@ func (vs *Verbs) StalledCheck(c *store.Ctx, a *StalledCheckArgs) (StalledCheckRe
 	// the plan's HSET of it overwrites is read after that HSET
 	// (docs/architecture.md §2.5, "Views of a row and its in-place write"),
 	// so the HSET rewrites the row in place when it fits.
-	r.Expired = readDueFor(d, k, act, c.NowMs, limit, vs.sweep.due, true)
+	r.Expired = readDueFor(d, k, act, c.NowMs, limit, vs.sweep.due, &vs.sweep.keys, true)
 	var deadZ *store.ZSet
 	if len(r.Expired) > 0 {
 		_, r.Pending = zsetKind(d, k.Pending)
@@ -315,6 +315,8 @@ type sweepScratch struct {
 	// callers keep their lists, and get new ones.
 	lend      bool
 	rec, dead []string
+	// keys: the read pass's row keys, built to look them up (readDueFor).
+	keys []byte
 }
 
 // ids returns an empty id list of capacity n: *buf's while the lists are

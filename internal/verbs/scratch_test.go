@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
+	"unsafe"
 )
 
 // TestSweepScratchGivenBack (issue 27 item 4): one EMQ.STALLED.CHECK over
@@ -127,5 +128,51 @@ func TestSweepReplyListsLent(t *testing.T) {
 	}
 	if len(h.v.sweep.dead) != 0 || &res.Dead[:1][0] == &h.v.sweep.dead[:1][0] {
 		t.Fatal("the typed call's list is the scratch's")
+	}
+}
+
+// The read pass's row keys (readDueFor) are the keyspace's own strings,
+// looked up with keys built in the sweep's scratch bytes: no key handed
+// out points into the scratch (the next call rewrites it, and a plan's
+// keys may be kept by the observer), a present row's key is the stored
+// string itself, and a ghost's (its row deleted) is a new string with
+// the row key's bytes.
+func TestSweepRowKeysAreTheKeyspaces(t *testing.T) {
+	h := newTH(t)
+	for i := 0; i < 10; i++ {
+		h.ok("EMQ.ENQUEUE", "q", fmt.Sprintf("JOB%011d", i+1), "p")
+	}
+	h.ok("EMQ.CLAIM", "q", "1", "COUNT", "10")
+	h.s.DB(0).Remove("emq:{q}:job:JOB00000000004") // a ghost
+	h.clk.Advance(10)
+	d := h.s.DB(0)
+	k := h.v.keysOf("q")
+	act, _ := zsetKind(d, k.Active)
+	var kb []byte
+	due := readDueFor(d, k, act, h.clk.NowMs(), 100, nil, &kb, true)
+	if len(due) != 10 || cap(kb) == 0 {
+		t.Fatalf("%d due, scratch of %d", len(due), cap(kb))
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(kb[:1])))
+	for i, dj := range due {
+		want := fmt.Sprintf("emq:{q}:job:JOB%011d", i+1)
+		p := uintptr(unsafe.Pointer(unsafe.StringData(dj.Key)))
+		if dj.Key != want || (p >= lo && p < lo+uintptr(cap(kb))) {
+			t.Fatalf("due %d: key %q in the scratch %v", i, dj.Key, p >= lo && p < lo+uintptr(cap(kb)))
+		}
+		stored, _ := d.WarmKey([]byte(want))
+		if i == 3 {
+			if stored != "" || dj.Row.Kind != keyAbsent {
+				t.Fatalf("ghost: stored %q, kind %v", stored, dj.Row.Kind)
+			}
+			continue
+		}
+		if unsafe.StringData(stored) != unsafe.StringData(dj.Key) || dj.Row.Kind != keyOK {
+			t.Fatalf("due %d: key %q is not the keyspace's string", i, dj.Key)
+		}
+	}
+	v := h.ok("EMQ.STALLED.CHECK", "q").([]any)
+	if len(v[1].([]any)) != 9 {
+		t.Fatalf("sweep: %v", v)
 	}
 }

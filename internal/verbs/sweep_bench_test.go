@@ -76,8 +76,8 @@ func cpuTime() time.Duration {
 
 // sweepCallAllocsMax bounds the allocations of one EMQ.STALLED.CHECK of
 // 100 expired leases (TestStalledCheckAllocs): a few per call (the
-// verdicts, the reply's id lists, the row keys' one string, the tree leaves
-// of dead) and none per lease: each row is rewritten in place (read
+// verdicts, the tree leaves of dead; until round 7 also the reply's id
+// lists and the row keys' one string) and none per lease: each row is rewritten in place (read
 // unmarked, docs/architecture.md §2.5 "Views of a row and its in-place
 // write"; the claim left room for the death's fields). Before the sweep's
 // scratch was reused it was 5.2 per lease (bench/README.md, "What stands
@@ -88,8 +88,9 @@ const sweepCallAllocsMax = 16
 // TestStalledCheckAllocs guards the sweep's allocations per call, on the
 // dead-letter path (max_stalled 1), the recovery path (max_stalled 2) and
 // the restart exemption (leases of another run id): at most
-// sweepCallAllocsMax (10, 8 and 8 when written; 8, 7 and 7 since the
-// reply's id lists are lent, round 7), fewer than one per ten
+// sweepCallAllocsMax (10, 8 and 8 when written; 7, 6 and 6 since the
+// reply's id lists are lent and the row keys are the keyspace's strings,
+// round 7), fewer than one per ten
 // leases, where a row copied per lease would be 100 more.
 func TestStalledCheckAllocs(t *testing.T) {
 	for _, tc := range []struct {
