@@ -39,8 +39,10 @@ const plainCycleAllocsBase = 37
 // row's list and the mint's) and ENQUEUE's payload was borrowed, not
 // cloned (plan.Op.Borrow: the row's listpack copies it), 15 once the
 // claim's candidates were Verbs' scratch (candScratch: a 352-byte object
-// per claim).
-const plainCycleAllocs = 15
+// per claim), 14 once the wire adapters' claims filled Verbs' list of
+// claimed jobs (jobScratch: a 96-byte list per claim; a typed caller
+// still gets its own).
+const plainCycleAllocs = 14
 
 // nextCycleAllocs is the allocations of one job of the NEXT form's cycle
 // (nextCycle: ENQUEUE *, COMPLETE ... NEXT), measured with
@@ -48,8 +50,9 @@ const plainCycleAllocs = 15
 // and NEXT's overlay in Verbs' scratch (Verbs.nextOv), 21 after, 20 with
 // the in-place set removals, 19 with the claim's row copied once
 // (plainCycleAllocs), 16 with the pooled HSET lists and the borrowed
-// payload, 15 with NEXT's claim's candidates in Verbs' scratch.
-const nextCycleAllocs = 15
+// payload, 15 with NEXT's claim's candidates in Verbs' scratch, 14 with
+// its claimed jobs' list there too (jobScratch).
+const nextCycleAllocs = 14
 
 // TestNextCycleAllocs guards nextCycleAllocs; under -race only from below,
 // as TestPlainCycleAllocs.
@@ -142,7 +145,7 @@ func TestSharedTimeBytesStayPut(t *testing.T) {
 // as at the job cycle's 22 jobs per ms: what is made once per ms
 // (Verbs.msNow's time, Verbs.activeFields' claimed-row HSET) is made once
 // for all the cycles.
-const sameMsCycleAllocs = 13
+const sameMsCycleAllocs = 12
 
 // TestSameMsCycleAllocs guards sameMsCycleAllocs (under -race only from
 // below, as TestPlainCycleAllocs), and that the rows of that ms share one
@@ -245,8 +248,8 @@ func TestPlainCycleAllocs(t *testing.T) {
 // at COMPLETE (an empty, idle lane is garbage, docs/verbs.md §4.26.4).
 // 30 with the claim's row copied once (plainCycleAllocs), 26 with the
 // pooled HSET lists (the lane row's list of extra fields too) and the
-// borrowed payload.
-const laneCycleAllocs = 26
+// borrowed payload, 25 with the claimed jobs' list in Verbs' scratch.
+const laneCycleAllocs = 25
 
 // laneCycle is plainCycle with every job in lane x of a queue with one
 // other, idle, configured lane (BenchmarkJobCycleLanes' lanes=true).

@@ -35,6 +35,10 @@ type claimArgs struct {
 	// of Verbs.cands, handed back with candsDone once judged; nil: a new
 	// one).
 	Cands []dueJob
+	// Jobs is the verdict's list of claimed jobs when a wire adapter, which
+	// writes the reply before the next claim, lends Verbs' scratch
+	// (jobScratch; nil: a new list, a typed caller's own).
+	Jobs []ClaimedJob
 }
 
 func (vs *Verbs) parseClaim(c *store.Ctx, a *claimArgs) bool {
@@ -320,6 +324,7 @@ func judgeClaim(r *claimRead, now int64, runID []byte, a *claimArgs) (claimVerdi
 		room = math.MaxInt64
 	}
 	size := arrayHeaderBytes(a.Count)
+	v.Jobs = a.Jobs[:0]
 	i, j := 0, 0
 	for int64(len(v.Jobs)) < a.Count {
 		for i < len(r.Cands) && inProm[r.Cands[i].ID] {
@@ -573,15 +578,19 @@ func (vs *Verbs) cmdClaim(c *store.Ctx) {
 	if !vs.parseClaim(c, &args) {
 		return
 	}
+	args.Jobs = vs.jobScratch()
 	v, err := vs.claimOnce(c, &args)
+	args.Jobs = nil // a parked claim's arguments keep no scratch
 	if err != nil {
 		replyRefusal(c, err)
 		return
 	}
 	if len(v.Jobs) > 0 || !args.Block {
 		writeClaimJobs(c, v.Jobs)
+		vs.jobsDone(v.Jobs)
 		return
 	}
+	vs.jobsDone(v.Jobs)
 	if c.InMulti {
 		// A transaction cannot wait: answer what a timeout answers
 		// (docs/verbs.md §4.3.3), as Valkey's blocking commands do.

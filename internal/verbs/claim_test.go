@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emqd/emqd/internal/resp"
 	"github.com/emqd/emqd/internal/store"
 )
 
@@ -197,5 +198,56 @@ func TestClaimWakesForUntakenPromotions(t *testing.T) {
 	}
 	if got := h.members(NewKeys("q").Pending); !reflect.DeepEqual(got, []string{tID2 + "@0", tID3 + "@0"}) {
 		t.Fatalf("pending %v", got)
+	}
+}
+
+// TestClaimJobListsAreTheCallers: the wire adapters' claims (EMQ.CLAIM,
+// COMPLETE ... NEXT) fill one list of Verbs' scratch (jobScratch), written
+// out before the next claim; a typed Claim's result is the caller's own
+// and stays as it was across the adapters' later claims.
+func TestClaimJobListsAreTheCallers(t *testing.T) {
+	s := store.New(16)
+	c := &store.Ctx{S: s, DB: s.DB(0), W: &resp.Writer{Proto: 2}, RunID: tRun, NowMs: tNow}
+	vs := New(Config{})
+	ids := []string{"JOB0000000000A", "JOB0000000000B", "JOB0000000000C", "JOB0000000000D"}
+	for _, id := range ids {
+		c.W.Reset()
+		c.ResetForCommand([][]byte{[]byte("EMQ.ENQUEUE"), []byte("q"), []byte(id), []byte("p-" + id)})
+		vs.cmdEnqueue(c)
+	}
+	wire := func(argv ...string) string {
+		b := make([][]byte, len(argv))
+		for i, a := range argv {
+			b[i] = []byte(a)
+		}
+		c.W.Reset()
+		c.ResetForCommand(b)
+		switch argv[0] {
+		case "EMQ.CLAIM":
+			vs.cmdClaim(c)
+		default:
+			vs.cmdComplete(c)
+		}
+		return string(c.W.Buf)
+	}
+	if got := wire("EMQ.CLAIM", "q", "1000"); got != "*1\r\n*4\r\n$14\r\nJOB0000000000A\r\n$16\r\np-JOB0000000000A\r\n$1\r\n1\r\n:0\r\n" {
+		t.Fatalf("claim: %q", got)
+	}
+	res, err := vs.Claim(c, &ClaimArgs{Queue: "q", LeaseMs: 1000})
+	if err != nil || len(res.Jobs) != 1 || res.Jobs[0].ID != "JOB0000000000B" {
+		t.Fatalf("typed claim: %+v %v", res, err)
+	}
+	typed := res.Jobs[0]
+	if got := wire("EMQ.COMPLETE", "q", "JOB0000000000A", "1", "NEXT", "1000"); got != "*1\r\n*4\r\n$14\r\nJOB0000000000C\r\n$16\r\np-JOB0000000000C\r\n$1\r\n1\r\n:0\r\n" {
+		t.Fatalf("complete NEXT: %q", got)
+	}
+	if got := wire("EMQ.CLAIM", "q", "1000"); got != "*1\r\n*4\r\n$14\r\nJOB0000000000D\r\n$16\r\np-JOB0000000000D\r\n$1\r\n1\r\n:0\r\n" {
+		t.Fatalf("claim: %q", got)
+	}
+	if j := res.Jobs[0]; j.ID != "JOB0000000000B" || j.Key != typed.Key || string(j.Token) != "1" || string(j.Payload) != "p-JOB0000000000B" {
+		t.Fatalf("the typed claim's list changed to %+v (was %+v)", res.Jobs[0], typed)
+	}
+	if cap(vs.jobs) == 0 || vs.jobs[:1][0].ID != "" {
+		t.Fatalf("the adapters' list is not Verbs' scratch, or kept a job: cap %d", cap(vs.jobs))
 	}
 }

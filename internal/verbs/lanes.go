@@ -826,6 +826,7 @@ func judgeClaimLanes(r *claimRead, now int64, runID []byte, a *claimArgs, p *pla
 	k := a.K
 	lt := r.Lanes
 	var v claimVerdict
+	v.Jobs = a.Jobs[:0]
 	// Lanes whose next token came due re-enter the selection.
 	if lt.limZ != nil {
 		for i := 0; ; i++ {

@@ -142,6 +142,9 @@ type CompleteArgs struct {
 	Result    []byte
 	HasResult bool
 	Next      ClaimArgs
+	// wire: the wire adapter's call, which writes NEXT's jobs out before
+	// any other claim (they may be Verbs' scratch, jobScratch).
+	wire bool
 }
 
 // Argv is the canonical command line: EMQ.COMPLETE q id token [RESULT
@@ -164,7 +167,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	a := CompleteArgs{Lease: l}
+	a := CompleteArgs{Lease: l, wire: true}
 	var ca completeArgs
 	var na ClaimArgs
 	next, ok := vs.parseNext(c, l.Queue, 4, &na, &ca)
@@ -185,6 +188,7 @@ func (vs *Verbs) cmdComplete(c *store.Ctx) {
 		return
 	}
 	writeClaimJobs(c, res.Next.Jobs)
+	vs.jobsDone(res.Next.Jobs)
 }
 
 // Complete is EMQ.COMPLETE (docs/verbs.md §4.5): the token guard, then the
@@ -199,6 +203,9 @@ func (vs *Verbs) Complete(c *store.Ctx, ta *CompleteArgs) (CompleteResult, error
 	var na claimArgs
 	if next {
 		na = vs.claimArgsOf(&ta.Next)
+		if ta.wire {
+			na.Jobs = vs.jobScratch()
+		}
 	}
 	d := c.DB
 	lb := vs.laneScratch()
@@ -388,6 +395,8 @@ type FailArgs struct {
 	DelayMs     int64
 	Error       []byte
 	Next        ClaimArgs
+	// wire: as CompleteArgs'.
+	wire bool
 }
 
 // Argv is the canonical command line: EMQ.FAIL q id token max_attempts
@@ -412,7 +421,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	if !ok {
 		return
 	}
-	a := FailArgs{Lease: l}
+	a := FailArgs{Lease: l, wire: true}
 	var e string
 	if a.MaxAttempts, e = intArg(c.Argv[4], 1, errPosMaxAttempts); e != "" {
 		c.W.Error(e)
@@ -449,6 +458,7 @@ func (vs *Verbs) cmdFail(c *store.Ctx) {
 	c.W.Int(res.Failures)
 	if next {
 		writeClaimJobs(c, res.Next.Jobs)
+		vs.jobsDone(res.Next.Jobs)
 	}
 }
 
@@ -463,6 +473,9 @@ func (vs *Verbs) Fail(c *store.Ctx, ta *FailArgs) (FailResult, error) {
 	var na claimArgs
 	if next {
 		na = vs.claimArgsOf(&ta.Next)
+		if ta.wire {
+			na.Jobs = vs.jobScratch()
+		}
 	}
 	d := c.DB
 	lb := vs.laneScratch()

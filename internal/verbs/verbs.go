@@ -67,6 +67,9 @@ type Verbs struct {
 	// from claim to claim: a dueJob holds a whole jobRow (344 bytes), and
 	// a claim of one job made one for each call (candScratch).
 	cands []dueJob
+	// jobs is the claimed jobs' list a wire adapter's claim fills
+	// (jobScratch).
+	jobs []ClaimedJob
 	// activeFV is the claimed rows' HSET for activeMs and activeRun
 	// (activeFields).
 	activeFV  [][]byte
@@ -280,6 +283,23 @@ const candScratchKeep = 128
 // judgement is done with it (nothing it returns points into it: a
 // claimed job copies its candidate's strings and views).
 func (vs *Verbs) candScratch() []dueJob { return vs.cands[:0] }
+
+// jobScratch is an empty list of claimed jobs for a wire adapter's claim
+// (claimArgs.Jobs): the adapter writes the reply from it and hands it
+// back with jobsDone before any other claim runs (a claim of one job made
+// a 96-byte list per call). A typed caller gets a list of its own.
+func (vs *Verbs) jobScratch() []ClaimedJob { return vs.jobs[:0] }
+
+// jobsDone takes back the list jobScratch lent, once the reply is written.
+func (vs *Verbs) jobsDone(j []ClaimedJob) {
+	if j == nil {
+		return
+	}
+	clear(j) // the payload views: no stored bytes are kept alive
+	if cap(j) <= candScratchKeep {
+		vs.jobs = j[:0]
+	}
+}
 
 // candsDone is candScratch's return: the list the read pass grew.
 func (vs *Verbs) candsDone(c []dueJob) {
