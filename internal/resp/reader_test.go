@@ -643,3 +643,40 @@ func TestShortHeaderMatchesGeneral(t *testing.T) {
 		t.Fatalf("the fast path read %d lines, want %d", fast, want)
 	}
 }
+
+// TestFirstFrameArenaExact: the byte arena of a batch of one frame is its
+// arguments' exact size (the frame's header line and each argument's
+// framing are not counted in the first chunk's size), and a batch of
+// several frames still cuts every argument from one arena.
+func TestFirstFrameArenaExact(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		args int // bytes of all arguments
+		cap  int // the arena's capacity asked for (before the runtime's rounding)
+	}{
+		{"*2\r\n$7\r\nZPOPMIN\r\n$6\r\nmyzset\r\n", 13, 13},
+		// "$20" is one byte longer than the 6 counted per argument.
+		{"*4\r\n$4\r\nZADD\r\n$6\r\nmyzset\r\n$1\r\n0\r\n$20\r\nelement:__rand_int__\r\n", 31, 32},
+		{"*1\r\n$0\r\n\r\n", 0, 0},
+		// Two frames: the first frame's framing (4 + 2*6 bytes) is taken
+		// off the 58 bytes buffered, which still hold all 26 argument bytes.
+		{"*2\r\n$7\r\nZPOPMIN\r\n$6\r\nmyzset\r\n*2\r\n$7\r\nZPOPMIN\r\n$6\r\nmyzset\r\n", 26, 42},
+	} {
+		var r Reader
+		r.Write([]byte(c.in))
+		cmds, err := r.Parse(0, false)
+		if err != nil || len(cmds) == 0 {
+			t.Fatalf("%q: %d commands, %v", c.in, len(cmds), err)
+		}
+		n := 0
+		for _, argv := range cmds {
+			for _, a := range argv {
+				n += len(a)
+			}
+		}
+		want := cap(make([]byte, 0, c.cap)) // as the runtime rounds it
+		if n != c.args || cap(r.arena) != want || len(r.arena) != c.args {
+			t.Errorf("%q: arguments %d bytes, arena %d of %d, want %d of %d", c.in, n, len(r.arena), cap(r.arena), c.args, want)
+		}
+	}
+}
