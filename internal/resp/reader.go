@@ -395,11 +395,12 @@ func (r *Reader) multibulkHeader(unauth bool) (bool, error) {
 		r.argv, r.argArena = make([][]byte, 0, min(int(ll), argChunk)), false
 	}
 	r.chunks, r.argSlots, r.argBytes = nil, cap(r.argv), 0
-	if r.arena == nil && len(r.cmds) == 0 {
-		// The call's first frame: its header line and at least 6 bytes
-		// of framing per argument ("$0\r\n\r\n") are not argument bytes,
-		// so the byte arena's first chunk (takeBytes) is sized without
-		// them. A request-reply client's batch is one frame, whose arena
+	if r.arena == nil && len(r.cmds) == 0 && ll <= 8 {
+		// The call's first frame, a small command: its header line and
+		// at least 6 bytes of framing per argument ("$0\r\n\r\n") are not
+		// argument bytes, so the byte arena's first chunk (takeBytes) is
+		// sized without them (a frame of more arguments may have only
+		// some buffered, and keeps the old sizing). A request-reply client's batch is one frame, whose arena
 		// is then its arguments' size or a little more (a length of two
 		// digits or more frames its argument in 7 bytes or more):
 		// ZPOPMIN myzset 13 bytes (Go's 16-byte tiny blocks) instead of
