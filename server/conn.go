@@ -648,6 +648,9 @@ func (c *client) runLocked(cmds [][][]byte) bool {
 			break
 		}
 	}
+	if s.exp != nil && s.exp.fastDue.Load() {
+		s.fastExpireLocked(c.batchMono)
+	}
 	s.blk.serveReady(s)
 	c.enqueueLocked(&c.w)
 	c.inBatch = false

@@ -31,6 +31,54 @@ type expiry struct {
 	// reclaims nothing (keys expire only when touched), as Valkey's
 	// server.active_expire_enabled.
 	held atomic.Bool
+	// fastDue is set when the last cycle hit its time limit or left the
+	// stale estimate at or above the acceptable percentage: Valkey's
+	// condition for a fast cycle (fastExpireLocked). lastFast is the
+	// monotonic time (ns) the last fast cycle began (store lock).
+	fastDue  atomic.Bool
+	lastFast int64
+}
+
+// The fast cycle's budget at active-expire-effort 1 (Valkey's
+// ACTIVE_EXPIRE_CYCLE_FAST_DURATION, a quarter more per effort step): it
+// runs at most once in twice that time.
+const expireFastDuration = time.Millisecond
+
+// setFastDue records whether a fast cycle is due after a cycle that
+// reported more (its time limit) at the given effort (store lock held).
+func (s *Server) setFastDue(more bool, effort int) {
+	acceptable := float64(store.ExpireAcceptableStale(effort)) / 100
+	s.exp.fastDue.Store(more || s.store.ExpiredStalePerc >= acceptable)
+}
+
+// fastExpireLocked is Valkey's fast active expire cycle (expire.c,
+// ACTIVE_EXPIRE_CYCLE_FAST, which beforeSleep runs on every turn of the
+// event loop): when the last cycle hit its time limit or left more than the
+// acceptable share of sampled keys expired, it runs the same sampling for
+// at most expireFastDuration, and not again within twice that. emqd runs it
+// at the end of a client's batch, under the batch's store lock (where a
+// Valkey event-loop turn ends), so a busy server with many expired keys
+// reclaims them between slow cycles, as Valkey does; an idle one runs it
+// after each slow cycle (hz times a second), as Valkey's first event-loop
+// turn after its cron does. mono is the monotonic clock (ns).
+func (s *Server) fastExpireLocked(mono int64) {
+	e := s.exp
+	effort := int(s.configInt("active-expire-effort"))
+	dur := expireFastDuration + expireFastDuration/4*time.Duration(min(max(effort, 1), 10)-1)
+	if mono-e.lastFast < int64(2*dur) || e.held.Load() || s.paused.Load() || e.stopped() {
+		return
+	}
+	e.lastFast = mono
+	st := s.store
+	now := st.Now()
+	st.SetNow(s.clock.NowMs())
+	start := time.Now()
+	more := st.ActiveExpireCycle(dur, effort)
+	st.SetNow(now)
+	s.setFastDue(more, effort)
+	if s.latencyThreshold.Load() > 0 {
+		s.latencySample("expire-cycle", time.Since(start).Milliseconds())
+	}
 }
 
 // startExpiry applies the store's directives and arms the cycle (Start,
@@ -101,11 +149,18 @@ func (s *Server) expireTick() {
 		start := time.Now()
 		st.SetNow(s.clock.NowMs())
 		more := st.ActiveExpireCycle(min(expireSlice, budget-spent), effort)
+		s.setFastDue(more, effort)
 		spent += time.Since(start)
 		if s.latencyThreshold.Load() > 0 && (!more || spent >= budget) {
 			s.latencySample("expire-cycle", spent.Milliseconds())
 		}
 		if !more || spent >= budget {
+			if s.exp.fastDue.Load() {
+				// Valkey's next event-loop turn after its cron: beforeSleep's
+				// fast cycle, when one is due.
+				_, _, mono := timeNow()
+				s.fastExpireLocked(mono)
+			}
 			s.armExpireLocked()
 			st.Unlock()
 			break

@@ -118,6 +118,45 @@ func TestActiveExpireCycleRemovesUnreadKeys(t *testing.T) {
 	}
 }
 
+// The fast cycle (fastExpireLocked, Valkey's ACTIVE_EXPIRE_CYCLE_FAST): while
+// one is due, clients' batches reclaim expired keys between slow cycles,
+// none of which runs here (hz 1 and the manual clock held short of its
+// tick); while none is due, batches reclaim nothing.
+func TestFastExpireCycleRunsFromBatches(t *testing.T) {
+	clk := clock.NewManual(et0)
+	s := startServer(t, map[string]string{"hz": "1"}, clk)
+	c := dial(t, s)
+	const short, long = 5000, 500
+	for i := 0; i < short; i++ {
+		c.Do("SET", "s"+itoa(int64(i)), "v", "PX", "100")
+	}
+	for i := 0; i < long; i++ {
+		c.Do("SET", "l"+itoa(int64(i)), "v", "EX", "3600")
+	}
+	runs := s.exp.runs.Load()
+	clk.Advance(500) // the short TTLs pass; the slow cycle's tick is at 1000
+	for i := 0; i < 20; i++ {
+		c.Do("PING")
+		time.Sleep(3 * time.Millisecond)
+	}
+	expectSteps(t, c, [][2]string{{"DBSIZE", ":" + itoa(short+long) + "\r\n"}})
+	s.exp.fastDue.Store(true) // as a slow cycle over this keyspace would leave it
+	deadline := time.Now().Add(testsupport.ClientTimeout)
+	for c.Do("DBSIZE") != ":"+itoa(long)+"\r\n" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fast cycle left %s keys (want %d)", c.Do("DBSIZE"), long)
+		}
+		c.Do("PING")
+		time.Sleep(3 * time.Millisecond)
+	}
+	if n := s.exp.runs.Load(); n != runs {
+		t.Fatalf("a slow cycle ran (%d -> %d runs): the test proves nothing", runs, n)
+	}
+	if r := c.Do("INFO", "stats"); !strings.Contains(r, "expired_keys:"+itoa(short)+"\r\n") {
+		t.Fatalf("INFO stats: %q", r)
+	}
+}
+
 // Inside EXEC every command sees the time EXEC started: SET ... EX and
 // TTL agree exactly, and a key that expires while the transaction runs is
 // still there for its later commands (Valkey's command time snapshot).

@@ -182,6 +182,14 @@ const (
 // expiry (round 7)"). A key inserted behind the walk is met on its next
 // pass; a resize (new slots, a new seed) leaves the cursor where it was.
 
+// ExpireAcceptableStale is the percentage of expired keys in a sample at or
+// below which a database's turn of the expire cycle ends, at the given
+// active-expire-effort (1..10): 10, one less per step of effort (Valkey's
+// config_cycle_acceptable_stale).
+func ExpireAcceptableStale(effort int) int {
+	return expireAcceptableStale - (min(max(effort, 1), 10) - 1)
+}
+
 // ActiveExpireCycle is one run of Valkey's slow active expire cycle at the
 // time set by SetNow and the given active-expire-effort (1..10): up to 16
 // databases (continuing round robin where the last run stopped), each
@@ -198,7 +206,7 @@ func (s *Store) ActiveExpireCycle(budget time.Duration, effort int) (timeLimit b
 	}
 	effort = min(max(effort, 1), 10) - 1
 	keysPerLoop := expireKeysPerLoop + expireKeysPerLoop/4*effort
-	acceptable := expireAcceptableStale - effort
+	acceptable := ExpireAcceptableStale(effort + 1)
 	start := time.Now()
 	var totalSampled, totalExpired int64
 	iteration := 0
