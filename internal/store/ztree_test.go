@@ -424,10 +424,16 @@ func TestZTreeInsertAtEnd(t *testing.T) {
 // ztLeafSizes lists the item counts of t's leaves in order.
 func ztLeafSizes(t *ztree) string {
 	var b []byte
+	ztEachLeaf(t, func(l *ztLeaf) { b = fmt.Appendf(b, "%d,", len(l.items)) })
+	return string(b)
+}
+
+// ztEachLeaf calls fn for every leaf of t, in order.
+func ztEachLeaf(t *ztree, fn func(l *ztLeaf)) {
 	var walk func(h int, n *ztInner, l *ztLeaf)
 	walk = func(h int, n *ztInner, l *ztLeaf) {
 		if h == 0 {
-			b = fmt.Appendf(b, "%d,", len(l.items))
+			fn(l)
 			return
 		}
 		for k := 0; k < n.n; k++ {
@@ -439,5 +445,4 @@ func ztLeafSizes(t *ztree) string {
 		}
 	}
 	walk(t.height, t.inner, t.leaf)
-	return string(b)
 }

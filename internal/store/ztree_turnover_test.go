@@ -8,22 +8,7 @@ import (
 
 // ztLeafCount is the number of leaves of t and the items they hold.
 func ztLeafCount(t *ztree) (leaves, items int) {
-	var walk func(h int, n *ztInner, l *ztLeaf)
-	walk = func(h int, n *ztInner, l *ztLeaf) {
-		if h == 0 {
-			leaves++
-			items += len(l.items)
-			return
-		}
-		for k := 0; k < n.n; k++ {
-			if h == 1 {
-				walk(0, nil, n.leaves[k])
-			} else {
-				walk(h-1, n.inners[k], nil)
-			}
-		}
-	}
-	walk(t.height, t.inner, t.leaf)
+	ztEachLeaf(t, func(l *ztLeaf) { leaves++; items += len(l.items) })
 	return
 }
 
