@@ -63,6 +63,9 @@ func (s *Server) setFastDue(more bool, effort int) {
 // turn after its cron does. mono is the monotonic clock (ns).
 func (s *Server) fastExpireLocked(mono int64) {
 	e := s.exp
+	if mono-e.lastFast < int64(2*expireFastDuration) {
+		return // within the shortest spacing: no config lookup on every batch
+	}
 	effort := int(s.configInt("active-expire-effort"))
 	dur := expireFastDuration + expireFastDuration/4*time.Duration(min(max(effort, 1), 10)-1)
 	if mono-e.lastFast < int64(2*dur) || e.held.Load() || s.paused.Load() || e.stopped() {
