@@ -29,8 +29,8 @@ import (
 //
 // A slot is the key's data pointer, a word of metadata and the value, 24
 // bytes for an 8-byte value. The metadata word is the key's length (bits
-// 16 and up), the slot's distance from its key's home slot (hash & mask;
-// bits 8-15, at most ktMaxDist, which lets a deletion shift entries back
+// 24 and up), the slot's distance from its key's home slot (hash & mask;
+// bits 8-23, at most ktMaxDist, which lets a deletion shift entries back
 // without hashing their keys again) and a tag (bits 0-7): ktEmpty, ktDead
 // (a tombstone, left only by a deletion during an iteration, see all) or
 // ktFull|7 bits of the key's hash, which a lookup compares, with the
@@ -68,20 +68,38 @@ type ktSlot[V any] struct {
 }
 
 func (s *ktSlot[V]) tag() uint8  { return uint8(s.meta) }
-func (s *ktSlot[V]) dist() int   { return int(uint8(s.meta >> 8)) }
-func (s *ktSlot[V]) key() string { return unsafe.String(s.kp, int(s.meta>>16)) }
+func (s *ktSlot[V]) dist() int   { return int(uint16(s.meta >> ktDistShift)) }
+func (s *ktSlot[V]) key() string { return unsafe.String(s.kp, int(s.meta>>ktLenShift)) }
 
 // ktMeta is the metadata word of key k with tag tag at distance d.
 func ktMeta(k string, tag uint8, d int) uint64 {
-	return uint64(len(k))<<16 | uint64(d)<<8 | uint64(tag)
+	return uint64(len(k))<<ktLenShift | uint64(d)<<ktDistShift | uint64(tag)
 }
 
+// ktDistShift and ktLenShift place the distance and the key's length in
+// the metadata word; ktDistBits masks the distance.
 const (
-	ktEmpty   = 0
-	ktDead    = 1
-	ktFull    = 0x80
-	ktMinCap  = 8
-	ktMaxDist = 255
+	ktDistShift = 8
+	ktLenShift  = 24
+	ktDistBits  = uint64(0xffff) << ktDistShift
+)
+
+const (
+	ktEmpty  = 0
+	ktDead   = 1
+	ktFull   = 0x80
+	ktMinCap = 8
+	// ktMaxDist is the longest distance a slot records. Sixteen bits, not
+	// eight: at the load a table keeps (up to 4/5), linear probing's
+	// clusters pass 255 slots now and then under a turnover (200,000 keys
+	// in 262,144 slots: 13 times in 12,000,000 turnovers, about once in
+	// 900,000), and an insertion that cannot record its distance rebuilds
+	// the table at the same size, which holds the old and the new slot
+	// arrays at once (6.3 MB more for that table at a job cycle's peak:
+	// bench/README.md "Memory during a job cycle (issue 25, round 8)";
+	// TestKeyTableTurnoverKeepsItsArray). A cluster of 65,535 slots does
+	// not form by chance (the hash is seeded).
+	ktMaxDist = 1<<16 - 1
 )
 
 // ktMaxLoad is how many slots of a table of capacity c may be taken, by
@@ -119,12 +137,12 @@ func (t *oaTable[V]) find(k string) int {
 	}
 	h := t.hash(k)
 	mask := len(t.slots) - 1
-	want := uint64(len(k))<<16 | uint64(ktTag(h))
+	want := uint64(len(k))<<ktLenShift | uint64(ktTag(h))
 	kp := unsafe.StringData(k)
 	for i := int(h) & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		m := s.meta
-		if m&^0xff00 == want && (s.kp == kp || s.key() == k) {
+		if m&^ktDistBits == want && (s.kp == kp || s.key() == k) {
 			return i
 		}
 		if uint8(m) == ktEmpty {
@@ -160,14 +178,14 @@ func (t *oaTable[V]) put(k string, v V) bool {
 	h := t.hash(k)
 	mask := len(t.slots) - 1
 	c := ktTag(h)
-	want := uint64(len(k))<<16 | uint64(c)
+	want := uint64(len(k))<<ktLenShift | uint64(c)
 	home := int(h) & mask
 	tomb := -1
 	i := home
 	for ; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		x := s.tag()
-		if s.meta&^0xff00 == want && s.key() == k {
+		if s.meta&^ktDistBits == want && s.key() == k {
 			s.v = v
 			return false
 		}
@@ -287,7 +305,7 @@ func (t *oaTable[V]) del(k string) bool {
 			continue
 		}
 		if gap := (j - hole) & mask; gap <= s.dist() {
-			t.slots[hole] = ktSlot[V]{s.kp, s.meta - uint64(gap)<<8, s.v}
+			t.slots[hole] = ktSlot[V]{s.kp, s.meta - uint64(gap)<<ktDistShift, s.v}
 			hole = j
 		}
 	}
