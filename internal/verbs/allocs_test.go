@@ -41,8 +41,10 @@ const plainCycleAllocsBase = 37
 // claim's candidates were Verbs' scratch (candScratch: a 352-byte object
 // per claim), 14 once the wire adapters' claims filled Verbs' list of
 // claimed jobs (jobScratch: a 96-byte list per claim; a typed caller
-// still gets its own).
-const plainCycleAllocs = 14
+// still gets its own), 12 once the claim's candidate and COMPLETE's lease
+// took the keyspace's own row key string instead of building one for the
+// lookup (Keys.rowIn, round 8).
+const plainCycleAllocs = 12
 
 // nextCycleAllocs is the allocations of one job of the NEXT form's cycle
 // (nextCycle: ENQUEUE *, COMPLETE ... NEXT), measured with
@@ -51,8 +53,9 @@ const plainCycleAllocs = 14
 // the in-place set removals, 19 with the claim's row copied once
 // (plainCycleAllocs), 16 with the pooled HSET lists and the borrowed
 // payload, 15 with NEXT's claim's candidates in Verbs' scratch, 14 with
-// its claimed jobs' list there too (jobScratch).
-const nextCycleAllocs = 14
+// its claimed jobs' list there too (jobScratch), 12 with the row keys
+// taken from the keyspace (Keys.rowIn).
+const nextCycleAllocs = 12
 
 // TestNextCycleAllocs guards nextCycleAllocs; under -race only from below,
 // as TestPlainCycleAllocs.
@@ -145,7 +148,7 @@ func TestSharedTimeBytesStayPut(t *testing.T) {
 // as at the job cycle's 22 jobs per ms: what is made once per ms
 // (Verbs.msNow's time, Verbs.activeFields' claimed-row HSET) is made once
 // for all the cycles.
-const sameMsCycleAllocs = 12
+const sameMsCycleAllocs = 10
 
 // TestSameMsCycleAllocs guards sameMsCycleAllocs (under -race only from
 // below, as TestPlainCycleAllocs), and that the rows of that ms share one
@@ -248,8 +251,10 @@ func TestPlainCycleAllocs(t *testing.T) {
 // at COMPLETE (an empty, idle lane is garbage, docs/verbs.md §4.26.4).
 // 30 with the claim's row copied once (plainCycleAllocs), 26 with the
 // pooled HSET lists (the lane row's list of extra fields too) and the
-// borrowed payload, 25 with the claimed jobs' list in Verbs' scratch.
-const laneCycleAllocs = 25
+// borrowed payload, 25 with the claimed jobs' list in Verbs' scratch, 24
+// with COMPLETE's row key taken from the keyspace (Keys.rowIn; a lane's
+// claim reads its candidates elsewhere).
+const laneCycleAllocs = 24
 
 // laneCycle is plainCycle with every job in lane x of a queue with one
 // other, idle, configured lane (BenchmarkJobCycleLanes' lanes=true).

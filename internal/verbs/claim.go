@@ -181,9 +181,9 @@ func readClaimAfter(d *store.DB, a *claimArgs, now int64, ov *rowOverlay, lt, bu
 			i--
 			key = k.Row(it.Member)
 		} else if ok {
-			// The row key and the id in one allocation (the id is the
-			// key's tail).
-			key, it.Member = k.rowOf(m)
+			// The keyspace's row key and the id as its tail (one
+			// allocation for both when the row is gone).
+			key, it.Member = k.rowIn(d, m)
 		}
 		if !ok {
 			break

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/emqd/emqd/internal/plan"
+	"github.com/emqd/emqd/internal/store"
 )
 
 // Plan building: the field lists that never change are shared read-only
@@ -68,4 +69,26 @@ func (k *Keys) rowOf(id []byte) (rowKey, idStr string) {
 	sb.Write(id)
 	rk := sb.String()
 	return rk, rk[len(k.JobPrefix):]
+}
+
+// rowKeyStack is the longest row key rowIn builds on the stack.
+const rowKeyStack = 128
+
+// rowIn is rowOf for a job whose row d likely holds (a claim's pending
+// member, a token verb's id): when d holds the row it returns the
+// keyspace's own string of the row key and id as its tail, without an
+// allocation (the key is built on the stack to look it up,
+// store.DB.WarmKey; the stored string is immutable and lives as long as
+// anything holds it); otherwise rowOf(id). Two of a job cycle's three row
+// keys were built this way for a lookup and dropped (bench/README.md
+// "Memory during a job cycle (issue 25, round 8)").
+func (k *Keys) rowIn(d *store.DB, id []byte) (rowKey, idStr string) {
+	if n := len(k.JobPrefix) + len(id); n <= rowKeyStack {
+		var b [rowKeyStack]byte
+		kb := append(append(b[:0], k.JobPrefix...), id...)
+		if rk, _ := d.WarmKey(kb); rk != "" {
+			return rk, rk[len(k.JobPrefix):]
+		}
+	}
+	return k.rowOf(id)
 }

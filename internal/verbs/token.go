@@ -52,7 +52,7 @@ func (vs *Verbs) parseLease(c *store.Ctx) (Lease, bool) {
 	if k == nil {
 		return Lease{}, false
 	}
-	rowKey, id := k.rowOf(c.Argv[2])
+	rowKey, id := k.rowIn(c.DB, c.Argv[2])
 	return Lease{Queue: k.Queue, ID: id, Token: c.Argv[3], row: rowKey}, true
 }
 
