@@ -51,8 +51,9 @@ func hsetGeneric(name string, okReply bool) Handler {
 			c.W.Error(arityErr)
 			return
 		}
-		key := string(c.Argv[1])
-		h, e := c.DB.HashForWrite(key)
+		// The keyspace's own key string when the hash exists: no
+		// conversion of the argument per call.
+		key, h, e := c.DB.HashForWriteArg(c.Argv[1])
 		if e != "" {
 			c.W.Error(e)
 			return
@@ -278,10 +279,16 @@ func cmdHIncrBy(c *Ctx) {
 		c.W.Error(ErrNotInteger)
 		return
 	}
-	key := string(c.Argv[1])
-	h, ok := readHash(c)
-	if !ok {
-		return
+	// One lookup, and the keyspace's own key string when the hash exists
+	// (the argument is converted only for a hash this call creates).
+	key, v := c.DB.lookupArg(c.Argv[1])
+	var h *Hash
+	if v != nil {
+		if v.Kind != KindHash {
+			c.W.Error(ErrWrongType)
+			return
+		}
+		h = v.Hash()
 	}
 	var old int64
 	if v, ok := hashField(h, c.Argv[2]); ok {
@@ -296,6 +303,7 @@ func cmdHIncrBy(c *Ctx) {
 	}
 	n := old + incr
 	if h == nil {
+		key = string(c.Argv[1])
 		h, _ = c.DB.HashForWrite(key)
 	} else {
 		c.DB.Mutating() // the hash read above is the one to write (no second lookup)

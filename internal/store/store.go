@@ -278,9 +278,7 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 	d.s.mutations++
 	v := d.Get(key)
 	if v == nil {
-		v = newHashValue(d.s.hashLim)
-		d.Put(key, v)
-		return v.Hash(), ""
+		return d.createHash(key).Hash(), ""
 	}
 	if v.Kind != KindHash {
 		return nil, ErrWrongType
@@ -288,20 +286,82 @@ func (d *DB) HashForWrite(key string) (*Hash, string) {
 	return v.Hash(), ""
 }
 
+// HashForWriteArg is HashForWrite for a key given as a command's argument
+// bytes (not kept). It also returns the key as a string: the keyspace's own
+// string when the key exists (no allocation; immutable and as long-lived as
+// any key string), a new one when the hash is created. The string is the
+// one the command hands to Ctx.Dirty, whose observers (WATCH, tracking,
+// blocked clients) may keep it. ("", nil, ErrWrongType) when the key holds
+// another type.
+func (d *DB) HashForWriteArg(key []byte) (string, *Hash, string) {
+	d.s.mutations++
+	k, v := d.lookupArg(key)
+	if v == nil {
+		k = string(key)
+		v = newHashValue(d.s.hashLim)
+		d.Put(k, v)
+		return k, v.Hash(), ""
+	}
+	if v.Kind != KindHash {
+		return "", nil, ErrWrongType
+	}
+	return k, v.Hash(), ""
+}
+
+// lookupArg is Get for a key given as a command's argument bytes (not
+// kept): the value and the keyspace's own string of the key, or ("", nil)
+// when the key is missing or its TTL has passed (then deleted, as Get
+// does). One lookup, no allocation.
+func (d *DB) lookupArg(key []byte) (string, *Value) {
+	i := d.keys.find(zview(key))
+	if i < 0 {
+		return "", nil
+	}
+	s := &d.keys.slots[i]
+	k, v := s.key(), s.v
+	if d.expires.used > 0 {
+		// A database with TTLs takes Get's path (lazy expiry; a second
+		// lookup). Calling expireIfNeeded from here instead made go1.26's
+		// -race build convert every read command's key on the heap
+		// (TestReadKeyConversionOnStack fails under -race); not explained.
+		if v = d.Get(k); v == nil {
+			return "", nil
+		}
+		return k, v
+	}
+	d.s.touchAccess(v)
+	return k, v
+}
+
 // ZSetForWrite is HashForWrite for sorted sets.
 func (d *DB) ZSetForWrite(key string) (*ZSet, string) {
 	d.s.mutations++
 	v := d.Get(key)
 	if v == nil {
-		z := NewZSet()
-		z.lim = &d.s.limits
-		d.Put(key, &Value{Kind: KindZSet, ZSet: z})
-		return z, ""
+		return d.createZSet(key).ZSet, ""
 	}
 	if v.Kind != KindZSet {
 		return nil, ErrWrongType
 	}
 	return v.ZSet, ""
+}
+
+// createHash stores an empty hash at key, which the caller knows to be
+// missing (a lookup just returned nil), and returns its value: the rest of
+// HashForWrite without a second lookup.
+func (d *DB) createHash(key string) *Value {
+	v := newHashValue(d.s.hashLim)
+	d.Put(key, v)
+	return v
+}
+
+// createZSet is createHash for a sorted set.
+func (d *DB) createZSet(key string) *Value {
+	z := NewZSet()
+	z.lim = &d.s.limits
+	v := &Value{Kind: KindZSet, ZSet: z}
+	d.Put(key, v)
+	return v
 }
 
 // DropIfEmpty removes key when it holds an empty hash or sorted set
