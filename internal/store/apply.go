@@ -308,36 +308,38 @@ func (pk *planKeys) drop(key string) {
 	}
 }
 
-// zsetForWrite is DB.ZSetForWrite through pk.
+// zsetForWrite is DB.ZSetForWrite through pk. A key pk.get found missing
+// is created without looking it up again, and its new value kept (one
+// keyspace lookup where there were three: the job cycle's pending and
+// active sets are created anew whenever a claim or a completion emptied
+// them).
 func (pk *planKeys) zsetForWrite(d *DB, key string) (*ZSet, string) {
-	if v := pk.get(d, key); v != nil {
-		d.Mutating()
-		if v.Kind != KindZSet {
-			return nil, ErrWrongType
-		}
+	d.Mutating()
+	v := pk.get(d, key)
+	if v == nil {
+		v = d.createZSet(key)
+		pk.put(key, v)
 		return v.ZSet, ""
 	}
-	z, e := d.ZSetForWrite(key)
-	if z != nil {
-		pk.put(key, d.keys.get(key))
+	if v.Kind != KindZSet {
+		return nil, ErrWrongType
 	}
-	return z, e
+	return v.ZSet, ""
 }
 
-// hashForWrite is DB.HashForWrite through pk.
+// hashForWrite is DB.HashForWrite through pk, as zsetForWrite.
 func (pk *planKeys) hashForWrite(d *DB, key string) (*Hash, string) {
-	if v := pk.get(d, key); v != nil {
-		d.Mutating()
-		if v.Kind != KindHash {
-			return nil, ErrWrongType
-		}
+	d.Mutating()
+	v := pk.get(d, key)
+	if v == nil {
+		v = d.createHash(key)
+		pk.put(key, v)
 		return v.Hash(), ""
 	}
-	h, e := d.HashForWrite(key)
-	if h != nil {
-		pk.put(key, d.keys.get(key))
+	if v.Kind != KindHash {
+		return nil, ErrWrongType
 	}
-	return h, e
+	return v.Hash(), ""
 }
 
 func applyOp(d *DB, o *plan.Op, pk *planKeys) {
