@@ -16,6 +16,9 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 	if p == nil || len(p.Ops) == 0 {
 		return
 	}
+	// The values the command's read pass found (GetKept) hold while
+	// nothing changed since: the plan's ops find them there.
+	memo := c.S.memo.valid(c.DB)
 	c.S.mutations++
 	// One planKeys per store, not per plan: a local escapes (pk.incr
 	// points into pk.buf) and would be a job cycle's largest allocation
@@ -25,6 +28,7 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 		*pk = planKeys{} // a plan a contained panic cut short
 	}
 	pk.dirty = true
+	pk.memo = memo
 	for i := range p.Ops {
 		applyOp(c.DB, &p.Ops[i], pk)
 		c.Dirty(p.Ops[i].Key)
@@ -32,6 +36,7 @@ func (c *Ctx) ApplyPlan(p *plan.Plan) {
 	pk.flushIncr("")
 	pk.flushHead(c.DB)
 	pk.reset()
+	c.S.memo.forget()
 	if c.S.feed != nil {
 		if c.S.grouping {
 			c.Propagate(p.Argvs()) // the group keeps the records until EXEC ends
@@ -70,9 +75,12 @@ type planKeys struct {
 	used int // slots of keys and vals written since the last reset
 	// dirty: a plan is applying (set at its start, cleared by reset).
 	dirty bool
-	incr  []pendingIncr // at most 4, in order of first increment
-	buf   [4]pendingIncr
-	head  heldHead
+	// memo: the store's readMemo holds for this plan (ApplyPlan): a key
+	// missing from keys and vals is looked up there before the keyspace.
+	memo bool
+	incr []pendingIncr // at most 4, in order of first increment
+	buf  [4]pendingIncr
+	head heldHead
 	// fold is an HSET's pairs with its key's held increments before them
 	// (foldIncr), and digits their values in decimal.
 	fold   [2 * 8][]byte
@@ -121,7 +129,7 @@ func (pk *planKeys) flushHead(d *DB) {
 	h.z.tree.DeleteFirst(h.k)
 	if h.z.Len() == 0 {
 		d.Remove(h.key)
-		pk.drop(h.key)
+		pk.drop(d, h.key)
 	}
 }
 
@@ -273,11 +281,41 @@ func (pk *planKeys) get(d *DB, key string) *Value {
 			return pk.vals[i]
 		}
 	}
-	v := d.Get(key)
+	v := pk.memoGet(d, key)
+	if v == nil {
+		v = d.Get(key)
+	}
 	if v != nil {
 		pk.put(key, v)
 	}
 	return v
+}
+
+// memoGet is the value the command's read pass kept for key (readMemo),
+// with Get's access time, or nil.
+func (pk *planKeys) memoGet(d *DB, key string) *Value {
+	if !pk.memo {
+		return nil
+	}
+	v := d.s.memo.find(key)
+	if v != nil {
+		d.s.touchAccess(v)
+	}
+	return v
+}
+
+// rowForWrite is DB.HashForWrite for an HSET's key (a job row), through
+// the read pass's memo but not kept in keys and vals: a plan writes each
+// row once, and a sweep's hundred rows would push the queue keys out.
+func (pk *planKeys) rowForWrite(d *DB, key string) (*Hash, string) {
+	if v := pk.memoGet(d, key); v != nil {
+		d.Mutating()
+		if v.Kind != KindHash {
+			return nil, ErrWrongType
+		}
+		return v.Hash(), ""
+	}
+	return d.HashForWrite(key)
 }
 
 func (pk *planKeys) put(key string, v *Value) {
@@ -296,11 +334,14 @@ func (pk *planKeys) put(key string, v *Value) {
 func (pk *planKeys) reset() {
 	clear(pk.keys[:pk.used])
 	clear(pk.vals[:pk.used])
-	pk.next, pk.used, pk.incr, pk.dirty = 0, 0, nil, false
+	pk.next, pk.used, pk.incr, pk.dirty, pk.memo = 0, 0, nil, false, false
 }
 
-// drop forgets key (removed from the keyspace).
-func (pk *planKeys) drop(key string) {
+// drop forgets key (removed from the keyspace), here and in the memo.
+func (pk *planKeys) drop(d *DB, key string) {
+	if pk.memo {
+		d.s.memo.drop(key)
+	}
 	for i := range pk.vals {
 		if pk.vals[i] != nil && pk.keys[i] == key {
 			pk.keys[i], pk.vals[i] = "", nil
@@ -351,7 +392,7 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 	}
 	switch o.Kind {
 	case plan.HSet:
-		h, e := d.HashForWrite(o.Key)
+		h, e := pk.rowForWrite(d, o.Key)
 		mustType(e, o)
 		if len(pk.incr) > 0 {
 			if pk.foldIncr(o.Key, h, o.Fields, int(o.Room)) {
@@ -372,7 +413,7 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 			h.Del(string(f))
 		}
 		if d.DropIfEmpty(o.Key) {
-			pk.drop(o.Key)
+			pk.drop(d, o.Key)
 		}
 	case plan.HIncrBy:
 		h, e := pk.hashForWrite(d, o.Key)
@@ -401,11 +442,11 @@ func applyOp(d *DB, o *plan.Op, pk *planKeys) {
 		}
 		if v.ZSet.Rem(o.Member) && v.ZSet.Len() == 0 { // DropIfEmpty without a third lookup
 			d.Remove(o.Key)
-			pk.drop(o.Key)
+			pk.drop(d, o.Key)
 		}
 	case plan.Del:
 		d.Remove(o.Key)
-		pk.drop(o.Key)
+		pk.drop(d, o.Key)
 	}
 }
 

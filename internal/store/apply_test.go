@@ -162,6 +162,72 @@ func TestApplyPlanRandom(t *testing.T) {
 		if got, want := dumpDB(whole.DB(0)), dumpDB(split.DB(0)); got != want {
 			t.Fatalf("iter %d: plan %v\n got %s\nwant %s", iter, p.Argvs(), got, want)
 		}
+		// The same plan once more over what it left, on one side after a
+		// read pass (GetKept of some of its keys, as a verb's judgement):
+		// the plan's ops find those values in the memo (readMemo), and
+		// the keyspace ends the same.
+		memo := New(1)
+		memo.SetLimits(lim)
+		(&Ctx{S: memo, DB: memo.DB(0)}).ApplyPlan(p)
+		kept := 0
+		for _, k := range append(append([]string{}, hashes...), zsets...) {
+			if rng.Intn(3) > 0 && memo.DB(0).GetKept(k) != nil {
+				kept++
+			}
+		}
+		if kept > 0 && !memo.memo.valid(memo.DB(0)) {
+			t.Fatalf("iter %d: the memo of %d keys does not hold before the plan", iter, kept)
+		}
+		(&Ctx{S: memo, DB: memo.DB(0)}).ApplyPlan(p)
+		(&Ctx{S: whole, DB: whole.DB(0)}).ApplyPlan(p)
+		if got, want := dumpDB(memo.DB(0)), dumpDB(whole.DB(0)); got != want {
+			t.Fatalf("iter %d: plan %v applied twice, the second after a read pass\n got %s\nwant %s", iter, p.Argvs(), got, want)
+		}
+		if memo.memo.db != nil {
+			t.Fatalf("iter %d: the memo outlived its plan", iter)
+		}
+	}
+}
+
+// TestReadMemoStamp: a value kept by GetKept is found again by the same
+// command, and forgotten when the command ends (ResetForCommand), when the
+// clock moves, when the keyspace changes, and when a lazy expiry deletes
+// another key (which Mutations does not count).
+func TestReadMemoStamp(t *testing.T) {
+	s := New(1)
+	s.SetNow(1000)
+	d := s.DB(0)
+	c := &Ctx{S: s, DB: d}
+	(&Ctx{S: s, DB: d}).ApplyPlan(&plan.Plan{Ops: []plan.Op{
+		{Kind: plan.HSet, Key: "a", Fields: [][]byte{[]byte("f"), []byte("1")}},
+		{Kind: plan.HSet, Key: "b", Fields: [][]byte{[]byte("f"), []byte("2")}},
+	}})
+	d.SetExpire("b", 1500)
+	for _, tc := range []struct {
+		name          string
+		before, after func()
+	}{
+		{"the next command", func() {}, func() { c.ResetForCommand(nil) }},
+		{"the clock", func() {}, func() { s.SetNow(1001) }},
+		{"a write", func() {}, func() { d.Remove("a"); d.Put("a", newHashValue(s.hashLim)) }},
+		{"a lazy expiry", func() { s.SetNow(2000) }, func() {
+			if d.Get("b") != nil {
+				t.Fatal("b has not expired")
+			}
+		}},
+	} {
+		tc.before()
+		v := d.GetKept("a")
+		if v == nil || s.memo.find("a") != v || d.GetKept("a") != v {
+			t.Fatalf("%s: a not kept", tc.name)
+		}
+		tc.after()
+		if s.memo.valid(d) {
+			t.Errorf("%s: the memo still holds", tc.name)
+		}
+		if got := d.GetKept("a"); got != d.Get("a") {
+			t.Errorf("%s: GetKept %p, Get %p", tc.name, got, d.Get("a"))
+		}
 	}
 }
 

@@ -70,6 +70,7 @@ func (d *DB) deleteExpired(key string) {
 	d.noteKeyGone()
 	s := d.s
 	s.ExpiredKeys++
+	s.expGen++
 	s.DirtyCount++
 	s.touch(d.Index, strings.Clone(key), false)
 	if s.feed != nil {

@@ -436,6 +436,11 @@ type Store struct {
 	planKeys planKeys
 	// argvs is ApplyPlan's render of a plan for the feed (plan.ArgvsInto).
 	argvs plan.ArgvScratch
+	// memo is the running command's read pass for its plan (GetKept), and
+	// expGen counts the expired keys deleted (which mutations does not),
+	// for the memo's stamp.
+	memo   readMemo
+	expGen uint64
 }
 
 // SetListpackInPlace turns the in-place rewrite of this store's listpack
@@ -709,6 +714,9 @@ func (c *Ctx) Propagate(cmds [][][]byte) {
 
 // ResetForCommand clears per-command state so one Ctx can serve a batch.
 func (c *Ctx) ResetForCommand(argv [][]byte) {
+	if c.S != nil {
+		c.S.memo.forget()
+	}
 	c.Argv = argv
 	c.dirty = 0
 	c.propagated = false

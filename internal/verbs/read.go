@@ -79,7 +79,7 @@ var (
 
 func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
 	d.NoteRead(key)
-	v := d.Get(key)
+	v := d.GetKept(key) // the plan finds it there (store.DB.GetKept)
 	if v == nil {
 		return nil, keyAbsent
 	}
@@ -91,7 +91,7 @@ func hashKind(d *store.DB, key string) (*store.Hash, keyKind) {
 
 func zsetKind(d *store.DB, key string) (*store.ZSet, keyKind) {
 	d.NoteRead(key)
-	v := d.Get(key)
+	v := d.GetKept(key)
 	if v == nil {
 		return nil, keyAbsent
 	}
