@@ -251,6 +251,9 @@ func paramTable() []*param {
 		none(str("syslog-facility", "local0"), "syslog-enabled is always no in emqd"),
 		none(boolean("crash-log-enabled", "yes"), "a panic is logged with its stack whatever the value (§6)"),
 		none(boolean("crash-memcheck-enabled", "yes"), "Go has no memory test after a crash"),
+		// emqd's own: how plain TCP connections are served (loop.go,
+		// docs/operations.md §8).
+		apply(enum("io-model", "goroutine", "goroutine", "loop"), func(s *Server, v string) { s.ioLoop.Store(v == "loop") }),
 		apply(boolean("latency-tracking", "yes"), func(s *Server, v string) { s.latencyTracking.Store(v == "yes") }),
 		none(multi(str("latency-tracking-info-percentiles", "50 99 99.9")), "as latency-tracking"),
 		none(ints("shutdown-timeout", "10", 0, maxInt), "emqd has no replicas to wait for at shutdown"),

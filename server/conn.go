@@ -60,6 +60,24 @@ type client struct {
 	wdata   []byte
 	wn      int
 	werr    error
+	// inLoop: the event loop (loop.go) is serving the connection inline,
+	// as its goroutine would (io-model loop); nothing it runs may wait.
+	// loopDefer: a batch run there must wait (a delayed authentication
+	// reply, CLIENT PAUSE) and left the rest of runBatch (finishBatch, at
+	// loopAt) to the goroutine the loop hands the connection to.
+	// loopBlocked: a reply written there did not fit the socket; the rest
+	// is back in out. Connection only.
+	inLoop, loopDefer, loopBlocked bool
+	loopAt                         int64
+	// stayAwake: the goroutine could not sleep; its next read waits in
+	// the goroutine even under io-model loop (read). Connection only.
+	stayAwake bool
+	// armedET: the socket was last armed in the poller edge-triggered
+	// (io-model loop), not one-shot (client.sleep). Connection only.
+	armedET bool
+	// The loop's callback and its result (loop.go).
+	loopFn   func(uintptr)
+	loopWait bool
 	// demote: the clients cron asks the connection's goroutine, idle in
 	// read, to give it up (client.sleep); asleep: no goroutine serves the
 	// connection, the idle poller watches its socket (set under wakeMu).
@@ -259,9 +277,12 @@ func (c *client) read() (int, error) {
 		return n, err
 	}
 	c.rbuf.Store(0)
-	if c.demote.Load() {
+	if c.demote.Load() || (c.s.ioLoop.Load() && !c.stayAwake) {
+		// Demoted, or under io-model loop, where a connection with
+		// nothing unparsed always waits in the event loop (loop.go).
 		return 0, errIdle
 	}
+	c.stayAwake = false
 	c.rn, c.rerr = 0, nil
 	if c.readFn == nil {
 		c.readFn = c.rawReadOnce
@@ -374,7 +395,13 @@ func (c *client) serve() {
 // ends, and client.resume starts a new one running serveLoop. A plain TCP
 // connection usually runs its turns inside the read (rawReadOnce: served
 // in the read).
-func (c *client) serveLoop() {
+func (c *client) serveLoop() { c.serveFrom(false, 0, nil) }
+
+// serveFrom is serveLoop; with read set it starts after a read whose
+// results are n and err (the event loop hands over a connection whose
+// read or batch was not plain: loop.go), and first finishes a batch the
+// loop left to it (loopDefer).
+func (c *client) serveFrom(read bool, n int, err error) {
 	idle := false
 	defer func() {
 		if !idle {
@@ -382,14 +409,23 @@ func (c *client) serveLoop() {
 		}
 	}()
 	defer c.recoverConn()
-	for {
-		switch c.turn() {
-		case turnEnd:
+	if c.loopDefer {
+		c.loopDefer = false
+		if !c.finishBatch(c.loopAt) {
 			return
-		case turnAgain:
-			continue
 		}
-		n, err := c.read()
+	}
+	for {
+		if !read {
+			switch c.turn() {
+			case turnEnd:
+				return
+			case turnAgain:
+				continue
+			}
+			n, err = c.read()
+		}
+		read = false
 		if c.ended {
 			return // the connection ended in a turn run inside the read
 		}
@@ -401,10 +437,14 @@ func (c *client) serveLoop() {
 			// and this goroutine ends; nothing here touches c once
 			// sleep said so (another goroutine may be serving it).
 			c.demote.Store(false)
+			c.stayAwake = false
 			if c.sleep() {
 				idle = true
 				return
 			}
+			// Refused (killed, the poller off): the next read waits
+			// here, so a killed connection's read fails and it ends.
+			c.stayAwake = true
 			continue
 		}
 		if err != nil {
@@ -436,6 +476,9 @@ const (
 // earlier, or the complete commands parsed from the bytes read run as one
 // batch (runBatch). It says what comes next (turnRead ...).
 func (c *client) turn() int {
+	if c.loopDefer {
+		return turnReadParked // the event loop hands the connection over
+	}
 	if c.parked.Load() {
 		c.stampRead()
 		// Frames for a parked client (invalidations, messages) go out
@@ -564,7 +607,6 @@ func (c *client) queryMemory() (used, limit int64) {
 // runBatch runs cmds under one store lock acquisition and writes their
 // replies. It reports whether the connection stays open.
 func (c *client) runBatch(cmds [][][]byte) bool {
-	s := c.s
 	wrote := c.runLocked(cmds)
 	if wrote && !c.commit() {
 		return false
@@ -576,6 +618,21 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	if c.authDelay > 0 {
 		at = 0
 	}
+	if c.inLoop && (c.authDelay > 0 || c.heldDone != nil) {
+		// The event loop waits for no one: the connection's goroutine
+		// finishes the batch (serveFrom).
+		c.loopDefer, c.loopAt = true, at
+		return true
+	}
+	return c.finishBatch(at)
+}
+
+// finishBatch is runBatch after the batch ran: the delayed authentication
+// reply's wait, the replies written (the first stamped at at, server clock
+// ms; 0: read it), CLIENT PAUSE's hold, SHUTDOWN and the close after QUIT
+// or a kill. It reports whether the connection stays open.
+func (c *client) finishBatch(at int64) bool {
+	s := c.s
 	c.waitAuthDelay()
 	c.flushAt(false, at)
 	if done := c.heldDone; done != nil {
@@ -854,6 +911,15 @@ func (c *client) flushAt(parked bool, at int64) {
 		c.outMu.Lock()
 		c.writing = false
 		c.inWrite = 0
+		if err == errLoopBlocked {
+			// The event loop's write found the socket full: what is left
+			// goes back in front of the queue for the connection's
+			// goroutine, which waits for the socket (loop.go).
+			c.out = append(append(make([]byte, 0, len(data)-n+len(c.out)), data[n:]...), c.out...)
+			c.loopBlocked = true
+			c.spare = data[:0]
+			break
+		}
 		if cap(data) > 1<<20 {
 			data = nil // do not keep a huge buffer
 		}

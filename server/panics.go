@@ -107,6 +107,11 @@ func (c *client) recoverConn() {
 	if r == nil {
 		return
 	}
+	c.panicked(r)
+}
+
+// panicked is recoverConn after the recover: r is the panic's value.
+func (c *client) panicked(r any) {
 	c.s.log.Error("A connection panicked outside any command: it is closed, the server carries on",
 		"id", c.id, "client", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	c.outMu.Lock()

@@ -82,7 +82,7 @@ func (c *client) write(data []byte) (int, error) {
 		return n, err
 	}
 	c.wdata, c.wn, c.werr = data, 0, nil
-	if c.readFd >= 0 && c.rawWriteSome(uintptr(c.readFd)) {
+	if c.readFd >= 0 && (c.rawWriteSome(uintptr(c.readFd)) || c.inLoop) {
 		// Inside the read callback (rawReadOnce), whose read holds the
 		// descriptor, the reply went out in full (or failed) without
 		// syscall.RawConn.Write (its descriptor lock, its deadline
@@ -91,6 +91,10 @@ func (c *client) write(data []byte) (int, error) {
 		// listeners' refusals set one).
 		n, werr := c.wn, c.werr
 		c.wdata = nil
+		if werr == nil && n < len(data) {
+			// The event loop (inLoop) does not wait for the socket.
+			werr = errLoopBlocked
+		}
 		return n, werr
 	}
 	if c.writeFn == nil {

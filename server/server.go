@@ -42,6 +42,9 @@ type Server struct {
 	latencyThreshold atomic.Int64
 	// latencyTracking is latency-tracking (LATENCY HISTOGRAM, latency_hist.go).
 	latencyTracking atomic.Bool
+	// ioLoop: io-model loop (loop.go): plain TCP connections wait in
+	// the event loop, which serves them inline.
+	ioLoop atomic.Bool
 	// monitors are the clients in MONITOR mode, in order (store lock).
 	monitors []*client
 	// noEffectOrder lists the no-effect directives given at start, in
