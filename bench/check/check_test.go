@@ -500,8 +500,15 @@ func TestShortRunUnderFaults(t *testing.T) {
 	if st.Progress == 0 || st.Removed == 0 || st.Revived == 0 {
 		t.Errorf("the janitor's and the workers' other verbs were not exercised (PROGRESS, REMOVE, REPROCESS accepted): %s", st)
 	}
-	if st.Counted == 0 || st.Exempt < st.Faults["kill"] {
-		t.Errorf("the restart exemption was not exercised both ways (the faulter holds one job across each kill): %s", st)
+	// Coverage, not correctness: a lease wrongly charged or wrongly exempt
+	// is a VExemption violation above. The faulter holds one job across
+	// each kill, but the last kill's job is recovered only if its lease
+	// runs out and a sweep comes before the run ends, and under load (a
+	// claim that found the queue empty, a slow restart) a kill may hold
+	// none; so this asks for one of each, not one exempt lease per kill
+	// (which failed once in a loaded run: "not exercised").
+	if st.Counted == 0 || st.Exempt == 0 {
+		t.Errorf("the restart exemption was not exercised both ways (a lease charged and a lease exempt): %s", st)
 	}
 	if st.Results == 0 || st.Reads == 0 || st.Resets == 0 {
 		t.Errorf("retained results, EMQ.JOB reads or REPROCESS ... RESET not exercised: %s", st)
