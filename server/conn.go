@@ -141,6 +141,16 @@ type client struct {
 	// store lock: frames for it (invalidations) then go to w, after the
 	// replies written so far.
 	inBatch bool
+	// executing is true while exec runs one of the connection's commands
+	// (EXEC with the commands it runs is one); pushes then holds the
+	// frames (Pub/Sub messages, EMQ events) the command sends to this
+	// same connection, which exec appends after the command's reply and
+	// its tracking invalidations (Valkey's server.pending_push_messages,
+	// networking.c _addReplyProtoToList, server.c afterCommand): a RESP3
+	// PUBLISH to a channel the publisher listens on answers `:n` before
+	// the push, and inside MULTI the messages follow EXEC's array.
+	executing bool
+	pushes    resp.Writer
 	// heldDone, set when CLIENT PAUSE holds the running command, is the
 	// pause's end (pause.go).
 	heldDone chan struct{}

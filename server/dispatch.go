@@ -17,6 +17,8 @@ func (c *client) exec(argv [][]byte) {
 		t.beforeCommand(c)
 	}
 	mark := c.w.Len()
+	outer := !c.executing
+	c.executing = true
 	c.dispatch(argv)
 	// CLIENT REPLY OFF / SKIP (networking.c prepareClientToWrite, resetClient).
 	switch c.replyMode {
@@ -30,6 +32,13 @@ func (c *client) exec(argv [][]byte) {
 	}
 	if t := c.s.trk; t != nil {
 		t.afterCommand(c, c.curCmd)
+	}
+	if outer {
+		c.executing = false
+		if len(c.pushes.Buf) > 0 {
+			c.w.Raw(c.pushes.Buf)
+			c.pushes.Reset()
+		}
 	}
 }
 

@@ -87,6 +87,10 @@ func (c *client) recoverCommand(m0 uint64, mark int, argv [][]byte) {
 	if r == nil {
 		return
 	}
+	// exec did not finish: the frames the command sent to this connection
+	// go with its reply.
+	c.executing = false
+	c.pushes.Reset()
 	name := commandName(argv)
 	if !c.s.contained(r, m0, "command", name, c.addr) {
 		c.killed.Store(true)

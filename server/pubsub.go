@@ -140,11 +140,17 @@ type frameWriter struct {
 	scratch resp.Writer
 }
 
-// sink is the writer a frame for c goes to: c's batch writer while c's own
-// batch runs (after the replies written so far), else a scratch writer
-// that deliver moves to c's output queue.
+// sink is the writer a frame for c goes to: while one of c's own commands
+// runs, c's pushes (exec appends them after that command's reply:
+// client.executing), between the commands of c's batch its batch writer
+// (after the replies written so far), else a scratch writer that deliver
+// moves to c's output queue.
 func (f *frameWriter) sink(c *client) *resp.Writer {
 	if c.inBatch {
+		if c.executing {
+			c.pushes.Proto = c.w.Proto
+			return &c.pushes
+		}
 		return &c.w
 	}
 	f.scratch.Proto = c.w.Proto

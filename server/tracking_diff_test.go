@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/emqd/emqd/internal/testsupport"
+	"github.com/emqd/emqd/internal/valkeyref"
 )
 
 // Client-side caching and Pub/Sub against the real redis-server (Debian's
@@ -73,6 +74,13 @@ func runScript(t *testing.T, addr string, nconns int, script []dstep) []string {
 func diffScript(t *testing.T, nconns int, script []dstep) {
 	t.Helper()
 	emqd, redis := diffStart(t)
+	diffScriptAt(t, emqd, redis, nconns, script)
+}
+
+// diffScriptAt is diffScript with both addresses given (the reference
+// Valkey 8.0.1 where Redis 7.0 differs from it).
+func diffScriptAt(t *testing.T, emqd, redis string, nconns int, script []dstep) {
+	t.Helper()
 	got := runScript(t, emqd, nconns, script)
 	want := runScript(t, redis, nconns, script)
 	for i := range max(len(got), len(want)) {
@@ -176,8 +184,13 @@ func TestDiffTrackingErrors(t *testing.T) {
 	})
 }
 
+// TestDiffPubSub runs against the reference Valkey 8.0.1: a connection's
+// own messages come after its command's reply there (Valkey's
+// pending_push_messages; Redis 7.0 sends them first).
 func TestDiffPubSub(t *testing.T) {
-	diffScript(t, 3, []dstep{
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	diffScriptAt(t, s.Addr(), ref.Addr, 4, []dstep{
 		send(0, "SUBSCRIBE a b a", 3),
 		send(0, "PSUBSCRIBE h*", 1),
 		send(0, "GET k", 1), send(0, "MULTI", 1), send(0, "PING", 1), send(0, "PING x", 1),
@@ -197,5 +210,12 @@ func TestDiffPubSub(t *testing.T) {
 		send(2, "PSUBSCRIBE c*", 1), send(1, "PUBLISH c x", 1), recv(2, 2),
 		send(2, "UNSUBSCRIBE", 1), send(2, "PUNSUBSCRIBE", 1),
 		send(1, "SUBSCRIBE", 1), send(1, "PUBLISH", 1),
+		// A connection's own messages follow its command's reply, and
+		// inside a transaction EXEC's whole array (RESP3 and RESP2).
+		send(2, "MULTI", 1), send(2, "SUBSCRIBE d", 1), send(2, "PUBLISH d one", 1),
+		send(2, "PUBLISH d two", 1), send(2, "EXEC", 3),
+		send(2, "UNSUBSCRIBE", 1),
+		send(3, "MULTI", 1), send(3, "SUBSCRIBE e", 1), send(3, "PUBLISH e x", 1),
+		send(3, "EXEC", 2), send(3, "UNSUBSCRIBE", 1),
 	})
 }
