@@ -22,7 +22,9 @@ import (
 // and every read go through; ALL covers every command, CLIENT UNPAUSE
 // included, as in Valkey. The client that paused is held like any other.
 // While a pause is on the active expiry cycle reclaims nothing (Valkey
-// stops expiring keys during a pause so the dataset does not change).
+// stops expiring keys during a pause so the dataset does not change), and
+// emqd's own writers wait too: the stalled-job sweep skips its ticks and
+// the schedules fire when the pause ends (sweeper.go, scheduler.go).
 
 const (
 	pauseNone = iota
@@ -120,6 +122,9 @@ func (s *Server) unpauseLocked() {
 	p.mode = pauseNone
 	s.paused.Store(false)
 	close(p.done)
+	if s.sched != nil {
+		s.schedArm() // fires the pause held (scheduler.go schedTick)
+	}
 }
 
 // cmdClientOnOff is CLIENT NO-EVICT and CLIENT NO-TOUCH: ON or OFF, +OK.

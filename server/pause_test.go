@@ -107,3 +107,52 @@ func connectedClients(t *testing.T, c *testsupport.Conn) string {
 	t.Fatalf("no connected_clients in %q", info)
 	return ""
 }
+
+// TestClientPauseHoldsEmqdsWriters: a lease that runs out and a schedule
+// that comes due during CLIENT PAUSE WRITE change nothing until the pause
+// ends (the sweep and the schedule timer wait, as Valkey's active expiry
+// does: pause.go); then both happen.
+func TestClientPauseHoldsEmqdsWriters(t *testing.T) {
+	clk := clock.NewManual(1_700_000_000_000)
+	s := startServer(t, map[string]string{"emq-sweep-interval-ms": "100"}, clk)
+	c := dial(t, s)
+	if r := c.Do("EMQ.ENQUEUE", "q", "JOB00000000001", "p"); r != "$14\r\nJOB00000000001\r\n" {
+		t.Fatalf("enqueue %q", r)
+	}
+	if r := c.Do("EMQ.CLAIM", "q", "50"); !strings.HasPrefix(r, "*1\r\n") {
+		t.Fatalf("claim %q", r)
+	}
+	if r := c.Do("EMQ.SCHEDULE", "s", "tick", "EVERY", "1000", "p"); r != "+OK\r\n" {
+		t.Fatalf("EMQ.SCHEDULE: %q", r)
+	}
+	if r := c.Do("CLIENT", "PAUSE", "60000", "WRITE"); r != "+OK\r\n" {
+		t.Fatalf("pause %q", r)
+	}
+	for range 3 {
+		clk.Advance(1000)
+		clk.Wait() // the sweeper's and the schedule's timers due by now have run
+	}
+	if r := c.Do("EMQ.JOB", "q", "JOB00000000001"); !strings.Contains(r, "$5\r\nstate\r\n$6\r\nactive\r\n") {
+		t.Fatalf("swept during the pause: %q", r)
+	}
+	if r := c.Do("ZCARD", "emq:{s}:pending"); r != ":0\r\n" {
+		t.Fatalf("a schedule fired during the pause: ZCARD %q", r)
+	}
+	if r := c.Do("CLIENT", "UNPAUSE"); r != "+OK\r\n" {
+		t.Fatalf("unpause %q", r)
+	}
+	clk.Advance(100)
+	deadline := time.Now().Add(testsupport.ClientTimeout)
+	for {
+		job := c.Do("EMQ.JOB", "q", "JOB00000000001")
+		fired := c.Do("ZCARD", "emq:{s}:pending")
+		if strings.Contains(job, "$5\r\nstate\r\n$4\r\ndead\r\n") && fired != ":0\r\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the pause: job %q, schedule's pending %q", job, fired)
+		}
+		clk.Advance(10)
+		time.Sleep(5 * time.Millisecond)
+	}
+}

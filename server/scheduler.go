@@ -203,6 +203,17 @@ func (s *Server) schedTick(gen uint64) {
 		return
 	}
 	sc.armed = false
+	if s.paused.Load() {
+		// CLIENT PAUSE holds the schedules' fires as it holds the active
+		// expiry (pause.go): look again when the pause is due to end;
+		// CLIENT UNPAUSE re-arms at once (unpauseLocked).
+		sc.gen++
+		gen := sc.gen
+		sc.armed, sc.armedAt = true, -1
+		sc.timer = s.clock.AfterFunc(max(s.pause.until-s.clock.NowMs(), 1), func() { s.schedTick(gen) })
+		s.store.Unlock()
+		return
+	}
 	e := s.reg.lookupFullName("emq.schedule.fire")
 	wrote := false
 	if e != nil && e.handler != nil {

@@ -40,7 +40,10 @@ func (s *Server) sweepTick() {
 	if s.sweep.stopped() {
 		return
 	}
-	if s.configInt("emq-sweep-interval-ms") > 0 {
+	// CLIENT PAUSE (WRITE or ALL) holds the sweep as Valkey holds its
+	// active expiry during a pause: the dataset does not change until the
+	// pause ends (pause.go); the next tick after it sweeps.
+	if s.configInt("emq-sweep-interval-ms") > 0 && !s.paused.Load() {
 		s.sweepOnce()
 	}
 	s.armSweepLocked()
