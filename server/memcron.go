@@ -309,6 +309,10 @@ func (s *Server) memCronTick() {
 		g.lastCmds, g.lastActive = s.statCmds, now
 	}
 	live, objects, free, cycles := heapStateCycles()
+	// used_memory_peak is sampled here too, as Valkey's serverCron does
+	// (cronUpdateMemoryStats, every 100 ms), not only when INFO or
+	// maxmemory reads the memory.
+	s.measureMemory(nanotime())
 	g.keys = s.keyCountLocked()
 	g.noteMark(live, g.keys, cycles)
 	s.setGCPercentLocked(live)

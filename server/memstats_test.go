@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/clock"
 	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
@@ -363,5 +364,34 @@ func TestMemoryDoctorBigClientBuffers(t *testing.T) {
 		}
 		stuck.NC.Close()
 		waitFor("the paragraph after the client left", func(r string) bool { return paragraph(r) == "" })
+	}
+}
+
+// TestUsedMemoryPeakSampledByCron: used_memory_peak catches a peak that
+// no INFO read saw (the memory cron samples it every 100 ms, as Valkey's
+// serverCron does): 30 MB of strings set, one cron tick, FLUSHALL and a
+// purge, and only then INFO.
+func TestUsedMemoryPeakSampledByCron(t *testing.T) {
+	clk := clock.NewManual(1_700_000_000_000)
+	s := startServer(t, nil, clk)
+	c := dial(t, s)
+	val := strings.Repeat("v", 100_000)
+	for i := range 300 {
+		if r := c.Do("SET", fmt.Sprintf("k%d", i), val); r != "+OK\r\n" {
+			t.Fatalf("SET %q", r)
+		}
+	}
+	clk.Advance(200)
+	clk.Wait() // the memory cron's tick due by now has run
+	if r := c.Do("FLUSHALL"); r != "+OK\r\n" {
+		t.Fatalf("FLUSHALL %q", r)
+	}
+	if r := c.Do("MEMORY", "PURGE"); r != "+OK\r\n" {
+		t.Fatalf("MEMORY PURGE %q", r)
+	}
+	info := c.Do("INFO", "memory")
+	peak, used := infoInt64(t, info, "used_memory_peak"), infoInt64(t, info, "used_memory")
+	if peak < 25_000_000 || used > 20_000_000 {
+		t.Fatalf("used_memory_peak %d, used_memory %d: want the 30 MB peak kept after the flush", peak, used)
 	}
 }
