@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -355,12 +354,13 @@ func parseConfig(r io.Reader, depth int) ([]directive, error) {
 	if err != nil {
 		return nil, &badDirective{fmt.Sprintf("Fatal error, can't read config file: %v", err)}
 	}
-	sc := bufio.NewScanner(bytes.NewReader(cNulText(raw)))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	// Lines of any length, as Valkey's loadServerConfigFromString splits
+	// the whole text on newlines (a bufio.Scanner refused a line over its
+	// 1 MiB buffer with "token too long", naming neither file nor line).
 	n := 0
-	for sc.Scan() {
+	for _, text := range strings.Split(string(cNulText(raw)), "\n") {
 		n++
-		line := strings.TrimSpace(sc.Text())
+		line := strings.TrimSpace(text)
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -398,9 +398,6 @@ func parseConfig(r io.Reader, depth int) ([]directive, error) {
 			continue
 		}
 		out = append(out, directive{name: argv[0], args: argv[1:], line: n, text: line})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

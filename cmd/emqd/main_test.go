@@ -52,6 +52,14 @@ func TestParseConfigFile(t *testing.T) {
 	if _, err := parseConfigFile(strings.NewReader("port\x00 7003\n")); err == nil || !strings.Contains(err.Error(), "at line 1") {
 		t.Fatalf("a value behind a NUL was read: %v", err)
 	}
+	// Lines of any length, as Valkey reads them (a 1 MiB scanner buffer
+	// refused a 2 MB line with "bufio.Scanner: token too long"); CRLF ends
+	// a line as LF does.
+	long := "requirepass " + strings.Repeat("x", 2<<20)
+	d, err = parseConfigFile(strings.NewReader("# " + strings.Repeat("c", 2<<20) + "\r\n" + long + "\r\nport 7004\n"))
+	if err != nil || len(d) != 2 || len(d[0].args) != 1 || len(d[0].args[0]) != 2<<20 || d[1].line != 3 || d[1].args[0] != "7004" {
+		t.Fatalf("long lines: %d directives, %v", len(d), err)
+	}
 }
 
 func TestVersionAndBadDirective(t *testing.T) {
