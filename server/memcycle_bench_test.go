@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/emqd/emqd/internal/testsupport"
 )
 
 func heapAllocs() (b, o uint64) {
@@ -75,8 +77,8 @@ func BenchmarkMemoryCycleAllocs(b *testing.B) {
 					}
 					idb = append(idb, s...)
 					out = out[:0]
-					out = appendCmd(out, []byte("EMQ.ENQUEUE"), []byte("mem"), idb, payload)
-					out = appendCmd(out, []byte("EMQ.CLAIM"), []byte("mem"), []byte("60000"))
+					out = testsupport.AppendCommand(out, []byte("EMQ.ENQUEUE"), []byte("mem"), idb, payload)
+					out = testsupport.AppendCommand(out, []byte("EMQ.CLAIM"), []byte("mem"), []byte("60000"))
 					nc.Write(out)
 					br.ReadSlice('\n') // $14
 					br.ReadSlice('\n') // id
@@ -92,7 +94,7 @@ func BenchmarkMemoryCycleAllocs(b *testing.B) {
 					tl, _ := br.ReadSlice('\n')
 					tok = append(tok[:0], tl[:len(tl)-2]...)
 					br.ReadSlice('\n') // :attempts
-					out = appendCmd(out[:0], []byte("EMQ.COMPLETE"), []byte("mem"), cid, tok)
+					out = testsupport.AppendCommand(out[:0], []byte("EMQ.COMPLETE"), []byte("mem"), cid, tok)
 					nc.Write(out)
 					l, _ := br.ReadSlice('\n')
 					if len(l) == 0 || l[0] != ':' {
@@ -112,19 +114,4 @@ func BenchmarkMemoryCycleAllocs(b *testing.B) {
 
 	b.ReportMetric(float64(b1-b0)/float64(cycles), "B/cycle")
 	b.ReportMetric(float64(o1-o0)/float64(cycles), "objects/cycle")
-}
-
-// appendCmd appends the RESP multibulk of args to b.
-func appendCmd(b []byte, args ...[]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, "\r\n"...)
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
-	}
-	return b
 }

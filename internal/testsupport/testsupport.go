@@ -252,7 +252,17 @@ func (p *Proc) StopWithin(grace time.Duration) int {
 
 // Encode renders args as a RESP multibulk request.
 func Encode(args ...string) []byte {
-	var b []byte
+	bs := make([][]byte, len(args))
+	for i, a := range args {
+		bs[i] = []byte(a)
+	}
+	return AppendCommand(nil, bs...)
+}
+
+// AppendCommand appends the RESP multibulk request of args to b (no
+// allocation beyond b's growth: the allocation benchmarks build their
+// requests with it).
+func AppendCommand(b []byte, args ...[]byte) []byte {
 	b = append(b, '*')
 	b = strconv.AppendInt(b, int64(len(args)), 10)
 	b = append(b, "\r\n"...)
