@@ -237,17 +237,19 @@ var cronSamples = []string{
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/gc/cycles/total:gc-cycles",
+	"/memory/classes/heap/stacks:bytes",
 }
 
 // heapState reads the live data at the last collection, the heap objects
 // now (live and not yet freed) and the free pages kept.
 func heapState() (live, objects, free uint64) {
-	live, objects, free, _ = heapStateCycles()
+	live, objects, free, _, _ = heapStateCycles()
 	return
 }
 
-// heapStateCycles is heapState and the collections run since start.
-func heapStateCycles() (live, objects, free, cycles uint64) {
+// heapStateCycles is heapState, the collections run since start and the
+// goroutine stacks (objects plus stacks is used_memory, usedMemory).
+func heapStateCycles() (live, objects, free, cycles, stacks uint64) {
 	s := make([]metrics.Sample, len(cronSamples))
 	for i, n := range cronSamples {
 		s[i].Name = n
@@ -259,7 +261,7 @@ func heapStateCycles() (live, objects, free, cycles uint64) {
 		}
 		return 0
 	}
-	return v(0), v(1), v(2), v(3)
+	return v(0), v(1), v(2), v(3), v(4)
 }
 
 // gcPercentFor is the GOGC that lets the heap grow by the larger of
@@ -308,11 +310,11 @@ func (s *Server) memCronTick() {
 	if s.statCmds != g.lastCmds {
 		g.lastCmds, g.lastActive = s.statCmds, now
 	}
-	live, objects, free, cycles := heapStateCycles()
-	// used_memory_peak is sampled here too, as Valkey's serverCron does
-	// (cronUpdateMemoryStats, every 100 ms), not only when INFO or
-	// maxmemory reads the memory.
-	s.measureMemory(nanotime())
+	live, objects, free, cycles, stacks := heapStateCycles()
+	// used_memory_peak is sampled here too, from the same reading, as
+	// Valkey's serverCron does (cronUpdateMemoryStats, every 100 ms), not
+	// only when INFO or maxmemory reads the memory.
+	s.mem.peak = max(s.mem.peak, int64(objects+stacks))
 	g.keys = s.keyCountLocked()
 	g.noteMark(live, g.keys, cycles)
 	s.setGCPercentLocked(live)
