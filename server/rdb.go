@@ -49,7 +49,7 @@ type saver struct {
 
 	mu        sync.Mutex // guards what follows
 	running   bool
-	done      chan struct{}
+	cur       *bgSave // the running background save, nil when none
 	scheduled bool
 	bgStart   time.Time
 	lastSave  int64 // Unix s of the last successful save (or of the start)
@@ -64,14 +64,26 @@ type saver struct {
 	expired   int64
 	keysTotal int64
 	keysDone  atomic.Int64
-	cancel    atomic.Bool // stops the running background save (FLUSHALL)
 	finalDone atomic.Bool // the final save before exiting ran (finalSaveLocked)
-	// capturing is true while a background save captures the keyspace in
-	// chunks (guarded by the store lock, not mu): FLUSHALL, which runs
-	// under that lock, then cancels it without waiting for it.
-	capturing bool
+	// capturing is the background save that captures the keyspace in
+	// chunks, nil when none (guarded by the store lock, not mu): FLUSHALL,
+	// which runs under that lock, aborts that capture at once
+	// (stopBGLocked).
+	capturing *bgSave
 	stop      chan struct{}
 	stopped   bool
+	// beforeStep, when set (tests only), runs before each capture chunk
+	// takes the store lock: a test holds a save in its capture with it.
+	beforeStep func()
+}
+
+// bgSave is one background save: each has its own stop flag, so a save
+// stopped while capturing, whose goroutine has not yet noticed, cannot stop
+// or be mistaken for the next one.
+type bgSave struct {
+	cancel atomic.Bool // stops it (FLUSHALL, the final save)
+	capt   *rdb.Capturer
+	done   chan struct{} // closed when its goroutine ends
 }
 
 // savePoint is one "seconds changes" pair of the save directive.
@@ -246,7 +258,7 @@ func (s *Server) rdbAux(aofBase bool) [][2]string {
 // write writes snap to a temporary file in dir, fsyncs it, renames it over
 // dbfilename and fsyncs the directory; on any error the temporary file is
 // removed and the old dump.rdb is left as it was.
-func (r *saver) write(snap *rdb.Snapshot, delayUs int64, bg bool) (err error) {
+func (r *saver) write(snap *rdb.Snapshot, delayUs int64, bg *bgSave) (err error) {
 	s := r.s
 	dir := s.Config("dir")
 	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d.rdb", os.Getpid()))
@@ -277,7 +289,7 @@ func (r *saver) write(snap *rdb.Snapshot, delayUs int64, bg bool) (err error) {
 		}
 		// Only a background save is stopped by cancel (FLUSHALL, the
 		// shutdown); SAVE and the final save run to the end.
-		return !bg || !r.cancel.Load()
+		return bg == nil || !bg.cancel.Load()
 	}
 	if _, err = snap.WriteTo(fileWriter{f}, opts, r.aux(), progress); err != nil {
 		s.log.Warn("Write error saving DB on disk: " + aof.Strerror(err))
@@ -320,7 +332,7 @@ func (r *saver) saveNow(locked bool) error {
 	r.mu.Lock()
 	r.keysTotal = int64(snap.Keys())
 	r.mu.Unlock()
-	err := r.write(snap, 0, false)
+	err := r.write(snap, 0, nil)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -343,28 +355,31 @@ func (r *saver) startBG() bool {
 		r.mu.Unlock()
 		return false
 	}
-	r.running, r.scheduled = true, false
-	r.keysDone.Store(0) // before INFO can see running: no count of the last save
-	r.cancel.Store(false)
-	r.bgStart = time.Now()
-	r.lastTryMs = s.clock.NowMs()
-	r.done = make(chan struct{})
-	done := r.done
-	r.mu.Unlock()
 	// The capture runs in chunks (docs/durability.md §9.2): the store lock
 	// is taken for one chunk at a time, and the snapshot is the keyspace
 	// at the cut.
-	capt := rdb.Begin(s.store)
-	r.capturing = true
+	me := &bgSave{capt: rdb.Begin(s.store), done: make(chan struct{})}
+	r.running, r.scheduled, r.cur = true, false, me
+	r.keysDone.Store(0) // before INFO can see running: no count of the last save
+	r.bgStart = time.Now()
+	r.lastTryMs = s.clock.NowMs()
+	r.mu.Unlock()
+	r.capturing = me
 	delay := s.configInt("rdb-key-save-delay")
 	s.log.Info(fmt.Sprintf("Background saving started by pid %d", os.Getpid()))
 	go func() {
-		snap, dirty, err := r.capture(capt)
+		defer close(me.done)
+		snap, dirty, err := r.capture(me)
 		if err == nil {
-			err = r.write(snap, delay, true)
+			err = r.write(snap, delay, me)
 		}
 		r.mu.Lock()
-		r.running = false
+		if r.cur != me {
+			// Stopped while capturing (stopBGLocked already ended it).
+			r.mu.Unlock()
+			return
+		}
+		r.running, r.cur = false, nil
 		r.lastBgSec = int64(time.Since(r.bgStart) / time.Second)
 		switch {
 		case err == nil:
@@ -387,25 +402,58 @@ func (r *saver) startBG() bool {
 		} else {
 			s.log.Warn("Background saving error: " + aof.Strerror(err))
 		}
-		close(done)
 	}()
 	return true
+}
+
+// stopBGLocked stops the running background save, if any (store lock
+// held), as Valkey's killRDBChild: when it returns no save runs
+// (rdb_bgsave_in_progress is 0 and BGSAVE may start another) and none will
+// write dump.rdb. A save still capturing needs the store lock for its next
+// chunk, so it is aborted here at once and its goroutine, on waking, finds
+// its stop flag and ends without touching the saver; a save already
+// writing stops at its next key and is waited for.
+func (r *saver) stopBGLocked() {
+	r.mu.Lock()
+	cur := r.cur
+	if cur == nil {
+		r.mu.Unlock()
+		return
+	}
+	cur.cancel.Store(true)
+	if r.capturing == cur {
+		cur.capt.Abort()
+		r.capturing = nil
+		r.running, r.cur = false, nil
+		r.lastBgSec = int64(time.Since(r.bgStart) / time.Second)
+		r.mu.Unlock()
+		r.s.log.Info("Background saving stopped: the data set was flushed")
+		return
+	}
+	r.mu.Unlock()
+	<-cur.done
 }
 
 // capture runs a chunked capture to its cut, taking the store lock per
 // chunk; it returns the snapshot and the change count at the cut, or
 // rdb.ErrCanceled when FLUSHALL stopped the save meanwhile. The log line
 // gives the keys, the whole capture's time and the longest lock hold.
-func (r *saver) capture(c *rdb.Capturer) (*rdb.Snapshot, int64, error) {
+func (r *saver) capture(me *bgSave) (*rdb.Snapshot, int64, error) {
 	s := r.s
+	c := me.capt
 	start := time.Now()
 	var longest time.Duration
 	for steps := 1; ; steps++ {
+		if r.beforeStep != nil {
+			r.beforeStep()
+		}
 		s.store.Lock()
 		t := time.Now()
-		if r.cancel.Load() {
+		if me.cancel.Load() {
 			c.Abort()
-			r.capturing = false
+			if r.capturing == me {
+				r.capturing = nil
+			}
 			s.store.Unlock()
 			return nil, 0, rdb.ErrCanceled
 		}
@@ -413,7 +461,7 @@ func (r *saver) capture(c *rdb.Capturer) (*rdb.Snapshot, int64, error) {
 		var dirty int64
 		if c.Step() {
 			snap, dirty = c.Finish(), s.store.DirtyCount
-			r.capturing = false
+			r.capturing = nil
 		}
 		longest = max(longest, time.Since(t))
 		s.store.Unlock()
@@ -433,10 +481,10 @@ func (r *saver) capture(c *rdb.Capturer) (*rdb.Snapshot, int64, error) {
 // wait blocks until the running background save (if any) ends.
 func (r *saver) wait() {
 	r.mu.Lock()
-	done := r.done
+	cur := r.cur
 	r.mu.Unlock()
-	if done != nil {
-		<-done
+	if cur != nil {
+		<-cur.done
 	}
 }
 
@@ -549,12 +597,7 @@ func (r *saver) finalSaveLocked(mode int32, force bool) error {
 		r.finalDone.Store(true)
 		return nil
 	}
-	r.cancel.Store(true)
-	if !r.capturing {
-		// Writing: it stops at its next key. A save still capturing needs
-		// the store lock to notice and writes nothing.
-		r.wait()
-	}
+	r.stopBGLocked()
 	s.log.Info("Saving the final RDB snapshot before exiting.")
 	if err := r.saveNow(true); err != nil {
 		if force {
@@ -703,12 +746,7 @@ func (s *Server) wrapFlushAll() {
 		orig(x)
 		if len(x.W.Buf) > 0 && x.W.Buf[len(x.W.Buf)-1] == '\n' && strings.HasSuffix(string(x.W.Buf), "+OK\r\n") &&
 			s.rdb != nil && s.Config("save") != "" && !s.store.Loading() {
-			s.rdb.cancel.Store(true)
-			if !s.rdb.capturing {
-				// Writing: it stops at its next key. A save still
-				// capturing needs this lock to notice and writes nothing.
-				s.rdb.wait()
-			}
+			s.rdb.stopBGLocked()
 			if err := s.rdb.saveNow(true); err != nil {
 				s.log.Warn("Saving the flushed data set failed: " + aof.Strerror(err))
 			}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -524,6 +525,63 @@ func TestFlushAllSavesAtOnce(t *testing.T) {
 	defer s2.Close(context.Background())
 	if got := dial(t, s2).Do("DBSIZE"); got != ":0\r\n" {
 		t.Fatalf("DBSIZE after FLUSHALL and a restart: %q", got)
+	}
+}
+
+// TestFlushAllStopsCapturingSave: FLUSHALL during a background save's
+// chunked capture ends that save at once, as Valkey's killRDBChild does
+// (rdb_bgsave_in_progress 0 in the very next INFO, and BGSAVE starts a new
+// save rather than answering "already in progress"); the stopped save's
+// goroutine, waking later, neither writes dump.rdb nor disturbs the new
+// save. CI once saw the in-progress flag still 1 when the capture goroutine
+// had not yet run (TestFlushAllSavesAtOnce); a hook holds it here.
+func TestFlushAllStopsCapturingSave(t *testing.T) {
+	dir := t.TempDir()
+	s := StartTest(t, Options{Config: map[string]string{"dir": dir, "save": "3600 1"}})
+	c := dial(t, s)
+	for i := 0; i < 50; i++ {
+		c.Do("SET", "k"+strconv.Itoa(i), "v")
+	}
+	hold := make(chan struct{})
+	var release sync.Once
+	// Registered after StartTest, so it runs before the server's Close,
+	// which waits for the held save: a failing check does not hang.
+	t.Cleanup(func() { release.Do(func() { close(hold) }) })
+	var held atomic.Bool
+	s.rdb.beforeStep = func() {
+		if held.CompareAndSwap(false, true) {
+			<-hold // the first save's first chunk only
+		}
+	}
+	if got := c.Do("BGSAVE"); got != "+Background saving started\r\n" {
+		t.Fatalf("BGSAVE: %q", got)
+	}
+	if got := persistField(c, "rdb_bgsave_in_progress"); got != "1" {
+		t.Fatalf("in progress before FLUSHALL: %s", got)
+	}
+	if got := c.Do("FLUSHALL"); got != "+OK\r\n" {
+		t.Fatalf("FLUSHALL: %q", got)
+	}
+	if got := persistField(c, "rdb_bgsave_in_progress"); got != "0" {
+		t.Fatalf("the stopped save still counts as running: %s", got)
+	}
+	c.Do("SET", "after", "1")
+	if got := c.Do("BGSAVE"); got != "+Background saving started\r\n" {
+		t.Fatalf("BGSAVE after FLUSHALL: %q", got)
+	}
+	release.Do(func() { close(hold) }) // the stopped save's goroutine wakes now
+	s.rdb.wait()
+	eventually(t, func() bool { return persistField(c, "rdb_bgsave_in_progress") == "0" })
+	if got := persistField(c, "rdb_last_bgsave_status"); got != "ok" {
+		t.Fatalf("status: %s", got)
+	}
+	// The dump is the new save's: one key, not the 50 the stopped capture
+	// began with.
+	c.Do("CONFIG", "SET", "save", "")
+	s.Close(context.Background())
+	s2 := StartTest(t, Options{Config: map[string]string{"dir": dir}})
+	if got := dial(t, s2).Do("DBSIZE"); got != ":1\r\n" {
+		t.Fatalf("DBSIZE after the restart: %q", got)
 	}
 }
 
