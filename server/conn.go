@@ -57,9 +57,11 @@ type client struct {
 	// The raw write's callback, the bytes being written and its results
 	// (rawio.go): the goroutine that set writing uses them.
 	writeFn func(uintptr) bool
-	wdata   []byte
-	wn      int
-	werr    error
+	// tryWriteFn is rawTryWrite as a method value, made once.
+	tryWriteFn func(uintptr) bool
+	wdata      []byte
+	wn         int
+	werr       error
 	// inLoop: the event loop (loop.go) is serving the connection inline,
 	// as its goroutine would (io-model loop); nothing it runs may wait.
 	// loopDefer: a batch run there must wait (a delayed authentication
@@ -195,6 +197,14 @@ type client struct {
 	out     []byte
 	spare   []byte
 	writing bool
+	// behind: the write in progress is a writer goroutine's
+	// (writeBehind), started when the socket did not take a reply at
+	// once; wq is what flushAt handed it since (bytes cleared to go, in
+	// order after the buffer it writes), behindDone is closed when it
+	// ends. outMu.
+	behind     bool
+	wq         []byte
+	behindDone chan struct{}
 	// inWrite is what the kernel has not yet taken of the buffer being
 	// written (outMu; client.sent counts it down as the write goes): with
 	// out it is the output not yet taken (CLIENT LIST omem).
@@ -658,7 +668,11 @@ func (c *client) finishBatch(at int64) bool {
 	if c.shutdownAfter {
 		s.shutdown("SHUTDOWN from client id=" + itoa(c.id) + " addr=" + c.addr)
 	}
-	if c.closeAfter || c.killed.Load() {
+	if c.killed.Load() {
+		return false
+	}
+	if c.closeAfter {
+		c.waitWriter()
 		return false
 	}
 	return true
@@ -781,7 +795,7 @@ func (c *client) setReplyRoom(x *store.Ctx, lim int64) {
 		return
 	}
 	c.outMu.Lock()
-	x.OutQueued = int64(len(c.out))
+	x.OutQueued = int64(len(c.out) + len(c.wq))
 	c.outMu.Unlock()
 }
 
@@ -828,7 +842,7 @@ func (c *client) memoryUsage() int64 {
 func (c *client) outputMemory() int64 {
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
-	return int64(len(c.out) + c.inWrite)
+	return int64(len(c.out) + len(c.wq) + c.inWrite)
 }
 
 // outputOverLimit disconnects a client whose output passed its class's
@@ -856,7 +870,7 @@ func (c *client) enqueueLocked(w *resp.Writer) {
 		c.out = append(c.out, w.Buf...)
 		w.Buf = w.Buf[:0]
 	}
-	over := c.overOutputLimit(int64(len(c.out) + c.inWrite))
+	over := c.overOutputLimit(int64(len(c.out) + len(c.wq) + c.inWrite))
 	c.outMu.Unlock()
 	if over {
 		c.outputOverLimit()
@@ -892,6 +906,11 @@ func (c *client) batchEndMs() int64 {
 func (c *client) flushAt(parked bool, at int64) {
 	c.outMu.Lock()
 	if c.writing {
+		if c.behind && len(c.out) > 0 && !(parked && c.commitPending.Load()) {
+			// The writer goroutine writes it after what it holds.
+			c.wq = append(c.wq, c.out...)
+			c.out = c.out[:0]
+		}
 		c.outMu.Unlock()
 		return
 	}
@@ -930,6 +949,13 @@ func (c *client) flushAt(parked bool, at int64) {
 			c.spare = data[:0]
 			break
 		}
+		if err == errWriteBlocked {
+			// The socket did not take it all: a writer goroutine waits
+			// for it with the rest, and this one goes back to reading
+			// (writeBehind).
+			c.startBehindLocked(data, n)
+			break
+		}
 		if cap(data) > 1<<20 {
 			data = nil // do not keep a huge buffer
 		}
@@ -941,6 +967,81 @@ func (c *client) flushAt(parked bool, at int64) {
 		}
 	}
 	c.outMu.Unlock()
+}
+
+// errWriteBlocked is client.write's answer when the socket did not take the
+// whole buffer at once (for a connection that is not plain TCP: before it
+// tried): flushAt hands the rest to a writer goroutine (writeBehind).
+var errWriteBlocked = errors.New("reply left for the writer goroutine")
+
+// startBehindLocked starts the writer goroutine with buf, of which the
+// first off bytes were written (outMu held). Until it ends, the write in
+// progress is its own (writing, behind) and flushAt hands it the output.
+//
+// The connection's goroutine never waits for a client to read: it reads
+// and runs the commands behind, as Valkey keeps reading a client whose
+// replies pile up in its output buffer. Before, a client that wrote a big
+// pipeline before reading any reply (go-redis Pipeline of 100k commands,
+// 200k HGETALLs: 5.2 MB of replies) hung for good: emqd waited for it to
+// read, it waited for emqd to read (TestBigPipelineBeforeReading;
+// docs/architecture.md §2.8).
+func (c *client) startBehindLocked(buf []byte, off int) {
+	c.writing, c.behind = true, true
+	c.inWrite = len(buf) - off
+	c.behindDone = make(chan struct{})
+	go c.writeBehind(buf, off, c.behindDone)
+}
+
+// writeBehind is the writer goroutine: it writes buf[off:], waiting for the
+// socket, then what flushAt handed it meanwhile (wq), until nothing is
+// left; then the write in progress ends and flushAt writes again itself.
+// A write error ends the connection (kill), as flushAt's does.
+func (c *client) writeBehind(buf []byte, off int, done chan struct{}) {
+	defer close(done)
+	for {
+		n, err := c.writeWait(buf[off:])
+		if n > 0 {
+			c.lastIO.Store(c.s.clock.NowMs())
+		}
+		c.outMu.Lock()
+		c.inWrite = 0
+		if err != nil {
+			c.out, c.wq = c.out[:0], nil
+			c.writing, c.behind = false, false
+			c.outMu.Unlock()
+			c.kill()
+			return
+		}
+		if len(c.wq) == 0 {
+			c.writing, c.behind = false, false
+			if cap(buf) <= 1<<20 && len(c.spare) == 0 {
+				c.spare = buf[:0]
+			}
+			c.outMu.Unlock()
+			return
+		}
+		buf, c.wq, off = c.wq, buf[:0], 0
+		if cap(c.wq) > 1<<20 {
+			c.wq = nil // do not keep a huge buffer
+		}
+		c.inWrite = len(buf)
+		c.outMu.Unlock()
+	}
+}
+
+// waitWriter waits until the writer goroutine, if one runs, has written
+// all it holds (or failed): the reply to QUIT or a protocol error goes out
+// before the connection closes.
+func (c *client) waitWriter() {
+	c.outMu.Lock()
+	var done chan struct{}
+	if c.behind {
+		done = c.behindDone
+	}
+	c.outMu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // protocolError replies the error text and closes (networking.c
@@ -956,6 +1057,7 @@ func (c *client) protocolError(err error) {
 	c.outMu.Unlock()
 	c.w.Reset()
 	c.flushOut()
+	c.waitWriter()
 }
 
 // cleanup runs when the connection ends: the parked command takes nothing,

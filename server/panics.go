@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 )
 
 // Panics (docs/operations.md §6). Every unit of work that runs under the
@@ -120,8 +121,14 @@ func (c *client) panicked(r any) {
 		"id", c.id, "client", c.addr, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	c.outMu.Lock()
 	c.out = append(c.out[:0], "-ERR internal error while serving this connection: it is closed (the stack is in the server log)\r\n"...)
-	c.writing = false
+	if !c.behind {
+		c.writing = false // a write this goroutine began is over
+	}
 	c.outMu.Unlock()
 	c.flushOut()
+	// The error reply may be the writer goroutine's to write
+	// (writeBehind): it gets a second, then the connection closes.
+	c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.waitWriter()
 	c.nc.Close()
 }

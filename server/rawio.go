@@ -66,37 +66,71 @@ func errnoOf(n int, err error) (int, syscall.Errno) {
 	return n, 0
 }
 
-// write writes all of data to the connection: through the socket's
-// syscall.RawConn with rawWrite for a plain TCP connection (waiting in the
-// netpoller while the socket buffer is full, as net.Conn.Write does, and
-// honouring a write deadline the same way; inside the read callback with
-// rawWrite on the descriptor the read holds first, and through RawConn
-// only for what the socket buffer did not take), through net.Conn
-// otherwise. It
-// returns the bytes written and the first error. Only the goroutine that
-// set writing (flush) calls it.
+// write writes what the socket takes of data now, without waiting: for a
+// plain TCP connection with rawWrite (inside the read callback on the
+// descriptor the read holds, else through syscall.RawConn.Write, which
+// also honours a write deadline). It returns the bytes written and the
+// first error; errWriteBlocked (the event loop: errLoopBlocked) when the
+// socket did not take it all, or at once for a connection that is not
+// plain TCP, and flushAt hands the rest to the writer goroutine
+// (writeBehind, docs/architecture.md §2.8). Only the goroutine that set
+// writing (flushAt) calls it.
 func (c *client) write(data []byte) (int, error) {
+	if !c.rawRead {
+		// TLS, a Unix socket, an in-process pipe: net.Conn.Write cannot
+		// be tried without waiting, so the writer goroutine makes every
+		// write (flushAt; writeBehind).
+		return 0, errWriteBlocked
+	}
+	c.wdata, c.wn, c.werr = data, 0, nil
+	if c.readFd >= 0 {
+		// Inside the read callback (rawReadOnce), whose read holds the
+		// descriptor, the reply goes out without syscall.RawConn.Write
+		// (its descriptor lock, its deadline check): a round trip's reply
+		// costs write(2) alone. Plain TCP connections have no write
+		// deadline (only TLS and the listeners' refusals set one).
+		c.rawWriteSome(uintptr(c.readFd))
+	} else {
+		if c.tryWriteFn == nil {
+			c.tryWriteFn = c.rawTryWrite
+		}
+		if err := c.raw.Write(c.tryWriteFn); err != nil && c.werr == nil {
+			c.werr = err
+		}
+	}
+	n, werr := c.wn, c.werr
+	c.wdata = nil
+	if werr == nil && n < len(data) {
+		// The socket is full. The event loop (inLoop) hands the rest to
+		// the connection's goroutine, which hands it to a writer
+		// goroutine: neither waits for the client to read.
+		werr = errWriteBlocked
+		if c.inLoop {
+			werr = errLoopBlocked
+		}
+	}
+	return n, werr
+}
+
+// rawTryWrite is write's callback for syscall.RawConn.Write outside the
+// read callback: rawWriteSome, and done even when the socket is full (no
+// wait in the netpoller: the writer goroutine waits, writeBehind).
+func (c *client) rawTryWrite(fd uintptr) bool {
+	c.rawWriteSome(fd)
+	return true
+}
+
+// writeWait writes all of data, waiting while the socket is full (the
+// writer goroutine, writeBehind): through syscall.RawConn with rawWrite for
+// a plain TCP connection, through net.Conn otherwise. It returns the bytes
+// written and the first error.
+func (c *client) writeWait(data []byte) (int, error) {
 	if !c.rawRead {
 		n, err := c.nc.Write(data)
 		c.sent(n, false)
 		return n, err
 	}
 	c.wdata, c.wn, c.werr = data, 0, nil
-	if c.readFd >= 0 && (c.rawWriteSome(uintptr(c.readFd)) || c.inLoop) {
-		// Inside the read callback (rawReadOnce), whose read holds the
-		// descriptor, the reply went out in full (or failed) without
-		// syscall.RawConn.Write (its descriptor lock, its deadline
-		// check): a round trip's reply costs write(2) alone. Plain TCP
-		// connections have no write deadline (only TLS and the
-		// listeners' refusals set one).
-		n, werr := c.wn, c.werr
-		c.wdata = nil
-		if werr == nil && n < len(data) {
-			// The event loop (inLoop) does not wait for the socket.
-			werr = errLoopBlocked
-		}
-		return n, werr
-	}
 	if c.writeFn == nil {
 		c.writeFn = c.rawWriteSome
 	}

@@ -1,0 +1,195 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// bigPipeline is n HGETALLs of key h, whose reply is replyLen bytes each:
+// the request bytes and the whole expected reply stream.
+func bigPipeline(n int) (req, want []byte) {
+	one := encode("HGETALL", "h")
+	req = bytes.Repeat(one, n)
+	reply := "*4\r\n$6\r\nfield1\r\n$16\r\nvalue-one-123456\r\n$6\r\nfield2\r\n$2\r\nv2\r\n"
+	return req, []byte(strings.Repeat(reply, n))
+}
+
+// pipelineBeforeReading writes all of req to nc before it reads a byte
+// (the write must finish within 20 s), then reads len(want) bytes and
+// compares them. Before the writer goroutine (writeBehind), emqd stopped
+// reading once its socket to the client was full, the client's write
+// never finished, and neither side read again.
+func pipelineBeforeReading(t *testing.T, nc net.Conn, req, want []byte) {
+	t.Helper()
+	nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	if _, err := nc.Write(req); err != nil {
+		t.Fatalf("writing %d bytes of pipeline before reading: %v (the server stopped reading)", len(req), err)
+	}
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got := make([]byte, len(want))
+	if n, err := io.ReadFull(bufio.NewReaderSize(nc, 1<<16), got); err != nil {
+		t.Fatalf("reading the replies: %v after %d of %d bytes", err, n, len(want))
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("replies differ at byte %d of %d", i, len(want))
+	}
+}
+
+// TestBigPipelineBeforeReading: a client that writes 400,000 HGETALLs
+// (9.6 MB of requests, 23.6 MB of replies) before it reads any reply gets
+// them all, under both io-models and over TLS, as from Valkey, which keeps
+// reading a client whose replies pile up (docs/architecture.md §2.8). The
+// client's socket buffers are fixed small (256 KiB to read, 64 KiB to
+// write: not autotuned) so that the requests cannot all wait in socket
+// buffers while the server's writes wait for the client: they did, up to
+// about 10 MB, and the test passed without the writer goroutine.
+func TestBigPipelineBeforeReading(t *testing.T) {
+	req, want := bigPipeline(400_000)
+	for _, model := range []string{"goroutine", "loop"} {
+		t.Run(model, func(t *testing.T) {
+			s := startServer(t, map[string]string{"io-model": model}, nil)
+			if r := dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2"); r != ":2\r\n" {
+				t.Fatalf("HSET: %q", r)
+			}
+			nc, err := net.Dial("tcp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			tc := nc.(*net.TCPConn)
+			tc.SetReadBuffer(256 << 10)
+			tc.SetWriteBuffer(64 << 10)
+			pipelineBeforeReading(t, nc, req, want)
+			// The connection serves on as before: a round trip, and the
+			// output accounting is back at zero.
+			nc.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := nc.Write(encode("PING")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 7)
+			if _, err := io.ReadFull(nc, buf); err != nil || string(buf) != "+PONG\r\n" {
+				t.Fatalf("PING after: %q %v", buf, err)
+			}
+			list := dial(t, s).Do("CLIENT", "LIST")
+			for _, line := range strings.Split(list, "\n") {
+				if strings.Contains(line, "cmd=ping") && !strings.Contains(line, " omem=0 ") {
+					t.Fatalf("omem after all replies went out: %s", line)
+				}
+			}
+		})
+	}
+	t.Run("tls", func(t *testing.T) {
+		f := newTLSFiles(t)
+		port := freePort(t)
+		s := startServer(t, f.config(port), nil)
+		dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
+		nc, err := tls.Dial("tcp", "127.0.0.1:"+port, &tls.Config{RootCAs: f.caPool, Certificates: []tls.Certificate{f.client}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		pipelineBeforeReading(t, nc, req, want)
+	})
+}
+
+// TestGoRedisBigPipeline: go-redis's Pipeline writes every command before
+// it reads a reply; 400,000 HGETALLs come back (they hung before).
+func TestGoRedisBigPipeline(t *testing.T) {
+	s := startServer(t, nil, nil)
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr(), ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+	defer rc.Close()
+	ctx := context.Background()
+	if err := rc.HSet(ctx, "h", "field1", "value-one-123456", "field2", "v2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := rc.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, 400_000)
+	for i := range cmds {
+		cmds[i] = p.HGetAll(ctx, "h")
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	for i, c := range cmds {
+		if m := c.Val(); m["field1"] != "value-one-123456" || m["field2"] != "v2" || len(m) != 2 {
+			t.Fatalf("reply %d: %v", i, m)
+		}
+	}
+}
+
+// TestQuitBehindBigReplies: QUIT at the end of a pipeline whose replies
+// wait for the client still answers +OK after all of them, then closes.
+func TestQuitBehindBigReplies(t *testing.T) {
+	s := startServer(t, nil, nil)
+	dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
+	nc.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	req, want := bigPipeline(400_000)
+	req = append(req, encode("QUIT")...)
+	want = append(want, "+OK\r\n"...)
+	pipelineBeforeReading(t, nc, req, want)
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := nc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after QUIT's reply: %d bytes, %v (want the end of the stream)", n, err)
+	}
+}
+
+// TestKillWhileWritingBehind: CLIENT KILL of a client whose replies wait
+// for it ends the connection and its writer goroutine; the server serves
+// others on.
+func TestKillWhileWritingBehind(t *testing.T) {
+	s := startServer(t, nil, nil)
+	admin := dial(t, s)
+	admin.Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
+	nc.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	req, _ := bigPipeline(400_000)
+	nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "slow"), req...)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	var id string
+	eventually(t, func() bool {
+		for _, line := range strings.Split(admin.Do("CLIENT", "LIST"), "\n") {
+			if strings.Contains(line, "name=slow") && !strings.Contains(line, " omem=0 ") {
+				id = strings.TrimPrefix(strings.Fields(line)[0], "id=")
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := strconv.Atoi(id); err != nil {
+		t.Fatalf("id %q", id)
+	}
+	if r := admin.Do("CLIENT", "KILL", "ID", id); r != ":1\r\n" {
+		t.Fatalf("CLIENT KILL: %q", r)
+	}
+	eventually(t, func() bool { return !strings.Contains(admin.Do("CLIENT", "LIST"), "name=slow") })
+	if r := admin.Do("PING"); r != "+PONG\r\n" {
+		t.Fatalf("PING: %q", r)
+	}
+}
