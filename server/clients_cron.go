@@ -16,7 +16,16 @@ type clientsCron struct {
 	// of the server clock (clockMoved).
 	lastWall, lastMono int64
 	jumps              int64 // jumps seen (tests)
+	// peakIn and peakOut are the biggest input and output buffers seen
+	// in each of the last peakSlots seconds (server clock s mod
+	// peakSlots): INFO's client_recent_max_input_buffer and
+	// client_recent_max_output_buffer are their maxima (trackPeaksLocked).
+	peakIn, peakOut [peakSlots]int64
 }
+
+// peakSlots is how many seconds the recent client buffer peaks cover,
+// Valkey's CLIENTS_PEAK_MEM_USAGE_SLOTS (server.c).
+const peakSlots = 8
 
 // clockJumpMs is how far the server clock may drift from the monotonic
 // clock between two ticks before the due-time timers are re-armed: far
@@ -46,6 +55,7 @@ func (s *Server) clientsCronTick() {
 	}
 	now := s.clock.NowMs()
 	s.closeIdleClientsLocked(now)
+	s.trackPeaksLocked(now)
 	s.demoteIdleClients(now)
 	s.checkClockLocked(now)
 	s.pruneQueuesLocked(now)
@@ -97,6 +107,39 @@ func (s *Server) closeIdleClientsLocked(now int64) {
 		c.killed.Store(true)
 		c.closeConn()
 	}
+}
+
+// trackPeaksLocked records the biggest input and output buffer of the
+// connected clients in this second's slot, after zeroing the next slot, as
+// Valkey's clientsCronTrackExpansiveClients: the input is the read buffer
+// held, the bytes buffered unparsed (a big argument being received) and
+// the arguments of a command so far (CLIENT LIST rbs, qbuf and argv-mem),
+// the output is what the kernel has not taken (omem).
+// Store lock held.
+func (s *Server) trackPeaksLocked(now int64) {
+	cc := &s.ccron
+	slot := (now / 1000) % peakSlots
+	if slot < 0 {
+		slot += peakSlots
+	}
+	next := (slot + 1) % peakSlots
+	cc.peakIn[next], cc.peakOut[next] = 0, 0
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	for _, c := range s.clients {
+		cc.peakIn[slot] = max(cc.peakIn[slot], c.rbuf.Load()+c.qbuf.Load()+c.argvMem.Load())
+		cc.peakOut[slot] = max(cc.peakOut[slot], c.outputMemory())
+	}
+}
+
+// recentPeaksLocked is INFO's client_recent_max_input_buffer and
+// client_recent_max_output_buffer: the biggest of the last peakSlots
+// seconds (Valkey's getExpansiveClientsInfo). Store lock held.
+func (s *Server) recentPeaksLocked() (in, out int64) {
+	for i := range peakSlots {
+		in, out = max(in, s.ccron.peakIn[i]), max(out, s.ccron.peakOut[i])
+	}
+	return in, out
 }
 
 // demoteIdleClients asks every plain TCP connection that has read and

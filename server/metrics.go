@@ -33,6 +33,8 @@ import (
 //	emqd_command_duration_seconds{command}     histogram: handler time per command (commandstats names)
 //	emqd_connected_clients, emqd_blocked_clients               gauges
 //	emqd_clients_memory_bytes                  gauge: what the clients hold (INFO mem_clients_normal)
+//	emqd_clients_recent_max_input_buffer_bytes, emqd_clients_recent_max_output_buffer_bytes
+//	                                           gauges: INFO client_recent_max_*_buffer
 //	emqd_connections_received_total, emqd_rejected_connections_total
 //	emqd_bad_row_refusals_total                counter: docs/verbs.md §2.11
 //	emqd_sweep_jobs_total{result}              counter: the opt-in sweeper's recovered / dead
@@ -121,6 +123,18 @@ func startMetrics(s *Server, addr string) (*metricsServer, error) {
 			s.store.Lock()
 			defer s.store.Unlock()
 			return float64(s.clientsMemory(nil))
+		}),
+		gaugeFunc("emqd_clients_recent_max_input_buffer_bytes", "The biggest input buffer one client held in the last 8 s (INFO client_recent_max_input_buffer; docs/operations.md §4).", func() float64 {
+			s.store.Lock()
+			defer s.store.Unlock()
+			in, _ := s.recentPeaksLocked()
+			return float64(in)
+		}),
+		gaugeFunc("emqd_clients_recent_max_output_buffer_bytes", "The biggest unsent output one client held in the last 8 s (INFO client_recent_max_output_buffer; docs/operations.md §4).", func() float64 {
+			s.store.Lock()
+			defer s.store.Unlock()
+			_, out := s.recentPeaksLocked()
+			return float64(out)
 		}),
 		gaugeFunc("emqd_blocked_clients", "Clients parked in a blocking command (EMQ.CLAIM BLOCK, EMQ.WAIT; INFO blocked_clients).", func() float64 {
 			s.store.Lock()

@@ -554,7 +554,7 @@ func TestFlowMetrics(t *testing.T) {
 
 // TestClientsMemoryMetric: /metrics' emqd_clients_memory_bytes is INFO
 // memory's mem_clients_normal, and counts a client's half-sent request
-// (50,000 bytes of a 100,000-byte SET).
+// (50,000 bytes of a 100,000-byte SET); so does the recent input peak.
 func TestClientsMemoryMetric(t *testing.T) {
 	s := server.StartTest(t, server.Options{Config: map[string]string{"metrics-addr": "127.0.0.1:0"}})
 	nc, err := net.Dial("tcp", s.Addr())
@@ -578,5 +578,23 @@ func TestClientsMemoryMetric(t *testing.T) {
 	waitFor(t, func() bool { return info() >= 50000 })
 	if v, ok := metric(scrape(t, s), "emqd_clients_memory_bytes"); !ok || v != info() {
 		t.Fatalf("emqd_clients_memory_bytes %v (%v), mem_clients_normal %v", v, ok, info())
+	}
+	// The recent input peak (INFO client_recent_max_input_buffer) counts
+	// it too, once the clients cron has sampled it.
+	recent := func() float64 {
+		for _, l := range strings.Split(s.InfoText("clients"), "\r\n") {
+			if v, ok := strings.CutPrefix(l, "client_recent_max_input_buffer:"); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				return n
+			}
+		}
+		return -1
+	}
+	waitFor(t, func() bool { return recent() >= 50000 })
+	if v, ok := metric(scrape(t, s), "emqd_clients_recent_max_input_buffer_bytes"); !ok || v != recent() {
+		t.Fatalf("emqd_clients_recent_max_input_buffer_bytes %v (%v), INFO %v", v, ok, recent())
+	}
+	if v, ok := metric(scrape(t, s), "emqd_clients_recent_max_output_buffer_bytes"); !ok || v < 0 {
+		t.Fatalf("emqd_clients_recent_max_output_buffer_bytes %v (%v)", v, ok)
 	}
 }
