@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -29,13 +30,19 @@ const (
 
 // param is one directive.
 type param struct {
-	name      string
-	aliases   []string // older names (hash-max-ziplist-*); CONFIG GET patterns list them too
-	kind      paramKind
-	def       string
-	min, max  int64
-	enums     []string
-	immutable bool // refused by CONFIG SET (still settable at boot)
+	name     string
+	aliases  []string // older names (hash-max-ziplist-*); CONFIG GET patterns list them too
+	kind     paramKind
+	def      string
+	min, max int64
+	// unsigned: Valkey keeps the directive in an unsigned type (size_t,
+	// unsigned long long, ...): a value is checked as unsigned against
+	// [umin, umax] (numericBoundaryCheck), so -1 is out of range, not
+	// negative. percent: Valkey's PERCENT_CONFIG ("10%", stored as -10).
+	unsigned, percent bool
+	umin, umax        uint64
+	enums             []string
+	immutable         bool // refused by CONFIG SET (still settable at boot)
 	// protected is Valkey's PROTECTED_CONFIG (dir, dbfilename): CONFIG SET
 	// refuses it with "can't set protected config" (enable-protected-configs
 	// is stored without effect, so always).
@@ -63,6 +70,13 @@ type param struct {
 // setValue stores v, canonical, and its integer form.
 func (p *param) setValue(v string) {
 	p.value = v
+	if pct, ok := strings.CutSuffix(v, "%"); ok && p.percent {
+		n, _ := strconv.ParseInt(pct, 10, 64)
+		p.num = -n
+		return
+	}
+	// An unsigned value above 2^63-1 (maxmemory 18446744073709551615)
+	// reads as 2^63-1: ParseInt saturates.
 	p.num, _ = strconv.ParseInt(v, 10, 64)
 }
 
@@ -78,6 +92,15 @@ func paramTable() []*param {
 	mem := func(name, def string, min, max int64) *param {
 		return &param{name: name, kind: kindMem, def: def, min: min, max: max}
 	}
+	// uints and umem are ints and mem for a directive Valkey keeps
+	// unsigned (size_t, unsigned long, unsigned long long: config.c).
+	uints := func(name, def string, min, max uint64) *param {
+		return &param{name: name, kind: kindInt, def: def, unsigned: true, umin: min, umax: max}
+	}
+	umem := func(name, def string, min, max uint64) *param {
+		return &param{name: name, kind: kindMem, def: def, unsigned: true, umin: min, umax: max}
+	}
+	pct := func(p *param) *param { p.percent = true; return p }
 	boolean := func(name, def string) *param { return &param{name: name, kind: kindBool, def: def} }
 	enum := func(name, def string, vals ...string) *param {
 		return &param{name: name, kind: kindEnum, def: def, enums: vals}
@@ -107,7 +130,7 @@ func paramTable() []*param {
 		multi(immutable(str("bind", "127.0.0.1"))),
 		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
 		immutable(ints("databases", "16", 1, maxInt)),
-		apply(ints("maxclients", "10000", 1, 1<<32-1), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
+		apply(uints("maxclients", "10000", 1, math.MaxUint32), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
 		// The binary's logger follows it through OnConfigSet (cmd/emqd).
 		enum("loglevel", "notice", "debug", "verbose", "notice", "warning", "nothing"),
 		immutable(str("logfile", "")),
@@ -118,13 +141,13 @@ func paramTable() []*param {
 		immutable(checked(str("appendfilename", "appendonly.aof"), baseName("appendfilename", "filename", false))),
 		immutable(checked(str("appenddirname", "appendonlydir"), baseName("appenddirname", "dirname", false))),
 		immutable(enum("enable-debug-command", "no", "no", "yes", "local")),
-		apply(mem("proto-max-bulk-len", "536870912", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
-		apply(mem("client-query-buffer-limit", "1073741824", 1<<20, 1<<63-1), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
+		apply(mem("proto-max-bulk-len", "536870912", 1<<20, math.MaxInt64), func(s *Server, v string) { s.maxBulk.Store(atoi(v)) }),
+		apply(umem("client-query-buffer-limit", "1073741824", 1<<20, math.MaxInt64), func(s *Server, v string) { s.maxQuery.Store(atoi(v)) }),
 		apply(&param{name: "client-output-buffer-limit", kind: kindSpecial, multi: true,
 			def:   "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
 			check: checkOutputLimit}, func(s *Server, v string) { s.setOutputLimits(v) }),
 		{name: "save", kind: kindSpecial, def: "", check: checkSave, multi: true},
-		apply(mem("maxmemory", "0", 0, 1<<62), func(s *Server, v string) { s.setMaxmemory(atoi(v)) }),
+		apply(umem("maxmemory", "0", 0, math.MaxUint64), func(s *Server, v string) { s.setMaxmemory(atoi(v)) }),
 		// The collector's target (memcron.go, docs/operations.md §5.1):
 		// auto, or a fixed percentage as Go's GOGC.
 		apply(&param{name: "gogc", kind: kindSpecial, def: "auto", check: checkGOGC}, func(s *Server, v string) { s.setGOGC(v) }),
@@ -140,17 +163,17 @@ func paramTable() []*param {
 		ints("active-expire-effort", "1", 1, 10),
 		// Encoding thresholds: OBJECT ENCODING follows the hash and sorted-set
 		// ones (expiry.go, docs/compat.md §3.6); the others are stored only.
-		alias(mem("hash-max-listpack-entries", "512", 0, 1<<62), "hash-max-ziplist-entries"),
-		alias(mem("hash-max-listpack-value", "64", 0, 1<<62), "hash-max-ziplist-value"),
-		alias(mem("zset-max-listpack-entries", "128", 0, 1<<62), "zset-max-ziplist-entries"),
-		alias(mem("zset-max-listpack-value", "64", 0, 1<<62), "zset-max-ziplist-value"),
-		none(mem("set-max-intset-entries", "512", 0, 1<<62), "emqd has no sets"),
-		none(mem("set-max-listpack-entries", "128", 0, 1<<62), "emqd has no sets"),
-		none(mem("set-max-listpack-value", "64", 0, 1<<62), "emqd has no sets"),
-		none(alias(ints("list-max-listpack-size", "-2", -5, maxInt), "list-max-ziplist-size"), "emqd has no lists"),
+		alias(uints("hash-max-listpack-entries", "512", 0, math.MaxInt64), "hash-max-ziplist-entries"),
+		alias(umem("hash-max-listpack-value", "64", 0, math.MaxInt64), "hash-max-ziplist-value"),
+		alias(uints("zset-max-listpack-entries", "128", 0, math.MaxInt64), "zset-max-ziplist-entries"),
+		alias(umem("zset-max-listpack-value", "64", 0, math.MaxInt64), "zset-max-ziplist-value"),
+		none(uints("set-max-intset-entries", "512", 0, math.MaxInt64), "emqd has no sets"),
+		none(uints("set-max-listpack-entries", "128", 0, math.MaxInt64), "emqd has no sets"),
+		none(uints("set-max-listpack-value", "64", 0, math.MaxInt64), "emqd has no sets"),
+		none(alias(ints("list-max-listpack-size", "-2", -maxInt-1, maxInt), "list-max-ziplist-size"), "emqd has no lists"),
 		none(ints("list-compress-depth", "0", 0, maxInt), "emqd has no lists"),
 		ints("auto-aof-rewrite-percentage", "100", 0, maxInt),
-		mem("auto-aof-rewrite-min-size", "67108864", 0, 1<<62),
+		mem("auto-aof-rewrite-min-size", "67108864", 0, math.MaxInt64),
 		// emqd's own: the opt-in stalled-job sweep (docs/verbs.md §4.11).
 		ints("emq-sweep-interval-ms", "0", 0, 1<<62),
 		ints("emq-max-stalled", "1", 1, maxInt),
@@ -164,9 +187,9 @@ func paramTable() []*param {
 		// subdomains): the DNS-rebinding check (docs/operations.md §2.2).
 		str("dashboard-allowed-hosts", ""),
 		immutable(enum("log-format", "text", "text", "json")),
-		apply(ints("tracking-table-max-keys", "1000000", 0, 1<<63-1), func(s *Server, v string) { s.trkMaxKeys.Store(atoi(v)) }),
-		apply(ints("slowlog-log-slower-than", "10000", -1, 1<<62), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
-		apply(ints("slowlog-max-len", "128", 0, 1<<62), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
+		apply(uints("tracking-table-max-keys", "1000000", 0, math.MaxInt64), func(s *Server, v string) { s.trkMaxKeys.Store(atoi(v)) }),
+		apply(ints("slowlog-log-slower-than", "10000", -1, math.MaxInt64), func(s *Server, v string) { s.slowlogSlower.Store(atoi(v)) }),
+		apply(uints("slowlog-max-len", "128", 0, math.MaxInt64), func(s *Server, v string) { s.slowlogMax.Store(atoi(v)) }),
 		// The idle-client timeout (clients_cron.go). Several directives
 		// below are accepted so valkey.conf files and valkey-server scripts
 		// work, and stored without effect: docs/operations.md §3.1 says
@@ -187,7 +210,6 @@ func paramTable() []*param {
 		none(immutable(boolean("set-proc-title", "yes")), "the process title is the command line"),
 		protected(checked(str("dbfilename", "dump.rdb"), baseName("dbfilename", "filename", true))),
 		none(immutable(ints("io-threads", "1", 1, 128)), "every connection has its own goroutine and the Go runtime uses every core"),
-		none(ints("lua-time-limit", "5000", 0, 1<<62), "emqd runs no scripts (the EMQ verbs replace the Lua scripts)"),
 		none(str("notify-keyspace-events", ""), "emqd sends no keyspace notifications"),
 		none(boolean("lazyfree-lazy-user-del", "no"), "memory is freed by Go's collector either way"),
 		none(boolean("lazyfree-lazy-user-flush", "no"), "memory is freed by Go's collector either way"),
@@ -195,7 +217,7 @@ func paramTable() []*param {
 		boolean("aof-use-rdb-preamble", "yes"),
 		none(boolean("aof-timestamp-enabled", "no"), "no timestamp annotations are written"),
 		none(boolean("no-appendfsync-on-rewrite", "no"), "fsync goes on during a rewrite, as with no"),
-		apply(ints("latency-monitor-threshold", "0", 0, 1<<62), func(s *Server, v string) { s.latencyThreshold.Store(atoi(v)) }),
+		apply(ints("latency-monitor-threshold", "0", 0, math.MaxInt64), func(s *Server, v string) { s.latencyThreshold.Store(atoi(v)) }),
 
 		// The rest of Valkey 8.0.1's stock valkey.conf (docs/operations.md
 		// §3.1 lists the file's directives and what emqd does with each).
@@ -224,7 +246,7 @@ func paramTable() []*param {
 		none(boolean("dual-channel-replication-enabled", "no"), "emqd has no replication"),
 		none(boolean("repl-disable-tcp-nodelay", "no"), "emqd has no replication"),
 		none(alias(ints("replica-priority", "100", 0, maxInt), "slave-priority"), "emqd has no replication"),
-		none(ints("acllog-max-len", "128", 0, 1<<62), "emqd has no ACL users, so no ACL LOG"),
+		none(uints("acllog-max-len", "128", 0, math.MaxInt64), "emqd has no ACL users, so no ACL LOG"),
 		none(boolean("lazyfree-lazy-eviction", "yes"), "emqd never evicts, and Go's collector frees memory either way"),
 		none(boolean("lazyfree-lazy-expire", "yes"), "memory is freed by Go's collector either way"),
 		none(boolean("lazyfree-lazy-server-del", "yes"), "memory is freed by Go's collector either way"),
@@ -232,9 +254,9 @@ func paramTable() []*param {
 		checked(enum("oom-score-adj", "no", "no", "yes", "relative", "absolute"), checkOOMScoreAdj),
 		none(multi(checked(str("oom-score-adj-values", "0 200 800"), checkOOMScoreValues)), "oom-score-adj is always no in emqd"),
 		none(boolean("disable-thp", "yes"), "emqd never forks, and transparent huge pages cost Valkey only in fork's copy-on-write"),
-		none(mem("hll-sparse-max-bytes", "3000", 0, 16000), "emqd has no HyperLogLog"),
-		none(mem("stream-node-max-bytes", "4096", 0, 1<<62), "emqd has no streams"),
-		none(ints("stream-node-max-entries", "100", 0, 1<<62), "emqd has no streams"),
+		none(umem("hll-sparse-max-bytes", "3000", 0, math.MaxInt64), "emqd has no HyperLogLog"),
+		none(umem("stream-node-max-bytes", "4096", 0, math.MaxInt64), "emqd has no streams"),
+		none(ints("stream-node-max-entries", "100", 0, math.MaxInt64), "emqd has no streams"),
 		none(boolean("activerehashing", "yes"), "Go maps grow without a rehashing cycle"),
 		none(boolean("dynamic-hz", "yes"), "the crons run hz times a second whatever the number of clients"),
 		none(boolean("aof-rewrite-incremental-fsync", "yes"), "the rewrite fsyncs the new file once, before the rename"),
@@ -257,8 +279,8 @@ func paramTable() []*param {
 		apply(boolean("latency-tracking", "yes"), func(s *Server, v string) { s.latencyTracking.Store(v == "yes") }),
 		none(multi(str("latency-tracking-info-percentiles", "50 99 99.9")), "as latency-tracking"),
 		none(ints("shutdown-timeout", "10", 0, maxInt), "emqd has no replicas to wait for at shutdown"),
-		none(ints("maxmemory-clients", "0", 0, 1<<62), "clients are never evicted; client-output-buffer-limit and client-query-buffer-limit bound each one"),
-		none(ints("busy-reply-threshold", "5000", 0, 1<<62), "emqd runs no scripts"),
+		none(pct(mem("maxmemory-clients", "0", -100, math.MaxInt64)), "clients are never evicted; client-output-buffer-limit and client-query-buffer-limit bound each one"),
+		none(alias(ints("busy-reply-threshold", "5000", 0, math.MaxInt64), "lua-time-limit"), "emqd runs no scripts (the EMQ verbs replace the Lua scripts)"),
 	}
 }
 
@@ -317,24 +339,12 @@ var (
 // reason Valkey's CONFIG SET gives.
 func (p *param) normalize(v string) (string, error) {
 	switch p.kind {
-	case kindInt:
-		n, ok := parseLL(v)
-		if !ok {
-			return "", errors.New("argument couldn't be parsed into an integer")
+	case kindInt, kindMem:
+		n, err := p.parseNumeric(v)
+		if err != nil {
+			return "", err
 		}
-		if n < p.min || n > p.max {
-			return "", fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
-		}
-		v = strconv.FormatInt(n, 10)
-	case kindMem:
-		n, ok := parseMemory(v)
-		if !ok && !memTooBig(v) {
-			return "", errors.New("argument must be a memory value")
-		}
-		if !ok || n < p.min || n > p.max {
-			return "", fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
-		}
-		v = strconv.FormatInt(n, 10)
+		v = n
 	case kindBool:
 		switch strings.ToLower(v) {
 		case "yes":
@@ -361,6 +371,100 @@ func (p *param) normalize(v string) (string, error) {
 		return p.check(v)
 	}
 	return v, nil
+}
+
+// parseNumeric is Valkey's numericParseString and numericBoundaryCheck
+// (config.c) for an integer or memory directive: the canonical value or
+// Valkey's reason. A memory directive reads memtoull's way (a unit,
+// wrapping on overflow as Valkey's does: 17179869184gb is 0), a percent
+// one also "N%", an integer one string2ll's way; the bounds are compared
+// as unsigned for a directive Valkey keeps unsigned (hash-max-listpack-
+// entries -1 is "between 0 and 9223372036854775807"), else as signed.
+func (p *param) parseNumeric(v string) (string, error) {
+	var ll int64
+	ok := false
+	if p.kind == kindMem {
+		var u uint64
+		u, ok = memtoull(v)
+		ll = int64(u)
+	}
+	if !ok && p.percent && len(v) > 1 && v[len(v)-1] == '%' {
+		if n, ok2 := parseLL(v[:len(v)-1]); ok2 && n >= 0 {
+			ll, ok = -n, true
+		}
+	}
+	if !ok && p.kind == kindInt {
+		ll, ok = parseLL(v)
+	}
+	if !ok {
+		switch {
+		case p.kind == kindMem && p.percent:
+			return "", errors.New("argument must be a memory or percent value")
+		case p.kind == kindMem:
+			return "", errors.New("argument must be a memory value")
+		}
+		return "", errors.New("argument couldn't be parsed into an integer")
+	}
+	if p.unsigned {
+		u := uint64(ll)
+		if u < p.umin || u > p.umax {
+			return "", fmt.Errorf("argument must be between %d and %d inclusive", p.umin, p.umax)
+		}
+		return strconv.FormatUint(u, 10), nil
+	}
+	if p.percent && ll < 0 {
+		if ll < p.min {
+			return "", fmt.Errorf("percentage argument must be less or equal to %d", -p.min)
+		}
+		return strconv.FormatInt(-ll, 10) + "%", nil
+	}
+	if ll < p.min || ll > p.max {
+		return "", fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
+	}
+	return strconv.FormatInt(ll, 10), nil
+}
+
+// memtoull is Valkey's memtoull (util.c): digits (none reads as 0) and an
+// optional unit b, k, kb, m, mb, g, gb (any case; k = 1000, kb = 1024); no
+// sign, no space. As Valkey's, digits past 2^64-1 read as 2^64-1 (strtoull
+// saturates and the overflow is not checked) and the unit's product wraps.
+func memtoull(s string) (uint64, bool) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	var mul uint64
+	switch strings.ToLower(s[i:]) {
+	case "", "b":
+		mul = 1
+	case "k":
+		mul = 1000
+	case "kb":
+		mul = 1024
+	case "m":
+		mul = 1000 * 1000
+	case "mb":
+		mul = 1024 * 1024
+	case "g":
+		mul = 1000 * 1000 * 1000
+	case "gb":
+		mul = 1024 * 1024 * 1024
+	default:
+		return 0, false
+	}
+	if i >= 128 {
+		return 0, false // Valkey's digit buffer
+	}
+	var n uint64
+	for _, ch := range s[:i] {
+		d := uint64(ch - '0')
+		if n > (math.MaxUint64-d)/10 {
+			n = math.MaxUint64
+			break
+		}
+		n = n*10 + d
+	}
+	return n * mul, true
 }
 
 // parseMemory is Valkey's memtoull: digits with an optional unit b, k, kb,

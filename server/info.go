@@ -169,9 +169,13 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		sys := totalSystemMemory()
 		i("total_system_memory", sys)
 		add("total_system_memory_human", humanBytes(uint64(sys)))
-		max := s.maxMemory.Load()
-		i("maxmemory", max)
-		add("maxmemory_human", humanBytes(uint64(max)))
+		// The directive's own value: maxmemory may be above 2^63-1
+		// (Valkey keeps it unsigned), where s.maxMemory saturates.
+		// Valkey prints it signed (%lld: 18446744073709551615 is -1)
+		// and its human form unsigned.
+		max, _ := strconv.ParseUint(s.Config("maxmemory"), 10, 64)
+		i("maxmemory", int64(max))
+		add("maxmemory_human", humanBytes(max))
 		add("maxmemory_policy", s.Config("maxmemory-policy"))
 		ratio := 0.0
 		if used > 0 {
@@ -310,7 +314,10 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.2fM", d/(1<<20))
 	case n < 1<<40:
 		return fmt.Sprintf("%.2fG", d/(1<<30))
-	default:
+	case n < 1<<50:
 		return fmt.Sprintf("%.2fT", d/(1<<40))
+	case n < 1<<60:
+		return fmt.Sprintf("%.2fP", d/(1<<50))
 	}
+	return strconv.FormatUint(n, 10) + "B" // as Valkey's bytesToHuman
 }

@@ -140,7 +140,11 @@ func (s *Server) setMaxmemory(v int64) {
 	old := s.maxMemory.Swap(v)
 	switch {
 	case v > 0:
-		debug.SetMemoryLimit(v + v/8)
+		lim := v + v/8
+		if lim < v {
+			lim = math.MaxInt64 // maxmemory near 2^63 and above (it reads as 2^63-1)
+		}
+		debug.SetMemoryLimit(lim)
 	case old > 0:
 		debug.SetMemoryLimit(math.MaxInt64)
 	}

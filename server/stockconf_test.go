@@ -227,7 +227,7 @@ func TestDirectiveErrorsInFileOrder(t *testing.T) {
 	}
 	_, err := Start(Options{Directives: dirs})
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Line != 2 || ce.Name != "zset-max-listpack-entries" || ce.Msg != "argument must be a memory value" {
+	if !errors.As(err, &ce) || ce.Line != 2 || ce.Name != "zset-max-listpack-entries" || ce.Msg != "argument couldn't be parsed into an integer" {
 		t.Fatalf("got %#v", err)
 	}
 	_, err = Start(Options{Directives: []Directive{{Name: "cluster-node-timeout", Args: []string{"5"}, Line: 1}, {Name: "nosuch", Args: []string{"1"}, Line: 2}}})
