@@ -125,7 +125,7 @@ func TestConfigErrorLineAndInclude(t *testing.T) {
 	os.WriteFile(path, []byte("timeout 0\ninclude "+inc+"\n"), 0o644)
 	errOut.Reset()
 	code = run([]string{path, "--port", "0", "--appendonly", "no"}, nil, &out, &errOut)
-	want = "at line 3\n>>> 'zset-max-listpack-entries nope'\nargument must be a memory value"
+	want = "at line 3\n>>> 'zset-max-listpack-entries nope'\nargument couldn't be parsed into an integer"
 	if code != 1 || !strings.Contains(errOut.String(), want) {
 		t.Fatalf("include: exit %d:\n%s", code, errOut.String())
 	}
