@@ -495,30 +495,6 @@ func parseMemory(s string) (int64, bool) {
 	return n * mul, true
 }
 
-// memTooBig reports a memory value that is well formed (digits, an
-// optional unit) but beyond LONG_MAX bytes: Valkey (config.c, memtoull)
-// reads it as an unsigned number and refuses it with the range error, not
-// "must be a memory value".
-func memTooBig(s string) bool {
-	ls := strings.ToLower(s)
-	for _, suf := range []string{"gb", "mb", "kb", "g", "m", "k", "b"} {
-		if strings.HasSuffix(ls, suf) {
-			ls = ls[:len(ls)-len(suf)]
-			break
-		}
-	}
-	if ls == "" {
-		return false
-	}
-	for i := 0; i < len(ls); i++ {
-		if ls[i] < '0' || ls[i] > '9' {
-			return false
-		}
-	}
-	_, ok := parseMemory(s)
-	return !ok
-}
-
 // baseName is Valkey's isValidAOFfilename, isValidAOFdirname and
 // isValidDBfilename (config.c): no '/' or '\' in the value (pathIsBaseName)
 // and, unless mayBeEmpty, not empty. what names the kind ("filename",
