@@ -952,7 +952,10 @@ func (c *client) flushAt(parked bool, at int64) {
 		if err == errWriteBlocked {
 			// The socket did not take it all: a writer goroutine waits
 			// for it with the rest, and this one goes back to reading
-			// (writeBehind).
+			// (writeBehind). data is the writer's now and c.out
+			// the old spare: no spare until the writer gives its
+			// buffer back (TestWriterBufferNotReused).
+			c.spare = nil
 			c.startBehindLocked(data, n)
 			break
 		}
@@ -1014,8 +1017,8 @@ func (c *client) writeBehind(buf []byte, off int, done chan struct{}) {
 		}
 		if len(c.wq) == 0 {
 			c.writing, c.behind = false, false
-			if cap(buf) <= 1<<20 && len(c.spare) == 0 {
-				c.spare = buf[:0]
+			if cap(buf) <= 1<<20 {
+				c.spare = buf[:0] // flushAt left it nil
 			}
 			c.outMu.Unlock()
 			return

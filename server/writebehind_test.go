@@ -193,3 +193,66 @@ func TestKillWhileWritingBehind(t *testing.T) {
 		t.Fatalf("PING: %q", r)
 	}
 }
+
+// TestWriterBufferNotReused: the buffer a writer goroutine writes is
+// never one the next replies are written in. flushAt kept client.spare
+// when it handed client.out to a writer while client.out took the spare,
+// so the two were one array; after a writer that ended with a buffer over
+// 1 MiB (a big GET) that array came back as the reply writer's buffer
+// while a later writer wrote it, and the client read Z's reply in place
+// of Y's. Over an in-process pipe (every write behind, each waiting for
+// the client to read).
+func TestWriterBufferNotReused(t *testing.T) {
+	s := startServer(t, nil, nil)
+	big := strings.Repeat("g", 2<<20)
+	if r := dial(t, s).Do("SET", "big", big); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	s.clientsMu.Lock()
+	c := newClient(s, a)
+	s.clients[c.id] = c
+	s.conns.Add(1)
+	s.clientsMu.Unlock()
+	go c.serve()
+	b.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(b)
+	bulk := func(v string) string { return "$" + strconv.Itoa(len(v)) + "\r\n" + v + "\r\n" }
+	roundTrip := func(want string, args ...string) {
+		t.Helper()
+		if _, err := b.Write(encode(args...)); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(r, got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Fatalf("%s: reply %.40q..., want %.40q...", args[0], got, want)
+		}
+	}
+	// Two round trips give both output buffers room, then the big reply.
+	x := strings.Repeat("x", 100<<10)
+	roundTrip(bulk(x), "ECHO", x)
+	roundTrip(bulk(x), "ECHO", x)
+	roundTrip(bulk(big), "GET", "big")
+	// After one more round trip, Y's reply waits for the client in the
+	// writer; Z's is queued behind it, and PING's write returns once Z
+	// has run.
+	roundTrip(bulk(x), "ECHO", x)
+	y, z := strings.Repeat("y", 50<<10), strings.Repeat("z", 50<<10)
+	for _, cmd := range [][]byte{encode("ECHO", y), encode("ECHO", z), encode("PING")} {
+		if _, err := b.Write(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := bulk(y) + bulk(z) + "+PONG\r\n"
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("replies %.20q...%.20q, want %.20q...%.20q", got, got[len(bulk(y)):], want, want[len(bulk(y)):])
+	}
+}
