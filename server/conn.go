@@ -522,6 +522,11 @@ func (c *client) turn() int {
 		return turnAgain
 	}
 	if c.perr != nil {
+		if c.inLoop {
+			// The error's reply waits for the writer goroutine
+			// (waitWriter): the connection's goroutine replies.
+			return turnReadParked
+		}
 		c.protocolError(c.perr)
 		return turnEnd
 	}
@@ -638,9 +643,10 @@ func (c *client) runBatch(cmds [][][]byte) bool {
 	if c.authDelay > 0 {
 		at = 0
 	}
-	if c.inLoop && (c.authDelay > 0 || c.heldDone != nil) {
+	if c.inLoop && (c.authDelay > 0 || c.heldDone != nil || c.closeAfter) {
 		// The event loop waits for no one: the connection's goroutine
-		// finishes the batch (serveFrom).
+		// finishes the batch (serveFrom); QUIT's close waits for the
+		// writer goroutine (waitWriter, TestLoopNotHeldByWriter).
 		c.loopDefer, c.loopAt = true, at
 		return true
 	}

@@ -256,3 +256,77 @@ func TestWriterBufferNotReused(t *testing.T) {
 		t.Fatalf("replies %.20q...%.20q, want %.20q...%.20q", got, got[len(bulk(y)):], want, want[len(bulk(y)):])
 	}
 }
+
+// TestLoopNotHeldByWriter: under io-model loop, QUIT (or a protocol
+// error) from a client whose replies wait in its writer goroutine is
+// finished by the connection's goroutine, which waits for the writer; the
+// event loop serves the others on. The loop ran the QUIT inline and
+// waited there for the writer (client.waitWriter), so no other connection
+// of the loop was served until the slow client read all its replies.
+func TestLoopNotHeldByWriter(t *testing.T) {
+	s := startServer(t, map[string]string{"io-model": "loop"}, nil)
+	dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
+	nc.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	req, want := bigPipeline(200_000)
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "slow"), req...)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	other, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	or := bufio.NewReader(other)
+	clientList := func() string {
+		t.Helper()
+		other.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := other.Write(encode("CLIENT", "LIST")); err != nil {
+			t.Fatal(err)
+		}
+		head, err := or.ReadString('\n')
+		if err != nil || len(head) < 3 || head[0] != '$' {
+			t.Fatalf("CLIENT LIST: %q %v (the event loop serves no one)", head, err)
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(or, body); err != nil {
+			t.Fatalf("CLIENT LIST: %v (the event loop serves no one)", err)
+		}
+		return string(body)
+	}
+	slow := func() string {
+		for _, line := range strings.Split(clientList(), "\n") {
+			if strings.Contains(line, "name=slow") {
+				return line
+			}
+		}
+		return ""
+	}
+	// Every request read and run, the replies waiting in the writer.
+	eventually(t, func() bool {
+		l := slow()
+		return strings.Contains(l, "cmd=hgetall") && !strings.Contains(l, " omem=0 ") && strings.Contains(l, " qbuf=0 ")
+	})
+	if _, err := nc.Write(encode("QUIT")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { return strings.Contains(slow(), "cmd=quit") })
+	other.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := other.Write(encode("PING")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := or.ReadString('\n'); line != "+PONG\r\n" {
+		t.Fatalf("PING while the slow client's writer waits: %q %v", line, err)
+	}
+	pipelineBeforeReading(t, nc, nil, append([]byte("+OK\r\n"), append(want, "+OK\r\n"...)...))
+	if n, err := nc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after QUIT's reply: %d bytes, %v (want the end of the stream)", n, err)
+	}
+}
