@@ -159,6 +159,12 @@ func (c *client) sent(n int, more bool) {
 		c.outMu.Lock()
 		c.inWrite -= n
 		c.outMu.Unlock()
+		// A client reading a big reply slowly is not idle: every part
+		// the kernel takes counts, as Valkey's writeToClient sets
+		// lastinteraction on each write (the idle timeout,
+		// clients_cron.go). Only a write the socket did not take at
+		// once reads the clock here.
+		c.lastIO.Store(c.s.clock.NowMs())
 	}
 	c.netOut.Add(int64(n))
 	c.s.statNetOut.Add(int64(n))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/clock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,14 +66,7 @@ func TestBigPipelineBeforeReading(t *testing.T) {
 			if r := dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2"); r != ":2\r\n" {
 				t.Fatalf("HSET: %q", r)
 			}
-			nc, err := net.Dial("tcp", s.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			tc := nc.(*net.TCPConn)
-			tc.SetReadBuffer(256 << 10)
-			tc.SetWriteBuffer(64 << 10)
+			nc := dialSmallBuffers(t, s)
 			pipelineBeforeReading(t, nc, req, want)
 			// The connection serves on as before: a round trip, and the
 			// output accounting is back at zero.
@@ -136,13 +130,7 @@ func TestGoRedisBigPipeline(t *testing.T) {
 func TestQuitBehindBigReplies(t *testing.T) {
 	s := startServer(t, nil, nil)
 	dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
-	nc, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
-	nc.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	nc := dialSmallBuffers(t, s)
 	req, want := bigPipeline(400_000)
 	req = append(req, encode("QUIT")...)
 	want = append(want, "+OK\r\n"...)
@@ -160,13 +148,7 @@ func TestKillWhileWritingBehind(t *testing.T) {
 	s := startServer(t, nil, nil)
 	admin := dial(t, s)
 	admin.Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
-	nc, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
-	nc.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	nc := dialSmallBuffers(t, s)
 	req, _ := bigPipeline(400_000)
 	nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
 	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "slow"), req...)); err != nil {
@@ -266,13 +248,7 @@ func TestWriterBufferNotReused(t *testing.T) {
 func TestLoopNotHeldByWriter(t *testing.T) {
 	s := startServer(t, map[string]string{"io-model": "loop"}, nil)
 	dial(t, s).Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
-	nc, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.(*net.TCPConn).SetReadBuffer(256 << 10)
-	nc.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	nc := dialSmallBuffers(t, s)
 	req, want := bigPipeline(200_000)
 	nc.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "slow"), req...)); err != nil {
@@ -328,5 +304,73 @@ func TestLoopNotHeldByWriter(t *testing.T) {
 	pipelineBeforeReading(t, nc, nil, append([]byte("+OK\r\n"), append(want, "+OK\r\n"...)...))
 	if n, err := nc.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("after QUIT's reply: %d bytes, %v (want the end of the stream)", n, err)
+	}
+}
+
+// dialSmallBuffers connects to s with the client's socket buffers fixed
+// small (256 KiB to read, 64 KiB to write: not autotuned), so a big
+// pipeline cannot wait in socket buffers (TestBigPipelineBeforeReading).
+// The connection closes when the test ends.
+func dialSmallBuffers(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	tc := nc.(*net.TCPConn)
+	tc.SetReadBuffer(256 << 10)
+	tc.SetWriteBuffer(64 << 10)
+	return nc
+}
+
+// TestSlowReaderIsNotIdle: a client reading a 16 MB reply slowly, for far
+// longer than `timeout`, is not closed as idle: every part of the reply the
+// kernel takes counts as activity, as Valkey's writeToClient sets
+// lastinteraction on each write. Before, only a whole buffer written did,
+// and the clients cron closed the client halfway through the reply. The
+// server clock moves 600 ms each time the server has sent more (two steps
+// are past timeout 1 s).
+func TestSlowReaderIsNotIdle(t *testing.T) {
+	m := clock.NewManual(1_700_000_000_000)
+	s := startServer(t, map[string]string{"timeout": "1"}, m)
+	admin := dial(t, s)
+	const size = 16 << 20
+	if r := admin.Do("SET", "big", strings.Repeat("v", size)); r != "+OK\r\n" {
+		t.Fatalf("SET: %q", r)
+	}
+	netOut := func() int64 {
+		for _, line := range strings.Split(admin.Do("CLIENT", "LIST"), "\n") {
+			if strings.Contains(line, "name=slow ") {
+				_, v, _ := strings.Cut(line, " tot-net-out=")
+				n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+				return n
+			}
+		}
+		return -1
+	}
+	nc := dialSmallBuffers(t, s)
+	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "slow"), encode("GET", "big")...)); err != nil {
+		t.Fatal(err)
+	}
+	want := len("+OK\r\n$16777216\r\n") + size + 2
+	got, last, steps := 0, int64(0), 0
+	buf := make([]byte, 256<<10)
+	for got < want {
+		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := io.ReadFull(nc, buf[:min(len(buf), want-got)])
+		got += n
+		if err != nil {
+			t.Fatalf("after %d of %d bytes, %d clock steps: %v (closed as idle?)", got, want, steps, err)
+		}
+		time.Sleep(2 * time.Millisecond) // the server's write takes the room just made
+		if out := netOut(); out > last && got < want {
+			last = out
+			m.Advance(600)
+			steps++
+		}
+	}
+	if steps < 3 {
+		t.Fatalf("only %d clock steps: the test proves nothing", steps)
 	}
 }
