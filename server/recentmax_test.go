@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -50,6 +51,14 @@ func TestRecentMaxClientBuffers(t *testing.T) {
 	half.Write([]byte("*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$100000\r\n" + strings.Repeat("x", 50000)))
 	eventually(t, func() bool { tick(100); return clientsField(s, "client_recent_max_input_buffer") >= 50000 })
 	half.Write([]byte(strings.Repeat("x", 50000) + "\r\n"))
+	// The SET has run before the GETs below are sent: without this wait
+	// they could find no key and the output stayed small (1 run in 20
+	// under -race).
+	half.SetReadDeadline(time.Now().Add(10 * time.Second))
+	okReply := make([]byte, 5)
+	if _, err := io.ReadFull(half, okReply); err != nil || string(okReply) != "+OK\r\n" {
+		t.Fatalf("SET reply %q: %v", okReply, err)
+	}
 	// 400 GETs of it from a client that does not read: most of 40 MB
 	// waits in its output.
 	slow, err := net.Dial("tcp", s.Addr())
