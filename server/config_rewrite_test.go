@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/emqd/emqd/internal/valkeyref"
 )
 
@@ -122,6 +123,7 @@ func rewriteCompare(t *testing.T, rewriteConf string, sets [][]string) {
 	vconf := write(vdir, vport)
 	cmd := exec.Command(bin, vconf)
 	cmd.Dir = vdir
+	testsupport.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

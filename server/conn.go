@@ -1006,7 +1006,12 @@ func (c *client) startBehindLocked(buf []byte, off int) {
 // left; then the write in progress ends and flushAt writes again itself.
 // A write error ends the connection (kill), as flushAt's does.
 func (c *client) writeBehind(buf []byte, off int, done chan struct{}) {
-	defer close(done)
+	defer func() {
+		if h := c.s.writerEnding; h != nil {
+			h()
+		}
+		close(done)
+	}()
 	for {
 		n, err := c.writeWait(buf[off:])
 		if n > 0 {
@@ -1043,10 +1048,11 @@ func (c *client) writeBehind(buf []byte, off int, done chan struct{}) {
 // before the connection closes.
 func (c *client) waitWriter() {
 	c.outMu.Lock()
-	var done chan struct{}
-	if c.behind {
-		done = c.behindDone
-	}
+	// The last writer's channel, even once behind is false: the writer
+	// clears behind before it returns (and, after a failed write, kills
+	// the connection), and its goroutine has not ended until done closes.
+	// A closed channel returns at once.
+	done := c.behindDone
 	c.outMu.Unlock()
 	if done != nil {
 		<-done
@@ -1070,9 +1076,13 @@ func (c *client) protocolError(err error) {
 }
 
 // cleanup runs when the connection ends: the parked command takes nothing,
-// watches and the MULTI state go.
+// watches and the MULTI state go. A writer goroutine still writing ends
+// with the socket's close (its write fails at once) and is waited for, so
+// none outlives the connection's goroutine, nor Server.Close, which waits
+// for those (TestCloseWaitsForWriter).
 func (c *client) cleanup() {
 	c.nc.Close()
+	c.waitWriter()
 	st := c.s.store
 	st.Lock()
 	if c.park != nil {

@@ -76,6 +76,7 @@ func diffReference(t *testing.T) string {
 			// Valkey 8.0's default (Redis 7.0 says 128): differential_types_test.go.
 			"--hash-max-listpack-entries", "512")
 		cmd.Stdout, cmd.Stderr = &out, &out
+		testsupport.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

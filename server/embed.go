@@ -53,6 +53,9 @@ type Options struct {
 	// authDelayed, when set, is told each delay a failed authentication
 	// holds a connection for, once its timer is set (auth.go).
 	authDelayed func(id, ms int64)
+	// writerEnding, when set, runs in each writer goroutine as it ends
+	// (Server.writerEnding).
+	writerEnding func()
 }
 
 // Start configures, loads and starts a server listening on opts.Addr. The
@@ -194,6 +197,7 @@ func newServer(opts Options) *Server {
 		onCrash:     opts.onCrash,
 		authDelayed: opts.authDelayed,
 	}
+	s.writerEnding = opts.writerEnding
 	s.latencyTracking.Store(true)
 	return s
 }

@@ -154,6 +154,9 @@ type Server struct {
 	closeErr  error
 	stopping  chan struct{}
 	done      chan struct{}
+	// writerEnding, when set (tests only), runs in a writer goroutine
+	// (writeBehind) as it ends, before it reports that it has.
+	writerEnding func()
 }
 
 // passwordSet reports whether requirepass is set (authentication required).

@@ -9,10 +9,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/emqd/emqd/clock"
+	"github.com/emqd/emqd/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -372,5 +374,49 @@ func TestSlowReaderIsNotIdle(t *testing.T) {
 	}
 	if steps < 3 {
 		t.Fatalf("only %d clock steps: the test proves nothing", steps)
+	}
+}
+
+// TestCloseWaitsForWriter: Server.Close returns only once every writer
+// goroutine has ended. The connection's cleanup closed the socket and went
+// on; a writer still inside its last steps ran after Close had returned
+// (after the test, or after an embedding program's shutdown, had moved on).
+// The hook holds a writer's end for 300 ms so that the race cannot be won
+// by luck.
+func TestCloseWaitsForWriter(t *testing.T) {
+	var ended atomic.Int32
+	s, err := Start(Options{testCommands: fakeCommands, writerEnding: func() {
+		time.Sleep(300 * time.Millisecond)
+		ended.Add(1)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := testsupport.Dial(t, s.Addr())
+	admin.Do("HSET", "h", "field1", "value-one-123456", "field2", "v2")
+	if r := admin.Do("CLIENT", "SETNAME", "admin"); r != "+OK\r\n" {
+		t.Fatalf("CLIENT SETNAME: %q", r)
+	}
+	nc := dialSmallBuffers(t, s)
+	req, _ := bigPipeline(400_000)
+	nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "slow"), req...)); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	eventually(t, func() bool {
+		for _, line := range strings.Split(admin.Do("CLIENT", "LIST"), "\n") {
+			if strings.Contains(line, "name=slow") && !strings.Contains(line, " omem=0 ") {
+				return true
+			}
+		}
+		return false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if n := ended.Load(); n < 1 {
+		t.Fatalf("Close returned while the writer goroutine was still ending (%d ended)", n)
 	}
 }

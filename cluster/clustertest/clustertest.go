@@ -149,6 +149,7 @@ func (n *Node) Start() {
 	}
 	cmd := exec.Command(n.bin, n.args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testsupport.DieWithParent(cmd)
 	n.log = new(syncBuf)
 	cmd.Stdout, cmd.Stderr = n.log, n.log
 	if err := cmd.Start(); err != nil {

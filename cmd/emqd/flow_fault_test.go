@@ -75,6 +75,7 @@ func (ft *flowTarget) start(binary bool) {
 			argv = append(argv, "--"+k, v)
 		}
 		ft.cmd = exec.Command(ft.bin, argv...)
+		testsupport.DieWithParent(ft.cmd)
 		logf, err := os.OpenFile(filepath.Join(ft.dir, "emqd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			t.Fatal(err)

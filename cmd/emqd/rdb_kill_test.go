@@ -35,6 +35,7 @@ func TestKill9MidBGSaveKeepsOldFile(t *testing.T) {
 			"--rdb-key-save-delay", "2000")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		testsupport.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -120,6 +121,7 @@ func TestValkeyStyleConfKeepsData(t *testing.T) {
 		cmd := exec.Command(bin, conf)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
+		testsupport.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -136,6 +136,7 @@ func (l Launch) Start() (*Proc, error) {
 	}
 	cmd := exec.Command(l.Argv[0], l.Argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	DieWithParent(cmd)
 	if l.LogPath != "" {
 		logf, err := os.OpenFile(l.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {

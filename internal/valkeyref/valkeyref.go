@@ -124,6 +124,7 @@ func (s *Server) start() error {
 		"--daemonize", "no", "--loglevel", "warning"}
 	argv = append(argv, s.args...)
 	cmd := exec.Command(s.bin, argv...)
+	testsupport.DieWithParent(cmd)
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = &s.log, &s.log
 	if err := cmd.Start(); err != nil {
