@@ -18,8 +18,8 @@ import (
 // 18446744073709551615, hash-max-listpack-entries -1 out of range);
 // maxmemory-clients' percent. Before, emqd capped most at 2^62, read the
 // listpack counts as memory values and refused maxmemory above 2^62.
-// port and tls-port are left out: emqd refuses them as immutable (docs/
-// operations.md §3), Valkey rebinds.
+// port and tls-port are left out: setting them moves the listener (port 0
+// closes it); TestConfigSetPortAsValkey compares them.
 func TestConfigNumericAsValkey(t *testing.T) {
 	ref := valkeyref.Start(t)
 	s := startServer(t, nil, nil)

@@ -397,7 +397,8 @@ func TestConfigGetSet(t *testing.T) {
 		{a("CONFIG", "SET", "maxclients", "10", "x"), errReply("ERR wrong number of arguments for 'config|set' command")},
 		{a("CONFIG", "SET", "maxclients", "x"), errReply("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer")},
 		{a("CONFIG", "SET", "maxclients", "0"), errReply("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive")},
-		{a("CONFIG", "SET", "port", "1"), errReply("ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")},
+		{a("CONFIG", "SET", "databases", "1"), errReply("ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")},
+		{a("CONFIG", "SET", "port", "-1"), errReply("ERR CONFIG SET failed (possibly related to argument 'port') - argument must be between 0 and 65535 inclusive")},
 		// hz: Valkey's range 0..INT_MAX, stored clamped to 1..500 (updateHZ).
 		{a("CONFIG", "SET", "hz", "0"), "+OK\r\n"},
 		{a("CONFIG", "GET", "hz"), "*2\r\n$2\r\nhz\r\n$1\r\n1\r\n"},

@@ -163,6 +163,7 @@ func Start(opts Options) (*Server, error) {
 		s.runCloseHooks()
 		return nil, err
 	}
+	s.watchListenConfig()
 	s.startSweeper()
 	s.startScheduler()
 	for _, l := range s.lns {
@@ -213,7 +214,19 @@ func newRunID() string {
 }
 
 // Addr is the address the server listens on ("127.0.0.1:port").
-func (s *Server) Addr() string { return s.lns[0].ln.Addr().String() }
+func (s *Server) Addr() string {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	for _, l := range s.lns {
+		if l.name == "tcp" {
+			return l.ln.Addr().String()
+		}
+	}
+	if len(s.lns) == 0 {
+		return "" // CONFIG SET port 0 and no other listener
+	}
+	return s.lns[0].ln.Addr().String()
+}
 
 // Clock is the server clock (a *clock.Shifted when enable-debug-command is
 // yes or local).
@@ -286,9 +299,11 @@ func (s *Server) SetInfoSection(name string, gen func(add func(field, value stri
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.stopping)
+		s.lnMu.Lock()
 		for _, l := range s.lns {
 			l.ln.Close()
 		}
+		s.lnMu.Unlock()
 		s.stopSweeper()
 		s.stopScheduler()
 		s.clientsMu.Lock()

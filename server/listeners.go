@@ -124,6 +124,7 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 		if err := s.listenAll("tls", addrs, &tport); err != nil {
 			return err
 		}
+		s.tlsPort = tport
 	}
 	if err := s.openUnix(); err != nil {
 		return err
@@ -137,6 +138,7 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 // openPlain opens the plain TCP listeners. With tls-port set, port 0 means
 // no plain listener, as in Valkey; without it, port 0 picks a free port.
 func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
+	s.lnAddrs = parseBind(s.Config("bind"))
 	if s.configInt("tls-port") != 0 && s.configInt("port") == 0 && optsAddr == "" {
 		return nil
 	}
@@ -145,6 +147,8 @@ func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
 		if addr == "" {
 			addr = "127.0.0.1:0"
 		}
+		host, _, _ := net.SplitHostPort(addr)
+		s.lnAddrs = []listenAddr{{host: host, network: networkOf(addr), word: host}}
 		ln, err := net.Listen(networkOf(addr), addr)
 		if err != nil {
 			warn := fmt.Sprintf("Warning: Could not create server TCP listening socket %s: bind: %s", addr, strerror(err))
@@ -157,8 +161,8 @@ func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
 		return nil
 	}
 	port := int(s.configInt("port"))
-	if port != 0 || len(parseBind(s.Config("bind"))) > 0 {
-		if err := s.listenAll("tcp", parseBind(s.Config("bind")), &port); err != nil {
+	if port != 0 || len(s.lnAddrs) > 0 {
+		if err := s.listenAll("tcp", s.lnAddrs, &port); err != nil {
 			return err
 		}
 		s.port = port
@@ -168,8 +172,33 @@ func (s *Server) openPlain(optsAddr string, hasPortOrBind bool) error {
 }
 
 // listenAll opens one socket per address at *port (0: the first picks it)
-// for clients speaking name.
+// for clients speaking name (Start: a failure closes every listener
+// opened so far and the server does not start).
 func (s *Server) listenAll(name string, addrs []listenAddr, port *int) error {
+	lns, err := s.openAt(name, addrs, port)
+	if err != nil {
+		for _, l := range s.lns {
+			l.ln.Close()
+		}
+		s.lns = nil
+		return err
+	}
+	s.lns = append(s.lns, lns...)
+	return nil
+}
+
+// openAt opens one socket per address at *port (0: the first picks it)
+// for clients speaking name, skipping what Valkey's listenToPort skips (an
+// optional address the host does not have, an unsupported protocol), and
+// returns them; on a failure it closes those it opened.
+func (s *Server) openAt(name string, addrs []listenAddr, port *int) ([]listener, error) {
+	var out []listener
+	fail := func(err error) ([]listener, error) {
+		for _, l := range out {
+			l.ln.Close()
+		}
+		return nil, err
+	}
 	for _, a := range addrs {
 		ln, err := listenOne(a.network, a.host, *port)
 		if err != nil {
@@ -184,25 +213,21 @@ func (s *Server) listenAll(name string, addrs []listenAddr, port *int) error {
 			case syscall.ENOPROTOOPT, syscall.EPROTONOSUPPORT, syscall.ESOCKTNOSUPPORT, syscall.EPFNOSUPPORT, syscall.EAFNOSUPPORT:
 				continue
 			}
-			for _, l := range s.lns {
-				l.ln.Close()
-			}
-			s.lns = nil
-			return &ListenError{Msg: warn + "\n" + fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)}
+			return fail(&ListenError{Msg: warn + "\n" + fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)})
 		}
 		if a.network == "tcp" { // a host name: its first address only
 			ln.Close()
 			ln, err = listenOne(networkOf(ln.Addr().String()), ln.Addr().(*net.TCPAddr).IP.String(), *port)
 			if err != nil {
-				return &ListenError{Msg: fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)}
+				return fail(&ListenError{Msg: fmt.Sprintf("Failed listening on port %d (%s), aborting.", *port, name)})
 			}
 		}
 		if *port == 0 {
 			*port = ln.Addr().(*net.TCPAddr).Port
 		}
-		s.lns = append(s.lns, listener{ln: ln, name: name, addr: strings.TrimPrefix(a.word, "-")})
+		out = append(out, listener{ln: ln, name: name, addr: strings.TrimPrefix(a.word, "-")})
 	}
-	return nil
+	return out, nil
 }
 
 // openUnix opens unixsocket's listener: a stale socket file is removed
@@ -266,6 +291,8 @@ func connAddr(a, local net.Addr) string {
 // listenerInfo is INFO server's listenerN values, one per kind of
 // listener, as Valkey: "name=tcp,bind=127.0.0.1,bind=::1,port=6379".
 func (s *Server) listenerInfo() []string {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
 	var out []string
 	for _, name := range []string{"tcp", "tls", "unix"} {
 		var b strings.Builder
@@ -335,4 +362,108 @@ func refuse(nc net.Conn, msg string) {
 	nc.SetWriteDeadline(time.Now().Add(time.Second))
 	nc.Write([]byte(msg))
 	nc.Close()
+}
+
+// CONFIG SET port, tls-port and bind at run time, as Valkey 8.0.1's
+// config.c (updatePort, applyTLSPort, applyBind, each through
+// changeListener): the listeners of the kind close and new ones open at
+// the new port or addresses, and the connections already accepted stay.
+// Port 0 listens nowhere (Valkey: at run time it closes the listener; at
+// start emqd's port 0 without tls-port picks a free port). A value that
+// cannot be listened on is refused with Valkey's text, the old listeners
+// open again and the old value stays (TestConfigSetPortAsValkey).
+
+// Valkey's refusals (config.c).
+var (
+	errListenPort = errors.New("Unable to listen on this port. Check server logs.")
+	errListenBind = errors.New("Failed to bind to specified addresses.")
+	errTLSConfig  = errors.New("Unable to update TLS configuration. Check server logs.")
+)
+
+// watchListenConfig registers the hooks of port, tls-port and bind (Start,
+// once the listeners are open).
+func (s *Server) watchListenConfig() {
+	s.OnConfigSet("port", func(v string) error {
+		port, _ := strconv.Atoi(v)
+		if port == s.port {
+			return nil
+		}
+		if err := s.relisten("tcp", s.lnAddrs, port); err != nil {
+			s.restoreListeners("tcp", s.lnAddrs, s.port)
+			return errListenPort
+		}
+		s.port = port
+		return nil
+	})
+	s.OnConfigSet("tls-port", func(v string) error {
+		port, _ := strconv.Atoi(v)
+		if port == s.tlsPort {
+			return nil
+		}
+		if port != 0 && s.tls.cfg.Load() == nil {
+			cfg, err := s.loadTLS()
+			if err != nil {
+				s.log.Warn(err.Error())
+				return errTLSConfig
+			}
+			s.tls.cfg.Store(cfg)
+			s.watchTLSConfig()
+		}
+		if err := s.relisten("tls", s.lnAddrs, port); err != nil {
+			s.restoreListeners("tls", s.lnAddrs, s.tlsPort)
+			return errListenPort
+		}
+		s.tlsPort = port
+		return nil
+	})
+	s.OnConfigSet("bind", func(v string) error {
+		addrs := parseBind(v)
+		if err := s.relisten("tcp", addrs, s.port); err != nil {
+			s.restoreListeners("tcp", s.lnAddrs, s.port)
+			return errListenBind
+		}
+		if err := s.relisten("tls", addrs, s.tlsPort); err != nil {
+			s.restoreListeners("tcp", s.lnAddrs, s.port)
+			s.restoreListeners("tls", s.lnAddrs, s.tlsPort)
+			return errListenBind
+		}
+		s.lnAddrs = addrs
+		return nil
+	})
+}
+
+// relisten closes the listeners of name ("tcp" or "tls") and opens new
+// ones on addrs at port (none at port 0), each served by an accept loop of
+// its own; on a failure none of name stays open.
+func (s *Server) relisten(name string, addrs []listenAddr, port int) error {
+	s.lnMu.Lock()
+	kept := make([]listener, 0, len(s.lns))
+	for _, l := range s.lns {
+		if l.name == name {
+			l.ln.Close() // its accept loop ends (net.ErrClosed)
+		} else {
+			kept = append(kept, l)
+		}
+	}
+	s.lns = kept
+	var opened []listener
+	var err error
+	if port != 0 {
+		opened, err = s.openAt(name, addrs, &port)
+	}
+	s.lns = append(s.lns, opened...)
+	s.lnMu.Unlock()
+	for _, l := range opened {
+		s.log.Info("Ready to accept connections "+l.name, "addr", l.ln.Addr().String())
+		go s.acceptLoop(l)
+	}
+	return err
+}
+
+// restoreListeners opens the listeners of name again as they were before a
+// refused change (Valkey's restoreBackupConfig applies the old value).
+func (s *Server) restoreListeners(name string, addrs []listenAddr, port int) {
+	if err := s.relisten(name, addrs, port); err != nil {
+		s.log.Warn("Failed applying restored configuration", "listener", name, "port", port, "err", err)
+	}
 }

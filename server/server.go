@@ -154,6 +154,13 @@ type Server struct {
 	closeErr  error
 	stopping  chan struct{}
 	done      chan struct{}
+	// lnMu guards lns, which CONFIG SET port, tls-port and bind replace
+	// at run time (listeners.go); lnAddrs are the addresses the TCP and
+	// TLS listeners are on and tlsPort the TLS port (0: none), both
+	// changed only under the store lock (CONFIG SET) after Start.
+	lnMu    sync.Mutex
+	lnAddrs []listenAddr
+	tlsPort int
 	// writerEnding, when set (tests only), runs in a writer goroutine
 	// (writeBehind) as it ends, before it reports that it has.
 	writerEnding func()
@@ -177,6 +184,9 @@ func (s *Server) acceptLoop(l listener) {
 			case <-s.stopping:
 				return
 			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return // CONFIG SET port, tls-port or bind closed it (listeners.go)
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {

@@ -152,6 +152,13 @@ func (s *Server) startTLS() error {
 		return errors.New(err.Error() + "\nFailed to configure TLS. Check logs for more info.")
 	}
 	s.tls.cfg.Store(cfg)
+	s.watchTLSConfig()
+	return nil
+}
+
+// watchTLSConfig makes CONFIG SET of a TLS directive reload the
+// configuration (once TLS is on: at start, or at a CONFIG SET tls-port).
+func (s *Server) watchTLSConfig() {
 	for _, name := range tlsDirectives {
 		s.OnConfigSet(name, func(string) error {
 			cfg, err := s.loadTLS()
@@ -162,7 +169,6 @@ func (s *Server) startTLS() error {
 			return nil
 		})
 	}
-	return nil
 }
 
 // serverTLSConfig hands each new connection the current configuration.
