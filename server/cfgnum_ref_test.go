@@ -87,3 +87,55 @@ func restoreConfig(t *testing.T, c *testsupport.Conn, get string) {
 		t.Fatalf("restoring %s %s: %q", n.kids[0].text, n.kids[1].text, r)
 	}
 }
+
+// TestConfigSetOrderAsValkey: CONFIG SET's checks in Valkey 8.0.1's order
+// (configSetCommand): an odd count of arguments past the arity is a syntax
+// error; every name is looked up and checked (unknown, immutable,
+// duplicate) before any value is; then the values, in order. And
+// client-output-buffer-limit's numbers as updateClientOutputBufferLimit
+// reads them: the byte limits by memtoull (past 2^63, and wrapping with a
+// unit), soft_seconds by strtoll into an int (its low 32 bits, refused when
+// negative). Each command is sent to both servers, the replies compared
+// byte for byte, then CONFIG GET of what it touched.
+func TestConfigSetOrderAsValkey(t *testing.T) {
+	ref := valkeyref.Start(t)
+	s := startServer(t, nil, nil)
+	rc := testsupport.Dial(t, ref.Addr)
+	ec := dial(t, s)
+	cases := [][]string{
+		{"CONFIG", "SET", "maxmemory", "0", "extra"},
+		{"CONFIG", "SET", "maxmemory", "0", "hz", "10", "extra"},
+		{"CONFIG", "SET", "maxclients"},
+		{"CONFIG", "SET", "proto-max-bulk-len", "1", "proto-max-bulk-len", "2"},
+		{"CONFIG", "SET", "client-output-buffer-limit", "1", "client-output-buffer-limit", "2"},
+		{"CONFIG", "SET", "maxmemory", "abc", "databases", "1"},
+		{"CONFIG", "SET", "maxmemory", "abc", "nosuch", "1"},
+		{"CONFIG", "SET", "nosuch", "1", "maxmemory", "abc"},
+		{"CONFIG", "SET", "hz", "abc", "maxmemory", "abc"},
+		{"CONFIG", "SET", "hz", "10", "maxmemory", "abc"},
+		{"CONFIG", "SET", "HZ", "abc"},
+		{"CONFIG", "SET", "hash-max-ziplist-entries", "abc"},
+		{"CONFIG", "SET", "hash-max-ziplist-entries", "1", "hash-max-listpack-entries", "2"},
+	}
+	for _, v := range []string{
+		"normal 9223372036854775808 0 0", "normal 18446744073709551615 1 0", "normal 99999999999999999999999 0 0",
+		"normal 17179869184gb 0 0", "normal 1kb 2KB 3", "normal 0 0 2147483647", "normal 0 0 2147483648",
+		"normal 0 0 4294967297", "normal 0 0 9223372036854775807", "normal 0 0 99999999999999999999",
+		"normal 0 0 -1", "normal 0 0 -0", "normal 0 0 +5", "normal 0 0 5s", "normal 0 0 +", "normal -1 0 0",
+		"normal +1 0 0", "pubsub 1mb 1mb 60", "normal 0 0 0",
+	} {
+		cases = append(cases, []string{"CONFIG", "SET", "client-output-buffer-limit", v})
+	}
+	for _, args := range cases {
+		want := rc.Do(args...)
+		if got := ec.Do(args...); got != want {
+			t.Errorf("%q: emqd %q, Valkey %q", args, got, want)
+		}
+		for i := 2; i+1 < len(args); i += 2 {
+			g := []string{"CONFIG", "GET", args[i]}
+			if want, got := rc.Do(g...), ec.Do(g...); got != want {
+				t.Errorf("after %q, CONFIG GET %s: emqd %q, Valkey %q", args, args[i], got, want)
+			}
+		}
+	}
+}

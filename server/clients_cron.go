@@ -55,6 +55,7 @@ func (s *Server) clientsCronTick() {
 	}
 	now := s.clock.NowMs()
 	s.closeIdleClientsLocked(now)
+	s.checkOutputLimitsLocked()
 	s.trackPeaksLocked(now)
 	s.demoteIdleClients(now)
 	s.checkClockLocked(now)
@@ -106,6 +107,32 @@ func (s *Server) closeIdleClientsLocked(now int64) {
 		s.log.Debug("Closing idle client", "id", c.id, "addr", c.addr, "idle_ms", now-c.lastIO.Load())
 		c.killed.Store(true)
 		c.closeConn()
+	}
+}
+
+// checkOutputLimitsLocked closes every client that has been over the soft
+// output limit of its class for longer than its seconds, as Valkey's
+// clientsCron does each tick (closeClientOnOutputBufferLimitReached with
+// async 0): a client whose output stopped growing while over the soft
+// limit (it stopped reading after its last request) is closed too, not
+// only one whose output grows again (enqueueLocked's check). Nothing to do
+// while no class has a soft limit. Store lock held.
+func (s *Server) checkOutputLimitsLocked() {
+	if l := s.outLimits.Load(); l.normal.soft <= 0 && l.pubsub.soft <= 0 {
+		return
+	}
+	var over []*client
+	s.clientsMu.Lock()
+	for _, c := range s.clients {
+		c.outMu.Lock()
+		if c.overOutputLimit(int64(len(c.out) + len(c.wq) + c.inWrite)) {
+			over = append(over, c)
+		}
+		c.outMu.Unlock()
+	}
+	s.clientsMu.Unlock()
+	for _, c := range over {
+		c.outputOverLimit()
 	}
 }
 

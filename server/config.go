@@ -467,34 +467,6 @@ func memtoull(s string) (uint64, bool) {
 	return n * mul, true
 }
 
-// parseMemory is Valkey's memtoull: digits with an optional unit b, k, kb,
-// m, mb, g, gb (case-insensitive; k = 1000, kb = 1024).
-func parseMemory(s string) (int64, bool) {
-	ls := strings.ToLower(s)
-	mul := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
-		if strings.HasSuffix(ls, u.suf) {
-			ls, mul = ls[:len(ls)-len(u.suf)], u.m
-			break
-		}
-	}
-	if ls == "" {
-		return 0, false
-	}
-	n, ok := parseLL(ls)
-	if !ok {
-		// memtoull accepts a leading '+'? No: it uses strtoull on digits only.
-		return 0, false
-	}
-	if n < 0 || (mul > 1 && n > (1<<63-1)/mul) {
-		return 0, false
-	}
-	return n * mul, true
-}
-
 // baseName is Valkey's isValidAOFfilename, isValidAOFdirname and
 // isValidDBfilename (config.c): no '/' or '\' in the value (pathIsBaseName)
 // and, unless mayBeEmpty, not empty. what names the kind ("filename",
@@ -593,19 +565,62 @@ func checkOutputLimit(v string) (string, error) {
 		if class != "normal" && class != "slave" && class != "pubsub" {
 			return "", errors.New("Invalid client class specified in buffer limit configuration.")
 		}
-		hard, ok1 := parseMemory(f[i+1])
-		soft, ok2 := parseMemory(f[i+2])
-		secs, ok3 := parseLL(f[i+3])
-		if !ok1 || !ok2 || !ok3 || secs < 0 {
+		hard, ok1 := memtoull(f[i+1])
+		soft, ok2 := memtoull(f[i+2])
+		secs, ok3 := softSeconds(f[i+3])
+		if !ok1 || !ok2 || !ok3 {
 			return "", errors.New("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
 		}
 		f[i] = class
-		f[i+1], f[i+2], f[i+3] = strconv.FormatInt(hard, 10), strconv.FormatInt(soft, 10), strconv.FormatInt(secs, 10)
+		f[i+1], f[i+2], f[i+3] = strconv.FormatUint(hard, 10), strconv.FormatUint(soft, 10), strconv.FormatInt(int64(secs), 10)
 	}
 	return strings.Join(f, " "), nil
 }
 
 // mergeOutputLimit overlays the groups of set on the groups of cur.
+// softSeconds reads client-output-buffer-limit's soft_seconds as Valkey
+// 8.0.1's updateClientOutputBufferLimit (config.c) does: strtoll (an
+// optional sign, decimal digits, saturating at the 64-bit bounds) that must
+// take the whole word, stored in an int, so the value is its low 32 bits
+// and a negative one is refused: 2147483647 is the most, 2147483648 and
+// 9223372036854775807 are refused (they read as negative ints) and
+// 4294967297 reads as 1, as there. Before, emqd took any 64-bit value, and
+// one past 2^63/1000 overflowed the limit's milliseconds into "at once".
+func softSeconds(w string) (int32, bool) {
+	i, neg := 0, false
+	if i < len(w) && (w[i] == '+' || w[i] == '-') {
+		neg = w[i] == '-'
+		i++
+	}
+	start := i
+	var n uint64
+	sat := false
+	for ; i < len(w) && w[i] >= '0' && w[i] <= '9'; i++ {
+		d := uint64(w[i] - '0')
+		if n > (math.MaxUint64-d)/10 {
+			sat = true
+			continue
+		}
+		n = n*10 + d
+	}
+	if i != len(w) || (i == start && len(w) > 0) {
+		return 0, false // strtoll stopped before the end (eptr not at '\0')
+	}
+	var v int64
+	switch {
+	case !neg && (sat || n > math.MaxInt64):
+		v = math.MaxInt64
+	case neg && (sat || n > 1<<63):
+		v = math.MinInt64
+	case neg:
+		v = -int64(n)
+	default:
+		v = int64(n)
+	}
+	t := int32(v) // int soft_seconds = strtoll(...)
+	return t, t >= 0
+}
+
 func mergeOutputLimit(cur, set string) string {
 	groups := map[string][]string{}
 	for _, s := range []string{cur, set} {
@@ -641,7 +656,7 @@ func parseOutputLimits(v string) *outputLimits {
 	l := &outputLimits{}
 	f := strings.Fields(v)
 	for i := 0; i+3 < len(f); i += 4 {
-		cl := classLimit{atoi(f[i+1]), atoi(f[i+2]), atoi(f[i+3])}
+		cl := classLimit{bytesLimit(f[i+1]), bytesLimit(f[i+2]), atoi(f[i+3])}
 		switch f[i] {
 		case "normal":
 			l.normal = cl
@@ -654,6 +669,14 @@ func parseOutputLimits(v string) *outputLimits {
 
 // setOutputLimits makes a client-output-buffer-limit value take effect.
 func (s *Server) setOutputLimits(v string) { s.outLimits.Store(parseOutputLimits(v)) }
+
+// bytesLimit is a canonical limit in bytes (an unsigned decimal, up to
+// 2^64-1 as Valkey's unsigned long long) as an int64 to compare with: a
+// value past 2^63-1 is more than any output can reach.
+func bytesLimit(s string) int64 {
+	n, _ := strconv.ParseUint(s, 10, 64)
+	return int64(min(n, math.MaxInt64))
+}
 
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)

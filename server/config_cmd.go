@@ -70,12 +70,21 @@ func cmdConfigGet(c *client, x *store.Ctx) {
 // a refused CONFIG SET changes nothing.
 func cmdConfigSet(c *client, x *store.Ctx) {
 	argv := x.Argv
-	if len(argv)%2 != 0 {
+	if len(argv) < 4 {
 		x.W.Error(arityError("config|set"))
 		return
 	}
+	if len(argv)%2 != 0 {
+		// A name without its value: Valkey's configSetCommand answers
+		// the shared syntax error (the arity, -4, only counts to 4).
+		x.W.Error("ERR syntax error")
+		return
+	}
 	cfg := c.s.cfg
-	seen := map[*param]bool{}
+	// A duplicate is the same name twice (any case); an old name and its
+	// new one (hash-max-ziplist-entries, hash-max-listpack-entries) are two
+	// entries of Valkey's table and set in turn, the last winning.
+	seen := map[string]bool{}
 	for i := 2; i < len(argv); i += 2 {
 		name := string(argv[i])
 		p := cfg.lookup(name)
@@ -86,11 +95,11 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 		fail := func(why string) {
 			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why)
 		}
-		if seen[p] {
+		if seen[strings.ToLower(name)] {
 			fail("duplicate parameter")
 			return
 		}
-		seen[p] = true
+		seen[strings.ToLower(name)] = true
 		cfg.mu.Lock()
 		hooked := len(cfg.hooks[p.name]) > 0
 		cfg.mu.Unlock()
@@ -102,11 +111,18 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 			fail(errProtectedConfig.Error())
 			return
 		}
+	}
+	// The values only once every name passed, as Valkey's configSetCommand
+	// (a duplicate or an immutable name after a bad value is what it
+	// reports). A refused value is reported under the name of the table's
+	// entry (lower case: `HZ abc` reports 'hz'), the names above as typed.
+	for i := 2; i < len(argv); i += 2 {
+		p := cfg.lookup(string(argv[i]))
 		if keepsAll(p, argv[i+1]) {
 			continue
 		}
 		if _, err := p.normalize(string(argv[i+1])); err != nil {
-			fail(err.Error())
+			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
 			return
 		}
 	}
@@ -124,7 +140,7 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 					c.s.log.Warn("Failed applying restored configuration", "directive", name, "value", olds[j], "err", rerr)
 				}
 			}
-			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + string(argv[i]) + "') - " + err.Error())
+			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
 			return
 		}
 		olds = append(olds, old)

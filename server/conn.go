@@ -858,8 +858,9 @@ func (c *client) outputOverLimit() {
 		return
 	}
 	c.s.statObufClosed.Add(1)
+	cl := c.classLimit()
 	c.s.log.Warn("Client scheduled to be closed ASAP for overcoming of output buffer limits.",
-		"id", c.id, "addr", c.addr, "name", c.name, "limit", c.classLimit().hard)
+		"id", c.id, "addr", c.addr, "name", c.name, "hard_limit", cl.hard, "soft_limit", cl.soft, "soft_seconds", cl.softSecs)
 	c.closeConn()
 }
 

@@ -772,6 +772,37 @@ func TestPubsubSoftLimit(t *testing.T) {
 	}
 }
 
+// TestSoftLimitClosesAReaderThatStopped: a client over the normal class's
+// soft limit whose output stops growing (it sent its last request and
+// stopped reading) is closed once the soft seconds pass, by the clients
+// cron, as Valkey's clientsCron checks every client each tick. Before,
+// only a reply that made its output grow again checked the time, so such
+// a client stayed open for good (found by round 10's newcomer).
+func TestSoftLimitClosesAReaderThatStopped(t *testing.T) {
+	clk := clock.NewManual(1_700_000_000_000)
+	s := startServer(t, map[string]string{"client-output-buffer-limit": "normal 0 1mb 2"}, clk)
+	a := dial(t, s)
+	a.Do("SET", "big", strings.Repeat("v", 3<<20))
+	nc := dialSmallBuffers(t, s)
+	if _, err := nc.Write(append(encode("CLIENT", "SETNAME", "stopped"), append(encode("GET", "big"), encode("GET", "big")...)...)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		n, _ := strconv.ParseInt(clientField(t, a, "stopped", "omem"), 10, 64)
+		return n > 1<<20
+	})
+	clk.Advance(1_000) // a tick within the soft seconds: kept
+	time.Sleep(50 * time.Millisecond)
+	if clientField(t, a, "stopped", "id") == "" {
+		t.Fatal("closed before the soft seconds passed")
+	}
+	clk.Advance(2_000) // the next ticks are past them: no new output needed
+	eventually(t, func() bool { return clientField(t, a, "stopped", "id") == "" })
+	if r := a.Do("INFO", "stats"); !strings.Contains(r, "client_output_buffer_limit_disconnections:1\r\n") {
+		t.Fatalf("INFO stats: %q", r)
+	}
+}
+
 // TestOmemDrainedAndPubsubClassByProtocol (issue 27 item 9): omem counts
 // a non-reading client's queued replies and is 0 again once it has read
 // them all; a RESP3 subscriber is held to the pubsub class as a RESP2 one
