@@ -127,7 +127,7 @@ func paramTable() []*param {
 		str("tls-ca-cert-dir", ""),
 		enum("tls-auth-clients", "yes", "yes", "no", "optional"),
 		checked(str("tls-protocols", ""), checkTLSProtocols),
-		multi(immutable(str("bind", "127.0.0.1"))),
+		multi(immutable(checked(str("bind", "127.0.0.1"), checkBind))),
 		apply(str("requirepass", ""), func(s *Server, v string) { s.requirepass.Store(&v) }),
 		immutable(ints("databases", "16", 1, maxInt)),
 		apply(uints("maxclients", "10000", 1, math.MaxUint32), func(s *Server, v string) { s.maxClients.Store(atoi(v)) }),
@@ -552,8 +552,13 @@ var outClasses = []string{"normal", "slave", "pubsub"}
 
 // checkOutputLimit parses client-output-buffer-limit ("class hard soft
 // seconds" groups) and returns the full setting with the changed classes.
-func checkOutputLimit(v string) (string, error) {
-	f := strings.Fields(v)
+func checkOutputLimit(v string) (string, error) { return checkOutputLimitWords(strings.Fields(v)) }
+
+// checkOutputLimitWords is checkOutputLimit of the words of a value: a
+// config file's or the command line's (split on any space, as Valkey's
+// sdssplitargs) or CONFIG SET's (split on each single space, as Valkey's
+// sdssplitlen: an empty word is a number read as 0, or no class).
+func checkOutputLimitWords(f []string) (string, error) {
 	if len(f) == 0 || len(f)%4 != 0 {
 		return "", errors.New("Wrong number of arguments in buffer limit configuration.")
 	}
@@ -578,6 +583,30 @@ func checkOutputLimit(v string) (string, error) {
 }
 
 // mergeOutputLimit overlays the groups of set on the groups of cur.
+// bindAddrMax is how many addresses bind takes (Valkey's
+// CONFIG_BINDADDR_MAX).
+const bindAddrMax = 16
+
+// checkBind refuses more than bindAddrMax addresses with Valkey's text
+// (setConfigBindOption), at start and at CONFIG SET.
+func checkBind(v string) (string, error) {
+	if len(strings.Fields(v)) > bindAddrMax {
+		return "", errors.New("Too many bind addresses specified.")
+	}
+	return v, nil
+}
+
+// setWords splits a multi-word value given to CONFIG SET as Valkey 8.0.1's
+// performInterfaceSet does (sdssplitlen on " "): on each single space, so
+// two spaces make an empty word between them, a leading or trailing space
+// one at that end; "" is no words.
+func setWords(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, " ")
+}
+
 // softSeconds reads client-output-buffer-limit's soft_seconds as Valkey
 // 8.0.1's updateClientOutputBufferLimit (config.c) does: strtoll (an
 // optional sign, decimal digits, saturating at the 64-bit bounds) that must

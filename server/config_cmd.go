@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/emqd/emqd/internal/store"
@@ -116,12 +117,18 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 	// (a duplicate or an immutable name after a bad value is what it
 	// reports). A refused value is reported under the name of the table's
 	// entry (lower case: `HZ abc` reports 'hz'), the names above as typed.
+	values := make([]string, len(argv))
 	for i := 2; i < len(argv); i += 2 {
 		p := cfg.lookup(string(argv[i]))
+		values[i+1] = string(argv[i+1])
 		if keepsAll(p, argv[i+1]) {
 			continue
 		}
-		if _, err := p.normalize(string(argv[i+1])); err != nil {
+		if err := setValueWords(p, &values[i+1]); err != nil {
+			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
+			return
+		}
+		if _, err := p.normalize(values[i+1]); err != nil {
 			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
 			return
 		}
@@ -133,7 +140,7 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 			olds = append(olds, old)
 			continue
 		}
-		if err := cfg.set(c.s, string(argv[i]), string(argv[i+1]), false); err != nil {
+		if err := cfg.set(c.s, string(argv[i]), values[i+1], false); err != nil {
 			for j := len(olds) - 1; j >= 0; j-- {
 				name := string(argv[2+2*j])
 				if rerr := cfg.set(c.s, name, olds[j], false); rerr != nil {
@@ -146,6 +153,32 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 		olds = append(olds, old)
 	}
 	x.W.OK()
+}
+
+// setValueWords applies CONFIG SET's word splitting (setWords: on each
+// single space) to the value of a directive whose words it changes, where
+// a config file's value is split on any space: client-output-buffer-limit
+// (an empty word is a number read as 0, or no class: *v becomes the
+// canonical value) and bind (more than bindAddrMax words, empty ones
+// counted, is Valkey's "Too many bind addresses specified.").
+func setValueWords(p *param, v *string) error {
+	switch p.name {
+	case "client-output-buffer-limit":
+		canon, err := checkOutputLimitWords(setWords(*v))
+		if err != nil {
+			return err
+		}
+		*v = canon
+	case "bind":
+		// An empty word is left to the listeners, which skip it: Valkey
+		// hands "" to getaddrinfo, which fails, and then skips or refuses
+		// the address by whatever errno an earlier call left (it took
+		// "127.0.0.1  127.0.0.2" and refused "127.0.0.1  ::1" here).
+		if len(setWords(*v)) > bindAddrMax {
+			return errors.New("Too many bind addresses specified.")
+		}
+	}
+	return nil
 }
 
 // keepsAll reports a CONFIG SET pair that changes nothing and is not

@@ -126,8 +126,8 @@ func (s *Server) infoSection(c *client, name string, add func(k, v string)) {
 		add("executable", exe)
 		add("config_file", s.configFile)
 		add("io_threads_active", "0")
-		for i, l := range s.listenerInfo() {
-			add("listener"+strconv.Itoa(i), l)
+		for _, l := range s.listenerInfo() {
+			add("listener"+strconv.Itoa(l.index), l.value)
 		}
 	case "clients":
 		s.clientsMu.Lock()

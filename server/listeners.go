@@ -129,6 +129,7 @@ func (s *Server) openListeners(optsAddr string, hasPortOrBind bool) error {
 	if err := s.openUnix(); err != nil {
 		return err
 	}
+	s.tcpShown, s.tlsShown = s.port != 0, s.tlsPort != 0
 	if len(s.lns) == 0 {
 		return &ListenError{Msg: "Configured to not listen anywhere, exiting."}
 	}
@@ -288,38 +289,55 @@ func connAddr(a, local net.Addr) string {
 	return a.String()
 }
 
-// listenerInfo is INFO server's listenerN values, one per kind of
-// listener, as Valkey: "name=tcp,bind=127.0.0.1,bind=::1,port=6379".
-func (s *Server) listenerInfo() []string {
+// listenerInfo is INFO server's listenerN lines, as Valkey 8.0.1's
+// getListensInfoString (connection.c): N is the kind's index in Valkey's
+// connection types (tcp 0, unix 1, tls 2), and a kind's line is there
+// once it has been configured (tcp: a port at start or a CONFIG SET of
+// port or bind since; tls: likewise with tls-port), even while it listens
+// nowhere (`listener0:name=tcp` after CONFIG SET port 0). Its bind words
+// are the configured ones as written (`-::*` keeps its dash), as many as
+// sockets are open, in order (Valkey prints the first count words: with
+// `-192.0.2.1 127.0.0.1` and only the second open, `bind=-192.0.2.1`),
+// then the port when it is not 0.
+func (s *Server) listenerInfo() []listenerLine {
 	s.lnMu.Lock()
 	defer s.lnMu.Unlock()
-	var out []string
-	for _, name := range []string{"tcp", "tls", "unix"} {
-		var b strings.Builder
-		port := 0
-		for _, l := range s.lns {
-			if l.name != name {
-				continue
-			}
-			if b.Len() == 0 {
-				b.WriteString("name=" + name)
-			}
-			host, p, _ := net.SplitHostPort(l.addr)
-			if host == "" && p == "" {
-				host = l.addr
-			}
-			b.WriteString(",bind=" + host)
-			if ta, ok := l.ln.Addr().(*net.TCPAddr); ok {
-				port = ta.Port
-			}
-		}
-		if b.Len() > 0 && name == "unix" {
-			out = append(out, b.String())
-		} else if b.Len() > 0 {
-			out = append(out, b.String()+",port="+strconv.Itoa(port))
+	open := map[string]int{}
+	unix := ""
+	for _, l := range s.lns {
+		open[l.name]++
+		if l.name == "unix" {
+			unix = l.addr
 		}
 	}
+	line := func(name string, port int) string {
+		var b strings.Builder
+		b.WriteString("name=" + name)
+		for i := 0; i < open[name] && i < len(s.lnAddrs); i++ {
+			b.WriteString(",bind=" + s.lnAddrs[i].word)
+		}
+		if port != 0 {
+			b.WriteString(",port=" + strconv.Itoa(port))
+		}
+		return b.String()
+	}
+	var out []listenerLine
+	if s.tcpShown {
+		out = append(out, listenerLine{0, line("tcp", s.port)})
+	}
+	if unix != "" {
+		out = append(out, listenerLine{1, "name=unix,bind=" + unix})
+	}
+	if s.tlsShown {
+		out = append(out, listenerLine{2, line("tls", s.tlsPort)})
+	}
 	return out
+}
+
+// listenerLine is one INFO listenerN line: N and its value.
+type listenerLine struct {
+	index int
+	value string
 }
 
 // addrPort is the port of a host:port address.
@@ -384,6 +402,7 @@ var (
 // once the listeners are open).
 func (s *Server) watchListenConfig() {
 	s.OnConfigSet("port", func(v string) error {
+		s.tcpShown = true
 		port, _ := strconv.Atoi(v)
 		if port == s.port {
 			return nil
@@ -409,6 +428,7 @@ func (s *Server) watchListenConfig() {
 			s.tls.cfg.Store(cfg)
 			s.watchTLSConfig()
 		}
+		s.tlsShown = true
 		if err := s.relisten("tls", s.lnAddrs, port); err != nil {
 			s.restoreListeners("tls", s.lnAddrs, s.tlsPort)
 			return errListenPort
@@ -417,6 +437,10 @@ func (s *Server) watchListenConfig() {
 		return nil
 	})
 	s.OnConfigSet("bind", func(v string) error {
+		s.tcpShown = true
+		if s.tlsPort != 0 {
+			s.tlsShown = true
+		}
 		addrs := parseBind(v)
 		if err := s.relisten("tcp", addrs, s.port); err != nil {
 			s.restoreListeners("tcp", s.lnAddrs, s.port)

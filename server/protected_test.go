@@ -111,7 +111,7 @@ func TestProtectedMode(t *testing.T) {
 	if r := local.Do("INFO", "stats"); !strings.Contains(r, "\r\nrejected_connections:2\r\n") {
 		t.Fatalf("INFO stats:\n%s", r)
 	}
-	if r := local.Do("INFO", "server"); !strings.Contains(r, "\r\nlistener0:name=tcp,bind=127.0.0.1,bind="+nsAddr+",port=7400\r\nlistener1:name=tls,bind=127.0.0.1,bind="+nsAddr+",port=7401\r\n") {
+	if r := local.Do("INFO", "server"); !strings.Contains(r, "\r\nlistener0:name=tcp,bind=127.0.0.1,bind="+nsAddr+",port=7400\r\nlistener2:name=tls,bind=127.0.0.1,bind="+nsAddr+",port=7401\r\n") {
 		t.Fatalf("INFO server:\n%s", r)
 	}
 	// A password set: the outside client may connect (and must AUTH).

@@ -161,6 +161,9 @@ type Server struct {
 	lnMu    sync.Mutex
 	lnAddrs []listenAddr
 	tlsPort int
+	// tcpShown and tlsShown: INFO lists the kind's listener line
+	// (listenerInfo). Changed with lnAddrs.
+	tcpShown, tlsShown bool
 	// writerEnding, when set (tests only), runs in a writer goroutine
 	// (writeBehind) as it ends, before it reports that it has.
 	writerEnding func()

@@ -152,7 +152,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal("tls-auth-clients yes served another CA's client")
 	}
 	info := plain.Do("INFO", "server")
-	if !strings.Contains(info, "\r\nlistener1:name=tls,bind=127.0.0.1,port="+port+"\r\n") {
+	if !strings.Contains(info, "\r\nlistener2:name=tls,bind=127.0.0.1,port="+port+"\r\n") {
 		t.Fatalf("INFO server:\n%s", info)
 	}
 	// The same keyspace on both ports.
