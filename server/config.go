@@ -582,7 +582,6 @@ func checkOutputLimitWords(f []string) (string, error) {
 	return strings.Join(f, " "), nil
 }
 
-// mergeOutputLimit overlays the groups of set on the groups of cur.
 // bindAddrMax is how many addresses bind takes (Valkey's
 // CONFIG_BINDADDR_MAX).
 const bindAddrMax = 16
@@ -616,40 +615,20 @@ func setWords(v string) []string {
 // 4294967297 reads as 1, as there. Before, emqd took any 64-bit value, and
 // one past 2^63/1000 overflowed the limit's milliseconds into "at once".
 func softSeconds(w string) (int32, bool) {
-	i, neg := 0, false
-	if i < len(w) && (w[i] == '+' || w[i] == '-') {
-		neg = w[i] == '-'
-		i++
+	if w == "" {
+		return 0, true // strtoll reads no digits and stops at the end
 	}
-	start := i
-	var n uint64
-	sat := false
-	for ; i < len(w) && w[i] >= '0' && w[i] <= '9'; i++ {
-		d := uint64(w[i] - '0')
-		if n > (math.MaxUint64-d)/10 {
-			sat = true
-			continue
-		}
-		n = n*10 + d
-	}
-	if i != len(w) || (i == start && len(w) > 0) {
-		return 0, false // strtoll stopped before the end (eptr not at '\0')
-	}
-	var v int64
-	switch {
-	case !neg && (sat || n > math.MaxInt64):
-		v = math.MaxInt64
-	case neg && (sat || n > 1<<63):
-		v = math.MinInt64
-	case neg:
-		v = -int64(n)
-	default:
-		v = int64(n)
+	// strconv's base-10 syntax is strtoll's for a whole word (a sign,
+	// digits), and out of range it returns the bound strtoll saturates to.
+	v, err := strconv.ParseInt(w, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
 	}
 	t := int32(v) // int soft_seconds = strtoll(...)
 	return t, t >= 0
 }
 
+// mergeOutputLimit overlays the groups of set on the groups of cur.
 func mergeOutputLimit(cur, set string) string {
 	groups := map[string][]string{}
 	for _, s := range []string{cur, set} {

@@ -96,11 +96,12 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 		fail := func(why string) {
 			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why)
 		}
-		if seen[strings.ToLower(name)] {
+		key := strings.ToLower(name)
+		if seen[key] {
 			fail("duplicate parameter")
 			return
 		}
-		seen[strings.ToLower(name)] = true
+		seen[key] = true
 		cfg.mu.Lock()
 		hooked := len(cfg.hooks[p.name]) > 0
 		cfg.mu.Unlock()
@@ -117,6 +118,9 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 	// (a duplicate or an immutable name after a bad value is what it
 	// reports). A refused value is reported under the name of the table's
 	// entry (lower case: `HZ abc` reports 'hz'), the names above as typed.
+	failed := func(name, why string) {
+		x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(name) + "') - " + why)
+	}
 	values := make([]string, len(argv))
 	for i := 2; i < len(argv); i += 2 {
 		p := cfg.lookup(string(argv[i]))
@@ -125,11 +129,11 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 			continue
 		}
 		if err := setValueWords(p, &values[i+1]); err != nil {
-			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
+			failed(string(argv[i]), err.Error())
 			return
 		}
 		if _, err := p.normalize(values[i+1]); err != nil {
-			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
+			failed(string(argv[i]), err.Error())
 			return
 		}
 	}
@@ -147,7 +151,7 @@ func cmdConfigSet(c *client, x *store.Ctx) {
 					c.s.log.Warn("Failed applying restored configuration", "directive", name, "value", olds[j], "err", rerr)
 				}
 			}
-			x.W.Error("ERR CONFIG SET failed (possibly related to argument '" + strings.ToLower(string(argv[i])) + "') - " + err.Error())
+			failed(string(argv[i]), err.Error())
 			return
 		}
 		olds = append(olds, old)
